@@ -1,0 +1,31 @@
+import { ConfigError, loadConfig, type Config, type ProcessRole } from '../../config/schema.ts'
+import { UnsafeConnectionError } from '../db/connection-guard.ts'
+import { createLogger, describeError, type Logger } from '../logging/logger.ts'
+
+// Errors whose messages we wrote ourselves and that name variables, never values.
+const SAFE_TO_PRINT = [ConfigError, UnsafeConnectionError]
+
+/**
+ * Runs an entry point: reads the configuration once, builds the logger, and turns a startup
+ * failure into one clear line on stderr and exit code 1.
+ */
+export async function main(role: ProcessRole, run: (config: Config, logger: Logger) => Promise<void>): Promise<void> {
+  let logger: Logger | undefined
+  try {
+    const config = loadConfig(process.env, role)
+    logger = createLogger({ level: config.LOG_LEVEL, base: { process: role } })
+    await run(config, logger)
+  } catch (error) {
+    const safe = SAFE_TO_PRINT.some((type) => error instanceof type) || (error instanceof Error && error.message.startsWith('embedded PostgreSQL'))
+    console.error(safe ? (error as Error).message : `${role} failed to start: ${JSON.stringify(describeError(error))}`)
+    logger?.error('startup failed', describeError(error))
+    process.exitCode = 1
+    setTimeout(() => process.exit(1), 1_000).unref()
+  }
+}
+
+/** A required setting for a process that has no development fallback. */
+export function required<T>(value: T | undefined, variable: string, why: string): T {
+  if (value === undefined) throw new ConfigError([{ variable, problem: why }])
+  return value
+}

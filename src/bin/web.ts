@@ -1,0 +1,17 @@
+import { startWeb } from '../runtime/web.ts'
+import { stopOnSignals } from '../runtime/signals.ts'
+import { main, required } from './main.ts'
+
+await main('web', async (config, logger) => {
+  const web = await startWeb({
+    config,
+    apiUrl: required(config.API_DATABASE_URL, 'API_DATABASE_URL', 'the web connects as a member of sealpost_api (use `npm start` for the all-in-one development mode)'),
+    keys: {
+      outboxKey: required(config.OUTBOX_ENCRYPTION_KEY, 'OUTBOX_ENCRYPTION_KEY', 'is required by the web'),
+      codeHashKey: required(config.CODE_HASH_KEY, 'CODE_HASH_KEY', 'is required by the web'),
+    },
+    logger,
+  })
+  stopOnSignals(web.stop, logger)
+  logger.info('web listening', { url: web.url })
+})

@@ -1,0 +1,22 @@
+import { providersFromConfig } from '../runtime/providers.ts'
+import { stopOnSignals } from '../runtime/signals.ts'
+import { startWorker } from '../runtime/worker.ts'
+import { main, required } from './main.ts'
+
+await main('worker', async (config, logger) => {
+  const providers = providersFromConfig(config)
+  const worker = await startWorker({
+    config,
+    workerUrl: required(config.WORKER_DATABASE_URL, 'WORKER_DATABASE_URL', 'the worker connects as a member of sealpost_worker (use `npm start` for the all-in-one development mode)'),
+    keys: {
+      outboxKey: required(config.OUTBOX_ENCRYPTION_KEY, 'OUTBOX_ENCRYPTION_KEY', 'is required by the worker'),
+      codeHashKey: required(config.CODE_HASH_KEY, 'CODE_HASH_KEY', 'is required by the worker'),
+    },
+    providers,
+    logger,
+  })
+  stopOnSignals(async () => {
+    await worker.stop()
+    providers.forEach((provider) => provider.close())
+  }, logger)
+})

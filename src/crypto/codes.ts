@@ -1,0 +1,19 @@
+import { createHmac, randomInt, timingSafeEqual } from 'node:crypto'
+
+export const CODE_DIGITS = 6
+
+/** A one-time code: 6 decimal digits from the CSPRNG, as a Buffer the caller can wipe. */
+export function generateCode(random: (max: number) => number = randomInt): Buffer {
+  return Buffer.from(String(random(10 ** CODE_DIGITS)).padStart(CODE_DIGITS, '0'))
+}
+
+/** HMAC-SHA-256 of the code bound to its challenge, so a hash cannot be replayed on another. */
+export function hashCode(codeHashKey: Buffer, challengeId: string, code: Buffer | string): Buffer {
+  return createHmac('sha256', codeHashKey).update(challengeId).update(':').update(code).digest()
+}
+
+/** Constant-time check of a submitted code against the stored hash. */
+export function verifyCode(codeHashKey: Buffer, challengeId: string, code: string, storedHash: Buffer): boolean {
+  const candidate = hashCode(codeHashKey, challengeId, code)
+  return candidate.length === storedHash.length && timingSafeEqual(candidate, storedHash)
+}

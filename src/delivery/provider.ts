@@ -1,0 +1,29 @@
+import type { Channel, FailureClass } from '../outbox/constants.ts'
+
+/** What a connector is asked to deliver; the text holds the secret and lives in memory only. */
+export type OutgoingMessage = { messageId: string; destination: string; subject: string; text: string }
+
+/** A provider port (Kratos courier's shape): an id for logs and one dispatch call. */
+export interface Provider {
+  readonly id: string
+  readonly channel: Channel
+  /** Resolves with the provider's message id once accepted; rejects with a DeliveryFailure. */
+  dispatch(message: OutgoingMessage, signal: AbortSignal): Promise<{ providerMessageId: string }>
+}
+
+/**
+ * A classified provider failure. Its message is fixed text: connectors never copy a provider's
+ * error text (it may echo the destination) into it.
+ */
+export class DeliveryFailure extends Error {
+  override name = 'DeliveryFailure'
+  readonly failureClass: FailureClass
+  readonly retryAfterAt: Date | null
+  readonly providerCode: string
+  constructor(failureClass: FailureClass, providerCode: string, retryAfterAt: Date | null = null) {
+    super(`delivery failed: ${failureClass}`)
+    this.failureClass = failureClass
+    this.providerCode = providerCode
+    this.retryAfterAt = retryAfterAt
+  }
+}

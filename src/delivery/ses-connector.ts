@@ -1,0 +1,69 @@
+import { SendEmailCommand, SESv2Client } from '@aws-sdk/client-sesv2'
+import { DeliveryFailure, type OutgoingMessage, type Provider } from './provider.ts'
+import type { FailureClass } from '../outbox/constants.ts'
+
+const REJECTED_NAMES = new Set(['BadRequestException', 'MessageRejected', 'NotFoundException', 'MailFromDomainNotVerifiedException', 'AccountSuspendedException', 'SendingPausedException'])
+const THROTTLED_NAMES = new Set(['TooManyRequestsException', 'LimitExceededException', 'ThrottlingException'])
+const ABORTED_NAMES = new Set(['AbortError', 'TimeoutError', 'RequestTimeout'])
+const REFUSED_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'])
+
+/** Maps an SES SDK error to our taxonomy (DESIGN §5): pure, table-tested. */
+export function classifySesError(error: unknown): { failureClass: FailureClass; providerCode: string } {
+  const { name, code, $metadata } = (error ?? {}) as { name?: string; code?: string; $metadata?: { httpStatusCode?: number } }
+  const status = $metadata?.httpStatusCode
+  const providerCode = name ?? code ?? 'unknown'
+  if (name && ABORTED_NAMES.has(name)) return { failureClass: 'INDETERMINATE', providerCode }
+  if (name && THROTTLED_NAMES.has(name)) return { failureClass: 'THROTTLED', providerCode }
+  if (name && REJECTED_NAMES.has(name)) {
+    // Account-level refusals are ours to fix, not the destination's fault.
+    const accountLevel = name === 'MailFromDomainNotVerifiedException' || name === 'AccountSuspendedException' || name === 'SendingPausedException'
+    return { failureClass: accountLevel ? 'UNAVAILABLE' : 'REJECTED', providerCode }
+  }
+  if (code && REFUSED_CODES.has(code)) return { failureClass: 'UNAVAILABLE', providerCode }
+  if (status === 429) return { failureClass: 'THROTTLED', providerCode }
+  if (status === 401 || status === 403) return { failureClass: 'UNAVAILABLE', providerCode }
+  if (status === 400 || status === 404 || status === 422) return { failureClass: 'REJECTED', providerCode }
+  if (status === 500 || status === 502 || status === 503) return { failureClass: 'UNAVAILABLE', providerCode }
+  return { failureClass: 'INDETERMINATE', providerCode }
+}
+
+export type SesSettings = { region: string; fromAddress: string; endpoint?: string; credentials?: { accessKeyId: string; secretAccessKey: string } }
+
+/** Email through SES v2 `SendEmail`, one provider request per attempt (SDK retries off). */
+export function createSesConnector(settings: SesSettings): Provider & { close(): void } {
+  const client = new SESv2Client({
+    region: settings.region,
+    endpoint: settings.endpoint,
+    credentials: settings.credentials,
+    maxAttempts: 1,
+  })
+  return {
+    id: 'ses',
+    channel: 'email',
+    async dispatch(message: OutgoingMessage, signal: AbortSignal) {
+      try {
+        const result = await client.send(
+          new SendEmailCommand({
+            FromEmailAddress: settings.fromAddress,
+            Destination: { ToAddresses: [message.destination] },
+            Content: {
+              Simple: {
+                Subject: { Data: message.subject, Charset: 'UTF-8' },
+                Body: { Text: { Data: message.text, Charset: 'UTF-8' } },
+              },
+            },
+          }),
+          { abortSignal: signal },
+        )
+        if (!result.MessageId) throw new DeliveryFailure('INDETERMINATE', 'MissingMessageId')
+        return { providerMessageId: result.MessageId }
+      } catch (error) {
+        if (error instanceof DeliveryFailure) throw error
+        if (signal.aborted) throw new DeliveryFailure('INDETERMINATE', 'Timeout')
+        const { failureClass, providerCode } = classifySesError(error)
+        throw new DeliveryFailure(failureClass, providerCode)
+      }
+    },
+    close: () => client.destroy(),
+  }
+}

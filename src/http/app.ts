@@ -1,0 +1,29 @@
+import express from 'express'
+import type { Knex } from 'knex'
+import type { ChallengeDeps } from '../identity/password-recovery.ts'
+import type { Logger } from '../logging/logger.ts'
+import { HttpProblem, problemHandler, sendProblem } from './problem.ts'
+import { healthRoutes } from './routes/health.ts'
+import { passwordRecoveryRoutes } from './routes/password-recoveries.ts'
+
+export type WebDeps = { db: Knex; challenges: ChallengeDeps; logger: Logger }
+
+/** The Express app: thin routes over use cases, every error mapped by problemHandler. */
+export function createApp(deps: WebDeps): express.Express {
+  const app = express()
+  app.disable('x-powered-by')
+  app.set('trust proxy', false)
+  app.use((req, res, next) => {
+    const started = performance.now()
+    res.on('finish', () => {
+      deps.logger.info('request', { method: req.method, route: req.route?.path ?? 'unmatched', status: res.statusCode, durationMs: Math.round(performance.now() - started) })
+    })
+    next()
+  })
+  app.use(express.json({ limit: '16kb', strict: true }))
+  app.use(healthRoutes(deps.db))
+  app.use(passwordRecoveryRoutes(deps.db, deps.challenges))
+  app.use((_req, res) => sendProblem(res, new HttpProblem(404, 'not_found', 'No such route.')))
+  app.use(problemHandler(deps.logger))
+  return app
+}

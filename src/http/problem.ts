@@ -1,0 +1,62 @@
+import type { ErrorRequestHandler, Response } from 'express'
+import { z } from 'zod'
+import { describeError, type Logger } from '../logging/logger.ts'
+
+/** A refusal with an HTTP status and a stable `code` (RFC 9457 problem details). */
+export class HttpProblem extends Error {
+  override name = 'HttpProblem'
+  readonly status: number
+  readonly code: string
+  readonly headers: Record<string, string>
+  readonly extra: Record<string, unknown>
+  constructor(status: number, code: string, title: string, options: { headers?: Record<string, string>; extra?: Record<string, unknown> } = {}) {
+    super(title)
+    this.status = status
+    this.code = code
+    this.headers = options.headers ?? {}
+    this.extra = options.extra ?? {}
+  }
+}
+
+export function sendProblem(res: Response, problem: HttpProblem): void {
+  res.set(problem.headers)
+  res.status(problem.status).type('application/problem+json').json({
+    type: `https://sealpost.dev/problems/${problem.code}`,
+    title: problem.message,
+    status: problem.status,
+    code: problem.code,
+    ...problem.extra,
+  })
+}
+
+// SQLSTATE classes 08 (connection), 53 (resources), 57P (shutdown) and pool timeouts: worth a retry.
+function isTransientDatabaseError(error: unknown): boolean {
+  const { code, name } = (error ?? {}) as { code?: unknown; name?: unknown }
+  if (name === 'KnexTimeoutError') return true
+  if (typeof code !== 'string') return false
+  return /^(08|53|57P)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '40001', '40P01'].includes(code)
+}
+
+/** Maps every error to a problem response in one place; nothing but HttpProblem text leaves. */
+export function problemHandler(logger: Logger): ErrorRequestHandler {
+  return (error: unknown, req, res, _next) => {
+    const typed = error as { type?: string; status?: number }
+    let problem: HttpProblem
+    if (error instanceof HttpProblem) problem = error
+    else if (error instanceof z.ZodError) {
+      problem = new HttpProblem(422, 'invalid_request', 'The request body is not valid.', {
+        extra: { errors: error.issues.map((issue) => ({ pointer: '/' + issue.path.join('/'), detail: issue.message })) },
+      })
+    } else if (typed.type === 'entity.too.large') problem = new HttpProblem(413, 'payload_too_large', 'The request body is larger than 16 KiB.')
+    else if (typed.type === 'entity.parse.failed') problem = new HttpProblem(400, 'malformed_json', 'The request body is not valid JSON.')
+    else if (typed.type && typed.status && typed.status < 500) problem = new HttpProblem(typed.status, 'bad_request', 'The request cannot be read.')
+    else if (isTransientDatabaseError(error)) {
+      logger.warn('database unavailable', { route: req.route?.path, ...describeError(error) })
+      problem = new HttpProblem(503, 'service_unavailable', 'Try again shortly.', { headers: { 'Retry-After': '5' } })
+    } else {
+      logger.error('unhandled request error', { route: req.route?.path, ...describeError(error) })
+      problem = new HttpProblem(500, 'internal_error', 'Something went wrong on our side.')
+    }
+    sendProblem(res, problem)
+  }
+}

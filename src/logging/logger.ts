@@ -1,0 +1,70 @@
+import type { Writable } from 'node:stream'
+import winston from 'winston'
+
+/** The logger every module receives; a winston logger, narrowed to what we use. */
+export type Logger = Pick<winston.Logger, 'error' | 'warn' | 'info' | 'debug' | 'child'>
+
+// Keys whose values are secrets or personal data. `errorCode` is how we log an error's code, so a
+// bare `code` (an OTP as often as not) is always redacted.
+const SECRET_KEYS = new Set(
+  [
+    'code', 'otp', 'token', 'password', 'newpassword', 'secret', 'envelope', 'ciphertext', 'plaintext',
+    'authorization', 'cookie', 'destination', 'identifier', 'email', 'phone', 'to', 'key', 'apikey',
+    'body', 'text', 'message_body', 'connectionstring', 'databaseurl',
+  ],
+)
+const EMAIL = /[^\s@"'<>]+@[^\s@"'<>]+\.[^\s@"'<>]+/g
+const PHONE = /\+\d{8,15}/g
+const REDACTED = '[redacted]'
+
+/** Masks secrets in any value before it is serialized; pure, so it has a table test. */
+export function redact(value: unknown, depth = 0): unknown {
+  if (depth > 6) return REDACTED
+  if (typeof value === 'string') return value.replace(EMAIL, REDACTED).replace(PHONE, REDACTED)
+  if (Buffer.isBuffer(value) || value instanceof Uint8Array) return REDACTED
+  if (Array.isArray(value)) return value.map((item) => redact(item, depth + 1))
+  if (value instanceof Error) return { errorName: value.name }
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {}
+    for (const [key, inner] of Object.entries(value)) {
+      out[key] = SECRET_KEYS.has(key.toLowerCase()) ? REDACTED : redact(inner, depth + 1)
+    }
+    return out
+  }
+  return value
+}
+
+const redactFormat = winston.format((info) => {
+  const cleaned = redact({ ...info }) as Record<string, unknown>
+  for (const key of Object.keys(info)) {
+    if (!(key in cleaned)) continue
+    info[key] = cleaned[key]
+  }
+  return info
+})
+
+/** JSON lines to stdout (or a given stream, for tests), every line through the redaction step. */
+export function createLogger(options: { level: string; stream?: Writable; base?: Record<string, unknown> }): Logger {
+  return winston.createLogger({
+    level: options.level,
+    defaultMeta: options.base,
+    format: winston.format.combine(redactFormat(), winston.format.timestamp(), winston.format.json()),
+    transports: [
+      options.stream
+        ? new winston.transports.Stream({ stream: options.stream })
+        : new winston.transports.Console(),
+    ],
+  })
+}
+
+/** The fields a failure is logged with: its name and code, never its message. */
+export function describeError(error: unknown): { errorName: string; errorCode?: string } {
+  if (error && typeof error === 'object') {
+    const { name, code } = error as { name?: unknown; code?: unknown }
+    return {
+      errorName: typeof name === 'string' ? name : 'Error',
+      ...(typeof code === 'string' || typeof code === 'number' ? { errorCode: String(code) } : {}),
+    }
+  }
+  return { errorName: typeof error }
+}

@@ -1,0 +1,27 @@
+import type { Knex } from 'knex'
+import type { AttemptOutcome, FailureClass } from './constants.ts'
+
+export type NewAttempt = {
+  messageId: string
+  attemptNo: number
+  outcome: AttemptOutcome
+  failureClass: FailureClass | null
+  providerMessageId: string | null
+  retryAfterAt: Date | null
+  durationMs: number
+  attemptedAt: Date
+}
+
+/** Appends one attempt; the database checks the sequence and bumps the message's attempt_count. */
+export async function insertAttemptTx(trx: Knex.Transaction, attempt: NewAttempt): Promise<void> {
+  await trx('outbox.security_outbox_attempts').insert({
+    message_id: attempt.messageId,
+    attempt_no: attempt.attemptNo,
+    outcome: attempt.outcome,
+    failure_class: attempt.failureClass,
+    provider_message_id: attempt.providerMessageId,
+    retry_after_at: attempt.retryAfterAt,
+    duration_ms: Math.max(0, Math.round(attempt.durationMs)),
+    attempted_at: attempt.attemptedAt,
+  })
+}

@@ -1,0 +1,49 @@
+/**
+ * Names operators grep for. Each frozen list is mirrored by a CHECK constraint in the migrations,
+ * which import these lists so the two cannot drift.
+ */
+export const MESSAGE_STATES = Object.freeze(['pending', 'leased', 'published', 'dead_lettered'] as const)
+export type MessageState = (typeof MESSAGE_STATES)[number]
+
+export const PURPOSES = Object.freeze(['sign_up', 'add_sign_in_method', 'password_recovery', 'step_up', 'invitation'] as const)
+export type Purpose = (typeof PURPOSES)[number]
+export type ChallengePurpose = Exclude<Purpose, 'invitation'>
+
+export const CHANNELS = Object.freeze(['email', 'whatsapp'] as const)
+export type Channel = (typeof CHANNELS)[number]
+
+export const ATTEMPT_OUTCOMES = Object.freeze(['published', 'retryable_error', 'failed'] as const)
+export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number]
+
+export const FAILURE_CLASSES = Object.freeze([
+  'REJECTED',
+  'THROTTLED',
+  'UNAVAILABLE',
+  'INDETERMINATE',
+  'unexpected_worker_error',
+  'invitation_link_unconfigured',
+] as const)
+export type FailureClass = (typeof FAILURE_CLASSES)[number]
+
+export const DEAD_LETTER_REASONS = Object.freeze([
+  'provider_rejected',
+  'retries_exhausted',
+  'challenge_expired',
+  'challenge_consumed',
+  'decryption_failed',
+  'superseded_by_resend',
+  'worker_crash_loop',
+  'invitation_revoked',
+  'invitation_accepted',
+  'invitation_expired',
+] as const)
+export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number]
+
+/** pg-boss queue names: part of the operator contract (DESIGN §3). */
+export const QUEUES = Object.freeze({
+  delivery: 'security-outbox',
+  deadLetter: 'security-outbox-dlq',
+} as const)
+
+/** The only thing a pg-boss job carries: operators read pgboss.job, so no secret or address. */
+export type DeliveryJobData = { messageId: string }

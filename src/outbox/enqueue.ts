@@ -1,0 +1,34 @@
+import type { Knex } from 'knex'
+import { fromKnex, type PgBoss } from 'pg-boss'
+import { uuidv7 } from 'uuidv7'
+import { envelopeContext, seal } from '../crypto/envelope.ts'
+import { insertCiphertextTx } from './ciphertexts-sql.ts'
+import { QUEUES, type DeliveryJobData } from './constants.ts'
+import { insertMessageTx, type NewMessage } from './messages-sql.ts'
+
+export type EnqueueDeps = { boss: PgBoss; outboxKey: Buffer }
+
+/**
+ * Writes a security message, its sealed secret and its pg-boss job inside the caller's
+ * transaction; it never opens or commits one, so the business change and the message share one
+ * COMMIT. The secret buffer is wiped once sealed, whatever happens.
+ */
+export async function enqueueSecurityMessageTx(
+  trx: Knex.Transaction,
+  deps: EnqueueDeps,
+  message: Omit<NewMessage, 'id'>,
+  secret: Buffer,
+): Promise<{ messageId: string }> {
+  const messageId = uuidv7()
+  let envelope: string
+  try {
+    envelope = seal(deps.outboxKey, secret, envelopeContext(messageId, message.purpose))
+  } finally {
+    secret.fill(0)
+  }
+  await insertMessageTx(trx, { ...message, id: messageId })
+  await insertCiphertextTx(trx, messageId, envelope)
+  const data: DeliveryJobData = { messageId }
+  await deps.boss.send(QUEUES.delivery, data, { db: fromKnex(trx) })
+  return { messageId }
+}

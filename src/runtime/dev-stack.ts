@@ -1,0 +1,65 @@
+import { writeFile } from 'node:fs/promises'
+import path from 'node:path'
+import type { Config } from '../../config/schema.ts'
+import { startEmbeddedPostgres } from '../db/embedded.ts'
+import { ensureLoginUsers } from '../db/login-users.ts'
+import { release } from '../db/release.ts'
+import type { Logger } from '../logging/logger.ts'
+import { ensureDevKeys, type Keys } from './dev-keys.ts'
+import { providersFromConfig } from './providers.ts'
+import { startSesEmulator } from './ses-emulator.ts'
+import { startWeb } from './web.ts'
+import { startWorker } from './worker.ts'
+
+export type DevStack = { apiUrl: string; inboxUrl: string | null; stop: () => Promise<void> }
+
+/** Where `npm run dev:identity` finds the embedded database `npm start` is running. */
+export function runtimeFile(dataDir: string): string {
+  return path.join(dataDir, 'runtime.json')
+}
+
+/**
+ * `npm start`: embedded PostgreSQL unless DATABASE_URL is set, the release step, the SES emulator
+ * unless SES is configured, then web and worker in this one process, each on its own role.
+ */
+export async function startDevStack(config: Config, logger: Logger): Promise<DevStack> {
+  const stops: (() => Promise<void>)[] = []
+  const stopAll = async () => {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined)
+  }
+  try {
+    let ownerUrl = config.DATABASE_URL
+    if (!ownerUrl) {
+      const embedded = await startEmbeddedPostgres({ dataDir: config.SEALPOST_DATA_DIR, database: 'sealpost', logger })
+      stops.push(embedded.stop)
+      ownerUrl = embedded.ownerUrl
+      await writeFile(runtimeFile(config.SEALPOST_DATA_DIR), JSON.stringify({ databaseUrl: ownerUrl }), { mode: 0o600 })
+    }
+    const keys: Keys =
+      config.OUTBOX_ENCRYPTION_KEY && config.CODE_HASH_KEY
+        ? { outboxKey: config.OUTBOX_ENCRYPTION_KEY, codeHashKey: config.CODE_HASH_KEY }
+        : await ensureDevKeys(config.SEALPOST_DATA_DIR)
+    await release(ownerUrl, config, logger)
+    const { apiUrl, workerUrl } =
+      config.API_DATABASE_URL && config.WORKER_DATABASE_URL
+        ? { apiUrl: config.API_DATABASE_URL, workerUrl: config.WORKER_DATABASE_URL }
+        : await ensureLoginUsers(ownerUrl)
+
+    let inboxUrl: string | null = null
+    if (!config.SES_ENDPOINT && !config.SES_REGION) {
+      const emulator = await startSesEmulator(config.SES_EMULATOR_PORT)
+      stops.push(emulator.stop)
+      inboxUrl = emulator.url
+    }
+    const providers = providersFromConfig(config, inboxUrl ?? undefined)
+    stops.push(async () => providers.forEach((provider) => provider.close()))
+    const worker = await startWorker({ config, workerUrl, keys, providers, logger })
+    stops.push(worker.stop)
+    const web = await startWeb({ config, apiUrl, keys, logger })
+    stops.push(web.stop)
+    return { apiUrl: web.url, inboxUrl, stop: stopAll }
+  } catch (error) {
+    await stopAll()
+    throw error
+  }
+}

@@ -1,0 +1,68 @@
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { Config } from '../../config/schema.ts'
+import { API_ROLE } from '../../migrations/20261130000100_roles.ts'
+import { createBoss } from '../db/boss.ts'
+import { assertConnectionRole } from '../db/connection-guard.ts'
+import { createKnex } from '../db/knex.ts'
+import { createApp } from '../http/app.ts'
+import type { ChallengeDeps } from '../identity/password-recovery.ts'
+import type { Logger } from '../logging/logger.ts'
+import type { Keys } from './dev-keys.ts'
+
+export type RunningWeb = { url: string; stop: () => Promise<void> }
+
+/** The web process: Express over the api role's pool; pg-boss only to enqueue inside our transactions. */
+export async function startWeb(options: {
+  config: Pick<Config, 'PORT' | 'CHALLENGE_TTL_SECONDS'>
+  apiUrl: string
+  keys: Keys
+  logger: Logger
+  clock?: () => Date
+  host?: string
+  afterEnqueueTx?: ChallengeDeps['afterEnqueueTx']
+}): Promise<RunningWeb> {
+  const { config, logger } = options
+  const db = createKnex(options.apiUrl, { applicationName: 'sealpost-web', max: 20 })
+  const boss = createBoss(options.apiUrl, 'web', logger)
+  let server: Server | undefined
+  try {
+    await assertConnectionRole(db, API_ROLE, 'API_DATABASE_URL')
+    await boss.start()
+    const app = createApp({
+      db,
+      logger,
+      challenges: {
+        boss,
+        outboxKey: options.keys.outboxKey,
+        codeHashKey: options.keys.codeHashKey,
+        challengeTtlSeconds: config.CHALLENGE_TTL_SECONDS,
+        clock: options.clock ?? (() => new Date()),
+        logger,
+        afterEnqueueTx: options.afterEnqueueTx,
+      },
+    })
+    server = await new Promise<Server>((resolve, reject) => {
+      const listening = app.listen(config.PORT, options.host ?? '0.0.0.0', (error?: Error) => (error ? reject(error) : resolve(listening)))
+    })
+  } catch (error) {
+    await Promise.allSettled([boss.stop({ graceful: false }), db.destroy()])
+    throw error
+  }
+  const { port } = server.address() as AddressInfo
+  const running = server
+  return {
+    url: `http://127.0.0.1:${port}`,
+    async stop() {
+      // Stop accepting, let in-flight requests finish (bounded), then release pg-boss and the pool.
+      const closed = new Promise<void>((resolve) => running.close(() => resolve()))
+      running.closeIdleConnections()
+      const forced = setTimeout(() => running.closeAllConnections(), 10_000)
+      await closed
+      clearTimeout(forced)
+      await boss.stop({ graceful: true, timeout: 5_000 })
+      await db.destroy()
+      logger.info('web stopped')
+    },
+  }
+}
