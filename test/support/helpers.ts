@@ -1,0 +1,50 @@
+import { randomBytes } from 'node:crypto'
+import { PassThrough } from 'node:stream'
+import type { Knex } from 'knex'
+import { uuidv7 } from 'uuidv7'
+import { insertActiveIdentityTx } from '../../src/identity/identities-sql.ts'
+import { createLogger, type Logger } from '../../src/logging/logger.ts'
+import type { Keys } from '../../src/runtime/dev-keys.ts'
+
+export function testKeys(): Keys {
+  return { outboxKey: randomBytes(32), codeHashKey: randomBytes(32) }
+}
+
+/** A logger whose every line is kept, to assert on what would have reached stdout. */
+export function capturingLogger(): { logger: Logger; text: () => string } {
+  const stream = new PassThrough()
+  const chunks: string[] = []
+  stream.on('data', (chunk: Buffer) => chunks.push(chunk.toString('utf8')))
+  return { logger: createLogger({ level: 'debug', stream }), text: () => chunks.join('') }
+}
+
+/** A unique address per test, so tests sharing the emulator's inbox never see each other's mail. */
+export function uniqueEmail(prefix = 'person'): string {
+  return `${prefix}.${randomBytes(4).toString('hex')}@example.com`
+}
+
+export async function createVerifiedIdentity(owner: Knex, email: string): Promise<{ identityId: string; loginIdentifierId: string }> {
+  const ids = { identityId: uuidv7(), loginIdentifierId: uuidv7() }
+  await owner.transaction((trx) => insertActiveIdentityTx(trx, ids, { kind: 'email', value: email }, new Date()))
+  return ids
+}
+
+/** Polls `probe` every 25 ms until it returns a value other than undefined, or fails after `timeoutMs`. */
+export async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await probe()
+    if (value !== undefined) return value
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+}
+
+export type StoredEmail = { destination: { to: string[] }; subject: string; body: { text?: string }; messageId: string }
+
+/** Emails the SES emulator received for one address. */
+export async function inbox(emulatorUrl: string, to: string): Promise<StoredEmail[]> {
+  const response = await fetch(`${emulatorUrl}/store`)
+  const { emails } = (await response.json()) as { emails: StoredEmail[] }
+  return emails.filter((email) => email.destination.to.includes(to))
+}
