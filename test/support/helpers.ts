@@ -48,3 +48,31 @@ export async function inbox(emulatorUrl: string, to: string): Promise<StoredEmai
   const { emails } = (await response.json()) as { emails: StoredEmail[] }
   return emails.filter((email) => email.destination.to.includes(to))
 }
+
+/** Rows for schema-level tests: a challenge and one open message with its ciphertext, as the owner. */
+export async function insertOpenMessage(owner: Knex, overrides: Record<string, unknown> = {}): Promise<string> {
+  const { identityId, loginIdentifierId } = await createVerifiedIdentity(owner, uniqueEmail('row'))
+  const challengeId = uuidv7()
+  await owner('identity.challenges').insert({
+    id: challengeId,
+    purpose: 'password_recovery',
+    identity_id: identityId,
+    login_identifier_id: loginIdentifierId,
+    code_hash: randomBytes(32),
+    expires_at: new Date(Date.now() + 600_000),
+  })
+  const id = uuidv7()
+  await owner.transaction(async (trx) => {
+    await trx('outbox.security_outbox_messages').insert({
+      id,
+      purpose: 'password_recovery',
+      challenge_id: challengeId,
+      channel: 'email',
+      destination: 'row@example.com',
+      expires_at: new Date(Date.now() + 600_000),
+      ...overrides,
+    })
+    await trx('outbox.security_outbox_ciphertexts').insert({ message_id: id, envelope: 'v1.a.b.c.d' })
+  })
+  return id
+}

@@ -1,0 +1,78 @@
+import { expect } from 'chai'
+import { createTestDatabase, type TestDatabase } from './support/database.ts'
+import { insertOpenMessage } from './support/helpers.ts'
+
+/** DESIGN §3: invariants the database itself enforces, tried as the owner, who could break them. */
+describe('security outbox invariants', () => {
+  let db: TestDatabase
+  before(async () => {
+    db = await createTestDatabase()
+  })
+  after(async () => {
+    await db.drop()
+  })
+
+  const messages = () => db.owner('outbox.security_outbox_messages')
+  const failure = (promise: Promise<unknown>) => promise.then(() => undefined, (error: { code?: string }) => error)
+  const lease = { state: 'leased', lease_job_id: '01a22d1f-4e0c-7711-8dbc-3725e1d0239f', lease_retry_count: 0, leased_at: new Date() }
+
+  async function publish(id: string) {
+    await db.owner.transaction(async (trx) => {
+      await trx('outbox.security_outbox_messages').where({ id }).update(lease)
+      await trx('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 1, outcome: 'published', duration_ms: 1 })
+      await trx('outbox.security_outbox_messages').where({ id }).update({ state: 'published', published_at: new Date() })
+      await trx('outbox.security_outbox_ciphertexts').where({ message_id: id }).delete()
+    })
+  }
+
+  it('never changes a final state', async () => {
+    const id = await insertOpenMessage(db.owner)
+    await publish(id)
+    const error = await failure(messages().where({ id }).update({ state: 'pending', published_at: null }))
+    expect(error?.code).to.equal('23000')
+    expect((await messages().where({ id }).first()).state).to.equal('published')
+  })
+
+  it('numbers attempts 1, 2, 3… and keeps attempt_count in step', async () => {
+    const id = await insertOpenMessage(db.owner)
+    await messages().where({ id }).update(lease)
+    const skipped = await failure(db.owner('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 2, outcome: 'retryable_error', failure_class: 'UNAVAILABLE', duration_ms: 1 }))
+    expect(skipped?.code).to.equal('23000')
+    await db.owner('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 1, outcome: 'retryable_error', failure_class: 'UNAVAILABLE', duration_ms: 1 })
+    expect((await messages().where({ id }).first()).attempt_count).to.equal(1)
+    const repeated = await failure(db.owner('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 1, outcome: 'published', duration_ms: 1 }))
+    expect(repeated?.code).to.be.oneOf(['23000', '23505'])
+  })
+
+  it('records an attempt only under a lease', async () => {
+    const id = await insertOpenMessage(db.owner)
+    const error = await failure(db.owner('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 1, outcome: 'published', duration_ms: 1 }))
+    expect(error?.code).to.equal('23000')
+  })
+
+  it('refuses a published message that keeps its ciphertext, at commit', async () => {
+    const id = await insertOpenMessage(db.owner)
+    const error = await failure(
+      db.owner.transaction(async (trx) => {
+        await trx('outbox.security_outbox_messages').where({ id }).update(lease)
+        await trx('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 1, outcome: 'published', duration_ms: 1 })
+        await trx('outbox.security_outbox_messages').where({ id }).update({ state: 'published', published_at: new Date() })
+      }),
+    )
+    expect(error?.code).to.equal('23000')
+    expect((await messages().where({ id }).first()).state).to.equal('pending')
+  })
+
+  it('refuses a leased message without a lease', async () => {
+    const id = await insertOpenMessage(db.owner)
+    const error = await failure(messages().where({ id }).update({ state: 'leased' }))
+    expect(error?.code).to.equal('23514')
+  })
+
+  it('refuses a ciphertext for a message already final', async () => {
+    const id = await insertOpenMessage(db.owner)
+    await publish(id)
+    const error = await failure(db.owner('outbox.security_outbox_ciphertexts').insert({ message_id: id, envelope: 'v1.a.b.c.d' }))
+    expect(error?.code).to.equal('23000')
+  })
+})

@@ -1,0 +1,211 @@
+import { expect } from 'chai'
+import type { Knex } from 'knex'
+import type { Job, PgBoss } from 'pg-boss'
+import { createDeadLetterQueueHandler } from '../jobs/dead-letter-queue.ts'
+import { deliverOne, type DeliveryDeps } from '../jobs/deliver.ts'
+import { createBoss } from '../src/db/boss.ts'
+import { createKnex } from '../src/db/knex.ts'
+import { DeliveryFailure, type OutgoingMessage, type Provider } from '../src/delivery/provider.ts'
+import { requestPasswordRecoveryTx } from '../src/identity/password-recovery.ts'
+import { QUEUES, type DeliveryJobData } from '../src/outbox/constants.ts'
+import { createTestDatabase, type TestDatabase } from './support/database.ts'
+import { capturingLogger, createVerifiedIdentity, testKeys, uniqueEmail } from './support/helpers.ts'
+
+const SCHEDULE = [5_000, 30_000, 120_000, 600_000, 1_800_000]
+
+/** A provider port that answers whatever the test scripts, and remembers what it was asked. */
+function scriptedProvider(script: (call: number) => { providerMessageId: string } | Error): Provider & { calls: OutgoingMessage[] } {
+  const calls: OutgoingMessage[] = []
+  return {
+    id: 'scripted',
+    channel: 'email',
+    calls,
+    async dispatch(message) {
+      calls.push(message)
+      const answer = script(calls.length)
+      if (answer instanceof Error) throw answer
+      return answer
+    },
+  }
+}
+
+describe('delivery worker, one job at a time', () => {
+  let db: TestDatabase
+  let api: Knex
+  let worker: Knex
+  let webBoss: PgBoss
+  let workerBoss: PgBoss
+  const keys = testKeys()
+  let now: Date
+  const clock = () => now
+  let logs: ReturnType<typeof capturingLogger>
+
+  beforeEach(async () => {
+    now = new Date()
+    logs = capturingLogger()
+    db = await createTestDatabase()
+    api = createKnex(db.apiUrl, { applicationName: 'test-api' })
+    worker = createKnex(db.workerUrl, { applicationName: 'test-worker' })
+    webBoss = createBoss(db.apiUrl, 'web', logs.logger)
+    // A worker-role pg-boss that neither supervises nor listens: the test fetches jobs itself.
+    workerBoss = createBoss(db.workerUrl, 'web', logs.logger)
+    await webBoss.start()
+    await workerBoss.start()
+  })
+
+  afterEach(async () => {
+    await Promise.all([webBoss.stop({ graceful: false }), workerBoss.stop({ graceful: false })])
+    await Promise.all([api.destroy(), worker.destroy()])
+    await db.drop()
+  })
+
+  const deps = (provider: Provider): DeliveryDeps => ({
+    db: worker,
+    boss: workerBoss,
+    outboxKey: keys.outboxKey,
+    providers: { email: provider },
+    clock,
+    logger: logs.logger,
+    settings: { maxAttempts: 5, retrySchedule: SCHEDULE, sendTimeoutMs: 2_000 },
+  })
+
+  async function enqueue(): Promise<{ messageId: string; email: string }> {
+    const email = uniqueEmail()
+    await createVerifiedIdentity(db.owner, email)
+    await api.transaction((trx) =>
+      requestPasswordRecoveryTx(trx, { boss: webBoss, outboxKey: keys.outboxKey, codeHashKey: keys.codeHashKey, challengeTtlSeconds: 3_600, clock, logger: logs.logger }, { kind: 'email', value: email }),
+    )
+    const message = await db.owner('outbox.security_outbox_messages').where({ destination: email }).first()
+    return { messageId: message.id, email }
+  }
+
+  /** Claims the next job as a worker would; `ignoreStartAfter` stands in for waiting out a retry delay. */
+  async function nextJob(): Promise<Job<DeliveryJobData>> {
+    const [job] = await workerBoss.fetch<DeliveryJobData>(QUEUES.delivery, { ignoreStartAfter: true })
+    if (!job) throw new Error('no job to fetch')
+    return job
+  }
+
+  const message = (id: string) => db.owner('outbox.security_outbox_messages').where({ id }).first()
+  const attempts = (id: string) => db.owner('outbox.security_outbox_attempts').where({ message_id: id }).orderBy('attempt_no')
+  const ciphertexts = async (id: string) => (await db.owner('outbox.security_outbox_ciphertexts').where({ message_id: id })).length
+  const jobState = async (id: string) => (await db.owner('pgboss.job').where({ id }).first()).state as string
+
+  it('schedules a throttled send for the later of the schedule and Retry-After, in the same commit as the attempt', async () => {
+    const { messageId } = await enqueue()
+    const retryAfter = new Date(now.getTime() + 45_000)
+    const provider = scriptedProvider(() => new DeliveryFailure('THROTTLED', 'TooManyRequestsException', retryAfter))
+    const job = await nextJob()
+
+    await deliverOne(deps(provider), job)
+
+    expect(await message(messageId)).to.include({ state: 'pending', attempt_count: 1, lease_job_id: null })
+    expect((await message(messageId)).available_at.getTime()).to.equal(retryAfter.getTime())
+    const [attempt] = await attempts(messageId)
+    expect(attempt).to.include({ attempt_no: 1, outcome: 'retryable_error', failure_class: 'THROTTLED' })
+    expect(attempt.retry_after_at.getTime()).to.equal(retryAfter.getTime())
+    expect(await jobState(job.id)).to.equal('completed')
+    const next = await db.owner('pgboss.job').where({ name: QUEUES.delivery, state: 'created' }).first()
+    expect(next.data).to.deep.equal({ messageId })
+    expect(next.start_after.getTime()).to.be.closeTo(retryAfter.getTime(), 1_000)
+    expect(await ciphertexts(messageId)).to.equal(1)
+  })
+
+  it('dead-letters a rejected destination at once and deletes the ciphertext', async () => {
+    const { messageId } = await enqueue()
+    await deliverOne(deps(scriptedProvider(() => new DeliveryFailure('REJECTED', 'MessageRejected'))), await nextJob())
+    expect(await message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 1 })
+    expect(await db.owner('outbox.security_outbox_dead_letters').where({ message_id: messageId }).first()).to.include({ reason: 'provider_rejected', last_failure_class: 'REJECTED' })
+    expect(await ciphertexts(messageId)).to.equal(0)
+  })
+
+  it('spends five attempts on transport faults, then dead-letters retries_exhausted with the last class', async () => {
+    const { messageId } = await enqueue()
+    const provider = scriptedProvider((call) => (call < 5 ? new DeliveryFailure('UNAVAILABLE', 'ServiceUnavailable') : new Error('socket hang up')))
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      await deliverOne(deps(provider), await nextJob())
+      now = new Date(now.getTime() + SCHEDULE[attempt - 1]!)
+    }
+    expect(provider.calls).to.have.length(5)
+    expect((await attempts(messageId)).map((row) => [row.attempt_no, row.outcome, row.failure_class])).to.deep.equal([
+      [1, 'retryable_error', 'UNAVAILABLE'],
+      [2, 'retryable_error', 'UNAVAILABLE'],
+      [3, 'retryable_error', 'UNAVAILABLE'],
+      [4, 'retryable_error', 'UNAVAILABLE'],
+      [5, 'failed', 'unexpected_worker_error'],
+    ])
+    expect(await message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 5 })
+    expect(await db.owner('outbox.security_outbox_dead_letters').where({ message_id: messageId }).first()).to.include({ reason: 'retries_exhausted', last_failure_class: 'unexpected_worker_error' })
+    expect(await db.owner('pgboss.job').where({ name: QUEUES.delivery }).whereNot({ state: 'completed' })).to.have.length(0)
+  })
+
+  it('never sends a code whose challenge has expired', async () => {
+    const { messageId } = await enqueue()
+    const provider = scriptedProvider(() => ({ providerMessageId: 'never' }))
+    now = new Date(now.getTime() + 3_600_000)
+    await deliverOne(deps(provider), await nextJob())
+    expect(provider.calls).to.have.length(0)
+    expect(await message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 0 })
+    expect(await db.owner('outbox.security_outbox_dead_letters').where({ message_id: messageId }).first()).to.include({ reason: 'challenge_expired' })
+  })
+
+  it('dead-letters a tampered envelope as decryption_failed, without sending or retrying, and flags it for security', async () => {
+    const { messageId } = await enqueue()
+    const { envelope } = await db.owner('outbox.security_outbox_ciphertexts').where({ message_id: messageId }).first()
+    const parts = envelope.split('.')
+    parts[3] = Buffer.from('tampered').toString('base64url')
+    await db.owner('outbox.security_outbox_ciphertexts').where({ message_id: messageId }).update({ envelope: parts.join('.') })
+    const provider = scriptedProvider(() => ({ providerMessageId: 'never' }))
+    const job = await nextJob()
+
+    await deliverOne(deps(provider), job)
+
+    expect(provider.calls).to.have.length(0)
+    expect(await message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 0 })
+    expect(await db.owner('outbox.security_outbox_dead_letters').where({ message_id: messageId }).first()).to.include({ reason: 'decryption_failed' })
+    expect(await jobState(job.id)).to.equal('completed')
+    expect(logs.text()).to.match(/"level":"error".*"security":true/)
+  })
+
+  it('records nothing for a worker whose lease was taken over, and lets the new holder record', async () => {
+    const { messageId } = await enqueue()
+    const job = await nextJob()
+    let release: () => void = () => {}
+    let sending: () => void = () => {}
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const inSend = new Promise<void>((resolve) => (sending = resolve))
+    const stalled: Provider = {
+      id: 'stalled',
+      channel: 'email',
+      dispatch: async () => {
+        sending()
+        await gate
+        return { providerMessageId: 'first' }
+      },
+    }
+
+    const first = deliverOne(deps(stalled), job)
+    // The first worker is stuck in its send; pg-boss expires its claim and hands the job out again.
+    await inSend
+    await db.owner('pgboss.job').where({ id: job.id }).update({ retry_count: job.retryCount + 1 })
+    const second = scriptedProvider(() => ({ providerMessageId: 'second' }))
+    await deliverOne(deps(second), { ...job, retryCount: job.retryCount + 1 })
+    release()
+    await first
+
+    expect(await message(messageId)).to.include({ state: 'published', attempt_count: 1 })
+    const rows = await attempts(messageId)
+    expect(rows.map((row) => row.provider_message_id)).to.deep.equal(['second'])
+    expect(logs.text()).to.include('lease lost')
+  })
+
+  it('dead-letters a message whose job crash-looped into the dead-letter queue', async () => {
+    const { messageId } = await enqueue()
+    await workerBoss.send(QUEUES.deadLetter, { messageId })
+    const [dlqJob] = await workerBoss.fetch<DeliveryJobData>(QUEUES.deadLetter)
+    await createDeadLetterQueueHandler({ db: worker, boss: workerBoss, clock, logger: logs.logger })([dlqJob!])
+    expect(await message(messageId)).to.include({ state: 'dead_lettered' })
+    expect(await db.owner('outbox.security_outbox_dead_letters').where({ message_id: messageId }).first()).to.include({ reason: 'worker_crash_loop' })
+    expect(await ciphertexts(messageId)).to.equal(0)
+  })
+})
