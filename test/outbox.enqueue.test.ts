@@ -107,8 +107,8 @@ describe('enqueue of a password-recovery code', () => {
         column.data_type === 'bytea'
           ? db.owner.raw('position(convert_to(?, ?) in ??) > 0', [code, 'UTF8', column.column_name])
           : db.owner.raw('??::text LIKE ?', [column.column_name, `%${code}%`])
-      const [{ n }] = await db.owner(db.owner.raw(target)).count({ n: '*' }).where(predicate)
-      if (Number(n) > 0) hits.push(`${column.table_schema}.${column.table_name}.${column.column_name}`)
+      const [row] = await db.owner(db.owner.raw(target)).count({ n: '*' }).where(predicate)
+      if (Number(row?.n) > 0) hits.push(`${column.table_schema}.${column.table_name}.${column.column_name}`)
     }
     expect(hits, 'columns holding the plaintext code').to.deep.equal([])
 

@@ -85,8 +85,8 @@ export async function startEmbeddedPostgres(options: {
   })
   // stop() signals the server synchronously, so this still works while the process is exiting.
   process.once('exit', () => void cluster.stop().catch(() => undefined))
-  if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await cluster.initialise()
   try {
+    if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await cluster.initialise()
     await cluster.start()
   } catch {
     throw new Error(

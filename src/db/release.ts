@@ -24,7 +24,7 @@ const PGBOSS_GRANTS = `
 /** The release step: knex migrations, pg-boss schema and queues, then role grants, as the owner. */
 export async function release(ownerUrl: string, config: Pick<Config, 'LEASE_SECONDS'>, logger: Logger): Promise<void> {
   const started = Date.now()
-  const db = createKnex(ownerUrl, { applicationName: 'sealpost-release', max: 2 })
+  const db = createKnex(ownerUrl, { applicationName: 'sealpost-release', max: 2, logger })
   try {
     const [, applied] = (await db.migrate.latest(MIGRATION_CONFIG)) as [number, string[]]
     const boss = createBoss(ownerUrl, 'release', logger)

@@ -23,7 +23,7 @@ export async function startWeb(options: {
   afterEnqueueTx?: ChallengeDeps['afterEnqueueTx']
 }): Promise<RunningWeb> {
   const { config, logger } = options
-  const db = createKnex(options.apiUrl, { applicationName: 'sealpost-web', max: 20 })
+  const db = createKnex(options.apiUrl, { applicationName: 'sealpost-web', max: 20, logger })
   const boss = createBoss(options.apiUrl, 'web', logger)
   let server: Server | undefined
   try {

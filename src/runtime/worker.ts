@@ -42,7 +42,7 @@ export async function startWorker(options: {
 }): Promise<RunningWorker> {
   const { config, logger } = options
   const clock = options.clock ?? (() => new Date())
-  const db = createKnex(options.workerUrl, { applicationName: 'sealpost-worker', max: config.WORKER_CONCURRENCY + 4 })
+  const db = createKnex(options.workerUrl, { applicationName: 'sealpost-worker', max: config.WORKER_CONCURRENCY + 4, logger })
   const boss = createBoss(options.workerUrl, 'worker', logger)
   const providers: Partial<Record<Channel, Provider>> = Object.fromEntries(options.providers.map((provider) => [provider.channel, provider]))
   for (const channel of CHANNELS) {

@@ -1,0 +1,129 @@
+import { readFileSync } from 'node:fs'
+import { chmod, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { expect } from 'chai'
+import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
+import { createTestDatabase, type TestDatabase } from './support/database.ts'
+import { createVerifiedIdentity, eventually, inbox, testKeys, uniqueEmail } from './support/helpers.ts'
+import { bareEnvironment, spawnCollecting } from './support/processes.ts'
+
+/** The Procfile's command for a process type, run through sh as a platform would. */
+function procfileCommand(type: string): string {
+  const line = readFileSync('Procfile', 'utf8').split('\n').find((entry) => entry.startsWith(`${type}:`))
+  if (!line) throw new Error(`Procfile has no ${type} entry`)
+  return line.slice(type.length + 1).trim()
+}
+
+describe('npm start on a fresh checkout', () => {
+  let dataDir: string
+  before(async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), 'sealpost-start-'))
+    // Like a fresh clone's folder (mkdtemp's 0700 would shut out the `postgres` user PostgreSQL runs as under root).
+    await chmod(dataDir, 0o755)
+  })
+  after(async () => {
+    await rm(dataDir, { recursive: true, force: true })
+  })
+
+  it('comes up with embedded PostgreSQL and the SES emulator, serves the flow, and stops cleanly on SIGTERM', async function () {
+    this.timeout(120_000)
+    const env = bareEnvironment({ PORT: '0', SES_EMULATOR_PORT: '0', SEALPOST_DATA_DIR: dataDir })
+    const app = spawnCollecting('npm', ['start'], { env, detached: true })
+    try {
+      const [, apiUrl] = await app.waitFor(/Sealpost API listening on (http:\/\/\S+)/, 'the API to listen')
+      const [, inboxUrl] = await app.waitFor(/SES emulator inbox viewer on (http:\/\/\S+)/, 'the inbox viewer')
+
+      const email = uniqueEmail('newcomer')
+      const identity = spawnCollecting('npm', ['run', 'dev:identity', '--', email], { env })
+      expect(await identity.exited, identity.output()).to.equal(0)
+      expect(identity.output()).to.include('created a verified email identity')
+
+      const response = await fetch(`${apiUrl}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: email }) })
+      expect(response.status).to.equal(202)
+      const [mail] = await eventually(async () => {
+        const mails = await inbox(inboxUrl!, email)
+        return mails.length > 0 ? mails : undefined
+      }, 'the code to reach the emulator inbox')
+      expect(mail!.body.text).to.match(/\b\d{6}\b/)
+      expect((await fetch(`${apiUrl}/readyz`)).status).to.equal(200)
+    } finally {
+      // The whole group, as a terminal's Ctrl-C would: npm and the node process under it.
+      try {
+        process.kill(-app.child.pid!, 'SIGTERM')
+      } catch {
+        // already gone; the assertions below say why
+      }
+      await app.exited
+    }
+    expect(app.output()).to.include('"message":"web stopped"').and.to.include('"message":"worker stopped"')
+  })
+})
+
+describe('Procfile processes', () => {
+  let db: TestDatabase
+  let emulator: Awaited<ReturnType<typeof startSesEmulator>>
+  const keys = testKeys()
+  const production = () =>
+    bareEnvironment({
+      NODE_ENV: 'production',
+      PORT: '0',
+      API_DATABASE_URL: db.apiUrl,
+      WORKER_DATABASE_URL: db.workerUrl,
+      OUTBOX_ENCRYPTION_KEY: keys.outboxKey.toString('base64'),
+      CODE_HASH_KEY: keys.codeHashKey.toString('base64'),
+      SES_REGION: 'us-east-1',
+      SES_FROM_ADDRESS: 'no-reply@sealpost.test',
+      SES_ENDPOINT: emulator.url,
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+    })
+
+  before(async () => {
+    db = await createTestDatabase()
+    emulator = await startSesEmulator(0)
+  })
+  after(async () => {
+    await emulator.stop()
+    await db.drop()
+  })
+
+  it('runs web and worker as separate processes that deliver a code and stop gracefully on SIGTERM', async function () {
+    this.timeout(60_000)
+    const web = spawnCollecting('sh', ['-c', procfileCommand('web')], { env: production() })
+    const worker = spawnCollecting('sh', ['-c', procfileCommand('worker')], { env: production() })
+    const [, url] = await web.waitFor(/"url":"(http:\/\/[^"]+)"/, 'the web process to listen')
+    await worker.waitFor(/"message":"worker started"/, 'the worker to start')
+
+    const email = uniqueEmail('procfile')
+    await createVerifiedIdentity(db.owner, email)
+    expect((await fetch(`${url}/healthz`)).status).to.equal(200)
+    const response = await fetch(`${url}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: email }) })
+    expect(response.status).to.equal(202)
+    await eventually(async () => ((await inbox(emulator.url, email)).length > 0 ? true : undefined), 'the worker process to deliver')
+
+    web.child.kill('SIGTERM')
+    worker.child.kill('SIGTERM')
+    expect(await web.exited, web.output()).to.equal(0)
+    expect(await worker.exited, worker.output()).to.equal(0)
+    expect(web.output()).to.include('"message":"web stopped"')
+    expect(worker.output()).to.include('"message":"worker stopped"')
+    expect(web.output() + worker.output()).not.to.include(email)
+  })
+
+  it('refuses to start web without its database URL in production, naming the variable and no secret', async () => {
+    const env = production()
+    delete env.API_DATABASE_URL
+    const web = spawnCollecting('sh', ['-c', procfileCommand('web')], { env })
+    expect(await web.exited).to.equal(1)
+    expect(web.output()).to.include('API_DATABASE_URL')
+    expect(web.output()).not.to.include(env.OUTBOX_ENCRYPTION_KEY!)
+  })
+
+  it('refuses to start web connected as the database owner', async () => {
+    const web = spawnCollecting('sh', ['-c', procfileCommand('web')], { env: { ...production(), API_DATABASE_URL: db.ownerUrl } })
+    expect(await web.exited).to.equal(1)
+    expect(web.output()).to.include('API_DATABASE_URL connects as')
+    expect(web.output()).not.to.include(new URL(db.ownerUrl).password)
+  })
+})

@@ -1,0 +1,60 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+
+/** A child process whose output is collected; `waitFor` resolves on the first matching line. */
+export type Spawned = {
+  child: ChildProcess
+  output: () => string
+  waitFor: (pattern: RegExp, what: string, timeoutMs?: number) => Promise<RegExpMatchArray>
+  exited: Promise<number | null>
+}
+
+export function spawnCollecting(command: string, args: string[], options: { env: NodeJS.ProcessEnv; cwd?: string; detached?: boolean }): Spawned {
+  const child = spawn(command, args, { env: options.env, cwd: options.cwd ?? process.cwd(), detached: options.detached ?? false, stdio: ['ignore', 'pipe', 'pipe'] })
+  let text = ''
+  const listeners = new Set<() => void>()
+  const append = (chunk: Buffer) => {
+    text += chunk.toString('utf8')
+    for (const listener of listeners) listener()
+  }
+  child.stdout!.on('data', append)
+  child.stderr!.on('data', append)
+  // 'close' waits for every holder of the pipes (npm's node child too) to finish.
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)))
+  return {
+    child,
+    output: () => text,
+    exited,
+    waitFor(pattern, what, timeoutMs = 60_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const match = pattern.exec(text)
+          if (match) {
+            cleanup()
+            resolve(match)
+          }
+        }
+        const timer = setTimeout(() => {
+          cleanup()
+          reject(new Error(`timed out waiting for ${what}; output so far:\n${text.slice(-2000)}`))
+        }, timeoutMs)
+        const onExit = () => {
+          cleanup()
+          reject(new Error(`process exited before ${what}; output:\n${text.slice(-2000)}`))
+        }
+        const cleanup = () => {
+          clearTimeout(timer)
+          listeners.delete(check)
+          child.off('close', onExit)
+        }
+        listeners.add(check)
+        child.on('close', onExit)
+        check()
+      })
+    },
+  }
+}
+
+/** The environment of a machine with nothing configured: PATH and HOME only. */
+export function bareEnvironment(extra: Record<string, string>): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH, HOME: process.env.HOME, ...extra }
+}
