@@ -12,6 +12,8 @@ describe('configuration', () => {
     CODE_HASH_KEY: key,
     SES_REGION: 'eu-west-1',
     SES_FROM_ADDRESS: 'no-reply@example.com',
+    WASENDER_API_URL: 'https://wasender.example.com',
+    WASENDER_API_KEY: 'wasender-key',
   }
   const refusal = (env: Record<string, string>, role: Parameters<typeof loadConfig>[1]) => {
     try {
@@ -34,7 +36,7 @@ describe('configuration', () => {
     expect(loadConfig(production, 'worker').SES_REGION).to.equal('eu-west-1')
   })
 
-  for (const [role, variable] of [['web', 'API_DATABASE_URL'], ['worker', 'WORKER_DATABASE_URL'], ['worker', 'SES_FROM_ADDRESS'], ['web', 'CODE_HASH_KEY'], ['release', 'DATABASE_URL']] as const) {
+  for (const [role, variable] of [['web', 'API_DATABASE_URL'], ['worker', 'WORKER_DATABASE_URL'], ['worker', 'SES_FROM_ADDRESS'], ['worker', 'WASENDER_API_KEY'], ['web', 'CODE_HASH_KEY'], ['release', 'DATABASE_URL']] as const) {
     it(`stops the ${role} process in production without ${variable}, naming it`, () => {
       const env: Record<string, string> = { ...production }
       delete env[variable]

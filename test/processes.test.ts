@@ -6,6 +6,7 @@ import { expect } from 'chai'
 import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
 import { createTestDatabase, type TestDatabase } from './support/database.ts'
 import { createVerifiedIdentity, eventually, inbox, testKeys, uniqueEmail } from './support/helpers.ts'
+import { startFakeWasender } from './support/fake-wasender.ts'
 import { bareEnvironment, spawnCollecting } from './support/processes.ts'
 
 /** The Procfile's command for a process type, run through sh as a platform would. */
@@ -63,6 +64,7 @@ describe('npm start on a fresh checkout', () => {
 describe('Procfile processes', () => {
   let db: TestDatabase
   let emulator: Awaited<ReturnType<typeof startSesEmulator>>
+  let wasender: Awaited<ReturnType<typeof startFakeWasender>>
   const keys = testKeys()
   const production = () =>
     bareEnvironment({
@@ -75,6 +77,8 @@ describe('Procfile processes', () => {
       SES_REGION: 'us-east-1',
       SES_FROM_ADDRESS: 'no-reply@sealpost.test',
       SES_ENDPOINT: emulator.url,
+      WASENDER_API_URL: wasender.url,
+      WASENDER_API_KEY: 'procfile-test-key',
       AWS_ACCESS_KEY_ID: 'local',
       AWS_SECRET_ACCESS_KEY: 'local',
     })
@@ -82,8 +86,10 @@ describe('Procfile processes', () => {
   before(async () => {
     db = await createTestDatabase()
     emulator = await startSesEmulator(0)
+    wasender = await startFakeWasender('procfile-test-key')
   })
   after(async () => {
+    await wasender.stop()
     await emulator.stop()
     await db.drop()
   })

@@ -4,7 +4,7 @@ import { startWorker } from '../runtime/worker.ts'
 import { main, required } from './main.ts'
 
 await main('worker', async (config, logger) => {
-  const providers = providersFromConfig(config)
+  const providers = providersFromConfig(config, logger)
   const worker = await startWorker({
     config,
     workerUrl: required(config.WORKER_DATABASE_URL, 'WORKER_DATABASE_URL', 'the worker connects as a member of sealpost_worker (use `npm start` for the all-in-one development mode)'),

@@ -1,5 +1,6 @@
 import { SendEmailCommand, SESv2Client } from '@aws-sdk/client-sesv2'
 import { DeliveryFailure, type OutgoingMessage, type Provider } from './provider.ts'
+import { providerRetryAt } from './retry-policy.ts'
 import type { FailureClass } from '../outbox/constants.ts'
 
 const REJECTED_NAMES = new Set(['BadRequestException', 'MessageRejected', 'NotFoundException', 'MailFromDomainNotVerifiedException', 'AccountSuspendedException', 'SendingPausedException'])
@@ -61,7 +62,9 @@ export function createSesConnector(settings: SesSettings): Provider & { close():
         if (error instanceof DeliveryFailure) throw error
         if (signal.aborted) throw new DeliveryFailure('INDETERMINATE', 'Timeout')
         const { failureClass, providerCode } = classifySesError(error)
-        throw new DeliveryFailure(failureClass, providerCode)
+        const headers = (error as { $response?: { headers?: Record<string, string | undefined> } }).$response?.headers ?? {}
+        const retryAt = failureClass === 'THROTTLED' ? providerRetryAt({ retryAfter: headers['retry-after'] }, new Date()) : null
+        throw new DeliveryFailure(failureClass, providerCode, retryAt)
       }
     },
     close: () => client.destroy(),

@@ -2,11 +2,12 @@ import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
 import { selectEnvelopeTx } from './ciphertexts-sql.ts'
 import { deadLetterMessageTx, leaseMessageTx, lockMessageTx, type Lease, type MessageRow } from './messages-sql.ts'
-import { completeJobTx, isJobActiveTx } from './settle.ts'
+import { activePauseTx } from './provider-pauses-sql.ts'
+import { completeJobTx, isJobActiveTx, scheduleNextAttemptTx } from './settle.ts'
 
 export type Claim =
   | { kind: 'claimed'; message: MessageRow; envelope: string }
-  | { kind: 'settled'; why: 'missing' | 'final' | 'expired' | 'no_ciphertext' | 'held_by_another_job' }
+  | { kind: 'settled'; why: 'missing' | 'final' | 'expired' | 'no_ciphertext' | 'held_by_another_job' | 'channel_paused' }
 
 /**
  * Step 1 of delivery, one short transaction: lock the message, settle the job at once when there
@@ -30,6 +31,15 @@ export async function claimMessage(db: Knex, boss: PgBoss, messageId: string, le
       await deadLetterMessageTx(trx, messageId, 'challenge_expired', null, now)
       await completeJobTx(trx, boss, lease)
       return { kind: 'settled', why: 'expired' }
+    }
+    const pausedUntil = await activePauseTx(trx, message.channel, now)
+    if (pausedUntil) {
+      // The provider asked the fleet to back off: wait it out without spending an attempt,
+      // unless the code would be useless by then.
+      if (pausedUntil.getTime() >= message.expires_at.getTime()) await deadLetterMessageTx(trx, messageId, 'challenge_expired', 'THROTTLED', now)
+      else await scheduleNextAttemptTx(trx, boss, messageId, pausedUntil)
+      await completeJobTx(trx, boss, lease)
+      return { kind: 'settled', why: 'channel_paused' }
     }
     const envelope = await selectEnvelopeTx(trx, messageId)
     if (envelope === undefined) {

@@ -1,11 +1,12 @@
 import type { Knex } from 'knex'
-import { fromKnex, type PgBoss } from 'pg-boss'
+import type { PgBoss } from 'pg-boss'
 import { nextRetryAt } from '../delivery/retry-policy.ts'
 import { insertAttemptTx } from './attempts-sql.ts'
 import { deleteCiphertextTx } from './ciphertexts-sql.ts'
-import { QUEUES, type DeadLetterReason, type DeliveryJobData, type FailureClass } from './constants.ts'
-import { deadLetterMessageTx, isLeasedBy, lockMessageTx, publishMessageTx, releaseMessageForRetryTx, type Lease } from './messages-sql.ts'
-import { completeJobTx } from './settle.ts'
+import type { DeadLetterReason, FailureClass } from './constants.ts'
+import { deadLetterMessageTx, isLeasedBy, lockMessageTx, publishMessageTx, type Lease } from './messages-sql.ts'
+import { pauseChannelTx } from './provider-pauses-sql.ts'
+import { completeJobTx, scheduleNextAttemptTx } from './settle.ts'
 
 /** What happened to one claimed message, as the worker reports it to `recordOutcome`. */
 export type Outcome =
@@ -65,9 +66,10 @@ export async function recordOutcome(
     } else if (decided.kind === 'dead_lettered') {
       await deadLetterMessageTx(trx, messageId, decided.reason, outcome.kind === 'failed' ? outcome.failureClass : null, now)
     } else {
-      await releaseMessageForRetryTx(trx, messageId, decided.nextAttemptAt)
-      const data: DeliveryJobData = { messageId }
-      await boss.send(QUEUES.delivery, data, { db: fromKnex(trx), startAfter: decided.nextAttemptAt })
+      await scheduleNextAttemptTx(trx, boss, messageId, decided.nextAttemptAt)
+    }
+    if (outcome.kind === 'failed' && outcome.failureClass === 'THROTTLED' && outcome.retryAfterAt && outcome.retryAfterAt > now) {
+      await pauseChannelTx(trx, message.channel, outcome.retryAfterAt, now)
     }
     await completeJobTx(trx, boss, lease)
     return decided

@@ -1,7 +1,8 @@
 import type { Knex } from 'knex'
 import { fromKnex, type PgBoss } from 'pg-boss'
 import { QUEUES } from './constants.ts'
-import type { Lease } from './messages-sql.ts'
+import { releaseMessageForRetryTx, type Lease } from './messages-sql.ts'
+import type { DeliveryJobData } from './constants.ts'
 
 /** The job attempt we held was retried or expired under us: our result must not be recorded. */
 export class LeaseLostError extends Error {
@@ -26,4 +27,11 @@ export async function isJobActiveTx(trx: Knex.Transaction, jobId: string | null,
   if (!jobId) return false
   const row = await trx('pgboss.job').select('state').where({ name: queue, id: jobId }).first<{ state: string } | undefined>()
   return row?.state === 'active'
+}
+
+/** Puts a message back to pending and queues its next job for `at`, in the caller's transaction. */
+export async function scheduleNextAttemptTx(trx: Knex.Transaction, boss: PgBoss, messageId: string, at: Date): Promise<void> {
+  await releaseMessageForRetryTx(trx, messageId, at)
+  const data: DeliveryJobData = { messageId }
+  await boss.send(QUEUES.delivery, data, { db: fromKnex(trx), startAfter: at })
 }

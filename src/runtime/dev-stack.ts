@@ -51,7 +51,7 @@ export async function startDevStack(config: Config, logger: Logger): Promise<Dev
       stops.push(emulator.stop)
       inboxUrl = emulator.url
     }
-    const providers = providersFromConfig(config, inboxUrl ?? undefined)
+    const providers = providersFromConfig(config, logger, inboxUrl ?? undefined)
     stops.push(async () => providers.forEach((provider) => provider.close()))
     const worker = await startWorker({ config, workerUrl, keys, providers, logger })
     stops.push(worker.stop)

@@ -1,15 +1,19 @@
 import type { Config } from '../../config/schema.ts'
 import type { Provider } from '../delivery/provider.ts'
 import { createSesConnector } from '../delivery/ses-connector.ts'
+import { createWasenderConnector } from '../delivery/wasender-connector.ts'
+import type { Logger } from '../logging/logger.ts'
 
 const DEV_FROM_ADDRESS = 'no-reply@sealpost.test'
 
 /**
- * Connectors from configuration. Outside development the SES settings are required (config
- * refuses to start without them); in development email goes to the local SES emulator.
+ * Connectors from configuration. Outside development the SES and Wasender settings are required
+ * (config refuses to start without them); in development email goes to the local SES emulator and
+ * WhatsApp is off unless configured (the worker warns at startup).
  */
 export function providersFromConfig(
-  config: Pick<Config, 'NODE_ENV' | 'SES_REGION' | 'SES_FROM_ADDRESS' | 'SES_ENDPOINT' | 'SES_EMULATOR_PORT'>,
+  config: Pick<Config, 'NODE_ENV' | 'SES_REGION' | 'SES_FROM_ADDRESS' | 'SES_ENDPOINT' | 'SES_EMULATOR_PORT' | 'WASENDER_API_URL' | 'WASENDER_API_KEY'>,
+  logger: Logger,
   emulatorEndpoint?: string,
 ): (Provider & { close(): void })[] {
   const local = config.NODE_ENV === 'development' || config.NODE_ENV === 'test'
@@ -21,5 +25,8 @@ export function providersFromConfig(
     // The emulator accepts any credentials; real SES uses the default AWS credential chain.
     credentials: local && !config.SES_REGION ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined,
   })
-  return [ses]
+  const whatsapp = config.WASENDER_API_URL && config.WASENDER_API_KEY
+    ? [createWasenderConnector({ apiUrl: config.WASENDER_API_URL, apiKey: config.WASENDER_API_KEY, logger })]
+    : []
+  return [ses, ...whatsapp]
 }
