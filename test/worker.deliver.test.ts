@@ -1,20 +1,14 @@
 import { expect } from 'chai'
-import type { Knex } from 'knex'
-import type { Job, PgBoss } from 'pg-boss'
 import { createDeadLetterQueueHandler } from '../jobs/dead-letter-queue.ts'
-import { deliverOne, type DeliveryDeps } from '../jobs/deliver.ts'
-import { createBoss } from '../src/db/boss.ts'
-import { createKnex } from '../src/db/knex.ts'
+import { deliverOne } from '../jobs/deliver.ts'
 import { DeliveryFailure, type OutgoingMessage, type Provider } from '../src/delivery/provider.ts'
-import { requestPasswordRecoveryTx } from '../src/identity/password-recovery.ts'
 import { QUEUES, type DeliveryJobData } from '../src/outbox/constants.ts'
 import { createTestDatabase, type TestDatabase } from './support/database.ts'
-import { capturingLogger, createVerifiedIdentity, testKeys, uniqueEmail } from './support/helpers.ts'
-
-const SCHEDULE = [5_000, 30_000, 120_000, 600_000, 1_800_000]
+import { capturingLogger, testKeys, uniqueEmail } from './support/helpers.ts'
+import { outboxHarness, outboxRows } from './support/outbox-harness.ts'
 
 /** A provider port that answers whatever the test scripts, and remembers what it was asked. */
-function scriptedProvider(script: (call: number) => { providerMessageId: string } | Error): Provider & { calls: OutgoingMessage[] } {
+export function scriptedProvider(script: (call: number) => { providerMessageId: string } | Error): Provider & { calls: OutgoingMessage[] } {
   const calls: OutgoingMessage[] = []
   return {
     id: 'scripted',
@@ -31,65 +25,30 @@ function scriptedProvider(script: (call: number) => { providerMessageId: string 
 
 describe('delivery worker, one job at a time', () => {
   let db: TestDatabase
-  let api: Knex
-  let worker: Knex
-  let webBoss: PgBoss
-  let workerBoss: PgBoss
+  let harness: Awaited<ReturnType<typeof outboxHarness>>
   const keys = testKeys()
   let now: Date
-  const clock = () => now
   let logs: ReturnType<typeof capturingLogger>
 
   beforeEach(async () => {
     now = new Date()
     logs = capturingLogger()
     db = await createTestDatabase()
-    api = createKnex(db.apiUrl, { applicationName: 'test-api' })
-    worker = createKnex(db.workerUrl, { applicationName: 'test-worker' })
-    webBoss = createBoss(db.apiUrl, 'web', logs.logger)
-    // A worker-role pg-boss that neither supervises nor listens: the test fetches jobs itself.
-    workerBoss = createBoss(db.workerUrl, 'web', logs.logger)
-    await webBoss.start()
-    await workerBoss.start()
+    harness = await outboxHarness(db, { keys, clock: () => now, logger: logs.logger })
   })
 
   afterEach(async () => {
-    await Promise.all([webBoss.stop({ graceful: false }), workerBoss.stop({ graceful: false })])
-    await Promise.all([api.destroy(), worker.destroy()])
+    await harness.close()
     await db.drop()
   })
 
-  const deps = (provider: Provider): DeliveryDeps => ({
-    db: worker,
-    boss: workerBoss,
-    outboxKey: keys.outboxKey,
-    providers: { email: provider },
-    clock,
-    logger: logs.logger,
-    settings: { maxAttempts: 5, retrySchedule: SCHEDULE, sendTimeoutMs: 2_000 },
-  })
-
-  async function enqueue(): Promise<{ messageId: string; email: string }> {
+  const deps = (provider: Provider) => harness.deps({ email: provider })
+  const enqueue = async () => {
     const email = uniqueEmail()
-    await createVerifiedIdentity(db.owner, email)
-    await api.transaction((trx) =>
-      requestPasswordRecoveryTx(trx, { boss: webBoss, outboxKey: keys.outboxKey, codeHashKey: keys.codeHashKey, challengeTtlSeconds: 3_600, clock, logger: logs.logger }, { kind: 'email', value: email }),
-    )
-    const message = await db.owner('outbox.security_outbox_messages').where({ destination: email }).first()
-    return { messageId: message.id, email }
+    return { ...(await harness.enqueue(email, 3_600)), email }
   }
-
-  /** Claims the next job as a worker would; `ignoreStartAfter` stands in for waiting out a retry delay. */
-  async function nextJob(): Promise<Job<DeliveryJobData>> {
-    const [job] = await workerBoss.fetch<DeliveryJobData>(QUEUES.delivery, { ignoreStartAfter: true })
-    if (!job) throw new Error('no job to fetch')
-    return job
-  }
-
-  const message = (id: string) => db.owner('outbox.security_outbox_messages').where({ id }).first()
-  const attempts = (id: string) => db.owner('outbox.security_outbox_attempts').where({ message_id: id }).orderBy('attempt_no')
-  const ciphertexts = async (id: string) => (await db.owner('outbox.security_outbox_ciphertexts').where({ message_id: id })).length
-  const jobState = async (id: string) => (await db.owner('pgboss.job').where({ id }).first()).state as string
+  const nextJob = () => harness.nextJob()
+  const { message, attempts, ciphertexts, jobState, deadLetter } = outboxRows(() => db)
 
   it('schedules a throttled send for the later of the schedule and Retry-After, in the same commit as the attempt', async () => {
     const { messageId } = await enqueue()
@@ -115,13 +74,14 @@ describe('delivery worker, one job at a time', () => {
     const { messageId } = await enqueue()
     await deliverOne(deps(scriptedProvider(() => new DeliveryFailure('REJECTED', 'MessageRejected'))), await nextJob())
     expect(await message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 1 })
-    expect(await db.owner('outbox.security_outbox_dead_letters').where({ message_id: messageId }).first()).to.include({ reason: 'provider_rejected', last_failure_class: 'REJECTED' })
+    expect(await deadLetter(messageId)).to.include({ reason: 'provider_rejected', last_failure_class: 'REJECTED' })
     expect(await ciphertexts(messageId)).to.equal(0)
   })
 
   it('spends five attempts on transport faults, then dead-letters retries_exhausted with the last class', async () => {
     const { messageId } = await enqueue()
     const provider = scriptedProvider((call) => (call < 5 ? new DeliveryFailure('UNAVAILABLE', 'ServiceUnavailable') : new Error('socket hang up')))
+    const SCHEDULE = [5_000, 30_000, 120_000, 600_000]
     for (let attempt = 1; attempt <= 5; attempt++) {
       await deliverOne(deps(provider), await nextJob())
       now = new Date(now.getTime() + SCHEDULE[attempt - 1]!)
@@ -135,7 +95,7 @@ describe('delivery worker, one job at a time', () => {
       [5, 'failed', 'unexpected_worker_error'],
     ])
     expect(await message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 5 })
-    expect(await db.owner('outbox.security_outbox_dead_letters').where({ message_id: messageId }).first()).to.include({ reason: 'retries_exhausted', last_failure_class: 'unexpected_worker_error' })
+    expect(await deadLetter(messageId)).to.include({ reason: 'retries_exhausted', last_failure_class: 'unexpected_worker_error' })
     expect(await db.owner('pgboss.job').where({ name: QUEUES.delivery }).whereNot({ state: 'completed' })).to.have.length(0)
   })
 
@@ -146,7 +106,7 @@ describe('delivery worker, one job at a time', () => {
     await deliverOne(deps(provider), await nextJob())
     expect(provider.calls).to.have.length(0)
     expect(await message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 0 })
-    expect(await db.owner('outbox.security_outbox_dead_letters').where({ message_id: messageId }).first()).to.include({ reason: 'challenge_expired' })
+    expect(await deadLetter(messageId)).to.include({ reason: 'challenge_expired' })
   })
 
   it('dead-letters a tampered envelope as decryption_failed, without sending or retrying, and flags it for security', async () => {
@@ -162,7 +122,7 @@ describe('delivery worker, one job at a time', () => {
 
     expect(provider.calls).to.have.length(0)
     expect(await message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 0 })
-    expect(await db.owner('outbox.security_outbox_dead_letters').where({ message_id: messageId }).first()).to.include({ reason: 'decryption_failed' })
+    expect(await deadLetter(messageId)).to.include({ reason: 'decryption_failed' })
     expect(await jobState(job.id)).to.equal('completed')
     expect(logs.text()).to.match(/"level":"error".*"security":true/)
   })
@@ -201,11 +161,11 @@ describe('delivery worker, one job at a time', () => {
 
   it('dead-letters a message whose job crash-looped into the dead-letter queue', async () => {
     const { messageId } = await enqueue()
-    await workerBoss.send(QUEUES.deadLetter, { messageId })
-    const [dlqJob] = await workerBoss.fetch<DeliveryJobData>(QUEUES.deadLetter)
-    await createDeadLetterQueueHandler({ db: worker, boss: workerBoss, clock, logger: logs.logger })([dlqJob!])
+    await harness.workerBoss.send(QUEUES.deadLetter, { messageId })
+    const [dlqJob] = await harness.workerBoss.fetch<DeliveryJobData>(QUEUES.deadLetter)
+    await createDeadLetterQueueHandler({ db: harness.worker, boss: harness.workerBoss, clock: () => now, logger: logs.logger })([dlqJob!])
     expect(await message(messageId)).to.include({ state: 'dead_lettered' })
-    expect(await db.owner('outbox.security_outbox_dead_letters').where({ message_id: messageId }).first()).to.include({ reason: 'worker_crash_loop' })
+    expect(await deadLetter(messageId)).to.include({ reason: 'worker_crash_loop' })
     expect(await ciphertexts(messageId)).to.equal(0)
   })
 })

@@ -15,7 +15,8 @@ export function deliveryQueueOptions(config: Pick<Config, 'LEASE_SECONDS'>) {
   return {
     expireInSeconds: config.LEASE_SECONDS,
     retryLimit: CRASH_RETRY_LIMIT,
-    retryDelay: 5,
+    // A crashed worker's job comes back 1 s, 2 s, 4 s after its lease expired: OTPs are short-lived.
+    retryDelay: 1,
     retryBackoff: true,
     deadLetter: QUEUES.deadLetter,
     notify: true,
@@ -30,7 +31,10 @@ type BossRole = 'release' | 'web' | 'worker'
  * One pg-boss instance per process. Only `release` migrates pg-boss's schema; only the worker
  * runs maintenance, cron and LISTEN; the web uses pg-boss for transactional `send` alone.
  */
-export function createBoss(connectionString: string, role: BossRole, logger: Logger): PgBoss {
+export function createBoss(connectionString: string, role: BossRole, logger: Logger, leaseSeconds = 60): PgBoss {
+  // Expired claims are found by the supervisor's pass: it must run often relative to the lease,
+  // or a crashed worker's message waits a minute more than it needs to.
+  const superviseSeconds = Math.min(10, Math.max(1, Math.round(leaseSeconds / 6)))
   const boss = new PgBoss({
     connectionString,
     application_name: `sealpost-${role}-boss`,
@@ -41,6 +45,8 @@ export function createBoss(connectionString: string, role: BossRole, logger: Log
     useListenNotify: role === 'worker',
     // Only workers appear in pgboss.instance: a web process is a producer, not a member of the fleet.
     registerInstance: role === 'worker',
+    superviseIntervalSeconds: superviseSeconds,
+    monitorIntervalSeconds: superviseSeconds,
   })
   boss.on('error', (error) => logger.error('pg-boss error', { role, ...describeError(error) }))
   return boss

@@ -12,7 +12,7 @@ import type { Keys } from './dev-keys.ts'
 
 export type RunningWorker = { stop: () => Promise<void> }
 
-type WorkerConfig = Pick<Config, 'WORKER_CONCURRENCY' | 'SEND_TIMEOUT_MS' | 'MAX_ATTEMPTS' | 'RETRY_SCHEDULE'>
+type WorkerConfig = Pick<Config, 'WORKER_CONCURRENCY' | 'SEND_TIMEOUT_MS' | 'MAX_ATTEMPTS' | 'RETRY_SCHEDULE' | 'LEASE_SECONDS'>
 
 /**
  * pg-boss fetch settings for one-time codes (README "Delivery settings"): LISTEN/NOTIFY wakes a
@@ -43,7 +43,7 @@ export async function startWorker(options: {
   const { config, logger } = options
   const clock = options.clock ?? (() => new Date())
   const db = createKnex(options.workerUrl, { applicationName: 'sealpost-worker', max: config.WORKER_CONCURRENCY + 4, logger })
-  const boss = createBoss(options.workerUrl, 'worker', logger)
+  const boss = createBoss(options.workerUrl, 'worker', logger, config.LEASE_SECONDS)
   const providers: Partial<Record<Channel, Provider>> = Object.fromEntries(options.providers.map((provider) => [provider.channel, provider]))
   for (const channel of CHANNELS) {
     if (!providers[channel]) logger.warn('no provider configured for a channel; its messages will fail as UNAVAILABLE until one is', { channel })

@@ -3,6 +3,7 @@ import { PassThrough } from 'node:stream'
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
 import { insertActiveIdentityTx } from '../../src/identity/identities-sql.ts'
+import { parseIdentifier } from '../../src/identity/identifiers.ts'
 import { createLogger, type Logger } from '../../src/logging/logger.ts'
 import type { Keys } from '../../src/runtime/dev-keys.ts'
 
@@ -23,10 +24,20 @@ export function uniqueEmail(prefix = 'person'): string {
   return `${prefix}.${randomBytes(4).toString('hex')}@example.com`
 }
 
-export async function createVerifiedIdentity(owner: Knex, email: string): Promise<{ identityId: string; loginIdentifierId: string }> {
+/** An active identity with a verified email address or E.164 phone number. */
+export async function createVerifiedIdentity(owner: Knex, identifier: string): Promise<{ identityId: string; loginIdentifierId: string }> {
+  const parsed = parseIdentifier(identifier)
+  if (!parsed) throw new Error('not an identifier')
   const ids = { identityId: uuidv7(), loginIdentifierId: uuidv7() }
-  await owner.transaction((trx) => insertActiveIdentityTx(trx, ids, { kind: 'email', value: email }, new Date()))
+  await owner.transaction((trx) => insertActiveIdentityTx(trx, ids, parsed, new Date()))
   return ids
+}
+
+let phoneCounter = 0
+/** A unique E.164 number per call (WhatsApp destinations). */
+export function uniquePhone(): string {
+  phoneCounter += 1
+  return `+549${String(Date.now() % 1e7).padStart(7, '0')}${String(phoneCounter).padStart(4, '0')}`
 }
 
 /** Polls `probe` every 25 ms until it returns a value other than undefined, or fails after `timeoutMs`. */

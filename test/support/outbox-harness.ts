@@ -1,0 +1,83 @@
+import type { Knex } from 'knex'
+import type { Job, PgBoss } from 'pg-boss'
+import type { DeliveryDeps } from '../../jobs/deliver.ts'
+import { createBoss } from '../../src/db/boss.ts'
+import { createKnex } from '../../src/db/knex.ts'
+import type { Provider } from '../../src/delivery/provider.ts'
+import { parseIdentifier } from '../../src/identity/identifiers.ts'
+import { requestPasswordRecoveryTx } from '../../src/identity/password-recovery.ts'
+import type { Logger } from '../../src/logging/logger.ts'
+import { QUEUES, type Channel, type DeliveryJobData } from '../../src/outbox/constants.ts'
+import type { Keys } from '../../src/runtime/dev-keys.ts'
+import type { TestDatabase } from './database.ts'
+import { createVerifiedIdentity } from './helpers.ts'
+
+export const SCHEDULE = [5_000, 30_000, 120_000, 600_000, 1_800_000]
+
+/**
+ * The web's enqueue path and a worker's building blocks on one test database, with the clock in
+ * the test's hands: jobs are fetched explicitly and delivered with `deliverOne` (a runOnce).
+ */
+export async function outboxHarness(db: TestDatabase, options: { keys: Keys; clock: () => Date; logger: Logger }) {
+  const api: Knex = createKnex(db.apiUrl, { applicationName: 'test-api' })
+  const worker: Knex = createKnex(db.workerUrl, { applicationName: 'test-worker', max: 20 })
+  const webBoss: PgBoss = createBoss(db.apiUrl, 'web', options.logger)
+  // A worker-role pg-boss that neither supervises nor listens: the test fetches jobs itself.
+  const workerBoss: PgBoss = createBoss(db.workerUrl, 'web', options.logger)
+  await Promise.all([webBoss.start(), workerBoss.start()])
+
+  return {
+    api,
+    worker,
+    workerBoss,
+    /** A verified identity for `identifier` and one recovery code on its way to it. */
+    async enqueue(identifier: string, challengeTtlSeconds = 7_200): Promise<{ messageId: string }> {
+      await createVerifiedIdentity(db.owner, identifier)
+      const parsed = parseIdentifier(identifier)!
+      await api.transaction((trx) =>
+        requestPasswordRecoveryTx(
+          trx,
+          { boss: webBoss, outboxKey: options.keys.outboxKey, codeHashKey: options.keys.codeHashKey, challengeTtlSeconds, clock: options.clock, logger: options.logger },
+          parsed,
+        ),
+      )
+      const message = await db.owner('outbox.security_outbox_messages').where({ destination: parsed.value }).orderBy('created_at', 'desc').first()
+      return { messageId: message.id }
+    },
+    /** Claims the next job as a worker would; `ignoreStartAfter` stands in for waiting out a delay. */
+    async nextJob(): Promise<Job<DeliveryJobData>> {
+      const [job] = await workerBoss.fetch<DeliveryJobData>(QUEUES.delivery, { ignoreStartAfter: true })
+      if (!job) throw new Error('no job to fetch')
+      return job
+    },
+    deps(providers: Partial<Record<Channel, Provider>>, sendTimeoutMs = 2_000): DeliveryDeps {
+      return {
+        db: worker,
+        boss: workerBoss,
+        outboxKey: options.keys.outboxKey,
+        providers,
+        clock: options.clock,
+        logger: options.logger,
+        settings: { maxAttempts: 5, retrySchedule: SCHEDULE, sendTimeoutMs },
+      }
+    },
+    async close() {
+      await Promise.all([webBoss.stop({ graceful: false }), workerBoss.stop({ graceful: false })])
+      await Promise.all([api.destroy(), worker.destroy()])
+    },
+  }
+}
+
+/** Reads of the outbox tables as the owner, on whichever database `current` returns at call time. */
+export function outboxRows(current: () => TestDatabase) {
+  const owner = () => current().owner
+  return {
+    message: (id: string) => owner()('outbox.security_outbox_messages').where({ id }).first(),
+    attempts: (id: string) => owner()('outbox.security_outbox_attempts').where({ message_id: id }).orderBy('attempt_no'),
+    deadLetter: (id: string) => owner()('outbox.security_outbox_dead_letters').where({ message_id: id }).first(),
+    ciphertexts: async (id: string) => (await owner()('outbox.security_outbox_ciphertexts').where({ message_id: id })).length,
+    jobState: async (id: string) => (await owner()('pgboss.job').where({ id }).first()).state as string,
+    queuedJob: (messageId: string) =>
+      owner()('pgboss.job').where({ name: QUEUES.delivery, state: 'created' }).whereRaw("data->>'messageId' = ?", [messageId]).first(),
+  }
+}
