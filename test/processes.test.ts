@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs'
 import { chmod, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
@@ -7,14 +6,7 @@ import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
 import { createTestDatabase, type TestDatabase } from './support/database.ts'
 import { createVerifiedIdentity, eventually, inbox, testKeys, uniqueEmail } from './support/helpers.ts'
 import { startFakeWasender } from './support/fake-wasender.ts'
-import { bareEnvironment, spawnCollecting } from './support/processes.ts'
-
-/** The Procfile's command for a process type, run through sh as a platform would. */
-function procfileCommand(type: string): string {
-  const line = readFileSync('Procfile', 'utf8').split('\n').find((entry) => entry.startsWith(`${type}:`))
-  if (!line) throw new Error(`Procfile has no ${type} entry`)
-  return line.slice(type.length + 1).trim()
-}
+import { bareEnvironment, procfileCommand, productionEnvironment, spawnCollecting } from './support/processes.ts'
 
 describe('npm start on a fresh checkout', () => {
   let dataDir: string
@@ -67,21 +59,7 @@ describe('Procfile processes', () => {
   let wasender: Awaited<ReturnType<typeof startFakeWasender>>
   const keys = testKeys()
   const production = () =>
-    bareEnvironment({
-      NODE_ENV: 'production',
-      PORT: '0',
-      API_DATABASE_URL: db.apiUrl,
-      WORKER_DATABASE_URL: db.workerUrl,
-      OUTBOX_ENCRYPTION_KEY: keys.outboxKey.toString('base64'),
-      CODE_HASH_KEY: keys.codeHashKey.toString('base64'),
-      SES_REGION: 'us-east-1',
-      SES_FROM_ADDRESS: 'no-reply@sealpost.test',
-      SES_ENDPOINT: emulator.url,
-      WASENDER_API_URL: wasender.url,
-      WASENDER_API_KEY: 'procfile-test-key',
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-    })
+    productionEnvironment({ apiUrl: db.apiUrl, workerUrl: db.workerUrl, keys, sesEndpoint: emulator.url, wasenderUrl: wasender.url, wasenderKey: 'procfile-test-key' })
 
   before(async () => {
     db = await createTestDatabase()

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import { uuidv7 } from 'uuidv7'
 import type { Job, PgBoss } from 'pg-boss'
 import type { DeliveryDeps } from '../../jobs/deliver.ts'
 import { createBoss } from '../../src/db/boss.ts'
@@ -26,6 +27,15 @@ export async function outboxHarness(db: TestDatabase, options: { keys: Keys; clo
   const workerBoss: PgBoss = createBoss(db.workerUrl, 'web', options.logger)
   await Promise.all([webBoss.start(), workerBoss.start()])
 
+  const challengeDeps = (challengeTtlSeconds: number) => ({
+    boss: webBoss,
+    outboxKey: options.keys.outboxKey,
+    codeHashKey: options.keys.codeHashKey,
+    challengeTtlSeconds,
+    clock: options.clock,
+    logger: options.logger,
+  })
+
   return {
     api,
     worker,
@@ -34,15 +44,26 @@ export async function outboxHarness(db: TestDatabase, options: { keys: Keys; clo
     async enqueue(identifier: string, challengeTtlSeconds = 7_200): Promise<{ messageId: string }> {
       await createVerifiedIdentity(db.owner, identifier)
       const parsed = parseIdentifier(identifier)!
-      await api.transaction((trx) =>
-        requestPasswordRecoveryTx(
-          trx,
-          { boss: webBoss, outboxKey: options.keys.outboxKey, codeHashKey: options.keys.codeHashKey, challengeTtlSeconds, clock: options.clock, logger: options.logger },
-          parsed,
-        ),
-      )
+      await api.transaction((trx) => requestPasswordRecoveryTx(trx, challengeDeps(challengeTtlSeconds), parsed))
       const message = await db.owner('outbox.security_outbox_messages').where({ destination: parsed.value }).orderBy('created_at', 'desc').first()
       return { messageId: message.id }
+    },
+    /** A backlog: verified identities in bulk, then one code each, a hundred per transaction. */
+    async enqueueMany(identifiers: string[], challengeTtlSeconds = 7_200): Promise<void> {
+      const parsed = identifiers.map((identifier) => parseIdentifier(identifier)!)
+      const ids = parsed.map(() => ({ identity: uuidv7(), login: uuidv7() }))
+      const now = new Date()
+      await db.owner.batchInsert('identity.identities', ids.map(({ identity }) => ({ id: identity, status: 'active' })), 500)
+      await db.owner.batchInsert(
+        'identity.login_identifiers',
+        parsed.map((identifier, i) => ({ id: ids[i]!.login, identity_id: ids[i]!.identity, kind: identifier.kind, value: identifier.value, verified_at: now })),
+        500,
+      )
+      for (let start = 0; start < parsed.length; start += 100) {
+        await api.transaction(async (trx) => {
+          for (const identifier of parsed.slice(start, start + 100)) await requestPasswordRecoveryTx(trx, challengeDeps(challengeTtlSeconds), identifier)
+        })
+      }
     },
     /** Claims the next job as a worker would; `ignoreStartAfter` stands in for waiting out a delay. */
     async nextJob(): Promise<Job<DeliveryJobData>> {

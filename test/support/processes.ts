@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import type { Keys } from '../../src/runtime/dev-keys.ts'
 
 /** A child process whose output is collected; `waitFor` resolves on the first matching line. */
 export type Spawned = {
@@ -57,4 +59,44 @@ export function spawnCollecting(command: string, args: string[], options: { env:
 /** The environment of a machine with nothing configured: PATH and HOME only. */
 export function bareEnvironment(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { PATH: process.env.PATH, HOME: process.env.HOME, ...extra }
+}
+
+/** The Procfile's command for a process type, run through sh as a platform would. */
+export function procfileCommand(type: string): string {
+  const line = readFileSync('Procfile', 'utf8').split('\n').find((entry) => entry.startsWith(`${type}:`))
+  if (!line) throw new Error(`Procfile has no ${type} entry`)
+  return line.slice(type.length + 1).trim()
+}
+
+/** A production environment for the Procfile processes against a test database and local fakes. */
+export function productionEnvironment(options: {
+  apiUrl: string
+  workerUrl: string
+  keys: Keys
+  sesEndpoint: string
+  wasenderUrl: string
+  wasenderKey: string
+  extra?: Record<string, string>
+}): NodeJS.ProcessEnv {
+  return bareEnvironment({
+    NODE_ENV: 'production',
+    PORT: '0',
+    API_DATABASE_URL: options.apiUrl,
+    WORKER_DATABASE_URL: options.workerUrl,
+    OUTBOX_ENCRYPTION_KEY: options.keys.outboxKey.toString('base64'),
+    CODE_HASH_KEY: options.keys.codeHashKey.toString('base64'),
+    SES_REGION: 'us-east-1',
+    SES_FROM_ADDRESS: 'no-reply@sealpost.test',
+    SES_ENDPOINT: options.sesEndpoint,
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    WASENDER_API_URL: options.wasenderUrl,
+    WASENDER_API_KEY: options.wasenderKey,
+    ...options.extra,
+  })
+}
+
+/** A worker process exactly as the Procfile starts it. */
+export function spawnWorker(env: NodeJS.ProcessEnv): Spawned {
+  return spawnCollecting('sh', ['-c', procfileCommand('worker')], { env })
 }
