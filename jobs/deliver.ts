@@ -34,7 +34,7 @@ export async function deliverOne(deps: DeliveryDeps, job: Pick<Job<DeliveryJobDa
     return
   }
   const { message } = claim
-  const context = { messageId, purpose: message.purpose, channel: message.channel }
+  const context = { messageId, purpose: message.purpose, channel: message.channel, attempt: message.attempt_count + 1 }
   const record = async (outcome: Outcome) => {
     const recorded = await recordOutcome(deps.db, deps.boss, deps.settings, messageId, lease, outcome, deps.clock())
     if (recorded.kind === 'lease_lost') deps.logger.warn('lease lost: result not recorded', context)
