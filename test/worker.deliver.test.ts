@@ -1,58 +1,26 @@
 import { expect } from 'chai'
 import { createDeadLetterQueueHandler } from '../jobs/dead-letter-queue.ts'
 import { deliverOne } from '../jobs/deliver.ts'
-import { DeliveryFailure, type OutgoingMessage, type Provider } from '../src/delivery/provider.ts'
+import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
 import { QUEUES, type DeliveryJobData } from '../src/outbox/constants.ts'
-import { createTestDatabase, type TestDatabase } from './support/database.ts'
-import { capturingLogger, testKeys, uniqueEmail } from './support/helpers.ts'
-import { outboxHarness, outboxRows } from './support/outbox-harness.ts'
-
-/** A provider port that answers whatever the test scripts, and remembers what it was asked. */
-export function scriptedProvider(script: (call: number) => { providerMessageId: string } | Error): Provider & { calls: OutgoingMessage[] } {
-  const calls: OutgoingMessage[] = []
-  return {
-    id: 'scripted',
-    channel: 'email',
-    calls,
-    async dispatch(message) {
-      calls.push(message)
-      const answer = script(calls.length)
-      if (answer instanceof Error) throw answer
-      return answer
-    },
-  }
-}
+import { uniqueEmail } from './support/helpers.ts'
+import { useOutboxFixture } from './support/outbox-harness.ts'
+import { scriptedProvider } from './support/scripted-provider.ts'
 
 describe('delivery worker, one job at a time', () => {
-  let db: TestDatabase
-  let harness: Awaited<ReturnType<typeof outboxHarness>>
-  const keys = testKeys()
-  let now: Date
-  let logs: ReturnType<typeof capturingLogger>
+  const f = useOutboxFixture()
+  const { message, attempts, ciphertexts, jobState, deadLetter } = f.rows
 
-  beforeEach(async () => {
-    now = new Date()
-    logs = capturingLogger()
-    db = await createTestDatabase()
-    harness = await outboxHarness(db, { keys, clock: () => now, logger: logs.logger })
-  })
-
-  afterEach(async () => {
-    await harness.close()
-    await db.drop()
-  })
-
-  const deps = (provider: Provider) => harness.deps({ email: provider })
+  const deps = (provider: Provider) => f.harness.deps({ email: provider })
   const enqueue = async () => {
     const email = uniqueEmail()
-    return { ...(await harness.enqueue(email, 3_600)), email }
+    return { ...(await f.harness.enqueue(email, 3_600)), email }
   }
-  const nextJob = () => harness.nextJob()
-  const { message, attempts, ciphertexts, jobState, deadLetter } = outboxRows(() => db)
+  const nextJob = () => f.harness.nextJob()
 
   it('schedules a throttled send for the later of the schedule and Retry-After, in the same commit as the attempt', async () => {
     const { messageId } = await enqueue()
-    const retryAfter = new Date(now.getTime() + 45_000)
+    const retryAfter = new Date(f.now.getTime() + 45_000)
     const provider = scriptedProvider(() => new DeliveryFailure('THROTTLED', 'TooManyRequestsException', retryAfter))
     const job = await nextJob()
 
@@ -64,7 +32,7 @@ describe('delivery worker, one job at a time', () => {
     expect(attempt).to.include({ attempt_no: 1, outcome: 'retryable_error', failure_class: 'THROTTLED' })
     expect(attempt.retry_after_at.getTime()).to.equal(retryAfter.getTime())
     expect(await jobState(job.id)).to.equal('completed')
-    const next = await db.owner('pgboss.job').where({ name: QUEUES.delivery, state: 'created' }).first()
+    const next = await f.db.owner('pgboss.job').where({ name: QUEUES.delivery, state: 'created' }).first()
     expect(next.data).to.deep.equal({ messageId })
     expect(next.start_after.getTime()).to.be.closeTo(retryAfter.getTime(), 1_000)
     expect(await ciphertexts(messageId)).to.equal(1)
@@ -84,7 +52,7 @@ describe('delivery worker, one job at a time', () => {
     const SCHEDULE = [5_000, 30_000, 120_000, 600_000]
     for (let attempt = 1; attempt <= 5; attempt++) {
       await deliverOne(deps(provider), await nextJob())
-      now = new Date(now.getTime() + SCHEDULE[attempt - 1]!)
+      f.now = new Date(f.now.getTime() + SCHEDULE[attempt - 1]!)
     }
     expect(provider.calls).to.have.length(5)
     expect((await attempts(messageId)).map((row) => [row.attempt_no, row.outcome, row.failure_class])).to.deep.equal([
@@ -96,13 +64,13 @@ describe('delivery worker, one job at a time', () => {
     ])
     expect(await message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 5 })
     expect(await deadLetter(messageId)).to.include({ reason: 'retries_exhausted', last_failure_class: 'unexpected_worker_error' })
-    expect(await db.owner('pgboss.job').where({ name: QUEUES.delivery }).whereNot({ state: 'completed' })).to.have.length(0)
+    expect(await f.db.owner('pgboss.job').where({ name: QUEUES.delivery }).whereNot({ state: 'completed' })).to.have.length(0)
   })
 
   it('never sends a code whose challenge has expired', async () => {
     const { messageId } = await enqueue()
     const provider = scriptedProvider(() => ({ providerMessageId: 'never' }))
-    now = new Date(now.getTime() + 3_600_000)
+    f.now = new Date(f.now.getTime() + 3_600_000)
     await deliverOne(deps(provider), await nextJob())
     expect(provider.calls).to.have.length(0)
     expect(await message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 0 })
@@ -111,10 +79,10 @@ describe('delivery worker, one job at a time', () => {
 
   it('dead-letters a tampered envelope as decryption_failed, without sending or retrying, and flags it for security', async () => {
     const { messageId } = await enqueue()
-    const { envelope } = await db.owner('outbox.security_outbox_ciphertexts').where({ message_id: messageId }).first()
+    const { envelope } = await f.db.owner('outbox.security_outbox_ciphertexts').where({ message_id: messageId }).first()
     const parts = envelope.split('.')
     parts[3] = Buffer.from('tampered').toString('base64url')
-    await db.owner('outbox.security_outbox_ciphertexts').where({ message_id: messageId }).update({ envelope: parts.join('.') })
+    await f.db.owner('outbox.security_outbox_ciphertexts').where({ message_id: messageId }).update({ envelope: parts.join('.') })
     const provider = scriptedProvider(() => ({ providerMessageId: 'never' }))
     const job = await nextJob()
 
@@ -124,7 +92,7 @@ describe('delivery worker, one job at a time', () => {
     expect(await message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 0 })
     expect(await deadLetter(messageId)).to.include({ reason: 'decryption_failed' })
     expect(await jobState(job.id)).to.equal('completed')
-    expect(logs.text()).to.match(/"level":"error".*"security":true/)
+    expect(f.logs.text()).to.match(/"level":"error".*"security":true/)
   })
 
   it('records nothing for a worker whose lease was taken over, and lets the new holder record', async () => {
@@ -147,7 +115,7 @@ describe('delivery worker, one job at a time', () => {
     const first = deliverOne(deps(stalled), job)
     // The first worker is stuck in its send; pg-boss expires its claim and hands the job out again.
     await inSend
-    await db.owner('pgboss.job').where({ id: job.id }).update({ retry_count: job.retryCount + 1 })
+    await f.db.owner('pgboss.job').where({ id: job.id }).update({ retry_count: job.retryCount + 1 })
     const second = scriptedProvider(() => ({ providerMessageId: 'second' }))
     await deliverOne(deps(second), { ...job, retryCount: job.retryCount + 1 })
     release()
@@ -156,14 +124,14 @@ describe('delivery worker, one job at a time', () => {
     expect(await message(messageId)).to.include({ state: 'published', attempt_count: 1 })
     const rows = await attempts(messageId)
     expect(rows.map((row) => row.provider_message_id)).to.deep.equal(['second'])
-    expect(logs.text()).to.include('lease lost')
+    expect(f.logs.text()).to.include('lease lost')
   })
 
   it('dead-letters a message whose job crash-looped into the dead-letter queue', async () => {
     const { messageId } = await enqueue()
-    await harness.workerBoss.send(QUEUES.deadLetter, { messageId })
-    const [dlqJob] = await harness.workerBoss.fetch<DeliveryJobData>(QUEUES.deadLetter)
-    await createDeadLetterQueueHandler({ db: harness.worker, boss: harness.workerBoss, clock: () => now, logger: logs.logger })([dlqJob!])
+    await f.harness.workerBoss.send(QUEUES.deadLetter, { messageId })
+    const [dlqJob] = await f.harness.workerBoss.fetch<DeliveryJobData>(QUEUES.deadLetter)
+    await createDeadLetterQueueHandler({ db: f.harness.worker, boss: f.harness.workerBoss, clock: () => f.now, logger: f.logs.logger })([dlqJob!])
     expect(await message(messageId)).to.include({ state: 'dead_lettered' })
     expect(await deadLetter(messageId)).to.include({ reason: 'worker_crash_loop' })
     expect(await ciphertexts(messageId)).to.equal(0)

@@ -2,32 +2,19 @@ import { expect } from 'chai'
 import type { Provider } from '../src/delivery/provider.ts'
 import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
 import { startWorker } from '../src/runtime/worker.ts'
-import { createTestDatabase, type TestDatabase } from './support/database.ts'
 import { startFakeWasender } from './support/fake-wasender.ts'
-import { capturingLogger, eventually, testKeys, uniquePhone } from './support/helpers.ts'
-import { outboxHarness, outboxRows, SCHEDULE } from './support/outbox-harness.ts'
+import { eventually, uniquePhone } from './support/helpers.ts'
+import { SCHEDULE, useOutboxFixture } from './support/outbox-harness.ts'
 import { productionEnvironment, spawnWorker } from './support/processes.ts'
 
 describe('worker lifecycle', () => {
-  let db: TestDatabase
-  let harness: Awaited<ReturnType<typeof outboxHarness>>
-  const keys = testKeys()
-  const logs = capturingLogger()
-  const rows = outboxRows(() => db)
-
-  beforeEach(async () => {
-    db = await createTestDatabase()
-    harness = await outboxHarness(db, { keys, clock: () => new Date(), logger: logs.logger })
-  })
-  afterEach(async () => {
-    await harness.close()
-    await db.drop()
-  })
+  const f = useOutboxFixture()
+  const rows = f.rows
 
   it('leaves a message whose result could not be recorded to pg-boss’s retry, which delivers it', async function () {
     this.timeout(30_000)
     const phone = uniquePhone()
-    const { messageId } = await harness.enqueue(phone)
+    const { messageId } = await f.harness.enqueue(phone)
     let calls = 0
     const provider: Provider = {
       id: 'flaky-recording',
@@ -35,17 +22,17 @@ describe('worker lifecycle', () => {
       async dispatch() {
         calls += 1
         // The database refuses the first record (as an outage or a bad deploy would); the second goes through.
-        if (calls === 1) await db.owner.raw('REVOKE INSERT ON outbox.security_outbox_attempts FROM sealpost_worker')
-        else await db.owner.raw('GRANT INSERT ON outbox.security_outbox_attempts TO sealpost_worker')
+        if (calls === 1) await f.db.owner.raw('REVOKE INSERT ON outbox.security_outbox_attempts FROM sealpost_worker')
+        else await f.db.owner.raw('GRANT INSERT ON outbox.security_outbox_attempts TO sealpost_worker')
         return { providerMessageId: `sent-${calls}` }
       },
     }
     const worker = await startWorker({
       config: { WORKER_CONCURRENCY: 2, SEND_TIMEOUT_MS: 2_000, MAX_ATTEMPTS: 5, RETRY_SCHEDULE: SCHEDULE, LEASE_SECONDS: 60 },
-      workerUrl: db.workerUrl,
-      keys,
+      workerUrl: f.db.workerUrl,
+      keys: f.keys,
       providers: [provider],
-      logger: logs.logger,
+      logger: f.logs.logger,
     })
     try {
       await eventually(async () => ((await rows.message(messageId)).state === 'published' ? true : undefined), 'the retried job to publish', 20_000)
@@ -54,8 +41,8 @@ describe('worker lifecycle', () => {
     }
     expect(calls).to.equal(2)
     expect((await rows.attempts(messageId)).map((row) => [row.attempt_no, row.provider_message_id])).to.deep.equal([[1, 'sent-2']])
-    expect(logs.text()).to.include('delivery could not be recorded').and.to.include('"errorCode":"42501"')
-    expect(logs.text()).not.to.include(phone)
+    expect(f.logs.text()).to.include('delivery could not be recorded').and.to.include('"errorCode":"42501"')
+    expect(f.logs.text()).not.to.include(phone)
   })
 
   it('finishes and records an in-flight send when SIGTERM arrives, then exits 0', async function () {
@@ -64,9 +51,9 @@ describe('worker lifecycle', () => {
     const emulator = await startSesEmulator(0)
     try {
       fake.behave(() => ({ kind: 'accept', delayMs: 1_500 }))
-      const { messageId } = await harness.enqueue(uniquePhone())
+      const { messageId } = await f.harness.enqueue(uniquePhone())
       const worker = spawnWorker(
-        productionEnvironment({ apiUrl: db.apiUrl, workerUrl: db.workerUrl, keys, sesEndpoint: emulator.url, wasenderUrl: fake.url, wasenderKey: 'key' }),
+        productionEnvironment({ apiUrl: f.db.apiUrl, workerUrl: f.db.workerUrl, keys: f.keys, sesEndpoint: emulator.url, wasenderUrl: fake.url, wasenderKey: 'key' }),
       )
       await eventually(async () => (fake.requests.length === 1 ? true : undefined), 'the send to start', 15_000)
       worker.child.kill('SIGTERM')

@@ -3,40 +3,24 @@ import { createDeliveryHandler, deliverOne } from '../jobs/deliver.ts'
 import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
 import { createWasenderConnector } from '../src/delivery/wasender-connector.ts'
 import { QUEUES, type DeliveryJobData, type FailureClass } from '../src/outbox/constants.ts'
-import { createTestDatabase, type TestDatabase } from './support/database.ts'
 import { startFakeWasender } from './support/fake-wasender.ts'
-import { capturingLogger, testKeys, uniqueEmail, uniquePhone } from './support/helpers.ts'
-import { outboxHarness, outboxRows, SCHEDULE } from './support/outbox-harness.ts'
-import { scriptedProvider } from './worker.deliver.test.ts'
+import { uniqueEmail, uniquePhone } from './support/helpers.ts'
+import { SCHEDULE, useOutboxFixture } from './support/outbox-harness.ts'
+import { scriptedProvider } from './support/scripted-provider.ts'
 
 describe('delivery outcomes by failure class and attempt', () => {
-  let db: TestDatabase
-  let harness: Awaited<ReturnType<typeof outboxHarness>>
-  const keys = testKeys()
-  let now: Date
-  let logs: ReturnType<typeof capturingLogger>
-  const rows = outboxRows(() => db)
-
-  beforeEach(async () => {
-    now = new Date()
-    logs = capturingLogger()
-    db = await createTestDatabase()
-    harness = await outboxHarness(db, { keys, clock: () => now, logger: logs.logger })
-  })
-  afterEach(async () => {
-    await harness.close()
-    await db.drop()
-  })
+  const f = useOutboxFixture()
+  const rows = f.rows
 
   /** Fails attempts 1…n-1 as UNAVAILABLE (advancing the clock by the schedule), then runs attempt n. */
   async function runAttempt(n: number, last: Error) {
-    const { messageId } = await harness.enqueue(uniqueEmail())
+    const { messageId } = await f.harness.enqueue(uniqueEmail())
     const provider = scriptedProvider((call) => (call < n ? new DeliveryFailure('UNAVAILABLE', 'HTTP503') : last))
     for (let attempt = 1; attempt < n; attempt++) {
-      await deliverOne(harness.deps({ email: provider }), await harness.nextJob())
-      now = new Date(now.getTime() + SCHEDULE[attempt - 1]!)
+      await deliverOne(f.harness.deps({ email: provider }), await f.harness.nextJob())
+      f.now = new Date(f.now.getTime() + SCHEDULE[attempt - 1]!)
     }
-    await deliverOne(harness.deps({ email: provider }), await harness.nextJob())
+    await deliverOne(f.harness.deps({ email: provider }), await f.harness.nextJob())
     return messageId
   }
 
@@ -55,7 +39,7 @@ describe('delivery outcomes by failure class and attempt', () => {
         if (retried) {
           expect(message).to.include({ state: 'pending', attempt_count: n })
           expect(await rows.deadLetter(messageId)).to.equal(undefined)
-          expect(next.start_after.getTime()).to.be.closeTo(now.getTime() + SCHEDULE[n - 1]!, 1_000)
+          expect(next.start_after.getTime()).to.be.closeTo(f.now.getTime() + SCHEDULE[n - 1]!, 1_000)
           expect(await rows.ciphertexts(messageId)).to.equal(1)
         } else {
           expect(message).to.include({ state: 'dead_lettered', attempt_count: n })
@@ -69,9 +53,9 @@ describe('delivery outcomes by failure class and attempt', () => {
 
   for (const [retryAfterSeconds, expectedSeconds] of [[120, 120], [1, 5]] as const) {
     it(`waits ${expectedSeconds} s after a first-attempt THROTTLED with Retry-After ${retryAfterSeconds} s`, async () => {
-      const messageId = await runAttempt(1, new DeliveryFailure('THROTTLED', 'HTTP429', new Date(now.getTime() + retryAfterSeconds * 1000)))
+      const messageId = await runAttempt(1, new DeliveryFailure('THROTTLED', 'HTTP429', new Date(f.now.getTime() + retryAfterSeconds * 1000)))
       const next = await rows.queuedJob(messageId)
-      expect(next.start_after.getTime()).to.be.closeTo(now.getTime() + expectedSeconds * 1000, 1_000)
+      expect(next.start_after.getTime()).to.be.closeTo(f.now.getTime() + expectedSeconds * 1000, 1_000)
     })
   }
 
@@ -80,7 +64,7 @@ describe('delivery outcomes by failure class and attempt', () => {
     let connector: ReturnType<typeof createWasenderConnector>
     beforeEach(async () => {
       fake = await startFakeWasender('key')
-      connector = createWasenderConnector({ apiUrl: fake.url, apiKey: 'key', logger: logs.logger, clock: () => now })
+      connector = createWasenderConnector({ apiUrl: fake.url, apiKey: 'key', logger: f.logs.logger, clock: () => f.now })
     })
     afterEach(async () => {
       connector.close()
@@ -89,13 +73,13 @@ describe('delivery outcomes by failure class and attempt', () => {
 
     it('publishes on attempt 2 after a 429, keeping the ciphertext exactly until the publish', async () => {
       fake.behave((call) => (call === 1 ? { kind: 'status', status: 429 } : { kind: 'accept' }))
-      const { messageId } = await harness.enqueue(uniquePhone())
-      await deliverOne(harness.deps({ whatsapp: connector }), await harness.nextJob())
+      const { messageId } = await f.harness.enqueue(uniquePhone())
+      await deliverOne(f.harness.deps({ whatsapp: connector }), await f.harness.nextJob())
       expect(await rows.message(messageId)).to.include({ state: 'pending', attempt_count: 1 })
       expect(await rows.ciphertexts(messageId)).to.equal(1)
 
-      now = new Date(now.getTime() + SCHEDULE[0]!)
-      await deliverOne(harness.deps({ whatsapp: connector }), await harness.nextJob())
+      f.now = new Date(f.now.getTime() + SCHEDULE[0]!)
+      await deliverOne(f.harness.deps({ whatsapp: connector }), await f.harness.nextJob())
       expect(await rows.message(messageId)).to.include({ state: 'published', attempt_count: 2 })
       expect(await rows.ciphertexts(messageId)).to.equal(0)
       expect((await rows.attempts(messageId)).map((row) => [row.attempt_no, row.outcome, row.failure_class, row.provider_message_id])).to.deep.equal([
@@ -107,8 +91,8 @@ describe('delivery outcomes by failure class and attempt', () => {
 
     it('dead-letters challenge_expired at once when Retry-After lands past a 10-minute challenge', async () => {
       fake.behave(() => ({ kind: 'status', status: 429, headers: { 'retry-after': String(20 * 60) } }))
-      const { messageId } = await harness.enqueue(uniquePhone(), 600)
-      await deliverOne(harness.deps({ whatsapp: connector }), await harness.nextJob())
+      const { messageId } = await f.harness.enqueue(uniquePhone(), 600)
+      await deliverOne(f.harness.deps({ whatsapp: connector }), await f.harness.nextJob())
       expect(await rows.message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 1 })
       expect(await rows.deadLetter(messageId)).to.include({ reason: 'challenge_expired', last_failure_class: 'THROTTLED' })
       expect(await rows.queuedJob(messageId)).to.equal(undefined)
@@ -117,7 +101,7 @@ describe('delivery outcomes by failure class and attempt', () => {
 
   it('keeps a hostile exception message (code, destination, bearer token) out of the logs', async () => {
     const phone = uniquePhone()
-    const { messageId } = await harness.enqueue(phone)
+    const { messageId } = await f.harness.enqueue(phone)
     let code = ''
     const hostile: Provider = {
       id: 'hostile',
@@ -127,21 +111,21 @@ describe('delivery outcomes by failure class and attempt', () => {
         throw Object.assign(new Error(`refused ${code} for ${message.destination} with Authorization: Bearer sk_live_hostile`), { code: 'EHOSTILE' })
       },
     }
-    await deliverOne(harness.deps({ whatsapp: hostile }), await harness.nextJob())
+    await deliverOne(f.harness.deps({ whatsapp: hostile }), await f.harness.nextJob())
     expect(await rows.message(messageId)).to.include({ state: 'pending', attempt_count: 1 })
-    const logged = logs.text()
+    const logged = f.logs.text()
     expect(logged).to.include('"errorCode":"EHOSTILE"').and.to.include(messageId)
     for (const secret of [code, phone, 'sk_live_hostile', 'Bearer']) expect(logged, secret).not.to.include(secret)
   })
 
   it('dead-letters one undecryptable message of a batch without touching the others', async () => {
     const ids = []
-    for (let i = 0; i < 3; i++) ids.push((await harness.enqueue(uniqueEmail())).messageId)
-    await db.owner('outbox.security_outbox_ciphertexts').where({ message_id: ids[1] }).update({ envelope: 'v1.AAAA.AAAA.AAAA.AAAA' })
-    const jobs = await harness.workerBoss.fetch<DeliveryJobData>(QUEUES.delivery, { batchSize: 3 })
+    for (let i = 0; i < 3; i++) ids.push((await f.harness.enqueue(uniqueEmail())).messageId)
+    await f.db.owner('outbox.security_outbox_ciphertexts').where({ message_id: ids[1] }).update({ envelope: 'v1.AAAA.AAAA.AAAA.AAAA' })
+    const jobs = await f.harness.workerBoss.fetch<DeliveryJobData>(QUEUES.delivery, { batchSize: 3 })
     expect(jobs).to.have.length(3)
     const provider = scriptedProvider((call) => ({ providerMessageId: `ok-${call}` }))
-    await createDeliveryHandler(harness.deps({ email: provider }))(jobs)
+    await createDeliveryHandler(f.harness.deps({ email: provider }))(jobs)
     expect((await rows.message(ids[0]!)).state).to.equal('published')
     expect((await rows.message(ids[2]!)).state).to.equal('published')
     expect(await rows.deadLetter(ids[1]!)).to.include({ reason: 'decryption_failed' })

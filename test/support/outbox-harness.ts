@@ -10,8 +10,8 @@ import { requestPasswordRecoveryTx } from '../../src/identity/password-recovery.
 import type { Logger } from '../../src/logging/logger.ts'
 import { QUEUES, type Channel, type DeliveryJobData } from '../../src/outbox/constants.ts'
 import type { Keys } from '../../src/runtime/dev-keys.ts'
-import type { TestDatabase } from './database.ts'
-import { createVerifiedIdentity } from './helpers.ts'
+import { createTestDatabase, type TestDatabase } from './database.ts'
+import { capturingLogger, createVerifiedIdentity, testKeys } from './helpers.ts'
 
 export const SCHEDULE = [5_000, 30_000, 120_000, 600_000, 1_800_000]
 
@@ -101,4 +101,35 @@ export function outboxRows(current: () => TestDatabase) {
     queuedJob: (messageId: string) =>
       owner()('pgboss.job').where({ name: QUEUES.delivery, state: 'created' }).whereRaw("data->>'messageId' = ?", [messageId]).first(),
   }
+}
+
+export type OutboxHarness = Awaited<ReturnType<typeof outboxHarness>>
+
+/**
+ * Registers per-test hooks: a fresh database and harness, a clock the test moves by assigning
+ * `now`, and captured logs. Read the fields inside tests, never at describe time.
+ */
+export function useOutboxFixture() {
+  let db: TestDatabase
+  const fixture = {
+    now: new Date(),
+    keys: testKeys(),
+    logs: capturingLogger(),
+    get db(): TestDatabase {
+      return db
+    },
+    harness: undefined as unknown as OutboxHarness,
+    rows: outboxRows(() => db),
+  }
+  beforeEach(async () => {
+    fixture.now = new Date()
+    fixture.logs = capturingLogger()
+    db = await createTestDatabase()
+    fixture.harness = await outboxHarness(db, { keys: fixture.keys, clock: () => fixture.now, logger: fixture.logs.logger })
+  })
+  afterEach(async () => {
+    await fixture.harness.close()
+    await db.drop()
+  })
+  return fixture
 }
