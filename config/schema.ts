@@ -77,6 +77,8 @@ const envSchema = z.object({
   SEND_TIMEOUT_MS: positiveInt(10_000),
   LEASE_SECONDS: positiveInt(60),
   WORKER_CONCURRENCY: positiveInt(16),
+  /** Requests per minute one client address may make to the public routes. */
+  CLIENT_RATE_LIMIT_PER_MINUTE: positiveInt(60),
   EXPIRY_PURGE_CRON: z.string().min(1).default('* * * * *'),
   RETENTION_SWEEP_CRON: z.string().min(1).default('17 3 * * *'),
   RETENTION_PUBLISHED_DAYS: positiveInt(30),

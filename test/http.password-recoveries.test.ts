@@ -22,7 +22,8 @@ describe('HTTP contract of POST /password-recoveries', () => {
     const app = createApp({
       db,
       logger: logs.logger,
-      challenges: { boss: {} as PgBoss, outboxKey: keys.outboxKey, codeHashKey: keys.codeHashKey, challengeTtlSeconds: 600, clock: () => new Date(), logger: logs.logger },
+      challenges: { boss: {} as PgBoss, outboxKey: keys.outboxKey, codeHashKey: keys.codeHashKey, challengeTtlSeconds: 600, clock: () => new Date(), logger: logs.logger, channels: new Set(['email']) },
+      clientLimitPerMinute: 1_000,
     })
     server = await new Promise((resolve) => {
       const listening = app.listen(0, '127.0.0.1', () => resolve(listening))

@@ -22,6 +22,7 @@ describe('enqueue of a password-recovery code', () => {
     challengeTtlSeconds: 600,
     clock: () => new Date(),
     logger: logs.logger,
+    channels: new Set(['email', 'whatsapp']),
     ...extra,
   })
   const counts = async () => ({

@@ -1,12 +1,13 @@
 import express from 'express'
 import type { Knex } from 'knex'
-import type { ChallengeDeps } from '../identity/password-recovery.ts'
+import type { ChallengeDeps } from '../identity/challenges.ts'
 import type { Logger } from '../logging/logger.ts'
 import { HttpProblem, problemHandler, sendProblem } from './problem.ts'
 import { healthRoutes } from './routes/health.ts'
-import { passwordRecoveryRoutes } from './routes/password-recoveries.ts'
+import { identityRoutes } from './routes/identity.ts'
+import { openApiDocument } from './openapi.ts'
 
-export type WebDeps = { db: Knex; challenges: ChallengeDeps; logger: Logger }
+export type WebDeps = { db: Knex; challenges: ChallengeDeps; logger: Logger; clientLimitPerMinute: number }
 
 /** The Express app: thin routes over use cases, every error mapped by problemHandler. */
 export function createApp(deps: WebDeps): express.Express {
@@ -22,7 +23,11 @@ export function createApp(deps: WebDeps): express.Express {
   })
   app.use(express.json({ limit: '16kb', strict: true }))
   app.use(healthRoutes(deps.db))
-  app.use(passwordRecoveryRoutes(deps.db, deps.challenges))
+  const openapi = openApiDocument()
+  app.get('/openapi.json', (_req, res) => {
+    res.json(openapi)
+  })
+  app.use(identityRoutes({ db: deps.db, challenges: deps.challenges, clientLimitPerMinute: deps.clientLimitPerMinute }))
   app.use((_req, res) => sendProblem(res, new HttpProblem(404, 'not_found', 'No such route.')))
   app.use(problemHandler(deps.logger))
   return app

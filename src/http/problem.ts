@@ -1,5 +1,14 @@
 import type { ErrorRequestHandler, Response } from 'express'
 import { z } from 'zod'
+import {
+  ChannelUnavailableError,
+  ConflictError,
+  DomainError,
+  InvalidCodeError,
+  InvalidCredentialsError,
+  RateLimitedError,
+  UnauthenticatedError,
+} from '../identity/errors.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
 
 /** A refusal with an HTTP status and a stable `code` (RFC 9457 problem details). */
@@ -29,6 +38,22 @@ export function sendProblem(res: Response, problem: HttpProblem): void {
   })
 }
 
+const DOMAIN_STATUS: [new (...args: never[]) => DomainError, number][] = [
+  [InvalidCodeError, 422],
+  [InvalidCredentialsError, 401],
+  [UnauthenticatedError, 401],
+  [RateLimitedError, 429],
+  [ChannelUnavailableError, 422],
+  [ConflictError, 409],
+]
+
+function fromDomain(error: DomainError): HttpProblem {
+  const status = DOMAIN_STATUS.find(([type]) => error instanceof type)?.[1] ?? 400
+  const headers: Record<string, string> = error instanceof RateLimitedError ? { 'Retry-After': String(error.retryAfterSeconds) } : {}
+  if (error instanceof UnauthenticatedError) headers['WWW-Authenticate'] = 'Bearer'
+  return new HttpProblem(status, error.code, error.message, { headers })
+}
+
 // SQLSTATE classes 08 (connection), 53 (resources), 57P (shutdown) and pool timeouts: worth a retry.
 function isTransientDatabaseError(error: unknown): boolean {
   const { code, name } = (error ?? {}) as { code?: unknown; name?: unknown }
@@ -43,6 +68,7 @@ export function problemHandler(logger: Logger): ErrorRequestHandler {
     const typed = error as { type?: string; status?: number }
     let problem: HttpProblem
     if (error instanceof HttpProblem) problem = error
+    else if (error instanceof DomainError) problem = fromDomain(error)
     else if (error instanceof z.ZodError) {
       problem = new HttpProblem(422, 'invalid_request', 'The request body is not valid.', {
         extra: { errors: error.issues.map((issue) => ({ pointer: '/' + issue.path.join('/'), detail: issue.message })) },

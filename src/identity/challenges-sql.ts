@@ -1,6 +1,8 @@
 import type { Knex } from 'knex'
 import type { ChallengePurpose } from '../outbox/constants.ts'
 
+const CHALLENGES = 'identity.challenges'
+
 export type NewChallenge = {
   id: string
   purpose: ChallengePurpose
@@ -9,10 +11,26 @@ export type NewChallenge = {
   codeHash: Buffer
   expiresAt: Date
   now: Date
+  candidatePasswordHash?: string
 }
 
+export type ChallengeRow = {
+  id: string
+  purpose: ChallengePurpose
+  identity_id: string
+  login_identifier_id: string
+  code_hash: Buffer
+  expires_at: Date
+  attempts_left: number
+  resend_count: number
+  last_sent_at: Date
+  candidate_password_hash: string | null
+}
+
+export type ChallengeSubject = { purpose: ChallengePurpose; identityId: string; loginIdentifierId: string }
+
 export async function insertChallengeTx(trx: Knex.Transaction, challenge: NewChallenge): Promise<void> {
-  await trx('identity.challenges').insert({
+  await trx(CHALLENGES).insert({
     id: challenge.id,
     purpose: challenge.purpose,
     identity_id: challenge.identityId,
@@ -21,5 +39,45 @@ export async function insertChallengeTx(trx: Knex.Transaction, challenge: NewCha
     expires_at: challenge.expiresAt,
     last_sent_at: challenge.now,
     created_at: challenge.now,
+    candidate_password_hash: challenge.candidatePasswordHash ?? null,
   })
+}
+
+/** The open challenge of a subject (not consumed, revoked, expired or out of attempts), locked. */
+export async function lockOpenChallengeTx(trx: Knex.Transaction, subject: ChallengeSubject, now: Date): Promise<ChallengeRow | undefined> {
+  return await trx(CHALLENGES)
+    .select('id', 'purpose', 'identity_id', 'login_identifier_id', 'code_hash', 'expires_at', 'attempts_left', 'resend_count', 'last_sent_at', 'candidate_password_hash')
+    .where({ purpose: subject.purpose, identity_id: subject.identityId, login_identifier_id: subject.loginIdentifierId })
+    .whereNull('consumed_at')
+    .whereNull('revoked_at')
+    .andWhere('expires_at', '>', now)
+    .andWhere('attempts_left', '>', 0)
+    .orderBy('created_at', 'desc')
+    .forUpdate()
+    .first()
+}
+
+/** A resend: the new code replaces the old one, which stops verifying at once. */
+export async function rotateChallengeCodeTx(
+  trx: Knex.Transaction,
+  id: string,
+  change: { codeHash: Buffer; expiresAt: Date; now: Date; candidatePasswordHash?: string },
+): Promise<void> {
+  await trx(CHALLENGES)
+    .where({ id })
+    .update({
+      code_hash: change.codeHash,
+      expires_at: change.expiresAt,
+      last_sent_at: change.now,
+      resend_count: trx.raw('resend_count + 1'),
+      ...(change.candidatePasswordHash ? { candidate_password_hash: change.candidatePasswordHash } : {}),
+    })
+}
+
+export async function spendAttemptTx(trx: Knex.Transaction, id: string): Promise<void> {
+  await trx(CHALLENGES).where({ id }).update({ attempts_left: trx.raw('attempts_left - 1') })
+}
+
+export async function consumeChallengeTx(trx: Knex.Transaction, id: string, now: Date): Promise<void> {
+  await trx(CHALLENGES).where({ id }).update({ consumed_at: now })
 }

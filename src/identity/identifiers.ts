@@ -3,8 +3,9 @@ import type { Channel } from '../outbox/constants.ts'
 /** A normalized login identifier: lower-case email or E.164 phone. */
 export type Identifier = { kind: 'email' | 'phone'; value: string }
 
-// Deliberately plain: the provider is the judge of deliverability, this only refuses nonsense.
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
+// ASCII only, deliberately: the provider is the judge of deliverability, and refusing non-ASCII
+// keeps look-alike (confusable) addresses from becoming second accounts for the same person.
+const EMAIL = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$/
 const E164 = /^\+[1-9]\d{7,14}$/
 
 /** Parses what a person typed; undefined when it is neither an email address nor an E.164 number. */

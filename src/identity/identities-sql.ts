@@ -2,9 +2,10 @@ import type { Knex } from 'knex'
 import type { Identifier } from './identifiers.ts'
 
 export type VerifiedIdentifierRow = { login_identifier_id: string; identity_id: string }
+export type ClaimRow = { login_identifier_id: string; identity_id: string; verified_at: Date | null; identity_status: string }
 
-/** A verified identifier of an active identity, the only kind a code may be sent to. */
-export async function findVerifiedIdentifierTx(trx: Knex.Transaction, identifier: Identifier): Promise<VerifiedIdentifierRow | undefined> {
+/** A verified identifier of an active identity, the only kind a recovery code may be sent to. */
+export async function findVerifiedIdentifierTx(trx: Knex.Transaction | Knex, identifier: Identifier): Promise<VerifiedIdentifierRow | undefined> {
   return await trx('identity.login_identifiers as li')
     .join('identity.identities as i', 'i.id', 'li.identity_id')
     .select('li.id as login_identifier_id', 'li.identity_id')
@@ -13,19 +14,59 @@ export async function findVerifiedIdentifierTx(trx: Knex.Transaction, identifier
     .first()
 }
 
+/** Every identity's claim on an identifier, verified or not. */
+export async function findClaimsTx(trx: Knex.Transaction, identifier: Identifier): Promise<ClaimRow[]> {
+  return await trx('identity.login_identifiers as li')
+    .join('identity.identities as i', 'i.id', 'li.identity_id')
+    .select('li.id as login_identifier_id', 'li.identity_id', 'li.verified_at', 'i.status as identity_status')
+    .where({ 'li.kind': identifier.kind, 'li.value': identifier.value })
+}
+
+export async function insertIdentityTx(trx: Knex.Transaction, id: string, status: 'pending' | 'active', now: Date): Promise<void> {
+  await trx('identity.identities').insert({ id, status, created_at: now })
+}
+
+export async function insertClaimTx(trx: Knex.Transaction, id: string, identityId: string, identifier: Identifier, verifiedAt: Date | null, now: Date): Promise<void> {
+  await trx('identity.login_identifiers').insert({ id, identity_id: identityId, kind: identifier.kind, value: identifier.value, verified_at: verifiedAt, created_at: now })
+}
+
 export async function insertActiveIdentityTx(
   trx: Knex.Transaction,
   ids: { identityId: string; loginIdentifierId: string },
   identifier: Identifier,
   now: Date,
 ): Promise<void> {
-  await trx('identity.identities').insert({ id: ids.identityId, status: 'active', created_at: now })
-  await trx('identity.login_identifiers').insert({
-    id: ids.loginIdentifierId,
-    identity_id: ids.identityId,
-    kind: identifier.kind,
-    value: identifier.value,
-    verified_at: now,
-    created_at: now,
-  })
+  await insertIdentityTx(trx, ids.identityId, 'active', now)
+  await insertClaimTx(trx, ids.loginIdentifierId, ids.identityId, identifier, now, now)
+}
+
+export async function activateIdentityTx(trx: Knex.Transaction, identityId: string): Promise<void> {
+  await trx('identity.identities').where({ id: identityId }).update({ status: 'active' })
+}
+
+export async function verifyClaimTx(trx: Knex.Transaction, loginIdentifierId: string, now: Date): Promise<void> {
+  await trx('identity.login_identifiers').where({ id: loginIdentifierId }).update({ verified_at: now })
+}
+
+export async function setPasswordTx(trx: Knex.Transaction, identityId: string, passwordHash: string, now: Date): Promise<void> {
+  await trx.raw(
+    `INSERT INTO identity.password_credentials (identity_id, password_hash, updated_at) VALUES (?, ?, ?)
+     ON CONFLICT (identity_id) DO UPDATE SET password_hash = EXCLUDED.password_hash, updated_at = EXCLUDED.updated_at`,
+    [identityId, passwordHash, now],
+  )
+}
+
+export async function findPasswordHashTx(trx: Knex.Transaction | Knex, identityId: string): Promise<string | undefined> {
+  const row = await trx('identity.password_credentials').select('password_hash').where({ identity_id: identityId }).first<{ password_hash: string } | undefined>()
+  return row?.password_hash
+}
+
+/** Where a step-up code goes: the identity's verified email, else its verified phone. */
+export async function findStepUpIdentifierTx(trx: Knex.Transaction, identityId: string): Promise<(Identifier & { id: string }) | undefined> {
+  return await trx('identity.login_identifiers')
+    .select('id', 'kind', 'value')
+    .where({ identity_id: identityId })
+    .whereNotNull('verified_at')
+    .orderByRaw("kind = 'email' DESC, verified_at ASC")
+    .first()
 }

@@ -6,7 +6,8 @@ import { createBoss } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
 import { createKnex } from '../db/knex.ts'
 import { createApp } from '../http/app.ts'
-import type { ChallengeDeps } from '../identity/password-recovery.ts'
+import type { ChallengeDeps } from '../identity/challenges.ts'
+import type { Channel } from '../outbox/constants.ts'
 import type { Logger } from '../logging/logger.ts'
 import type { Keys } from './dev-keys.ts'
 
@@ -14,7 +15,7 @@ export type RunningWeb = { url: string; stop: () => Promise<void> }
 
 /** The web process: Express over the api role's pool; pg-boss only to enqueue inside our transactions. */
 export async function startWeb(options: {
-  config: Pick<Config, 'PORT' | 'CHALLENGE_TTL_SECONDS'>
+  config: Pick<Config, 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'WASENDER_API_URL' | 'CLIENT_RATE_LIMIT_PER_MINUTE'>
   apiUrl: string
   keys: Keys
   logger: Logger
@@ -39,8 +40,11 @@ export async function startWeb(options: {
         challengeTtlSeconds: config.CHALLENGE_TTL_SECONDS,
         clock: options.clock ?? (() => new Date()),
         logger,
+        // WhatsApp only where the worker can deliver it; otherwise phone identifiers are refused up front.
+        channels: new Set<Channel>(config.WASENDER_API_URL ? ['email', 'whatsapp'] : ['email']),
         afterEnqueueTx: options.afterEnqueueTx,
       },
+      clientLimitPerMinute: config.CLIENT_RATE_LIMIT_PER_MINUTE,
     })
     server = await new Promise<Server>((resolve, reject) => {
       const listening = app.listen(config.PORT, options.host ?? '0.0.0.0', (error?: Error) => (error ? reject(error) : resolve(listening)))

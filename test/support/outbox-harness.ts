@@ -34,6 +34,7 @@ export async function outboxHarness(db: TestDatabase, options: { keys: Keys; clo
     challengeTtlSeconds,
     clock: options.clock,
     logger: options.logger,
+    channels: new Set<Channel>(['email', 'whatsapp']),
   })
 
   return {

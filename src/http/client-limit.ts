@@ -1,0 +1,26 @@
+import type { Request } from 'express'
+import type { Knex } from 'knex'
+import { hitRateLimitTx } from '../identity/rate-limits.ts'
+import { bucketKey } from '../identity/secrets.ts'
+
+/**
+ * A per-client-address limit for the public routes, counted in the database (holds across web
+ * processes). Called after the body is validated: a malformed request costs no database work.
+ */
+export function limitPerClient(db: Knex, secret: Buffer, perMinute: number, clock: () => Date): (req: Request) => Promise<void> {
+  return async (req) => {
+    const address = req.socket.remoteAddress ?? 'unknown'
+    await db.transaction((trx) => hitRateLimitTx(trx, bucketKey(secret, 'client', address), { max: perMinute, windowSeconds: 60 }, clock(), 'too_many_requests'))
+  }
+}
+
+/** Answers no sooner than `ms` after the request began, so a fast path cannot be told from a slow one. */
+export async function withMinimumDuration<T>(ms: number, work: () => Promise<T>): Promise<T> {
+  const started = performance.now()
+  try {
+    return await work()
+  } finally {
+    const left = ms - (performance.now() - started)
+    if (left > 0) await new Promise((resolve) => setTimeout(resolve, left))
+  }
+}

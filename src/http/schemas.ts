@@ -1,0 +1,19 @@
+import { z } from 'zod'
+
+/** Request bodies, strict (unknown fields refused); the OpenAPI document is generated from these. */
+const identifier = z.string().min(1).max(320).describe('An email address or an E.164 phone number (+ and 8–15 digits)')
+const code = z.string().min(1).max(16).describe('The 6-digit code')
+const password = z.string().min(10).max(200)
+
+export const SignUpRequest = z.strictObject({ identifier, password })
+export const ConfirmationRequest = z.strictObject({ identifier, code })
+export const SignInRequest = z.strictObject({ identifier, password: z.string().min(1).max(200) })
+export const IdentifierRequest = z.strictObject({ identifier })
+export const PasswordRecoveryCompletionRequest = z.strictObject({ identifier, code, newPassword: password })
+export const StepUpRequest = z.strictObject({}).optional()
+export const StepUpConfirmationRequest = z.strictObject({ code })
+
+export const ChallengeAccepted = z.object({ challengeExpiresAt: z.iso.datetime() })
+export const SessionCreated = z.object({ token: z.string(), expiresAt: z.iso.datetime() })
+export const SignInMethodAdded = z.object({ identifier: z.string(), kind: z.enum(['email', 'phone']) })
+export const ElevationCreated = z.object({ elevationToken: z.string(), expiresAt: z.iso.datetime() })

@@ -1,0 +1,44 @@
+/** Domain refusals; src/http/problem.ts maps each to a status and a stable problem `code`. */
+export class DomainError extends Error {
+  override name = 'DomainError'
+  readonly code: string
+  constructor(code: string, message: string) {
+    super(message)
+    this.code = code
+  }
+}
+
+/** Wrong, expired or consumed code: one answer for all three, so it is no oracle. */
+export class InvalidCodeError extends DomainError {
+  constructor() {
+    super('invalid_code', 'The code is wrong or no longer valid.')
+  }
+}
+
+export class InvalidCredentialsError extends DomainError {
+  constructor() {
+    super('invalid_credentials', 'The identifier or the password is wrong.')
+  }
+}
+
+export class UnauthenticatedError extends DomainError {
+  constructor() {
+    super('unauthenticated', 'A valid session token is required.')
+  }
+}
+
+export class RateLimitedError extends DomainError {
+  readonly retryAfterSeconds: number
+  constructor(retryAfterSeconds: number, code = 'rate_limited') {
+    super(code, 'Too many requests; try again later.')
+    this.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterSeconds))
+  }
+}
+
+export class ChannelUnavailableError extends DomainError {
+  constructor() {
+    super('channel_unavailable', 'Codes cannot be sent to this kind of identifier here.')
+  }
+}
+
+export class ConflictError extends DomainError {}
