@@ -1,0 +1,64 @@
+import { createSesConnector } from '../../src/delivery/ses-connector.ts'
+import { createWasenderConnector } from '../../src/delivery/wasender-connector.ts'
+import type { Logger } from '../../src/logging/logger.ts'
+import type { Keys } from '../../src/runtime/dev-keys.ts'
+import { startSesEmulator } from '../../src/runtime/ses-emulator.ts'
+import { startWeb, type RunningWeb } from '../../src/runtime/web.ts'
+import { startWorker, type RunningWorker } from '../../src/runtime/worker.ts'
+import type { TestDatabase } from './database.ts'
+import { startFakeWasender } from './fake-wasender.ts'
+import { SCHEDULE } from './outbox-harness.ts'
+
+/** Web and (optionally) worker in this process against one test database, the SES emulator and the fake Wasender. */
+export async function startWebStack(db: TestDatabase, options: { keys: Keys; logger: Logger; clock?: () => Date; worker?: boolean; whatsapp?: boolean }) {
+  const emulator = await startSesEmulator(0)
+  const wasender = await startFakeWasender('stack-key')
+  let worker: RunningWorker | undefined
+  const connectors = [
+    createSesConnector({ region: 'us-east-1', fromAddress: 'no-reply@sealpost.test', endpoint: emulator.url, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } }),
+    createWasenderConnector({ apiUrl: wasender.url, apiKey: 'stack-key', logger: options.logger }),
+  ]
+  if (options.worker ?? true) {
+    worker = await startWorker({
+      config: { WORKER_CONCURRENCY: 4, SEND_TIMEOUT_MS: 5_000, MAX_ATTEMPTS: 5, RETRY_SCHEDULE: SCHEDULE, LEASE_SECONDS: 60 },
+      workerUrl: db.workerUrl,
+      keys: options.keys,
+      providers: connectors,
+      logger: options.logger,
+    })
+  }
+  const web: RunningWeb = await startWeb({
+    config: { PORT: 0, CHALLENGE_TTL_SECONDS: 600, CLIENT_RATE_LIMIT_PER_MINUTE: 10_000, WASENDER_API_URL: options.whatsapp === false ? undefined : wasender.url },
+    apiUrl: db.apiUrl,
+    keys: options.keys,
+    logger: options.logger,
+    clock: options.clock,
+    host: '127.0.0.1',
+  })
+
+  /** JSON request to the API; returns status, headers and parsed body. */
+  async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+    const response = await fetch(`${web.url}${path}`, {
+      method,
+      headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    })
+    const text = await response.text()
+    return { status: response.status, headers: response.headers, body: (text ? JSON.parse(text) : undefined) as Record<string, unknown> | undefined }
+  }
+
+  return {
+    web,
+    emulator,
+    wasender,
+    call,
+    bearer: (token: unknown) => ({ authorization: `Bearer ${String(token)}` }),
+    async stop() {
+      await web.stop()
+      await worker?.stop()
+      for (const connector of connectors) connector.close()
+      await wasender.stop()
+      await emulator.stop()
+    },
+  }
+}
