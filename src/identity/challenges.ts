@@ -30,15 +30,20 @@ export function assertChannelAvailable(deps: Pick<ChallengeDeps, 'channels'>, id
   if (!deps.channels.has(channelFor(identifier))) throw new ChannelUnavailableError()
 }
 
-/** Counts a code to this destination, across every web process; the 6th in an hour is refused. */
-export async function enforceDestinationLimitTx(trx: Knex.Transaction, deps: ChallengeDeps, identifier: Identifier, now: Date): Promise<void> {
+/**
+ * Counts a code about to be sent to this destination, across every web process; the 6th in an
+ * hour is refused. Only codes are counted, so where a refusal would reveal an account the flow
+ * hides it (issueHiddenTx) like any other existence-dependent failure.
+ */
+async function enforceDestinationLimitTx(trx: Knex.Transaction, deps: ChallengeDeps, identifier: Identifier, now: Date): Promise<void> {
   await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, `destination:${identifier.kind}`, identifier.value), { max: CHALLENGE_LIMITS.codesPerDestinationPerHour, windowSeconds: 3_600 }, now)
 }
 
 /**
  * Opens a challenge for the subject, or, when one is open, resends it: a new code replaces the
  * old (which stops verifying), every older unsent message is dead-lettered `superseded_by_resend`,
- * and the new message is enqueued — all in the caller's transaction. Concurrent requests for one
+ * and the new message is enqueued — all in the caller's transaction. Refused with RateLimitedError
+ * for a resend within 30 s, past five resends, or past five codes an hour to the destination. Concurrent requests for one
  * subject queue on an advisory lock, so only one resend wins each 30 s window.
  */
 export async function issueChallengeTx(
@@ -74,6 +79,7 @@ export async function issueChallengeTx(
         candidatePasswordHash: options.candidatePasswordHash,
       })
     }
+    await enforceDestinationLimitTx(trx, deps, subject.identifier, now)
     await enqueueSecurityMessageTx(
       trx,
       deps,

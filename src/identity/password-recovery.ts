@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import { describeError } from '../logging/logger.ts'
-import { assertChannelAvailable, checkCodeTx, enforceDestinationLimitTx, issueChallengeTx, type ChallengeDeps } from './challenges.ts'
+import { assertChannelAvailable, checkCodeTx, issueChallengeTx, type ChallengeDeps } from './challenges.ts'
 import { InvalidCodeError } from './errors.ts'
 import { findVerifiedIdentifierTx, setPasswordTx } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
@@ -25,7 +25,6 @@ export async function issueHiddenTx(trx: Knex.Transaction, deps: ChallengeDeps, 
 export async function requestPasswordRecoveryTx(trx: Knex.Transaction, deps: ChallengeDeps, identifier: Identifier): Promise<{ challengeExpiresAt: Date }> {
   assertChannelAvailable(deps, identifier)
   const now = deps.clock()
-  await enforceDestinationLimitTx(trx, deps, identifier, now)
   const known = await findVerifiedIdentifierTx(trx, identifier)
   if (known) {
     await issueHiddenTx(trx, deps, 'password recovery', (savepoint) =>

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
-import { assertChannelAvailable, checkCodeTx, enforceDestinationLimitTx, issueChallengeTx, type ChallengeDeps } from './challenges.ts'
+import { assertChannelAvailable, checkCodeTx, issueChallengeTx, type ChallengeDeps } from './challenges.ts'
 import { ConflictError, InvalidCodeError } from './errors.ts'
 import { findClaimsTx, insertClaimTx, verifyClaimTx } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
@@ -17,7 +17,6 @@ export async function addSignInMethod(db: Knex, deps: ChallengeDeps, session: Se
     const claims = await findClaimsTx(trx, identifier)
     const mine = claims.find((claim) => claim.identity_id === session.identityId)
     if (mine?.verified_at) throw new ConflictError('identifier_already_added', 'This identifier is already one of your sign-in methods.')
-    await enforceDestinationLimitTx(trx, deps, identifier, now)
     const expiresAt = new Date(now.getTime() + deps.challengeTtlSeconds * 1000)
     if (claims.some((claim) => claim.verified_at && claim.identity_id !== session.identityId)) {
       deps.logger.warn('sign-in method belongs to another identity; nothing sent', { identityId: session.identityId })

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
-import { assertChannelAvailable, checkCodeTx, enforceDestinationLimitTx, issueChallengeTx, type ChallengeDeps } from './challenges.ts'
+import { assertChannelAvailable, checkCodeTx, issueChallengeTx, type ChallengeDeps } from './challenges.ts'
 import { InvalidCodeError } from './errors.ts'
 import { activateIdentityTx, findClaimsTx, insertClaimTx, insertIdentityTx, setPasswordTx, verifyClaimTx } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
@@ -19,7 +19,6 @@ export async function signUp(db: Knex, deps: ChallengeDeps, input: { identifier:
   const candidatePasswordHash = await hashPassword(input.password)
   return await db.transaction(async (trx) => {
     const now = deps.clock()
-    await enforceDestinationLimitTx(trx, deps, input.identifier, now)
     await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`sign-up:${input.identifier.kind}:${input.identifier.value}`])
     const claims = await findClaimsTx(trx, input.identifier)
     const owner = claims.find((claim) => claim.verified_at && claim.identity_status === 'active')

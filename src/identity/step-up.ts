@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
-import { assertChannelAvailable, checkCodeTx, enforceDestinationLimitTx, issueChallengeTx, type ChallengeDeps } from './challenges.ts'
+import { assertChannelAvailable, checkCodeTx, issueChallengeTx, type ChallengeDeps } from './challenges.ts'
 import { ConflictError, InvalidCodeError } from './errors.ts'
 import { findStepUpIdentifierTx } from './identities-sql.ts'
 import { newToken } from './secrets.ts'
@@ -13,7 +13,6 @@ export async function startStepUp(db: Knex, deps: ChallengeDeps, session: Sessio
     const target = await findStepUpIdentifierTx(trx, session.identityId)
     if (!target) throw new ConflictError('no_verified_identifier', 'There is no verified identifier to send a code to.')
     assertChannelAvailable(deps, target)
-    await enforceDestinationLimitTx(trx, deps, target, deps.clock())
     const issued = await issueChallengeTx(trx, deps, { purpose: 'step_up', identityId: session.identityId, loginIdentifierId: target.id, identifier: target })
     return { challengeExpiresAt: issued.expiresAt }
   })
