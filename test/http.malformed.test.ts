@@ -1,0 +1,72 @@
+import { expect } from 'chai'
+import { createTestDatabase, type TestDatabase } from './support/database.ts'
+import { createSessionTx } from '../src/identity/sessions.ts'
+import { capturingLogger, createVerifiedIdentity, testKeys, uniqueEmail } from './support/helpers.ts'
+import { startWebStack } from './support/web-stack.ts'
+
+/** Acceptance: every malformed request answers a 4xx problem, never 500, and writes nothing. */
+describe('malformed input on the public routes', () => {
+  let db: TestDatabase
+  let stack: Awaited<ReturnType<typeof startWebStack>>
+  before(async () => {
+    db = await createTestDatabase()
+    stack = await startWebStack(db, { keys: testKeys(), logger: capturingLogger().logger, worker: false })
+  })
+  after(async () => {
+    await stack.stop()
+    await db.drop()
+  })
+
+  const routes: [string, Record<string, unknown>][] = [
+    ['/sign-ups', { identifier: 'a@example.com', password: 'long enough password' }],
+    ['/sign-ups/confirmation', { identifier: 'a@example.com', code: '123456' }],
+    ['/sessions', { identifier: 'a@example.com', password: 'whatever' }],
+    ['/password-recoveries', { identifier: 'a@example.com' }],
+    ['/password-recoveries/completion', { identifier: 'a@example.com', code: '123456', newPassword: 'long enough password' }],
+  ]
+  const bodies: [string, (valid: Record<string, unknown>) => string][] = [
+    ['bad JSON', () => '{"identifier": "a@example.com",'],
+    ['a JSON array', () => '[]'],
+    ['a JSON string', () => '"a@example.com"'],
+    ['an empty body', () => ''],
+    ['an unknown field', (valid) => JSON.stringify({ ...valid, isAdmin: true })],
+    ['a number identifier', (valid) => JSON.stringify({ ...valid, identifier: 5491155554455 })],
+    ['a null identifier', (valid) => JSON.stringify({ ...valid, identifier: null })],
+    ['an empty identifier', (valid) => JSON.stringify({ ...valid, identifier: '' })],
+    ['an email without a domain', (valid) => JSON.stringify({ ...valid, identifier: 'alice@' })],
+    ['a Cyrillic look-alike email', (valid) => JSON.stringify({ ...valid, identifier: 'аlice@example.com' })],
+    ['fullwidth digits in a phone', (valid) => JSON.stringify({ ...valid, identifier: '+５４９１１５５５５４４５５' })],
+    ['a phone without +', (valid) => JSON.stringify({ ...valid, identifier: '5491155554455' })],
+    ['a phone too short', (valid) => JSON.stringify({ ...valid, identifier: '+1234' })],
+    ['a 1 MiB body', (valid) => JSON.stringify({ ...valid, identifier: 'x'.repeat(1024 * 1024) })],
+    ['an over-long identifier', (valid) => JSON.stringify({ ...valid, identifier: `${'a'.repeat(400)}@example.com` })],
+  ]
+
+  for (const [path, valid] of routes) {
+    it(`POST ${path} answers every malformed body with a 4xx problem and no rows`, async () => {
+      const answers: string[] = []
+      for (const [what, body] of bodies) {
+        const response = await stack.call('POST', path, body(valid))
+        if (response.status < 400 || response.status >= 500 || typeof response.body?.code !== 'string') answers.push(`${what}: ${response.status}`)
+      }
+      expect(answers, 'bodies not refused with a 4xx problem').to.deep.equal([])
+      for (const table of ['identity.identities', 'identity.login_identifiers', 'identity.challenges', 'outbox.security_outbox_messages', 'identity.sessions']) {
+        expect(await db.owner(table), table).to.have.length(0)
+      }
+    })
+  }
+
+  it('refuses a wrong or missing bearer token with 401, and a step-up body other than {} with a 4xx', async () => {
+    expect((await stack.call('POST', '/step-ups')).status).to.equal(401)
+    expect((await stack.call('POST', '/step-ups', {}, { authorization: 'Bearer not-a-real-session-token-at-all' })).status).to.equal(401)
+    expect((await stack.call('POST', '/sign-in-methods', { identifier: 'a@example.com' }, { authorization: 'Basic abc' })).status).to.equal(401)
+
+    const { identityId } = await createVerifiedIdentity(db.owner, uniqueEmail('stepper'))
+    const { token } = await db.owner.transaction((trx) => createSessionTx(trx, identityId, new Date()))
+    for (const [body, status] of [[{ reason: 'because' }, 422], [[], 422], ['null', 400]] as const) {
+      const response = await stack.call('POST', '/step-ups', body, stack.bearer(token))
+      expect(response.status, JSON.stringify(body)).to.equal(status)
+    }
+    expect(await db.owner('identity.challenges'), 'no challenge from a refused step-up').to.have.length(0)
+  })
+})
