@@ -62,6 +62,33 @@ describe('per-destination limit across web processes', () => {
   })
 })
 
+describe('per-client limit on the public routes', () => {
+  let db: TestDatabase
+  let stack: Awaited<ReturnType<typeof startWebStack>>
+  before(async () => {
+    db = await createTestDatabase()
+    stack = await startWebStack(db, { keys: testKeys(), logger: capturingLogger().logger, worker: false, clientLimitPerMinute: 3 })
+  })
+  after(async () => {
+    await stack.stop()
+    await db.drop()
+  })
+
+  it('answers a client past its per-minute allowance with 429 and Retry-After, on any public route', async () => {
+    const statuses = []
+    for (const path of ['/password-recoveries', '/password-recoveries', '/sessions', '/password-recoveries']) {
+      const body = path === '/sessions' ? { identifier: uniqueEmail(), password: 'x' } : { identifier: uniqueEmail() }
+      const response = await stack.call('POST', path, body)
+      statuses.push(response.status)
+      if (response.status === 429) {
+        expect(response.body).to.include({ code: 'too_many_requests' })
+        expect(Number(response.headers.get('retry-after'))).to.be.within(1, 60)
+      }
+    }
+    expect(statuses).to.deep.equal([202, 202, 401, 429])
+  })
+})
+
 describe('password recovery and account enumeration', () => {
   let db: TestDatabase
   let stack: Awaited<ReturnType<typeof startWebStack>>

@@ -48,6 +48,14 @@ describe('database roles', () => {
     expect(await sqlstate(worker('outbox.security_outbox_ciphertexts').select('envelope'))).to.equal('allowed')
   })
 
+  it('lets only the api role close a challenge’s messages, and only for the reasons that are the web’s', async () => {
+    const challengeId = (await db.owner('outbox.security_outbox_messages').where({ id: messageId }).first()).challenge_id
+    expect(await sqlstate(worker.raw('SELECT outbox.dead_letter_open_messages(?, ?)', [challengeId, 'superseded_by_resend']))).to.equal('42501')
+    expect(await sqlstate(api.raw('SELECT outbox.dead_letter_open_messages(?, ?)', [challengeId, 'provider_rejected']))).to.equal('42501')
+    expect(await sqlstate(api.raw('SELECT outbox.dead_letter_open_messages(?, ?)', [challengeId, 'superseded_by_resend']))).to.equal('allowed')
+    expect(await db.owner('outbox.security_outbox_dead_letters').where({ message_id: messageId }).first()).to.include({ reason: 'superseded_by_resend' })
+  })
+
   it('lets neither role run DDL', async () => {
     expect(await sqlstate(api.raw('CREATE TABLE outbox.sneaky (id int)'))).to.equal('42501')
     expect(await sqlstate(worker.raw('DROP TABLE outbox.security_outbox_attempts'))).to.equal('42501')

@@ -10,7 +10,10 @@ import { startFakeWasender } from './fake-wasender.ts'
 import { SCHEDULE } from './outbox-harness.ts'
 
 /** Web and (optionally) worker in this process against one test database, the SES emulator and the fake Wasender. */
-export async function startWebStack(db: TestDatabase, options: { keys: Keys; logger: Logger; clock?: () => Date; worker?: boolean; whatsapp?: boolean }) {
+export async function startWebStack(
+  db: TestDatabase,
+  options: { keys: Keys; logger: Logger; clock?: () => Date; worker?: boolean; whatsapp?: boolean; clientLimitPerMinute?: number },
+) {
   const emulator = await startSesEmulator(0)
   const wasender = await startFakeWasender('stack-key')
   let worker: RunningWorker | undefined
@@ -28,7 +31,7 @@ export async function startWebStack(db: TestDatabase, options: { keys: Keys; log
     })
   }
   const web: RunningWeb = await startWeb({
-    config: { PORT: 0, CHALLENGE_TTL_SECONDS: 600, CLIENT_RATE_LIMIT_PER_MINUTE: 10_000, WASENDER_API_URL: options.whatsapp === false ? undefined : wasender.url },
+    config: { PORT: 0, CHALLENGE_TTL_SECONDS: 600, CLIENT_RATE_LIMIT_PER_MINUTE: options.clientLimitPerMinute ?? 10_000, WASENDER_API_URL: options.whatsapp === false ? undefined : wasender.url },
     apiUrl: db.apiUrl,
     keys: options.keys,
     logger: options.logger,
