@@ -5,9 +5,9 @@ import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
 import { startWeb, type RunningWeb } from '../src/runtime/web.ts'
 import { startWorker, type RunningWorker } from '../src/runtime/worker.ts'
 import { createTestDatabase, type TestDatabase } from './support/database.ts'
-import { capturingLogger, createVerifiedIdentity, eventually, inbox, testKeys, uniqueEmail } from './support/helpers.ts'
+import { capturingLogger, createVerifiedIdentity, eventually, inbox, testKeys, uniqueEmail, workerConfig } from './support/helpers.ts'
 
-const WORKER_CONFIG = { LEASE_SECONDS: 60, WORKER_CONCURRENCY: 4, SEND_TIMEOUT_MS: 5_000, MAX_ATTEMPTS: 5, RETRY_SCHEDULE: [5_000, 30_000, 120_000, 600_000, 1_800_000] }
+const WORKER_CONFIG = workerConfig()
 
 describe('password recovery, from HTTP request to inbox', () => {
   let db: TestDatabase

@@ -3,8 +3,8 @@ import { createWasenderConnector } from '../src/delivery/wasender-connector.ts'
 import { startWorker, type RunningWorker } from '../src/runtime/worker.ts'
 import { createTestDatabase, type TestDatabase } from './support/database.ts'
 import { startFakeWasender } from './support/fake-wasender.ts'
-import { capturingLogger, eventually, testKeys, uniquePhone } from './support/helpers.ts'
-import { outboxHarness, SCHEDULE } from './support/outbox-harness.ts'
+import { capturingLogger, eventually, testKeys, uniquePhone, workerConfig } from './support/helpers.ts'
+import { outboxHarness } from './support/outbox-harness.ts'
 
 describe('provider back-pressure', () => {
   let db: TestDatabase
@@ -32,7 +32,7 @@ describe('provider back-pressure', () => {
     await harness.enqueueMany(Array.from({ length: 100 }, () => uniquePhone()))
     const connector = createWasenderConnector({ apiUrl: fake.url, apiKey: 'key', logger: logs.logger })
     worker = await startWorker({
-      config: { WORKER_CONCURRENCY: 4, SEND_TIMEOUT_MS: 5_000, MAX_ATTEMPTS: 5, RETRY_SCHEDULE: SCHEDULE, LEASE_SECONDS: 60 },
+      config: workerConfig(),
       workerUrl: db.workerUrl,
       keys,
       providers: [connector],

@@ -3,8 +3,8 @@ import type { Provider } from '../src/delivery/provider.ts'
 import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
 import { startWorker } from '../src/runtime/worker.ts'
 import { startFakeWasender } from './support/fake-wasender.ts'
-import { eventually, uniquePhone } from './support/helpers.ts'
-import { SCHEDULE, useOutboxFixture } from './support/outbox-harness.ts'
+import { eventually, uniquePhone, workerConfig } from './support/helpers.ts'
+import { useOutboxFixture } from './support/outbox-harness.ts'
 import { productionEnvironment, spawnWorker } from './support/processes.ts'
 
 describe('worker lifecycle', () => {
@@ -28,7 +28,7 @@ describe('worker lifecycle', () => {
       },
     }
     const worker = await startWorker({
-      config: { WORKER_CONCURRENCY: 2, SEND_TIMEOUT_MS: 2_000, MAX_ATTEMPTS: 5, RETRY_SCHEDULE: SCHEDULE, LEASE_SECONDS: 60 },
+      config: workerConfig({ WORKER_CONCURRENCY: 2, SEND_TIMEOUT_MS: 2_000 }),
       workerUrl: f.db.workerUrl,
       keys: f.keys,
       providers: [provider],

@@ -31,10 +31,12 @@ type BossRole = 'release' | 'web' | 'worker'
  * One pg-boss instance per process. Only `release` migrates pg-boss's schema; only the worker
  * runs maintenance, cron and LISTEN; the web uses pg-boss for transactional `send` alone.
  */
-export function createBoss(connectionString: string, role: BossRole, logger: Logger, leaseSeconds = 60): PgBoss {
+export function createBoss(connectionString: string, role: BossRole, logger: Logger, timing: { leaseSeconds?: number; shortestCronSeconds?: number } = {}): PgBoss {
   // Expired claims are found by the supervisor's pass: it must run often relative to the lease,
   // or a crashed worker's message waits a minute more than it needs to.
-  const superviseSeconds = Math.min(10, Math.max(1, Math.round(leaseSeconds / 6)))
+  const superviseSeconds = Math.min(10, Math.max(1, Math.round((timing.leaseSeconds ?? 60) / 6)))
+  // The cron pass must look at least once per tick of the most frequent schedule.
+  const cronSeconds = Math.max(1, Math.min(30, Math.floor(timing.shortestCronSeconds ?? 60)))
   const boss = new PgBoss({
     connectionString,
     application_name: `sealpost-${role}-boss`,
@@ -47,6 +49,8 @@ export function createBoss(connectionString: string, role: BossRole, logger: Log
     registerInstance: role === 'worker',
     superviseIntervalSeconds: superviseSeconds,
     monitorIntervalSeconds: superviseSeconds,
+    cronMonitorIntervalSeconds: cronSeconds,
+    cronWorkerIntervalSeconds: Math.min(5, cronSeconds),
   })
   boss.on('error', (error) => logger.error('pg-boss error', { role, ...describeError(error) }))
   return boss
@@ -54,9 +58,13 @@ export function createBoss(connectionString: string, role: BossRole, logger: Log
 
 /** Installs or upgrades pg-boss's schema and (re)applies our queue settings. */
 export async function installQueues(boss: PgBoss, config: Pick<Config, 'LEASE_SECONDS'>): Promise<void> {
+  // Schedule ticks are never retried by pg-boss: the next tick is the retry (jobs/tick.ts).
+  const maintenance = { retryLimit: 0, expireInSeconds: 15 * 60, deleteAfterSeconds: 7 * 24 * 3600 }
   const queues: [string, Omit<Queue, 'name'>][] = [
     [QUEUES.deadLetter, { retryLimit: CRASH_RETRY_LIMIT, expireInSeconds: config.LEASE_SECONDS, deleteAfterSeconds: 30 * 24 * 3600 }],
     [QUEUES.delivery, deliveryQueueOptions(config)],
+    [QUEUES.expiryPurge, maintenance],
+    [QUEUES.retentionSweep, maintenance],
   ]
   for (const [name, options] of queues) {
     if (await boss.getQueue(name)) await boss.updateQueue(name, options)

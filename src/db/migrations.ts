@@ -5,6 +5,7 @@ import * as outbox from '../../migrations/20261130000300_outbox.ts'
 import * as grants from '../../migrations/20261130000400_grants.ts'
 import * as providerPauses from '../../migrations/20261130000500_provider_pauses.ts'
 import * as identityFlows from '../../migrations/20261130000600_identity_flows.ts'
+import * as maintenance from '../../migrations/20261130000700_maintenance.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -16,6 +17,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261130000400_grants': grants,
   '20261130000500_provider_pauses': providerPauses,
   '20261130000600_identity_flows': identityFlows,
+  '20261130000700_maintenance': maintenance,
 }
 
 /** knex's migration source over the list above, shared by the release step and knexfile.ts. */

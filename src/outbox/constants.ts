@@ -43,6 +43,8 @@ export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number]
 export const QUEUES = Object.freeze({
   delivery: 'security-outbox',
   deadLetter: 'security-outbox-dlq',
+  expiryPurge: 'security-outbox-expiry-purge',
+  retentionSweep: 'security-outbox-retention-sweep',
 } as const)
 
 /** The only thing a pg-boss job carries: operators read pgboss.job, so no secret or address. */

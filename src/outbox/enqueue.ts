@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import type { Knex } from 'knex'
 import { fromKnex, type PgBoss } from 'pg-boss'
 import { uuidv7 } from 'uuidv7'
@@ -16,7 +17,7 @@ export type EnqueueDeps = { boss: PgBoss; outboxKey: Buffer }
 export async function enqueueSecurityMessageTx(
   trx: Knex.Transaction,
   deps: EnqueueDeps,
-  message: Omit<NewMessage, 'id'>,
+  message: Omit<NewMessage, 'id' | 'jobId'>,
   secret: Buffer,
 ): Promise<{ messageId: string }> {
   const messageId = uuidv7()
@@ -26,9 +27,10 @@ export async function enqueueSecurityMessageTx(
   } finally {
     secret.fill(0)
   }
-  await insertMessageTx(trx, { ...message, id: messageId })
+  const jobId = randomUUID()
+  await insertMessageTx(trx, { ...message, id: messageId, jobId })
   await insertCiphertextTx(trx, messageId, envelope)
   const data: DeliveryJobData = { messageId }
-  await deps.boss.send(QUEUES.delivery, data, { db: fromKnex(trx) })
+  await deps.boss.send(QUEUES.delivery, data, { db: fromKnex(trx), id: jobId })
   return { messageId }
 }

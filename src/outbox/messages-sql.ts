@@ -20,6 +20,8 @@ export type MessageRow = {
 
 export type NewMessage = {
   id: string
+  /** The pg-boss job that will deliver it (the purge cancels it if the message expires first). */
+  jobId: string
   purpose: Purpose
   challengeId?: string
   invitationId?: string
@@ -35,6 +37,7 @@ export type Lease = { jobId: string; retryCount: number }
 export async function insertMessageTx(trx: Knex.Transaction, message: NewMessage): Promise<void> {
   await trx(MESSAGES).insert({
     id: message.id,
+    job_id: message.jobId,
     purpose: message.purpose,
     challenge_id: message.challengeId ?? null,
     invitation_id: message.invitationId ?? null,
@@ -71,10 +74,11 @@ export async function publishMessageTx(trx: Knex.Transaction, id: string, now: D
   await trx(MESSAGES).where({ id }).update({ state: 'published', published_at: now })
 }
 
-export async function releaseMessageForRetryTx(trx: Knex.Transaction, id: string, availableAt: Date): Promise<void> {
+export async function releaseMessageForRetryTx(trx: Knex.Transaction, id: string, availableAt: Date, nextJobId: string): Promise<void> {
   await trx(MESSAGES).where({ id }).update({
     state: 'pending',
     available_at: availableAt,
+    job_id: nextJobId,
     lease_job_id: null,
     lease_retry_count: null,
     leased_at: null,

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import type { Knex } from 'knex'
 import { fromKnex, type PgBoss } from 'pg-boss'
 import { QUEUES } from './constants.ts'
@@ -31,7 +32,8 @@ export async function isJobActiveTx(trx: Knex.Transaction, jobId: string | null,
 
 /** Puts a message back to pending and queues its next job for `at`, in the caller's transaction. */
 export async function scheduleNextAttemptTx(trx: Knex.Transaction, boss: PgBoss, messageId: string, at: Date): Promise<void> {
-  await releaseMessageForRetryTx(trx, messageId, at)
+  const jobId = randomUUID()
+  await releaseMessageForRetryTx(trx, messageId, at, jobId)
   const data: DeliveryJobData = { messageId }
-  await boss.send(QUEUES.delivery, data, { db: fromKnex(trx), startAfter: at })
+  await boss.send(QUEUES.delivery, data, { db: fromKnex(trx), startAfter: at, id: jobId })
 }

@@ -1,4 +1,7 @@
-import type { Config } from '../../config/schema.ts'
+import { PgBoss } from 'pg-boss'
+import { ConfigError, type Config } from '../../config/schema.ts'
+import { createExpiryPurgeHandler } from '../../jobs/expiry-purge.ts'
+import { createRetentionSweepHandler } from '../../jobs/retention-sweep.ts'
 import { createDeadLetterQueueHandler } from '../../jobs/dead-letter-queue.ts'
 import { createDeliveryHandler } from '../../jobs/deliver.ts'
 import { WORKER_ROLE } from '../../migrations/20261130000100_roles.ts'
@@ -12,7 +15,30 @@ import type { Keys } from './dev-keys.ts'
 
 export type RunningWorker = { stop: () => Promise<void> }
 
-type WorkerConfig = Pick<Config, 'WORKER_CONCURRENCY' | 'SEND_TIMEOUT_MS' | 'MAX_ATTEMPTS' | 'RETRY_SCHEDULE' | 'LEASE_SECONDS'>
+type WorkerConfig = Pick<
+  Config,
+  | 'WORKER_CONCURRENCY'
+  | 'SEND_TIMEOUT_MS'
+  | 'MAX_ATTEMPTS'
+  | 'RETRY_SCHEDULE'
+  | 'LEASE_SECONDS'
+  | 'CHALLENGE_TTL_SECONDS'
+  | 'EXPIRY_PURGE_CRON'
+  | 'RETENTION_SWEEP_CRON'
+  | 'RETENTION_PUBLISHED_DAYS'
+  | 'RETENTION_DEAD_LETTERED_DAYS'
+>
+
+/** Seconds between two ticks of a cron expression (5 or 6 fields, UTC); a bad expression stops startup, naming the variable. */
+export function cronIntervalSeconds(cron: string, variable: string): number {
+  try {
+    const [first, second] = new PgBoss({ connectionString: 'postgres://unused' }).previewSchedule(cron, { count: 2, from: new Date(), tz: 'UTC' })
+    if (!first || !second) throw new Error('no occurrences')
+    return (second.getTime() - first.getTime()) / 1000
+  } catch {
+    throw new ConfigError([{ variable, problem: 'is not a valid cron expression (5 fields, or 6 with seconds first)' }])
+  }
+}
 
 /**
  * pg-boss fetch settings for one-time codes (README "Delivery settings"): LISTEN/NOTIFY wakes a
@@ -43,7 +69,11 @@ export async function startWorker(options: {
   const { config, logger } = options
   const clock = options.clock ?? (() => new Date())
   const db = createKnex(options.workerUrl, { applicationName: 'sealpost-worker', max: config.WORKER_CONCURRENCY + 4, logger })
-  const boss = createBoss(options.workerUrl, 'worker', logger, config.LEASE_SECONDS)
+  const cron = { purge: cronIntervalSeconds(config.EXPIRY_PURGE_CRON, 'EXPIRY_PURGE_CRON'), sweep: cronIntervalSeconds(config.RETENTION_SWEEP_CRON, 'RETENTION_SWEEP_CRON') }
+  if (cron.purge > config.CHALLENGE_TTL_SECONDS) {
+    logger.warn('EXPIRY_PURGE_CRON runs less often than challenges expire; expired messages wait longer for the purge (the per-claim expiry check still protects every send)', { purgeIntervalSeconds: cron.purge, challengeTtlSeconds: config.CHALLENGE_TTL_SECONDS })
+  }
+  const boss = createBoss(options.workerUrl, 'worker', logger, { leaseSeconds: config.LEASE_SECONDS, shortestCronSeconds: Math.min(cron.purge, cron.sweep) })
   const providers: Partial<Record<Channel, Provider>> = Object.fromEntries(options.providers.map((provider) => [provider.channel, provider]))
   for (const channel of CHANNELS) {
     if (!providers[channel]) logger.warn('no provider configured for a channel; its messages will fail as UNAVAILABLE until one is', { channel })
@@ -62,6 +92,15 @@ export async function startWorker(options: {
     })
     await boss.work<DeliveryJobData>(QUEUES.delivery, deliveryWorkOptions(config), handler)
     await boss.work<DeliveryJobData>(QUEUES.deadLetter, { batchSize: 10 }, createDeadLetterQueueHandler({ db, boss, clock, logger }))
+    // Registered by every worker; pg-boss sends each tick once for the whole fleet (UTC).
+    await boss.schedule(QUEUES.expiryPurge, config.EXPIRY_PURGE_CRON, null, { tz: 'UTC' })
+    await boss.schedule(QUEUES.retentionSweep, config.RETENTION_SWEEP_CRON, null, { tz: 'UTC' })
+    await boss.work(QUEUES.expiryPurge, { pollingIntervalSeconds: 1 }, createExpiryPurgeHandler({ db, boss, clock, logger }))
+    await boss.work(
+      QUEUES.retentionSweep,
+      { pollingIntervalSeconds: 5 },
+      createRetentionSweepHandler({ db, clock, logger, publishedDays: config.RETENTION_PUBLISHED_DAYS, deadLetteredDays: config.RETENTION_DEAD_LETTERED_DAYS }),
+    )
   } catch (error) {
     await Promise.allSettled([boss.stop({ graceful: false }), db.destroy()])
     throw error

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { PassThrough } from 'node:stream'
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
+import { loadConfig, type Config } from '../../config/schema.ts'
 import { insertActiveIdentityTx } from '../../src/identity/identities-sql.ts'
 import { parseIdentifier } from '../../src/identity/identifiers.ts'
 import { createLogger, type Logger } from '../../src/logging/logger.ts'
@@ -86,4 +87,9 @@ export async function insertOpenMessage(owner: Knex, overrides: Record<string, u
     await trx('outbox.security_outbox_ciphertexts').insert({ message_id: id, envelope: 'v1.a.b.c.d' })
   })
   return id
+}
+
+/** The worker settings of a default configuration, with a test's overrides. */
+export function workerConfig(overrides: Partial<Config> = {}): Config {
+  return { ...loadConfig({ NODE_ENV: 'test' }, 'all-in-one'), WORKER_CONCURRENCY: 4, SEND_TIMEOUT_MS: 5_000, ...overrides }
 }

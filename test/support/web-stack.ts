@@ -7,7 +7,7 @@ import { startWeb, type RunningWeb } from '../../src/runtime/web.ts'
 import { startWorker, type RunningWorker } from '../../src/runtime/worker.ts'
 import type { TestDatabase } from './database.ts'
 import { startFakeWasender } from './fake-wasender.ts'
-import { SCHEDULE } from './outbox-harness.ts'
+import { workerConfig } from './helpers.ts'
 
 /** Web and (optionally) worker in this process against one test database, the SES emulator and the fake Wasender. */
 export async function startWebStack(
@@ -23,7 +23,7 @@ export async function startWebStack(
   ]
   if (options.worker ?? true) {
     worker = await startWorker({
-      config: { WORKER_CONCURRENCY: 4, SEND_TIMEOUT_MS: 5_000, MAX_ATTEMPTS: 5, RETRY_SCHEDULE: SCHEDULE, LEASE_SECONDS: 60 },
+      config: workerConfig(),
       workerUrl: db.workerUrl,
       keys: options.keys,
       providers: connectors,

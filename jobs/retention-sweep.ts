@@ -1,0 +1,52 @@
+import type { Knex } from 'knex'
+import type { Logger } from '../src/logging/logger.ts'
+import { deleteFinishedBefore, deleteRateLimitHitsBefore } from '../src/outbox/maintenance-sql.ts'
+import { runTick } from './tick.ts'
+
+export const SWEEP_BATCH_SIZE = 1_000
+const DAY_MS = 24 * 3600 * 1000
+// Rate-limit windows are an hour at most; a day of hits is plenty for anyone looking.
+const RATE_LIMIT_HIT_RETENTION_MS = DAY_MS
+
+export type SweepDeps = {
+  db: Knex
+  clock: () => Date
+  logger: Logger
+  publishedDays: number
+  deadLetteredDays: number
+  batchSize?: number
+}
+
+async function inBatches(deleteBatch: (limit: number) => Promise<number>, batchSize: number): Promise<{ deleted: number; batches: number }> {
+  let deleted = 0
+  let batches = 0
+  for (;;) {
+    const count = await deleteBatch(batchSize)
+    if (count > 0) batches += 1
+    deleted += count
+    if (count < batchSize) return { deleted, batches }
+  }
+}
+
+/**
+ * One retention pass (OB11): published messages older than `publishedDays` and dead-lettered ones
+ * older than `deadLetteredDays` go with their attempts and dead letters, in bounded batches (each
+ * its own short statement) so no lock is held for long. Open messages are never touched here.
+ */
+export async function runRetentionSweep(deps: SweepDeps) {
+  const now = deps.clock().getTime()
+  const batchSize = deps.batchSize ?? SWEEP_BATCH_SIZE
+  const published = await inBatches((limit) => deleteFinishedBefore(deps.db, 'published', new Date(now - deps.publishedDays * DAY_MS), limit), batchSize)
+  const deadLettered = await inBatches((limit) => deleteFinishedBefore(deps.db, 'dead_lettered', new Date(now - deps.deadLetteredDays * DAY_MS), limit), batchSize)
+  const rateLimitHits = await inBatches((limit) => deleteRateLimitHitsBefore(deps.db, new Date(now - RATE_LIMIT_HIT_RETENTION_MS), limit), batchSize)
+  return {
+    publishedDeleted: published.deleted,
+    deadLetteredDeleted: deadLettered.deleted,
+    rateLimitHitsDeleted: rateLimitHits.deleted,
+    batches: published.batches + deadLettered.batches + rateLimitHits.batches,
+  }
+}
+
+export function createRetentionSweepHandler(deps: SweepDeps) {
+  return () => runTick('retention sweep', deps.logger, () => runRetentionSweep(deps))
+}

@@ -1,0 +1,55 @@
+import type { Knex } from 'knex'
+import { QUEUES } from './constants.ts'
+
+const MESSAGES = 'outbox.security_outbox_messages'
+
+export type ExpiredRow = { id: string; purpose: string; job_id: string | null }
+
+/**
+ * Open messages past their expiry that no live worker holds: pending ones, and leased ones whose
+ * pg-boss claim lapsed (the job is no longer active under the lease's attempt). Locked with
+ * SKIP LOCKED, so a worker mid-claim or mid-record always wins the row.
+ */
+export async function lockExpiredUnclaimedTx(trx: Knex.Transaction, now: Date, limit: number): Promise<ExpiredRow[]> {
+  const { rows } = await trx.raw<{ rows: ExpiredRow[] }>(
+    `SELECT m.id, m.purpose, m.job_id
+       FROM ${MESSAGES} m
+      WHERE m.state IN ('pending', 'leased')
+        AND m.expires_at <= ?
+        AND NOT EXISTS (
+          SELECT FROM pgboss.job j
+           WHERE j.name = ? AND j.id = m.lease_job_id AND j.state = 'active' AND j.retry_count = m.lease_retry_count)
+      ORDER BY m.expires_at
+      LIMIT ?
+      FOR UPDATE OF m SKIP LOCKED`,
+    [now, QUEUES.delivery, limit],
+  )
+  return rows
+}
+
+/** Dead-letters a batch in three statements: state, dead-letter rows, ciphertexts. */
+export async function deadLetterExpiredTx(trx: Knex.Transaction, rows: ExpiredRow[], now: Date): Promise<void> {
+  const ids = rows.map((row) => row.id)
+  await trx(MESSAGES).whereIn('id', ids).update({ state: 'dead_lettered', dead_lettered_at: now })
+  await trx('outbox.security_outbox_dead_letters').insert(
+    rows.map((row) => ({ message_id: row.id, reason: row.purpose === 'invitation' ? 'invitation_expired' : 'challenge_expired', dead_lettered_at: now })),
+  )
+  await trx('outbox.security_outbox_ciphertexts').whereIn('message_id', ids).delete()
+}
+
+/** Deletes up to `limit` terminal messages finished before `before` (attempts and dead letters cascade). */
+export async function deleteFinishedBefore(db: Knex, state: 'published' | 'dead_lettered', before: Date, limit: number): Promise<number> {
+  const column = state === 'published' ? 'published_at' : 'dead_lettered_at'
+  return await db(MESSAGES)
+    .whereIn('id', db(MESSAGES).select('id').where({ state }).andWhere(column, '<', before).limit(limit))
+    .delete()
+}
+
+/** Deletes up to `limit` rate-limit hits older than `before`. */
+export async function deleteRateLimitHitsBefore(db: Knex, before: Date, limit: number): Promise<number> {
+  const result = await db.raw<{ rowCount: number }>(
+    'DELETE FROM platform.rate_limit_hits WHERE ctid = ANY (ARRAY(SELECT ctid FROM platform.rate_limit_hits WHERE hit_at < ? LIMIT ?))',
+    [before, limit],
+  )
+  return result.rowCount
+}
