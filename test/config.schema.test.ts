@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { expect } from 'chai'
 import { ConfigError, loadConfig, parseSchedule } from '../config/schema.ts'
+import { cronIntervalSeconds } from '../src/runtime/worker.ts'
 
 describe('configuration', () => {
   const key = randomBytes(32).toString('base64')
@@ -61,6 +62,13 @@ describe('configuration', () => {
   it('refuses a lease shorter than two send timeouts plus 5 s', () => {
     expect(refusal({ SEND_TIMEOUT_MS: '10000', LEASE_SECONDS: '24' }, 'all-in-one').variables).to.deep.equal(['LEASE_SECONDS'])
     expect(loadConfig({ SEND_TIMEOUT_MS: '10000', LEASE_SECONDS: '25' }, 'all-in-one').LEASE_SECONDS).to.equal(25)
+  })
+
+  it('refuses a cron that is invalid or more frequent than pg-boss honours, naming the variable', () => {
+    expect(() => cronIntervalSeconds('every now and then', 'EXPIRY_PURGE_CRON')).to.throw(ConfigError, 'EXPIRY_PURGE_CRON')
+    expect(() => cronIntervalSeconds('*/10 * * * * *', 'EXPIRY_PURGE_CRON')).to.throw(ConfigError, 'more than once a minute')
+    expect(cronIntervalSeconds('* * * * *', 'EXPIRY_PURGE_CRON')).to.equal(60)
+    expect(cronIntervalSeconds('17 3 * * *', 'RETENTION_SWEEP_CRON')).to.equal(86_400)
   })
 
   it('parses retry schedules and refuses nonsense', () => {

@@ -29,15 +29,23 @@ type WorkerConfig = Pick<
   | 'RETENTION_DEAD_LETTERED_DAYS'
 >
 
-/** Seconds between two ticks of a cron expression (5 or 6 fields, UTC); a bad expression stops startup, naming the variable. */
+/**
+ * Seconds between two ticks of a cron expression (UTC). A bad expression stops startup naming the
+ * variable, and so does one more frequent than once a minute: pg-boss files at most one
+ * occurrence per schedule per minute, so a faster cron would silently run less often than written.
+ */
 export function cronIntervalSeconds(cron: string, variable: string): number {
+  let occurrences: Date[]
   try {
-    const [first, second] = new PgBoss({ connectionString: 'postgres://unused' }).previewSchedule(cron, { count: 2, from: new Date(), tz: 'UTC' })
-    if (!first || !second) throw new Error('no occurrences')
-    return (second.getTime() - first.getTime()) / 1000
+    occurrences = new PgBoss({ connectionString: 'postgres://unused' }).previewSchedule(cron, { count: 3, from: new Date(), tz: 'UTC' })
   } catch {
-    throw new ConfigError([{ variable, problem: 'is not a valid cron expression (5 fields, or 6 with seconds first)' }])
+    throw new ConfigError([{ variable, problem: 'is not a valid cron expression' }])
   }
+  const [first, second, third] = occurrences.map((date) => date.getTime())
+  if (first === undefined || second === undefined || third === undefined) throw new ConfigError([{ variable, problem: 'never fires again' }])
+  const interval = Math.min(second - first, third - second) / 1000
+  if (interval < 60) throw new ConfigError([{ variable, problem: 'runs more than once a minute; pg-boss schedules run at most once a minute' }])
+  return interval
 }
 
 /**

@@ -1,0 +1,58 @@
+import { randomUUID } from 'node:crypto'
+import { expect } from 'chai'
+import { runRetentionSweep } from '../jobs/retention-sweep.ts'
+import { capturingLogger, insertOpenMessage } from './support/helpers.ts'
+import { useOutboxFixture } from './support/outbox-harness.ts'
+
+const DAY = 24 * 3600 * 1000
+const HOUR = 3600 * 1000
+
+describe('retention sweep', () => {
+  const f = useOutboxFixture()
+
+  /** A finished message with one attempt (and a dead letter when dead-lettered), finished at `at`. */
+  async function finished(state: 'published' | 'dead_lettered', at: Date): Promise<string> {
+    const id = await insertOpenMessage(f.db.owner)
+    await f.db.owner.transaction(async (trx) => {
+      await trx('outbox.security_outbox_messages').where({ id }).update({ state: 'leased', lease_job_id: randomUUID(), lease_retry_count: 0, leased_at: at })
+      await trx('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 1, outcome: state === 'published' ? 'published' : 'failed', failure_class: state === 'published' ? null : 'REJECTED', duration_ms: 5 })
+      await trx('outbox.security_outbox_ciphertexts').where({ message_id: id }).delete()
+      if (state === 'published') await trx('outbox.security_outbox_messages').where({ id }).update({ state, published_at: at })
+      else {
+        await trx('outbox.security_outbox_messages').where({ id }).update({ state, dead_lettered_at: at })
+        await trx('outbox.security_outbox_dead_letters').insert({ message_id: id, reason: 'provider_rejected', last_failure_class: 'REJECTED', dead_lettered_at: at })
+      }
+    })
+    return id
+  }
+
+  it('deletes only what is past its window, with attempts and dead letters, and never an open message', async () => {
+    const now = new Date()
+    const ago = (ms: number) => new Date(now.getTime() - ms)
+    const publishedOld = await finished('published', ago(30 * DAY + HOUR))
+    const publishedKept = await finished('published', ago(30 * DAY - HOUR))
+    const deadOld = await finished('dead_lettered', ago(90 * DAY + HOUR))
+    const deadKept = await finished('dead_lettered', ago(90 * DAY - HOUR))
+    const ancientPending = await insertOpenMessage(f.db.owner, { created_at: ago(400 * DAY), expires_at: ago(399 * DAY) })
+    const ancientLeased = await insertOpenMessage(f.db.owner, { created_at: ago(400 * DAY), expires_at: ago(399 * DAY) })
+    await f.db.owner('outbox.security_outbox_messages').where({ id: ancientLeased }).update({ state: 'leased', lease_job_id: randomUUID(), lease_retry_count: 0, leased_at: ago(399 * DAY) })
+    await f.db.owner('platform.rate_limit_hits').insert([
+      { bucket_key: Buffer.alloc(32, 1), hit_at: ago(2 * DAY) },
+      { bucket_key: Buffer.alloc(32, 2), hit_at: ago(HOUR) },
+    ])
+
+    const result = await runRetentionSweep({ db: f.harness.worker, clock: () => now, logger: capturingLogger().logger, publishedDays: 30, deadLetteredDays: 90, batchSize: 1 })
+    expect(result).to.deep.equal({ publishedDeleted: 1, deadLetteredDeleted: 1, rateLimitHitsDeleted: 1, batches: 3 })
+
+    const remaining = await f.db.owner('outbox.security_outbox_messages').pluck('id')
+    expect(remaining).to.have.members([publishedKept, deadKept, ancientPending, ancientLeased])
+    expect(await f.db.owner('outbox.security_outbox_attempts').pluck('message_id')).to.have.members([publishedKept, deadKept])
+    expect(await f.db.owner('outbox.security_outbox_dead_letters').pluck('message_id')).to.deep.equal([deadKept])
+    expect(await f.db.owner('platform.rate_limit_hits')).to.have.length(1)
+    expect(deadOld).to.not.be.oneOf(remaining)
+    expect(publishedOld).to.not.be.oneOf(remaining)
+
+    const again = await runRetentionSweep({ db: f.harness.worker, clock: () => now, logger: capturingLogger().logger, publishedDays: 30, deadLetteredDays: 90 })
+    expect(again).to.deep.equal({ publishedDeleted: 0, deadLetteredDeleted: 0, rateLimitHitsDeleted: 0, batches: 0 })
+  })
+})
