@@ -42,6 +42,8 @@ describe('security outbox invariants', () => {
     expect((await messages().where({ id }).first()).attempt_count).to.equal(1)
     const repeated = await failure(db.owner('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 1, outcome: 'published', duration_ms: 1 }))
     expect(repeated?.code).to.be.oneOf(['23000', '23505'])
+    const third = await failure(db.owner('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 3, outcome: 'retryable_error', failure_class: 'UNAVAILABLE', duration_ms: 1 }))
+    expect(third?.code, 'attempt 3 before 2').to.equal('23000')
   })
 
   it('records an attempt only under a lease', async () => {
@@ -59,6 +61,13 @@ describe('security outbox invariants', () => {
         await trx('outbox.security_outbox_messages').where({ id }).update({ state: 'published', published_at: new Date() })
       }),
     )
+    expect(error?.code).to.equal('23000')
+    expect((await messages().where({ id }).first()).state).to.equal('pending')
+  })
+
+  it('refuses a dead-lettered message that keeps its ciphertext, at commit', async () => {
+    const id = await insertOpenMessage(db.owner)
+    const error = await failure(messages().where({ id }).update({ state: 'dead_lettered', dead_lettered_at: new Date() }))
     expect(error?.code).to.equal('23000')
     expect((await messages().where({ id }).first()).state).to.equal('pending')
   })
