@@ -1,12 +1,14 @@
 import type { Knex } from 'knex'
 import type { Logger } from '../src/logging/logger.ts'
-import { deleteFinishedBefore, deleteRateLimitHitsBefore } from '../src/outbox/maintenance-sql.ts'
+import { deleteFinishedBefore, deleteRateLimitHitsBefore, sweepIdentity } from '../src/outbox/maintenance-sql.ts'
 import { runTick } from './tick.ts'
 
 export const SWEEP_BATCH_SIZE = 1_000
 const DAY_MS = 24 * 3600 * 1000
 // Rate-limit windows are an hour at most; a day of hits is plenty for anyone looking.
 const RATE_LIMIT_HIT_RETENTION_MS = DAY_MS
+// Sessions, elevations, challenges and abandoned sign-ups are kept this long after they end.
+export const IDENTITY_RETENTION_DAYS = 30
 
 export type SweepDeps = {
   db: Knex
@@ -32,6 +34,8 @@ async function inBatches(deleteBatch: (limit: number) => Promise<number>, batchS
  * One retention pass (OB11): published messages older than `publishedDays` and dead-lettered ones
  * older than `deadLetteredDays` go with their attempts and dead letters, in bounded batches (each
  * its own short statement) so no lock is held for long. Open messages are never touched here.
+ * Then the identity rows that ended more than 30 days ago: sessions, elevations, challenges no
+ * message refers to, and sign-ups never confirmed.
  */
 export async function runRetentionSweep(deps: SweepDeps) {
   const now = deps.clock().getTime()
@@ -39,11 +43,27 @@ export async function runRetentionSweep(deps: SweepDeps) {
   const published = await inBatches((limit) => deleteFinishedBefore(deps.db, 'published', new Date(now - deps.publishedDays * DAY_MS), limit), batchSize)
   const deadLettered = await inBatches((limit) => deleteFinishedBefore(deps.db, 'dead_lettered', new Date(now - deps.deadLetteredDays * DAY_MS), limit), batchSize)
   const rateLimitHits = await inBatches((limit) => deleteRateLimitHitsBefore(deps.db, new Date(now - RATE_LIMIT_HIT_RETENTION_MS), limit), batchSize)
+  // Identity rows after the outbox rows that refer to them, so a challenge can go once its messages have.
+  const identity = { sessions: 0, elevations: 0, challenges: 0, abandonedSignUps: 0, batches: 0 }
+  for (;;) {
+    const swept = await sweepIdentity(deps.db, new Date(now), IDENTITY_RETENTION_DAYS, batchSize)
+    const total = swept.sessions + swept.elevations + swept.challenges + swept.abandonedSignUps
+    if (total > 0) identity.batches += 1
+    identity.sessions += swept.sessions
+    identity.elevations += swept.elevations
+    identity.challenges += swept.challenges
+    identity.abandonedSignUps += swept.abandonedSignUps
+    if (Math.max(swept.sessions, swept.elevations, swept.challenges, swept.abandonedSignUps) < batchSize) break
+  }
   return {
     publishedDeleted: published.deleted,
     deadLetteredDeleted: deadLettered.deleted,
     rateLimitHitsDeleted: rateLimitHits.deleted,
-    batches: published.batches + deadLettered.batches + rateLimitHits.batches,
+    sessionsDeleted: identity.sessions,
+    elevationsDeleted: identity.elevations,
+    challengesDeleted: identity.challenges,
+    abandonedSignUpsDeleted: identity.abandonedSignUps,
+    batches: published.batches + deadLettered.batches + rateLimitHits.batches + identity.batches,
   }
 }
 

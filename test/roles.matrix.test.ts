@@ -25,6 +25,7 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
     ['claim a pg-boss job', `UPDATE pgboss.job SET state = 'active' WHERE name = 'security-outbox'`],
     ['settle a pg-boss job', `UPDATE pgboss.job SET state = 'completed' WHERE name = 'security-outbox'`],
     ['delete a pg-boss job', `DELETE FROM pgboss.job WHERE name = 'security-outbox'`],
+    ['run the identity retention', `SELECT * FROM identity.sweep_expired(now(), '1 day', 1)`],
     ['create a table', 'CREATE TABLE outbox.sneaky (id int)'],
     ['alter a table', 'ALTER TABLE identity.challenges ADD COLUMN sneaky int'],
     ['drop a table', 'DROP TABLE outbox.security_outbox_attempts'],

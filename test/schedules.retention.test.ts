@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import { expect } from 'chai'
 import { runRetentionSweep } from '../jobs/retention-sweep.ts'
-import { capturingLogger, insertOpenMessage } from './support/helpers.ts'
+import { capturingLogger, createVerifiedIdentity, insertOpenMessage, uniqueEmail } from './support/helpers.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
 
 const DAY = 24 * 3600 * 1000
@@ -42,7 +42,7 @@ describe('retention sweep', () => {
     ])
 
     const result = await runRetentionSweep({ db: f.harness.worker, clock: () => now, logger: capturingLogger().logger, publishedDays: 30, deadLetteredDays: 90, batchSize: 1 })
-    expect(result).to.deep.equal({ publishedDeleted: 1, deadLetteredDeleted: 1, rateLimitHitsDeleted: 1, batches: 3 })
+    expect(result).to.include({ publishedDeleted: 1, deadLetteredDeleted: 1, rateLimitHitsDeleted: 1 })
 
     const remaining = await f.db.owner('outbox.security_outbox_messages').pluck('id')
     expect(remaining).to.have.members([publishedKept, deadKept, ancientPending, ancientLeased])
@@ -53,6 +53,41 @@ describe('retention sweep', () => {
     expect(publishedOld).to.not.be.oneOf(remaining)
 
     const again = await runRetentionSweep({ db: f.harness.worker, clock: () => now, logger: capturingLogger().logger, publishedDays: 30, deadLetteredDays: 90 })
-    expect(again).to.deep.equal({ publishedDeleted: 0, deadLetteredDeleted: 0, rateLimitHitsDeleted: 0, batches: 0 })
+    expect(again).to.deep.equal({
+      publishedDeleted: 0,
+      deadLetteredDeleted: 0,
+      rateLimitHitsDeleted: 0,
+      sessionsDeleted: 0,
+      elevationsDeleted: 0,
+      challengesDeleted: 0,
+      abandonedSignUpsDeleted: 0,
+      batches: 0,
+    })
+  })
+
+  it('prunes identity rows 30 days after they end, through a function the worker may only execute', async () => {
+    const now = new Date()
+    const ago = (ms: number) => new Date(now.getTime() - ms)
+    const { identityId, loginIdentifierId } = await createVerifiedIdentity(f.db.owner, uniqueEmail('retained'))
+    const sessions = [
+      { id: randomUUID(), identity_id: identityId, token_hash: randomBytes(32), expires_at: ago(31 * DAY) },
+      { id: randomUUID(), identity_id: identityId, token_hash: randomBytes(32), expires_at: ago(29 * DAY) },
+      { id: randomUUID(), identity_id: identityId, token_hash: randomBytes(32), expires_at: new Date(now.getTime() + DAY), revoked_at: ago(40 * DAY) },
+    ]
+    await f.db.owner('identity.sessions').insert(sessions)
+    const challenge = (expiresAt: Date) => ({ id: randomUUID(), purpose: 'step_up', identity_id: identityId, login_identifier_id: loginIdentifierId, code_hash: randomBytes(32), expires_at: expiresAt })
+    const oldChallenge = challenge(ago(31 * DAY))
+    const recentChallenge = challenge(ago(29 * DAY))
+    await f.db.owner('identity.challenges').insert([oldChallenge, recentChallenge])
+    const abandoned = randomUUID()
+    await f.db.owner('identity.identities').insert({ id: abandoned, status: 'pending', created_at: ago(31 * DAY) })
+    await f.db.owner('identity.login_identifiers').insert({ id: randomUUID(), identity_id: abandoned, kind: 'email', value: uniqueEmail('abandoned'), created_at: ago(31 * DAY) })
+
+    const result = await runRetentionSweep({ db: f.harness.worker, clock: () => now, logger: capturingLogger().logger, publishedDays: 30, deadLetteredDays: 90 })
+    expect(result).to.include({ sessionsDeleted: 2, challengesDeleted: 1, abandonedSignUpsDeleted: 1 })
+    expect(await f.db.owner('identity.sessions').pluck('id')).to.deep.equal([sessions[1]!.id])
+    expect(await f.db.owner('identity.challenges').pluck('id')).to.deep.equal([recentChallenge.id])
+    expect(await f.db.owner('identity.identities').where({ id: abandoned })).to.have.length(0)
+    expect(await f.db.owner('identity.identities').where({ id: identityId })).to.have.length(1)
   })
 })

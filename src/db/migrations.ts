@@ -6,6 +6,7 @@ import * as grants from '../../migrations/20261130000400_grants.ts'
 import * as providerPauses from '../../migrations/20261130000500_provider_pauses.ts'
 import * as identityFlows from '../../migrations/20261130000600_identity_flows.ts'
 import * as maintenance from '../../migrations/20261130000700_maintenance.ts'
+import * as identityRetention from '../../migrations/20261130000800_identity_retention.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -18,6 +19,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261130000500_provider_pauses': providerPauses,
   '20261130000600_identity_flows': identityFlows,
   '20261130000700_maintenance': maintenance,
+  '20261130000800_identity_retention': identityRetention,
 }
 
 /** knex's migration source over the list above, shared by the release step and knexfile.ts. */

@@ -53,3 +53,13 @@ export async function deleteRateLimitHitsBefore(db: Knex, before: Date, limit: n
   )
   return result.rowCount
 }
+
+/** One bounded pass of identity retention through its SECURITY DEFINER function. */
+export async function sweepIdentity(db: Knex, now: Date, keepDays: number, limit: number) {
+  const { rows } = await db.raw<{ rows: { sessions: number; elevations: number; challenges: number; abandoned_sign_ups: number }[] }>(
+    'SELECT * FROM identity.sweep_expired(?, make_interval(days => ?), ?)',
+    [now, keepDays, limit],
+  )
+  const row = rows[0] ?? { sessions: 0, elevations: 0, challenges: 0, abandoned_sign_ups: 0 }
+  return { sessions: row.sessions, elevations: row.elevations, challenges: row.challenges, abandonedSignUps: row.abandoned_sign_ups }
+}
