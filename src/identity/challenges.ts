@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
 import { generateCode, hashCode, verifyCode } from '../crypto/codes.ts'
-import type { Logger } from '../logging/logger.ts'
+import { describeError, type Logger } from '../logging/logger.ts'
 import type { Channel } from '../outbox/constants.ts'
 import { enqueueSecurityMessageTx, type EnqueueDeps } from '../outbox/enqueue.ts'
 import { consumeChallengeTx, insertChallengeTx, lockOpenChallengeTx, rotateChallengeCodeTx, spendAttemptTx, type ChallengeRow, type ChallengeSubject } from './challenges-sql.ts'
@@ -24,6 +24,20 @@ export type ChallengeDeps = EnqueueDeps & {
 
 /** OB7/OX-S8 limits: one resend per 30 s, five per challenge, five codes per destination per hour. */
 export const CHALLENGE_LIMITS = Object.freeze({ resendIntervalSeconds: 30, maxResends: 5, codesPerDestinationPerHour: 5 })
+
+/** When a challenge issued at `now` stops verifying. */
+export function challengeExpiry(deps: Pick<ChallengeDeps, 'challengeTtlSeconds'>, now: Date): Date {
+  return new Date(now.getTime() + deps.challengeTtlSeconds * 1000)
+}
+
+/**
+ * Issues a challenge in a savepoint and hides any failure of it behind the caller's ordinary
+ * answer: used where the failure itself would reveal that an account exists (OX-S3). Logged by
+ * error name and code.
+ */
+export async function issueHiddenTx(trx: Knex.Transaction, deps: ChallengeDeps, flow: string, issue: (savepoint: Knex.Transaction) => Promise<unknown>): Promise<void> {
+  await trx.transaction(issue).catch((error: unknown) => deps.logger.warn(`${flow} not enqueued`, describeError(error)))
+}
 
 /** A phone number without WhatsApp settings is refused up front, never enqueued. */
 export function assertChannelAvailable(deps: Pick<ChallengeDeps, 'channels'>, identifier: Identifier): void {
@@ -53,7 +67,7 @@ export async function issueChallengeTx(
   options: { candidatePasswordHash?: string; now?: Date } = {},
 ): Promise<{ challengeId: string; expiresAt: Date }> {
   const now = options.now ?? deps.clock()
-  const expiresAt = new Date(now.getTime() + deps.challengeTtlSeconds * 1000)
+  const expiresAt = challengeExpiry(deps, now)
   await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`challenge:${subject.purpose}:${subject.identityId}:${subject.loginIdentifierId}`])
   const open = await lockOpenChallengeTx(trx, subject, now)
   const code = generateCode()

@@ -1,6 +1,5 @@
 import type { Knex } from 'knex'
-import { describeError } from '../logging/logger.ts'
-import { assertChannelAvailable, checkCodeTx, issueChallengeTx, type ChallengeDeps } from './challenges.ts'
+import { assertChannelAvailable, challengeExpiry, checkCodeTx, issueChallengeTx, issueHiddenTx, type ChallengeDeps } from './challenges.ts'
 import { InvalidCodeError } from './errors.ts'
 import { findVerifiedIdentifierTx, setPasswordTx } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
@@ -8,14 +7,6 @@ import { hashPassword } from './secrets.ts'
 import { revokeAllSessionsTx } from './sessions-sql.ts'
 
 export type { ChallengeDeps } from './challenges.ts'
-
-/**
- * Issues a challenge in a savepoint and hides any failure of it behind the caller's ordinary
- * answer: used where the failure itself would reveal that an account exists (OX-S3).
- */
-export async function issueHiddenTx(trx: Knex.Transaction, deps: ChallengeDeps, flow: string, issue: (savepoint: Knex.Transaction) => Promise<unknown>): Promise<void> {
-  await trx.transaction(issue).catch((error: unknown) => deps.logger.warn(`${flow} not enqueued`, describeError(error)))
-}
 
 /**
  * OX-S3: the challenge and its outbox message commit together, or neither does. Known and unknown
@@ -31,7 +22,7 @@ export async function requestPasswordRecoveryTx(trx: Knex.Transaction, deps: Cha
       issueChallengeTx(savepoint, deps, { purpose: 'password_recovery', identityId: known.identity_id, loginIdentifierId: known.login_identifier_id, identifier }, { now }),
     )
   }
-  return { challengeExpiresAt: new Date(now.getTime() + deps.challengeTtlSeconds * 1000) }
+  return { challengeExpiresAt: challengeExpiry(deps, now) }
 }
 
 /** Sets the new password and revokes every session of the identity, or refuses the code. */

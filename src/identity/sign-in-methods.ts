@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
-import { assertChannelAvailable, checkCodeTx, issueChallengeTx, type ChallengeDeps } from './challenges.ts'
+import { assertChannelAvailable, challengeExpiry, checkCodeTx, issueChallengeTx, type ChallengeDeps } from './challenges.ts'
 import { ConflictError, InvalidCodeError } from './errors.ts'
 import { findClaimsTx, insertClaimTx, verifyClaimTx } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
@@ -17,10 +17,9 @@ export async function addSignInMethod(db: Knex, deps: ChallengeDeps, session: Se
     const claims = await findClaimsTx(trx, identifier)
     const mine = claims.find((claim) => claim.identity_id === session.identityId)
     if (mine?.verified_at) throw new ConflictError('identifier_already_added', 'This identifier is already one of your sign-in methods.')
-    const expiresAt = new Date(now.getTime() + deps.challengeTtlSeconds * 1000)
     if (claims.some((claim) => claim.verified_at && claim.identity_id !== session.identityId)) {
       deps.logger.warn('sign-in method belongs to another identity; nothing sent', { identityId: session.identityId })
-      return { challengeExpiresAt: expiresAt }
+      return { challengeExpiresAt: challengeExpiry(deps, now) }
     }
     const loginIdentifierId = mine?.login_identifier_id ?? uuidv7()
     if (!mine) await insertClaimTx(trx, loginIdentifierId, session.identityId, identifier, null, now)

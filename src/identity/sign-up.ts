@@ -1,10 +1,9 @@
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
-import { assertChannelAvailable, checkCodeTx, issueChallengeTx, type ChallengeDeps } from './challenges.ts'
+import { assertChannelAvailable, challengeExpiry, checkCodeTx, issueChallengeTx, issueHiddenTx, type ChallengeDeps } from './challenges.ts'
 import { InvalidCodeError } from './errors.ts'
 import { activateIdentityTx, findClaimsTx, insertClaimTx, insertIdentityTx, setPasswordTx, verifyClaimTx } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
-import { issueHiddenTx } from './password-recovery.ts'
 import { hashPassword } from './secrets.ts'
 import { createSessionTx } from './sessions.ts'
 
@@ -37,7 +36,7 @@ export async function signUp(db: Knex, deps: ChallengeDeps, input: { identifier:
         issueChallengeTx(savepoint, deps, { purpose: 'sign_up', ...subject, identifier: input.identifier }, { candidatePasswordHash, now }),
       )
     }
-    return { challengeExpiresAt: new Date(now.getTime() + deps.challengeTtlSeconds * 1000) }
+    return { challengeExpiresAt: challengeExpiry(deps, now) }
   })
 }
 
