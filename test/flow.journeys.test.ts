@@ -1,34 +1,21 @@
 import { expect } from 'chai'
-import { createTestDatabase, type TestDatabase } from './support/database.ts'
-import { capturingLogger, eventually, inbox, testKeys, uniqueEmail, uniquePhone } from './support/helpers.ts'
-import { startWebStack } from './support/web-stack.ts'
+import { eventually, inbox, uniqueEmail, uniquePhone } from './support/helpers.ts'
+import { useWebStack } from './support/web-stack.ts'
 
 describe('security journeys, as a client makes them', () => {
-  let db: TestDatabase
-  let stack: Awaited<ReturnType<typeof startWebStack>>
-  const keys = testKeys()
-  const logs = capturingLogger()
-
-  before(async () => {
-    db = await createTestDatabase()
-    stack = await startWebStack(db, { keys, logger: logs.logger })
-  })
-  after(async () => {
-    await stack.stop()
-    await db.drop()
-  })
+  const f = useWebStack()
 
   const codeIn = (text: string | undefined) => /\b(\d{6})\b/.exec(text ?? '')?.[1]
   async function emailCode(address: string, nth: number): Promise<string> {
     const mails = await eventually(async () => {
-      const found = await inbox(stack.emulator.url, address)
+      const found = await inbox(f.stack.emulator.url, address)
       return found.length >= nth ? found : undefined
     }, `email #${nth} to ${address}`)
     return codeIn(mails[nth - 1]!.body.text)!
   }
   async function whatsappCode(phone: string, nth: number): Promise<string> {
     const messages = await eventually(async () => {
-      const found = stack.wasender.accepted().filter((request) => request.to === phone)
+      const found = f.stack.wasender.accepted().filter((request) => request.to === phone)
       return found.length >= nth ? found : undefined
     }, `WhatsApp message #${nth} to ${phone}`)
     return codeIn(messages[nth - 1]!.text)!
@@ -40,79 +27,79 @@ describe('security journeys, as a client makes them', () => {
     const password = 'correct horse battery'
 
     // Sign up by email: the code arrives in the SES emulator.
-    const signUp = await stack.call('POST', '/sign-ups', { identifier: email, password })
+    const signUp = await f.stack.call('POST', '/sign-ups', { identifier: email, password })
     expect(signUp.status).to.equal(202)
-    expect(await stack.call('POST', '/sessions', { identifier: email, password }), 'no sign-in before confirmation').to.have.property('status', 401)
-    const confirmed = await stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: await emailCode(email, 1) })
+    expect(await f.stack.call('POST', '/sessions', { identifier: email, password }), 'no sign-in before confirmation').to.have.property('status', 401)
+    const confirmed = await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: await emailCode(email, 1) })
     expect(confirmed.status).to.equal(201)
     const firstSession = confirmed.body!.token
 
     // Sign in with the password.
-    const signedIn = await stack.call('POST', '/sessions', { identifier: email, password })
+    const signedIn = await f.stack.call('POST', '/sessions', { identifier: email, password })
     expect(signedIn.status).to.equal(201)
-    const session = stack.bearer(signedIn.body!.token)
+    const session = f.stack.bearer(signedIn.body!.token)
 
     // Add a phone: the code arrives at the fake Wasender.
-    expect((await stack.call('POST', '/sign-in-methods', { identifier: phone }, session)).status).to.equal(202)
-    const added = await stack.call('POST', '/sign-in-methods/confirmation', { identifier: phone, code: await whatsappCode(phone, 1) }, session)
+    expect((await f.stack.call('POST', '/sign-in-methods', { identifier: phone }, session)).status).to.equal(202)
+    const added = await f.stack.call('POST', '/sign-in-methods/confirmation', { identifier: phone, code: await whatsappCode(phone, 1) }, session)
     expect(added).to.deep.include({ status: 201, body: { identifier: phone, kind: 'phone' } })
-    expect((await stack.call('POST', '/sessions', { identifier: phone, password })).status, 'the phone signs in too').to.equal(201)
+    expect((await f.stack.call('POST', '/sessions', { identifier: phone, password })).status, 'the phone signs in too').to.equal(201)
 
     // Step up: the code goes to the verified email; the elevation lasts 5 minutes.
-    expect((await stack.call('POST', '/step-ups', undefined, session)).status).to.equal(202)
-    const elevation = await stack.call('POST', '/step-ups/confirmation', { code: await emailCode(email, 2) }, session)
+    expect((await f.stack.call('POST', '/step-ups', undefined, session)).status).to.equal(202)
+    const elevation = await f.stack.call('POST', '/step-ups/confirmation', { code: await emailCode(email, 2) }, session)
     expect(elevation.status).to.equal(201)
     expect(elevation.body!.elevationToken).to.be.a('string').with.length.greaterThan(40)
     expect(new Date(String(elevation.body!.expiresAt)).getTime() - Date.now()).to.be.within(4 * 60_000, 5 * 60_000 + 1_000)
 
     // Recover the password: every old session stops working, the new password works.
-    expect((await stack.call('POST', '/password-recoveries', { identifier: email })).status).to.equal(202)
+    expect((await f.stack.call('POST', '/password-recoveries', { identifier: email })).status).to.equal(202)
     const newPassword = 'a brand new passphrase'
-    expect((await stack.call('POST', '/password-recoveries/completion', { identifier: email, code: await emailCode(email, 3), newPassword })).status).to.equal(204)
-    expect((await stack.call('POST', '/step-ups', undefined, session)).status).to.equal(401)
-    expect((await stack.call('DELETE', '/sessions/current', undefined, stack.bearer(firstSession))).status).to.equal(401)
-    expect((await stack.call('POST', '/sessions', { identifier: email, password })).status).to.equal(401)
-    const fresh = await stack.call('POST', '/sessions', { identifier: email, password: newPassword })
+    expect((await f.stack.call('POST', '/password-recoveries/completion', { identifier: email, code: await emailCode(email, 3), newPassword })).status).to.equal(204)
+    expect((await f.stack.call('POST', '/step-ups', undefined, session)).status).to.equal(401)
+    expect((await f.stack.call('DELETE', '/sessions/current', undefined, f.stack.bearer(firstSession))).status).to.equal(401)
+    expect((await f.stack.call('POST', '/sessions', { identifier: email, password })).status).to.equal(401)
+    const fresh = await f.stack.call('POST', '/sessions', { identifier: email, password: newPassword })
     expect(fresh.status).to.equal(201)
-    expect((await stack.call('DELETE', '/sessions/current', undefined, stack.bearer(fresh.body!.token))).status).to.equal(204)
-    expect((await stack.call('DELETE', '/sessions/current', undefined, stack.bearer(fresh.body!.token))).status).to.equal(401)
+    expect((await f.stack.call('DELETE', '/sessions/current', undefined, f.stack.bearer(fresh.body!.token))).status).to.equal(204)
+    expect((await f.stack.call('DELETE', '/sessions/current', undefined, f.stack.bearer(fresh.body!.token))).status).to.equal(401)
 
-    const logged = logs.text()
+    const logged = f.logs.text()
     for (const secret of [email, phone, password, newPassword, String(signedIn.body!.token)]) expect(logged).not.to.include(secret)
   })
 
   it('answers a sign-up for a taken email like any other, and sends its owner a recovery code instead', async () => {
     const email = uniqueEmail('owner')
-    await stack.call('POST', '/sign-ups', { identifier: email, password: 'owner password 1' })
-    await stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: await emailCode(email, 1) })
+    await f.stack.call('POST', '/sign-ups', { identifier: email, password: 'owner password 1' })
+    await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: await emailCode(email, 1) })
 
-    const again = await stack.call('POST', '/sign-ups', { identifier: email, password: 'attacker password' })
-    const fresh = await stack.call('POST', '/sign-ups', { identifier: uniqueEmail('fresh'), password: 'attacker password' })
+    const again = await f.stack.call('POST', '/sign-ups', { identifier: email, password: 'attacker password' })
+    const fresh = await f.stack.call('POST', '/sign-ups', { identifier: uniqueEmail('fresh'), password: 'attacker password' })
     expect(again.status).to.equal(fresh.status).and.to.equal(202)
     expect(Object.keys(again.body!)).to.deep.equal(Object.keys(fresh.body!))
     const [, notice] = await eventually(async () => {
-      const mails = await inbox(stack.emulator.url, email)
+      const mails = await inbox(f.stack.emulator.url, email)
       return mails.length >= 2 ? mails : undefined
     }, 'the owner’s notice')
     expect(notice!.subject).to.equal('Your password recovery code')
-    expect((await stack.call('POST', '/sessions', { identifier: email, password: 'attacker password' })).status).to.equal(401)
+    expect((await f.stack.call('POST', '/sessions', { identifier: email, password: 'attacker password' })).status).to.equal(401)
   })
 
   it('keeps the latest password when a sign-up is resent', async () => {
     const email = uniqueEmail('resend')
-    await stack.call('POST', '/sign-ups', { identifier: email, password: 'first password x' })
+    await f.stack.call('POST', '/sign-ups', { identifier: email, password: 'first password x' })
     const code = await emailCode(email, 1)
-    await db.owner('identity.challenges').where({ purpose: 'sign_up' }).update({ last_sent_at: new Date(Date.now() - 60_000) })
-    await stack.call('POST', '/sign-ups', { identifier: email, password: 'second password y' })
+    await f.db.owner('identity.challenges').where({ purpose: 'sign_up' }).update({ last_sent_at: new Date(Date.now() - 60_000) })
+    await f.stack.call('POST', '/sign-ups', { identifier: email, password: 'second password y' })
     const newest = await emailCode(email, 2)
-    expect((await stack.call('POST', '/sign-ups/confirmation', { identifier: email, code })).status, 'the superseded code').to.equal(422)
-    expect((await stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: newest })).status).to.equal(201)
-    expect((await stack.call('POST', '/sessions', { identifier: email, password: 'first password x' })).status).to.equal(401)
-    expect((await stack.call('POST', '/sessions', { identifier: email, password: 'second password y' })).status).to.equal(201)
+    expect((await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code })).status, 'the superseded code').to.equal(422)
+    expect((await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: newest })).status).to.equal(201)
+    expect((await f.stack.call('POST', '/sessions', { identifier: email, password: 'first password x' })).status).to.equal(401)
+    expect((await f.stack.call('POST', '/sessions', { identifier: email, password: 'second password y' })).status).to.equal(201)
   })
 
   it('publishes an OpenAPI document generated from the request schemas', async () => {
-    const { status, body } = await stack.call('GET', '/openapi.json')
+    const { status, body } = await f.stack.call('GET', '/openapi.json')
     expect(status).to.equal(200)
     const paths = body!.paths as Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { properties?: object; additionalProperties?: boolean } }> } }>>
     expect(Object.keys(paths)).to.include.members(['/sign-ups', '/sessions', '/password-recoveries', '/step-ups/confirmation'])
@@ -123,24 +110,15 @@ describe('security journeys, as a client makes them', () => {
 })
 
 describe('a deployment without WhatsApp', () => {
-  let db: TestDatabase
-  let stack: Awaited<ReturnType<typeof startWebStack>>
-  before(async () => {
-    db = await createTestDatabase()
-    stack = await startWebStack(db, { keys: testKeys(), logger: capturingLogger().logger, worker: false, whatsapp: false })
-  })
-  after(async () => {
-    await stack.stop()
-    await db.drop()
-  })
+  const f = useWebStack({ worker: false, whatsapp: false })
 
   it('refuses a phone identifier up front with channel_unavailable and enqueues nothing', async () => {
     for (const [path, body] of [['/sign-ups', { identifier: uniquePhone(), password: 'long enough password' }], ['/password-recoveries', { identifier: uniquePhone() }]] as const) {
-      const response = await stack.call('POST', path, body)
+      const response = await f.stack.call('POST', path, body)
       expect(response.status).to.equal(422)
       expect(response.body).to.include({ code: 'channel_unavailable' })
     }
-    expect(await db.owner('outbox.security_outbox_messages')).to.have.length(0)
-    expect(await db.owner('identity.identities')).to.have.length(0)
+    expect(await f.db.owner('outbox.security_outbox_messages')).to.have.length(0)
+    expect(await f.db.owner('identity.identities')).to.have.length(0)
   })
 })

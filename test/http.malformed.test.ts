@@ -1,21 +1,11 @@
 import { expect } from 'chai'
-import { createTestDatabase, type TestDatabase } from './support/database.ts'
 import { createSessionTx } from '../src/identity/sessions.ts'
-import { capturingLogger, createVerifiedIdentity, testKeys, uniqueEmail } from './support/helpers.ts'
-import { startWebStack } from './support/web-stack.ts'
+import { createVerifiedIdentity, uniqueEmail } from './support/helpers.ts'
+import { useWebStack } from './support/web-stack.ts'
 
 /** Acceptance: every malformed request answers a 4xx problem, never 500, and writes nothing. */
 describe('malformed input on the public routes', () => {
-  let db: TestDatabase
-  let stack: Awaited<ReturnType<typeof startWebStack>>
-  before(async () => {
-    db = await createTestDatabase()
-    stack = await startWebStack(db, { keys: testKeys(), logger: capturingLogger().logger, worker: false })
-  })
-  after(async () => {
-    await stack.stop()
-    await db.drop()
-  })
+  const f = useWebStack({ worker: false })
 
   const routes: [string, Record<string, unknown>][] = [
     ['/sign-ups', { identifier: 'a@example.com', password: 'long enough password' }],
@@ -46,27 +36,27 @@ describe('malformed input on the public routes', () => {
     it(`POST ${path} answers every malformed body with a 4xx problem and no rows`, async () => {
       const answers: string[] = []
       for (const [what, body] of bodies) {
-        const response = await stack.call('POST', path, body(valid))
+        const response = await f.stack.call('POST', path, body(valid))
         if (response.status < 400 || response.status >= 500 || typeof response.body?.code !== 'string') answers.push(`${what}: ${response.status}`)
       }
       expect(answers, 'bodies not refused with a 4xx problem').to.deep.equal([])
       for (const table of ['identity.identities', 'identity.login_identifiers', 'identity.challenges', 'outbox.security_outbox_messages', 'identity.sessions']) {
-        expect(await db.owner(table), table).to.have.length(0)
+        expect(await f.db.owner(table), table).to.have.length(0)
       }
     })
   }
 
   it('refuses a wrong or missing bearer token with 401, and a step-up body other than {} with a 4xx', async () => {
-    expect((await stack.call('POST', '/step-ups')).status).to.equal(401)
-    expect((await stack.call('POST', '/step-ups', {}, { authorization: 'Bearer not-a-real-session-token-at-all' })).status).to.equal(401)
-    expect((await stack.call('POST', '/sign-in-methods', { identifier: 'a@example.com' }, { authorization: 'Basic abc' })).status).to.equal(401)
+    expect((await f.stack.call('POST', '/step-ups')).status).to.equal(401)
+    expect((await f.stack.call('POST', '/step-ups', {}, { authorization: 'Bearer not-a-real-session-token-at-all' })).status).to.equal(401)
+    expect((await f.stack.call('POST', '/sign-in-methods', { identifier: 'a@example.com' }, { authorization: 'Basic abc' })).status).to.equal(401)
 
-    const { identityId } = await createVerifiedIdentity(db.owner, uniqueEmail('stepper'))
-    const { token } = await db.owner.transaction((trx) => createSessionTx(trx, identityId, new Date()))
+    const { identityId } = await createVerifiedIdentity(f.db.owner, uniqueEmail('stepper'))
+    const { token } = await f.db.owner.transaction((trx) => createSessionTx(trx, identityId, new Date()))
     for (const [body, status] of [[{ reason: 'because' }, 422], [[], 422], ['null', 400]] as const) {
-      const response = await stack.call('POST', '/step-ups', body, stack.bearer(token))
+      const response = await f.stack.call('POST', '/step-ups', body, f.stack.bearer(token))
       expect(response.status, JSON.stringify(body)).to.equal(status)
     }
-    expect(await db.owner('identity.challenges'), 'no challenge from a refused step-up').to.have.length(0)
+    expect(await f.db.owner('identity.challenges'), 'no challenge from a refused step-up').to.have.length(0)
   })
 })

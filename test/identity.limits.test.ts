@@ -1,50 +1,23 @@
 import { expect } from 'chai'
 import { createSessionTx } from '../src/identity/sessions.ts'
-import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
-import { createTestDatabase, type TestDatabase } from './support/database.ts'
-import { startFakeWasender } from './support/fake-wasender.ts'
-import { capturingLogger, createVerifiedIdentity, testKeys, uniqueEmail } from './support/helpers.ts'
-import { procfileCommand, productionEnvironment, spawnCollecting, type Spawned } from './support/processes.ts'
-import { startWebStack } from './support/web-stack.ts'
+import { createVerifiedIdentity, uniqueEmail } from './support/helpers.ts'
+import { useProcessFixture } from './support/process-fixture.ts'
+import { useWebStack } from './support/web-stack.ts'
 
 describe('per-destination limit across web processes', () => {
-  let db: TestDatabase
-  let emulator: Awaited<ReturnType<typeof startSesEmulator>>
-  let wasender: Awaited<ReturnType<typeof startFakeWasender>>
-  const webs: Spawned[] = []
-  const keys = testKeys()
-
-  before(async () => {
-    db = await createTestDatabase()
-    emulator = await startSesEmulator(0)
-    wasender = await startFakeWasender('key')
-  })
-  after(async () => {
-    for (const web of webs) {
-      web.child.kill('SIGTERM')
-      await web.exited
-    }
-    await wasender.stop()
-    await emulator.stop()
-    await db.drop()
-  })
+  const f = useProcessFixture()
 
   it('answers the 6th code to one destination within the hour with 429 and Retry-After, counted across two web processes', async function () {
     this.timeout(60_000)
-    const env = productionEnvironment({ apiUrl: db.apiUrl, workerUrl: db.workerUrl, keys, sesEndpoint: emulator.url, wasenderUrl: wasender.url, wasenderKey: 'key' })
     const urls: string[] = []
-    for (let i = 0; i < 2; i++) {
-      const web = spawnCollecting('sh', ['-c', procfileCommand('web')], { env })
-      webs.push(web)
-      urls.push((await web.waitFor(/"url":"(http:\/\/[^"]+)"/, 'a web process to listen'))[1]!)
-    }
+    for (let i = 0; i < 2; i++) urls.push((await f.web().waitFor(/"url":"(http:\/\/[^"]+)"/, 'a web process to listen'))[1]!)
     // Six people each try to add the same address: six codes to one destination.
     const target = uniqueEmail('popular')
     const statuses: number[] = []
     let retryAfter: string | null = null
     for (let i = 0; i < 6; i++) {
-      const { identityId } = await createVerifiedIdentity(db.owner, uniqueEmail(`person${i}`))
-      const { token } = await db.owner.transaction((trx) => createSessionTx(trx, identityId, new Date()))
+      const { identityId } = await createVerifiedIdentity(f.db.owner, uniqueEmail(`person${i}`))
+      const { token } = await f.db.owner.transaction((trx) => createSessionTx(trx, identityId, new Date()))
       const response = await fetch(`${urls[i % 2]}/sign-in-methods`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
@@ -58,27 +31,18 @@ describe('per-destination limit across web processes', () => {
     }
     expect(statuses).to.deep.equal([202, 202, 202, 202, 202, 429])
     expect(Number(retryAfter)).to.be.within(3_500, 3_600)
-    expect(await db.owner('outbox.security_outbox_messages').where({ destination: target })).to.have.length(5)
+    expect(await f.db.owner('outbox.security_outbox_messages').where({ destination: target })).to.have.length(5)
   })
 })
 
 describe('per-client limit on the public routes', () => {
-  let db: TestDatabase
-  let stack: Awaited<ReturnType<typeof startWebStack>>
-  before(async () => {
-    db = await createTestDatabase()
-    stack = await startWebStack(db, { keys: testKeys(), logger: capturingLogger().logger, worker: false, clientLimitPerMinute: 3 })
-  })
-  after(async () => {
-    await stack.stop()
-    await db.drop()
-  })
+  const f = useWebStack({ worker: false, clientLimitPerMinute: 3 })
 
   it('answers a client past its per-minute allowance with 429 and Retry-After, on any public route', async () => {
     const statuses = []
     for (const path of ['/password-recoveries', '/password-recoveries', '/sessions', '/password-recoveries']) {
       const body = path === '/sessions' ? { identifier: uniqueEmail(), password: 'x' } : { identifier: uniqueEmail() }
-      const response = await stack.call('POST', path, body)
+      const response = await f.stack.call('POST', path, body)
       statuses.push(response.status)
       if (response.status === 429) {
         expect(response.body).to.include({ code: 'too_many_requests' })
@@ -90,23 +54,13 @@ describe('per-client limit on the public routes', () => {
 })
 
 describe('password recovery and account enumeration', () => {
-  let db: TestDatabase
-  let stack: Awaited<ReturnType<typeof startWebStack>>
-  before(async () => {
-    db = await createTestDatabase()
-    stack = await startWebStack(db, { keys: testKeys(), logger: capturingLogger().logger, worker: false })
-  })
-  after(async () => {
-    await stack.stop()
-    await db.drop()
-  })
-
+  const f = useWebStack({ worker: false })
   const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
 
   it('answers known and unknown identifiers alike in status, headers, body keys and latency (200 requests each)', async function () {
     this.timeout(120_000)
     const known = Array.from({ length: 200 }, () => uniqueEmail('known'))
-    for (const email of known) await createVerifiedIdentity(db.owner, email)
+    for (const email of known) await createVerifiedIdentity(f.db.owner, email)
     const unknown = Array.from({ length: 200 }, () => uniqueEmail('unknown'))
     const requests = known.flatMap((email, i) => [{ kind: 'known' as const, email }, { kind: 'unknown' as const, email: unknown[i]! }])
 
@@ -118,7 +72,7 @@ describe('password recovery and account enumeration', () => {
         while (next < requests.length) {
           const { kind, email } = requests[next++]!
           const started = performance.now()
-          const response = await fetch(`${stack.web.url}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: email }) })
+          const response = await fetch(`${f.stack.web.url}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: email }) })
           const body = (await response.json()) as Record<string, unknown>
           samples[kind].push(performance.now() - started)
           shapes.add(JSON.stringify([response.status, response.headers.get('content-type'), response.headers.get('content-length'), response.headers.get('cache-control'), Object.keys(body)]))
@@ -126,7 +80,7 @@ describe('password recovery and account enumeration', () => {
       }),
     )
     expect([...shapes], 'one answer shape for both').to.have.length(1)
-    expect(await db.owner('outbox.security_outbox_messages')).to.have.length(200)
+    expect(await f.db.owner('outbox.security_outbox_messages')).to.have.length(200)
 
     const known50 = percentile(samples.known.sort((a, b) => a - b), 50)
     const unknown50 = percentile(samples.unknown.sort((a, b) => a - b), 50)

@@ -1,10 +1,11 @@
 import { startDevStack } from '../runtime/dev-stack.ts'
-import { stopOnSignals } from '../runtime/signals.ts'
+import { handleSignals } from '../runtime/signals.ts'
 import { main } from './main.ts'
 
 await main('all-in-one', async (config, logger) => {
+  const signals = handleSignals(logger)
   const stack = await startDevStack(config, logger)
-  stopOnSignals(stack.stop, logger)
+  signals.stopWith(stack.stop)
   console.log(`Sealpost API listening on ${stack.apiUrl}`)
   if (stack.inboxUrl) console.log(`SES emulator inbox viewer on ${stack.inboxUrl}`)
   console.log('Try: npm run dev:identity -- alice@example.com, then see README.md "Try it".')

@@ -1,8 +1,9 @@
 import { startWeb } from '../runtime/web.ts'
-import { stopOnSignals } from '../runtime/signals.ts'
+import { handleSignals } from '../runtime/signals.ts'
 import { main, required } from './main.ts'
 
 await main('web', async (config, logger) => {
+  const signals = handleSignals(logger)
   const web = await startWeb({
     config,
     apiUrl: required(config.API_DATABASE_URL, 'API_DATABASE_URL', 'the web connects as a member of sealpost_api (use `npm start` for the all-in-one development mode)'),
@@ -12,6 +13,6 @@ await main('web', async (config, logger) => {
     },
     logger,
   })
-  stopOnSignals(web.stop, logger)
+  signals.stopWith(web.stop)
   logger.info('web listening', { url: web.url })
 })

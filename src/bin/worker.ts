@@ -1,9 +1,10 @@
 import { providersFromConfig } from '../runtime/providers.ts'
-import { stopOnSignals } from '../runtime/signals.ts'
+import { handleSignals } from '../runtime/signals.ts'
 import { startWorker } from '../runtime/worker.ts'
 import { main, required } from './main.ts'
 
 await main('worker', async (config, logger) => {
+  const signals = handleSignals(logger)
   const providers = providersFromConfig(config, logger)
   const worker = await startWorker({
     config,
@@ -15,8 +16,8 @@ await main('worker', async (config, logger) => {
     providers,
     logger,
   })
-  stopOnSignals(async () => {
+  signals.stopWith(async () => {
     await worker.stop()
     providers.forEach((provider) => provider.close())
-  }, logger)
+  })
 })

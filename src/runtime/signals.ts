@@ -7,18 +7,18 @@ function exitSoon(code: number): void {
 }
 
 /**
- * SIGTERM/SIGINT stop the process gracefully through `stop`; a second signal forces exit.
- * The process exits 0 after a clean stop, 1 if stopping failed.
+ * Takes SIGTERM/SIGINT from the first moment of a process: a signal that arrives while it is
+ * still starting (a worker may already be sending) stops it as soon as `stopWith` names how.
+ * The stop is graceful; a second signal forces exit. Exit code 0 after a clean stop, 1 otherwise.
  */
-export function stopOnSignals(stop: () => Promise<void>, logger: Logger): void {
+export function handleSignals(logger: Logger): { stopWith: (stop: () => Promise<void>) => void } {
+  let stop: (() => Promise<void>) | undefined
+  let signalled: NodeJS.Signals | undefined
   let stopping = false
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) {
-      logger.warn('second signal: exiting now', { signal })
-      process.exit(1)
-    }
+  const begin = () => {
+    if (stopping || !stop || !signalled) return
     stopping = true
-    logger.info('stopping', { signal })
+    logger.info('stopping', { signal: signalled })
     stop().then(
       () => exitSoon(0),
       (error: unknown) => {
@@ -27,6 +27,21 @@ export function stopOnSignals(stop: () => Promise<void>, logger: Logger): void {
       },
     )
   }
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (signalled) {
+      logger.warn('second signal: exiting now', { signal })
+      process.exit(1)
+    }
+    signalled = signal
+    if (!stop) logger.info('signal during startup: stopping once started', { signal })
+    begin()
+  }
   process.on('SIGTERM', onSignal)
   process.on('SIGINT', onSignal)
+  return {
+    stopWith(next) {
+      stop = next
+      begin()
+    },
+  }
 }

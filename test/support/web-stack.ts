@@ -5,9 +5,9 @@ import type { Keys } from '../../src/runtime/dev-keys.ts'
 import { startSesEmulator } from '../../src/runtime/ses-emulator.ts'
 import { startWeb, type RunningWeb } from '../../src/runtime/web.ts'
 import { startWorker, type RunningWorker } from '../../src/runtime/worker.ts'
-import type { TestDatabase } from './database.ts'
+import { createTestDatabase, type TestDatabase } from './database.ts'
 import { startFakeWasender } from './fake-wasender.ts'
-import { workerConfig } from './helpers.ts'
+import { capturingLogger, testKeys, workerConfig } from './helpers.ts'
 
 /** Web and (optionally) worker in this process against one test database, the SES emulator and the fake Wasender. */
 export async function startWebStack(
@@ -62,6 +62,32 @@ export async function startWebStack(
       for (const connector of connectors) connector.close()
       await wasender.stop()
       await emulator.stop()
+    },
+  }
+}
+
+/** Registers before/after hooks for a test database and a web stack on it; read the fields inside tests. */
+export function useWebStack(options: Omit<Parameters<typeof startWebStack>[1], 'keys' | 'logger'> = {}) {
+  let db: TestDatabase
+  let stack: Awaited<ReturnType<typeof startWebStack>>
+  const keys = testKeys()
+  const logs = capturingLogger()
+  before(async () => {
+    db = await createTestDatabase()
+    stack = await startWebStack(db, { keys, logger: logs.logger, ...options })
+  })
+  after(async () => {
+    await stack?.stop()
+    await db?.drop()
+  })
+  return {
+    keys,
+    logs,
+    get db() {
+      return db
+    },
+    get stack() {
+      return stack
     },
   }
 }
