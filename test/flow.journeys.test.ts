@@ -98,6 +98,25 @@ describe('security journeys, as a client makes them', () => {
     expect((await f.stack.call('POST', '/sessions', { identifier: email, password: 'second password y' })).status).to.equal(201)
   })
 
+  it('answers 409 identifier_taken to the second of two accounts confirming the same address', async () => {
+    const shared = uniqueEmail('shared')
+    const sessions = []
+    for (const name of ['first', 'second']) {
+      const email = uniqueEmail(name)
+      await f.stack.call('POST', '/sign-ups', { identifier: email, password: 'long enough password' })
+      const confirmed = await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: await emailCode(email, 1) })
+      sessions.push(f.stack.bearer(confirmed.body!.token))
+    }
+    expect((await f.stack.call('POST', '/sign-in-methods', { identifier: shared }, sessions[0])).status).to.equal(202)
+    const firstCode = await emailCode(shared, 1)
+    expect((await f.stack.call('POST', '/sign-in-methods', { identifier: shared }, sessions[1])).status).to.equal(202)
+    const secondCode = await emailCode(shared, 2)
+    expect((await f.stack.call('POST', '/sign-in-methods/confirmation', { identifier: shared, code: firstCode }, sessions[0])).status).to.equal(201)
+    const second = await f.stack.call('POST', '/sign-in-methods/confirmation', { identifier: shared, code: secondCode }, sessions[1])
+    expect(second.status).to.equal(409)
+    expect(second.body).to.include({ code: 'identifier_taken' })
+  })
+
   it('publishes an OpenAPI document generated from the request schemas', async () => {
     const { status, body } = await f.stack.call('GET', '/openapi.json')
     expect(status).to.equal(200)

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import { ConflictError } from './errors.ts'
 import type { Identifier } from './identifiers.ts'
 
 export type VerifiedIdentifierRow = { login_identifier_id: string; identity_id: string }
@@ -44,8 +45,14 @@ export async function activateIdentityTx(trx: Knex.Transaction, identityId: stri
   await trx('identity.identities').where({ id: identityId }).update({ status: 'active' })
 }
 
+/** Verifies a claim; refused with 409 `identifier_taken` when another identity verified the same identifier first. */
 export async function verifyClaimTx(trx: Knex.Transaction, loginIdentifierId: string, now: Date): Promise<void> {
-  await trx('identity.login_identifiers').where({ id: loginIdentifierId }).update({ verified_at: now })
+  try {
+    await trx('identity.login_identifiers').where({ id: loginIdentifierId }).update({ verified_at: now })
+  } catch (error) {
+    if ((error as { code?: string }).code === '23505') throw new ConflictError('identifier_taken', 'Another account verified this identifier first.')
+    throw error
+  }
 }
 
 export async function setPasswordTx(trx: Knex.Transaction, identityId: string, passwordHash: string, now: Date): Promise<void> {
