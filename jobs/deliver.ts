@@ -23,7 +23,8 @@ export type DeliveryDeps = {
 /**
  * One job, one message: claim (short transaction) → open → send (no transaction open) → record
  * (short transaction). Returns normally whenever the outcome is recorded; throws only when
- * recording itself failed, so pg-boss retries the job after its lease.
+ * recording itself failed, so pg-boss fails the job and retries it (the next holder takes the
+ * lease over); a worker that dies instead leaves the job to expire after its lease.
  */
 export async function deliverOne(deps: DeliveryDeps, job: Pick<Job<DeliveryJobData>, 'id' | 'retryCount' | 'data'>): Promise<void> {
   const { messageId } = job.data
