@@ -1,11 +1,10 @@
 import { expect } from 'chai'
 import { deliverOne } from '../jobs/deliver.ts'
 import { envelopeContext, open } from '../src/crypto/envelope.ts'
-import type { Provider } from '../src/delivery/provider.ts'
 import { createTestDatabase, type TestDatabase } from './support/database.ts'
 import { capturingLogger, createVerifiedIdentity, testKeys, uniqueEmail } from './support/helpers.ts'
 import { outboxHarness, outboxRows } from './support/outbox-harness.ts'
-import { scriptedProvider } from './support/scripted-provider.ts'
+import { scriptedProvider, stalledProvider } from './support/scripted-provider.ts'
 import { startWebStack } from './support/web-stack.ts'
 
 describe('resend and supersede', () => {
@@ -70,18 +69,14 @@ describe('resend and supersede', () => {
     const [older] = await messagesOf(email)
     const olderJob = await harness.nextJob()
 
-    let release: () => void = () => {}
-    let sending: () => void = () => {}
-    const gate = new Promise<void>((resolve) => (release = resolve))
-    const inSend = new Promise<void>((resolve) => (sending = resolve))
-    const stalled: Provider = { id: 'stalled', channel: 'email', dispatch: async () => (sending(), await gate, { providerMessageId: 'older-send' }) }
-    const midSend = deliverOne(harness.deps({ email: stalled }), olderJob)
-    await inSend
+    const stalled = stalledProvider('older-send')
+    const midSend = deliverOne(harness.deps({ email: stalled.provider }), olderJob)
+    await stalled.sending
     expect((await rows.message(older.id)).state).to.equal('leased')
 
     now = new Date(now.getTime() + 31_000)
     expect((await recover(email)).status).to.equal(202)
-    release()
+    stalled.release()
     await midSend
 
     expect(await rows.message(older.id)).to.include({ state: 'dead_lettered', attempt_count: 0 })

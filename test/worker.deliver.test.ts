@@ -5,7 +5,7 @@ import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
 import { QUEUES, type DeliveryJobData } from '../src/outbox/constants.ts'
 import { uniqueEmail } from './support/helpers.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
-import { scriptedProvider } from './support/scripted-provider.ts'
+import { scriptedProvider, stalledProvider } from './support/scripted-provider.ts'
 
 describe('delivery worker, one job at a time', () => {
   const f = useOutboxFixture()
@@ -98,27 +98,14 @@ describe('delivery worker, one job at a time', () => {
   it('records nothing for a worker whose lease was taken over, and lets the new holder record', async () => {
     const { messageId } = await enqueue()
     const job = await nextJob()
-    let release: () => void = () => {}
-    let sending: () => void = () => {}
-    const gate = new Promise<void>((resolve) => (release = resolve))
-    const inSend = new Promise<void>((resolve) => (sending = resolve))
-    const stalled: Provider = {
-      id: 'stalled',
-      channel: 'email',
-      dispatch: async () => {
-        sending()
-        await gate
-        return { providerMessageId: 'first' }
-      },
-    }
-
-    const first = deliverOne(deps(stalled), job)
+    const stalled = stalledProvider('first')
+    const first = deliverOne(deps(stalled.provider), job)
     // The first worker is stuck in its send; pg-boss expires its claim and hands the job out again.
-    await inSend
+    await stalled.sending
     await f.db.owner('pgboss.job').where({ id: job.id }).update({ retry_count: job.retryCount + 1 })
     const second = scriptedProvider(() => ({ providerMessageId: 'second' }))
     await deliverOne(deps(second), { ...job, retryCount: job.retryCount + 1 })
-    release()
+    stalled.release()
     await first
 
     expect(await message(messageId)).to.include({ state: 'published', attempt_count: 1 })
