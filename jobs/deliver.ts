@@ -87,7 +87,7 @@ export function createDeliveryHandler(deps: DeliveryDeps) {
   return async (jobs: Job<DeliveryJobData>[]): Promise<void> => {
     const results = await Promise.allSettled(jobs.map((job) => deliverOne(deps, job)))
     const failures = results.filter((result): result is PromiseRejectedResult => result.status === 'rejected')
-    for (const failure of failures) deps.logger.error('delivery could not be recorded; the lease will expire and retry', describeError(failure.reason))
+    for (const failure of failures) deps.logger.error('delivery could not be recorded; pg-boss retries the job', describeError(failure.reason))
     if (failures.length > 0) throw new Error(`${failures.length} of ${jobs.length} deliveries could not be recorded`)
   }
 }
