@@ -4,10 +4,9 @@ import { envelopeContext, open } from '../src/crypto/envelope.ts'
 import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
 import { renderCodeMessage } from '../src/delivery/templates.ts'
 import { describeError, type Logger } from '../src/logging/logger.ts'
-import { claimMessage } from '../src/outbox/claim.ts'
+import { claimMessages, type Claim } from '../src/outbox/claim.ts'
 import type { Channel, DeliveryJobData } from '../src/outbox/constants.ts'
-import type { Lease } from '../src/outbox/messages-sql.ts'
-import { recordOutcome, type Outcome, type RetrySettings } from '../src/outbox/record.ts'
+import { recordOutcomes, type Outcome, type RecordRequest, type RetrySettings } from '../src/outbox/record.ts'
 
 /** Everything a delivery needs, injected so tests drive the clock and the providers. */
 export type DeliveryDeps = {
@@ -20,74 +19,98 @@ export type DeliveryDeps = {
   settings: RetrySettings & { sendTimeoutMs: number }
 }
 
-/**
- * One job, one message: claim (short transaction) → open → send (no transaction open) → record
- * (short transaction). Returns normally whenever the outcome is recorded; throws only when
- * recording itself failed, so pg-boss fails the job and retries it (the next holder takes the
- * lease over); a worker that dies instead leaves the job to expire after its lease.
- */
-export async function deliverOne(deps: DeliveryDeps, job: Pick<Job<DeliveryJobData>, 'id' | 'retryCount' | 'data'>): Promise<void> {
-  const { messageId } = job.data
-  const lease: Lease = { jobId: job.id, retryCount: job.retryCount }
-  const claim = await claimMessage(deps.db, deps.boss, messageId, lease, deps.clock())
-  if (claim.kind === 'settled') {
-    deps.logger.info('delivery settled without sending', { messageId, why: claim.why })
-    return
-  }
-  const { message } = claim
-  const context = { messageId, purpose: message.purpose, channel: message.channel, attempt: message.attempt_count + 1 }
-  const record = async (outcome: Outcome) => {
-    const recorded = await recordOutcome(deps.db, deps.boss, deps.settings, messageId, lease, outcome, deps.clock())
-    if (recorded.kind === 'lease_lost') deps.logger.warn('lease lost: result not recorded', context)
-    else deps.logger.info('delivery recorded', { ...context, ...recorded })
-  }
+type DeliveryJob = Pick<Job<DeliveryJobData>, 'id' | 'retryCount' | 'data'>
 
+/** A single job: the batch path with a batch of one (tests drive it as a runOnce). */
+export async function deliverOne(deps: DeliveryDeps, job: DeliveryJob): Promise<void> {
+  await deliverBatch(deps, [job])
+}
+
+/**
+ * A batch of jobs, one message each: claim (one short transaction for the batch) → open and send
+ * each message (no transaction open) → record (one short transaction for the batch). Returns
+ * normally whenever every outcome is recorded; throws only when recording itself failed, so
+ * pg-boss fails the jobs still active and retries them (the next holder takes the lease over); a
+ * worker that dies instead leaves its jobs to expire after their lease.
+ */
+export async function deliverBatch(deps: DeliveryDeps, jobs: readonly DeliveryJob[]): Promise<void> {
+  const requests = jobs.map((job) => ({ messageId: job.data.messageId, lease: { jobId: job.id, retryCount: job.retryCount } }))
+  const claims = await claimMessages(deps.db, deps.boss, requests, deps.clock())
+  const toRecord: (RecordRequest & { context: Record<string, unknown> })[] = []
+  const unclaimed: unknown[] = []
+  await Promise.all(claims.map(async (claim, index) => {
+    const { messageId, lease } = requests[index]!
+    if (claim.kind === 'failed') {
+      unclaimed.push(claim.error)
+      return
+    }
+    if (claim.kind === 'settled') {
+      deps.logger.info('delivery settled without sending', { messageId, why: claim.why })
+      return
+    }
+    const { message } = claim
+    const context = { messageId, purpose: message.purpose, channel: message.channel, attempt: message.attempt_count + 1 }
+    toRecord.push({ messageId, lease, outcome: await attempt(deps, claim, context), context })
+  }))
+  const recorded = await recordOutcomes(deps.db, deps.boss, deps.settings, toRecord, deps.clock())
+  recorded.forEach((result, index) => {
+    const { context } = toRecord[index]!
+    if (result.kind === 'lease_lost') deps.logger.warn('lease lost: result not recorded', context)
+    else deps.logger.info('delivery recorded', { ...context, ...result })
+  })
+  // The others are recorded; now let pg-boss retry the jobs that could not even be claimed.
+  if (unclaimed.length > 0) throw unclaimed[0]
+}
+
+/** Opens the envelope and sends; every failure becomes an outcome, nothing throws. */
+async function attempt(deps: DeliveryDeps, claim: Extract<Claim, { kind: 'claimed' }>, context: Record<string, unknown>): Promise<Outcome> {
+  const { message } = claim
   let secret: Buffer
   try {
-    secret = open(deps.outboxKey, claim.envelope, envelopeContext(messageId, message.purpose))
+    secret = open(deps.outboxKey, claim.envelope, envelopeContext(message.id, message.purpose))
   } catch (error) {
     // A human must look: tampering, a wrong key or a botched deploy, never a flaky network.
     deps.logger.error('SECURITY: security outbox envelope failed to open', { ...context, ...describeError(error), security: true })
-    await record({ kind: 'dead_letter', reason: 'decryption_failed' })
-    return
+    return { kind: 'dead_letter', reason: 'decryption_failed' }
   }
 
   const provider = deps.providers[message.channel]
   const started = performance.now()
-  let outcome: Outcome
   try {
     if (!provider) throw new DeliveryFailure('UNAVAILABLE', 'ChannelNotConfigured')
     if (message.purpose === 'invitation') throw new DeliveryFailure('unexpected_worker_error', 'InvitationNotSupported')
     const content = renderCodeMessage(message.purpose, secret.toString('utf8'), message.expires_at, deps.clock())
     const { providerMessageId } = await provider.dispatch(
-      { messageId, destination: message.destination, ...content },
+      { messageId: message.id, destination: message.destination, ...content },
       AbortSignal.timeout(deps.settings.sendTimeoutMs),
     )
-    outcome = { kind: 'published', providerMessageId, durationMs: performance.now() - started }
+    return { kind: 'published', providerMessageId, durationMs: performance.now() - started }
   } catch (error) {
     const failure = error instanceof DeliveryFailure ? error : undefined
-    outcome = {
+    const outcome: Outcome = {
       kind: 'failed',
       failureClass: failure?.failureClass ?? 'unexpected_worker_error',
       retryAfterAt: failure?.retryAfterAt ?? null,
       durationMs: performance.now() - started,
     }
     deps.logger.warn('delivery attempt failed', { ...context, failureClass: outcome.failureClass, providerCode: failure?.providerCode, ...describeError(error) })
+    return outcome
   } finally {
     secret.fill(0)
   }
-  await record(outcome)
 }
 
 /**
- * The pg-boss handler for a batch. Each job is delivered independently; if any could not be
- * recorded the batch throws, and pg-boss retries only the jobs not already settled.
+ * The pg-boss handler for a batch. If the batch could not be recorded it throws, and pg-boss
+ * retries only the jobs not already settled.
  */
 export function createDeliveryHandler(deps: DeliveryDeps) {
   return async (jobs: Job<DeliveryJobData>[]): Promise<void> => {
-    const results = await Promise.allSettled(jobs.map((job) => deliverOne(deps, job)))
-    const failures = results.filter((result): result is PromiseRejectedResult => result.status === 'rejected')
-    for (const failure of failures) deps.logger.error('delivery could not be recorded; pg-boss retries the job', describeError(failure.reason))
-    if (failures.length > 0) throw new Error(`${failures.length} of ${jobs.length} deliveries could not be recorded`)
+    try {
+      await deliverBatch(deps, jobs)
+    } catch (error) {
+      deps.logger.error('delivery could not be recorded; pg-boss retries the jobs', { jobs: jobs.length, ...describeError(error) })
+      throw error
+    }
   }
 }

@@ -12,9 +12,10 @@ export type NewAttempt = {
   attemptedAt: Date
 }
 
-/** Appends one attempt; the database checks the sequence and bumps the message's attempt_count. */
-export async function insertAttemptTx(trx: Knex.Transaction, attempt: NewAttempt): Promise<void> {
-  await trx('outbox.security_outbox_attempts').insert({
+/** Appends attempts; the database checks each sequence and bumps the message's attempt_count. */
+export async function insertAttemptsTx(trx: Knex.Transaction, attempts: readonly NewAttempt[]): Promise<void> {
+  if (attempts.length === 0) return
+  await trx('outbox.security_outbox_attempts').insert(attempts.map((attempt) => ({
     message_id: attempt.messageId,
     attempt_no: attempt.attemptNo,
     outcome: attempt.outcome,
@@ -23,5 +24,5 @@ export async function insertAttemptTx(trx: Knex.Transaction, attempt: NewAttempt
     retry_after_at: attempt.retryAfterAt,
     duration_ms: Math.max(0, Math.round(attempt.durationMs)),
     attempted_at: attempt.attemptedAt,
-  })
+  })))
 }

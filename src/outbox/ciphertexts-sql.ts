@@ -6,11 +6,14 @@ export async function insertCiphertextTx(trx: Knex.Transaction, messageId: strin
   await trx(CIPHERTEXTS).insert({ message_id: messageId, envelope })
 }
 
-export async function selectEnvelopeTx(trx: Knex.Transaction, messageId: string): Promise<string | undefined> {
-  const row = await trx(CIPHERTEXTS).select('envelope').where({ message_id: messageId }).first<{ envelope: string } | undefined>()
-  return row?.envelope
+/** The sealed envelopes of several messages, by message id (absent when a message has none). */
+export async function selectEnvelopesTx(trx: Knex.Transaction, messageIds: readonly string[]): Promise<Map<string, string>> {
+  if (messageIds.length === 0) return new Map()
+  const rows = await trx(CIPHERTEXTS).select('message_id', 'envelope').whereIn('message_id', messageIds)
+  return new Map(rows.map((row: { message_id: string; envelope: string }) => [row.message_id, row.envelope]))
 }
 
-export async function deleteCiphertextTx(trx: Knex.Transaction, messageId: string): Promise<void> {
-  await trx(CIPHERTEXTS).where({ message_id: messageId }).delete()
+export async function deleteCiphertextsTx(trx: Knex.Transaction, messageIds: readonly string[]): Promise<void> {
+  if (messageIds.length === 0) return
+  await trx(CIPHERTEXTS).whereIn('message_id', messageIds).delete()
 }

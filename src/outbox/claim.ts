@@ -1,54 +1,107 @@
 import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
-import { selectEnvelopeTx } from './ciphertexts-sql.ts'
-import { deadLetterMessageTx, leaseMessageTx, lockMessageTx, type Lease, type MessageRow } from './messages-sql.ts'
-import { activePauseTx } from './provider-pauses-sql.ts'
-import { completeJobTx, isJobActiveTx, scheduleNextAttemptTx } from './settle.ts'
+import { selectEnvelopesTx } from './ciphertexts-sql.ts'
+import { deadLetterMessagesTx, leaseMessagesTx, lockMessagesTx, type DeadLetter, type Lease, type MessageRow } from './messages-sql.ts'
+import { activePausesTx } from './provider-pauses-sql.ts'
+import { activeJobsTx, completeJobsTx, scheduleNextAttemptTx } from './settle.ts'
 
 export type Claim =
   | { kind: 'claimed'; message: MessageRow; envelope: string }
   | { kind: 'settled'; why: 'missing' | 'final' | 'expired' | 'no_ciphertext' | 'held_by_another_job' | 'channel_paused' }
 
+/** A job of a batch whose own claim failed even alone: its job is left to pg-boss to retry. */
+export type FailedClaim = { kind: 'failed'; error: unknown }
+
+/** One job attempt asking for its message. */
+export type ClaimRequest = { messageId: string; lease: Lease }
+
 /**
- * Step 1 of delivery, one short transaction: lock the message, settle the job at once when there
- * is nothing to send (gone, final, expired), otherwise lease it to this job attempt and read the
- * envelope. A message leased under an older attempt of the same job is taken over: pg-boss only
- * hands a job out again once that attempt's lease expired.
+ * Step 1 of delivery, one short transaction for a whole batch of jobs: lock the messages, settle
+ * at once every job with nothing to send (gone, final, expired, paused, held by another live job),
+ * lease the rest to their job attempts and read their envelopes. A message leased under an older
+ * attempt of the same job is taken over: pg-boss only hands a job out again once that attempt's
+ * lease expired. The statements are per batch, not per message (bench/README.md).
+ *
+ * If the batch cannot commit (one job's attempt lapsed meanwhile, a deadlock), each job is
+ * claimed again alone, so one bad job never holds up the others.
  */
-export async function claimMessage(db: Knex, boss: PgBoss, messageId: string, lease: Lease, now: Date): Promise<Claim> {
+export async function claimMessages(db: Knex, boss: PgBoss, requests: readonly ClaimRequest[], now: Date): Promise<(Claim | FailedClaim)[]> {
+  if (requests.length <= 1) return await claimBatch(db, boss, requests, now)
+  try {
+    return await claimBatch(db, boss, requests, now)
+  } catch {
+    const claims: (Claim | FailedClaim)[] = []
+    for (const request of requests) {
+      try {
+        claims.push(...(await claimBatch(db, boss, [request], now)))
+      } catch (error) {
+        claims.push({ kind: 'failed', error })
+      }
+    }
+    return claims
+  }
+}
+
+async function claimBatch(db: Knex, boss: PgBoss, requests: readonly ClaimRequest[], now: Date): Promise<Claim[]> {
   return await db.transaction(async (trx) => {
-    const message = await lockMessageTx(trx, messageId)
-    if (!message || message.state === 'published' || message.state === 'dead_lettered') {
-      await completeJobTx(trx, boss, lease)
-      return { kind: 'settled', why: message ? 'final' : 'missing' }
-    }
-    if (message.state === 'leased' && message.lease_job_id !== lease.jobId && (await isJobActiveTx(trx, message.lease_job_id))) {
-      // Another live job holds this message (OX-W3): it will send; this job is a duplicate.
-      await completeJobTx(trx, boss, lease)
-      return { kind: 'settled', why: 'held_by_another_job' }
-    }
-    if (message.expires_at.getTime() <= now.getTime()) {
-      await deadLetterMessageTx(trx, messageId, 'challenge_expired', null, now)
-      await completeJobTx(trx, boss, lease)
-      return { kind: 'settled', why: 'expired' }
-    }
-    const pausedUntil = await activePauseTx(trx, message.channel, now)
-    if (pausedUntil) {
-      // The provider asked the fleet to back off: wait it out without spending an attempt,
-      // unless the code would be useless by then.
-      if (pausedUntil.getTime() >= message.expires_at.getTime()) await deadLetterMessageTx(trx, messageId, 'challenge_expired', 'THROTTLED', now)
-      else await scheduleNextAttemptTx(trx, boss, messageId, pausedUntil)
-      await completeJobTx(trx, boss, lease)
-      return { kind: 'settled', why: 'channel_paused' }
-    }
-    const envelope = await selectEnvelopeTx(trx, messageId)
-    if (envelope === undefined) {
-      // An open message without its secret cannot be sent by anyone, ever: structural, not transient.
-      await deadLetterMessageTx(trx, messageId, 'decryption_failed', null, now)
-      await completeJobTx(trx, boss, lease)
-      return { kind: 'settled', why: 'no_ciphertext' }
-    }
-    await leaseMessageTx(trx, messageId, lease, now)
-    return { kind: 'claimed', message: { ...message, state: 'leased' }, envelope }
+    const rows = new Map((await lockMessagesTx(trx, requests.map((request) => request.messageId))).map((row) => [row.id, row]))
+    const ourJobs = new Set(requests.map((request) => request.lease.jobId))
+    const foreignHolders = [...rows.values()].flatMap((row) => (row.state === 'leased' && row.lease_job_id && !ourJobs.has(row.lease_job_id) ? [row.lease_job_id] : []))
+    const liveHolders = await activeJobsTx(trx, foreignHolders)
+    const pauses = await activePausesTx(trx, now)
+    const envelopes = await selectEnvelopesTx(trx, [...rows.keys()])
+
+    const toLease: ClaimRequest[] = []
+    const toDeadLetter: DeadLetter[] = []
+    const toReschedule: { messageId: string; at: Date }[] = []
+    const toComplete: Lease[] = []
+    const claims = requests.map((request): Claim => {
+      const { messageId, lease } = request
+      const message = rows.get(messageId)
+      const settle = (why: Extract<Claim, { kind: 'settled' }>['why']): Claim => {
+        toComplete.push(lease)
+        return { kind: 'settled', why }
+      }
+      if (!message || message.state === 'published' || message.state === 'dead_lettered') return settle(message ? 'final' : 'missing')
+      if (message.state === 'leased' && message.lease_job_id !== lease.jobId && message.lease_job_id && (liveHolders.has(message.lease_job_id) || ourJobs.has(message.lease_job_id))) {
+        // Another live job holds this message (OX-W3): it will send; this job is a duplicate.
+        return settle('held_by_another_job')
+      }
+      if (message.expires_at.getTime() <= now.getTime()) {
+        toDeadLetter.push({ messageId, reason: 'challenge_expired', lastFailureClass: null })
+        message.state = 'dead_lettered'
+        return settle('expired')
+      }
+      const pausedUntil = pauses.get(message.channel)
+      if (pausedUntil) {
+        // The provider asked the fleet to back off: wait it out without spending an attempt,
+        // unless the code would be useless by then.
+        if (pausedUntil.getTime() >= message.expires_at.getTime()) {
+          toDeadLetter.push({ messageId, reason: 'challenge_expired', lastFailureClass: 'THROTTLED' })
+          message.state = 'dead_lettered'
+        } else {
+          toReschedule.push({ messageId, at: pausedUntil })
+          message.state = 'pending'
+        }
+        return settle('channel_paused')
+      }
+      const envelope = envelopes.get(messageId)
+      if (envelope === undefined) {
+        // An open message without its secret cannot be sent by anyone, ever: structural, not transient.
+        toDeadLetter.push({ messageId, reason: 'decryption_failed', lastFailureClass: null })
+        message.state = 'dead_lettered'
+        return settle('no_ciphertext')
+      }
+      toLease.push(request)
+      // Later jobs of this batch for the same message see it held by this one.
+      Object.assign(message, { state: 'leased', lease_job_id: lease.jobId, lease_retry_count: lease.retryCount })
+      return { kind: 'claimed', message: { ...message }, envelope }
+    })
+
+    await deadLetterMessagesTx(trx, toDeadLetter, now)
+    for (const { messageId, at } of toReschedule) await scheduleNextAttemptTx(trx, boss, messageId, at)
+    await leaseMessagesTx(trx, toLease, now)
+    await completeJobsTx(trx, boss, toComplete)
+    return claims
   })
 }

@@ -49,29 +49,38 @@ export async function insertMessageTx(trx: Knex.Transaction, message: NewMessage
 }
 
 export async function lockMessageTx(trx: Knex.Transaction, id: string): Promise<MessageRow | undefined> {
+  return (await lockMessagesTx(trx, [id]))[0]
+}
+
+/** Locks several messages, always in id order, so two batches that overlap cannot deadlock. */
+export async function lockMessagesTx(trx: Knex.Transaction, ids: readonly string[]): Promise<MessageRow[]> {
   return await trx(MESSAGES)
     .select('id', 'purpose', 'channel', 'destination', 'locale', 'state', 'attempt_count',
       'lease_job_id', 'lease_retry_count', 'expires_at', 'created_at')
-    .where({ id })
+    .whereIn('id', [...new Set(ids)])
+    .orderBy('id')
     .forUpdate()
-    .first()
 }
 
 export function isLeasedBy(row: MessageRow, lease: Lease): boolean {
   return row.state === 'leased' && row.lease_job_id === lease.jobId && row.lease_retry_count === lease.retryCount
 }
 
-export async function leaseMessageTx(trx: Knex.Transaction, id: string, lease: Lease, now: Date): Promise<void> {
-  await trx(MESSAGES).where({ id }).update({
-    state: 'leased',
-    lease_job_id: lease.jobId,
-    lease_retry_count: lease.retryCount,
-    leased_at: now,
-  })
+/** Leases each message to its job attempt, one statement for the batch. */
+export async function leaseMessagesTx(trx: Knex.Transaction, leases: readonly { messageId: string; lease: Lease }[], now: Date): Promise<void> {
+  if (leases.length === 0) return
+  await trx.raw(
+    `UPDATE ${MESSAGES} AS m
+        SET state = 'leased', lease_job_id = v.job_id, lease_retry_count = v.retry_count, leased_at = ?
+       FROM unnest(?::uuid[], ?::uuid[], ?::integer[]) AS v (id, job_id, retry_count)
+      WHERE m.id = v.id`,
+    [now, leases.map((entry) => entry.messageId), leases.map((entry) => entry.lease.jobId), leases.map((entry) => entry.lease.retryCount)],
+  )
 }
 
-export async function publishMessageTx(trx: Knex.Transaction, id: string, now: Date): Promise<void> {
-  await trx(MESSAGES).where({ id }).update({ state: 'published', published_at: now })
+export async function publishMessagesTx(trx: Knex.Transaction, ids: readonly string[], now: Date): Promise<void> {
+  if (ids.length === 0) return
+  await trx(MESSAGES).whereIn('id', ids).update({ state: 'published', published_at: now })
 }
 
 export async function releaseMessageForRetryTx(trx: Knex.Transaction, id: string, availableAt: Date, nextJobId: string): Promise<void> {
@@ -85,6 +94,9 @@ export async function releaseMessageForRetryTx(trx: Knex.Transaction, id: string
   })
 }
 
+/** Why a message is dead-lettered, as its dead-letter row records it. */
+export type DeadLetter = { messageId: string; reason: DeadLetterReason; lastFailureClass: FailureClass | null }
+
 /** Dead-letters a message: final state, its dead-letter row, and its ciphertext gone. */
 export async function deadLetterMessageTx(
   trx: Knex.Transaction,
@@ -93,12 +105,19 @@ export async function deadLetterMessageTx(
   lastFailureClass: FailureClass | null,
   now: Date,
 ): Promise<void> {
-  await trx(MESSAGES).where({ id }).update({ state: 'dead_lettered', dead_lettered_at: now })
-  await trx('outbox.security_outbox_dead_letters').insert({
-    message_id: id,
-    reason,
-    last_failure_class: lastFailureClass,
+  await deadLetterMessagesTx(trx, [{ messageId: id, reason, lastFailureClass }], now)
+}
+
+/** Dead-letters several messages at once, three statements whatever their number. */
+export async function deadLetterMessagesTx(trx: Knex.Transaction, letters: readonly DeadLetter[], now: Date): Promise<void> {
+  if (letters.length === 0) return
+  const ids = letters.map((letter) => letter.messageId)
+  await trx(MESSAGES).whereIn('id', ids).update({ state: 'dead_lettered', dead_lettered_at: now })
+  await trx('outbox.security_outbox_dead_letters').insert(letters.map((letter) => ({
+    message_id: letter.messageId,
+    reason: letter.reason,
+    last_failure_class: letter.lastFailureClass,
     dead_lettered_at: now,
-  })
-  await trx('outbox.security_outbox_ciphertexts').where({ message_id: id }).delete()
+  })))
+  await trx('outbox.security_outbox_ciphertexts').whereIn('message_id', ids).delete()
 }

@@ -12,8 +12,8 @@ export async function pauseChannelTx(trx: Knex.Transaction, channel: Channel, un
   )
 }
 
-/** The end of the channel's pause, if one is still running at `now`. */
-export async function activePauseTx(trx: Knex.Transaction, channel: Channel, now: Date): Promise<Date | undefined> {
-  const row = await trx(PAUSES).select('paused_until').where({ channel }).andWhere('paused_until', '>', now).first<{ paused_until: Date } | undefined>()
-  return row?.paused_until
+/** The end of each channel's pause still running at `now`. */
+export async function activePausesTx(trx: Knex.Transaction, now: Date): Promise<Map<Channel, Date>> {
+  const rows: { channel: Channel; paused_until: Date }[] = await trx(PAUSES).select('channel', 'paused_until').where('paused_until', '>', now)
+  return new Map(rows.map((row) => [row.channel, row.paused_until]))
 }

@@ -1,12 +1,12 @@
 import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
 import { nextRetryAt } from '../delivery/retry-policy.ts'
-import { insertAttemptTx } from './attempts-sql.ts'
-import { deleteCiphertextTx } from './ciphertexts-sql.ts'
-import type { DeadLetterReason, FailureClass } from './constants.ts'
-import { deadLetterMessageTx, isLeasedBy, lockMessageTx, publishMessageTx, type Lease } from './messages-sql.ts'
+import { insertAttemptsTx, type NewAttempt } from './attempts-sql.ts'
+import { deleteCiphertextsTx } from './ciphertexts-sql.ts'
+import type { Channel, DeadLetterReason, FailureClass } from './constants.ts'
+import { deadLetterMessagesTx, isLeasedBy, lockMessagesTx, publishMessagesTx, type DeadLetter, type Lease } from './messages-sql.ts'
 import { pauseChannelTx } from './provider-pauses-sql.ts'
-import { completeJobTx, scheduleNextAttemptTx } from './settle.ts'
+import { completeJobsTx, scheduleNextAttemptTx } from './settle.ts'
 
 /** What happened to one claimed message, as the worker reports it to `recordOutcome`. */
 export type Outcome =
@@ -24,11 +24,9 @@ export type Recorded =
   | { kind: 'dead_lettered'; attemptNo: number | null; reason: DeadLetterReason }
   | { kind: 'lease_lost' }
 
-/**
- * Step 5 of delivery, one short transaction: only the job attempt that still holds the lease may
- * record. The attempt row, the state change, the ciphertext delete, the next job (if any) and the
- * settlement of this job commit together or not at all.
- */
+/** One job attempt's outcome to record. */
+export type RecordRequest = { messageId: string; lease: Lease; outcome: Outcome }
+
 export async function recordOutcome(
   db: Knex,
   boss: PgBoss,
@@ -38,41 +36,97 @@ export async function recordOutcome(
   outcome: Outcome,
   now: Date,
 ): Promise<Recorded> {
-  return await db.transaction(async (trx): Promise<Recorded> => {
-    const message = await lockMessageTx(trx, messageId)
-    if (!message || !isLeasedBy(message, lease)) return { kind: 'lease_lost' }
+  const [recorded] = await recordOutcomes(db, boss, settings, [{ messageId, lease, outcome }], now)
+  return recorded!
+}
 
-    if (outcome.kind === 'dead_letter') {
-      await deadLetterMessageTx(trx, messageId, outcome.reason, null, now)
-      await completeJobTx(trx, boss, lease)
-      return { kind: 'dead_lettered', attemptNo: null, reason: outcome.reason }
+/**
+ * Step 5 of delivery, one short transaction for a batch: only the job attempt that still holds a
+ * message's lease may record for it. Attempt rows, state changes, ciphertext deletes, next jobs
+ * and the settlement of the jobs commit together or not at all. If the batch cannot commit (one
+ * job's attempt lapsed meanwhile, a deadlock), each outcome is recorded again alone, so a lost
+ * lease costs only its own record.
+ */
+export async function recordOutcomes(
+  db: Knex,
+  boss: PgBoss,
+  settings: RetrySettings,
+  requests: readonly RecordRequest[],
+  now: Date,
+): Promise<Recorded[]> {
+  if (requests.length <= 1) return await recordBatch(db, boss, settings, requests, now)
+  try {
+    return await recordBatch(db, boss, settings, requests, now)
+  } catch {
+    const recorded: Recorded[] = []
+    let failure: { error: unknown } | undefined
+    for (const request of requests) {
+      try {
+        recorded.push(...(await recordBatch(db, boss, settings, [request], now)))
+      } catch (error) {
+        // The rest are still recorded; the caller learns of the failure once they are.
+        failure ??= { error }
+      }
     }
+    if (failure) throw failure.error
+    return recorded
+  }
+}
 
-    const attemptNo = message.attempt_count + 1
-    const decided = decide(settings, attemptNo, outcome, message.expires_at, now)
-    await insertAttemptTx(trx, {
-      messageId,
-      attemptNo,
-      outcome: outcome.kind === 'published' ? 'published' : decided.kind === 'retry_scheduled' ? 'retryable_error' : 'failed',
-      failureClass: outcome.kind === 'failed' ? outcome.failureClass : null,
-      providerMessageId: outcome.kind === 'published' ? outcome.providerMessageId : null,
-      retryAfterAt: outcome.kind === 'failed' ? outcome.retryAfterAt : null,
-      durationMs: outcome.durationMs,
-      attemptedAt: now,
+async function recordBatch(
+  db: Knex,
+  boss: PgBoss,
+  settings: RetrySettings,
+  requests: readonly RecordRequest[],
+  now: Date,
+): Promise<Recorded[]> {
+  return await db.transaction(async (trx): Promise<Recorded[]> => {
+    const rows = new Map((await lockMessagesTx(trx, requests.map((request) => request.messageId))).map((row) => [row.id, row]))
+    const attempts: NewAttempt[] = []
+    const published: string[] = []
+    const deadLetters: DeadLetter[] = []
+    const retries: { messageId: string; at: Date }[] = []
+    const pauses: { channel: Channel; until: Date }[] = []
+    const settled: Lease[] = []
+
+    const results = requests.map(({ messageId, lease, outcome }): Recorded => {
+      const message = rows.get(messageId)
+      if (!message || !isLeasedBy(message, lease)) return { kind: 'lease_lost' }
+      rows.delete(messageId)
+      settled.push(lease)
+      if (outcome.kind === 'dead_letter') {
+        deadLetters.push({ messageId, reason: outcome.reason, lastFailureClass: null })
+        return { kind: 'dead_lettered', attemptNo: null, reason: outcome.reason }
+      }
+      const attemptNo = message.attempt_count + 1
+      const decided = decide(settings, attemptNo, outcome, message.expires_at, now)
+      attempts.push({
+        messageId,
+        attemptNo,
+        outcome: outcome.kind === 'published' ? 'published' : decided.kind === 'retry_scheduled' ? 'retryable_error' : 'failed',
+        failureClass: outcome.kind === 'failed' ? outcome.failureClass : null,
+        providerMessageId: outcome.kind === 'published' ? outcome.providerMessageId : null,
+        retryAfterAt: outcome.kind === 'failed' ? outcome.retryAfterAt : null,
+        durationMs: outcome.durationMs,
+        attemptedAt: now,
+      })
+      if (decided.kind === 'published') published.push(messageId)
+      else if (decided.kind === 'dead_lettered') deadLetters.push({ messageId, reason: decided.reason, lastFailureClass: outcome.kind === 'failed' ? outcome.failureClass : null })
+      else retries.push({ messageId, at: decided.nextAttemptAt })
+      if (outcome.kind === 'failed' && outcome.failureClass === 'THROTTLED' && outcome.retryAfterAt && outcome.retryAfterAt > now) {
+        pauses.push({ channel: message.channel, until: outcome.retryAfterAt })
+      }
+      return decided
     })
-    if (decided.kind === 'published') {
-      await publishMessageTx(trx, messageId, now)
-      await deleteCiphertextTx(trx, messageId)
-    } else if (decided.kind === 'dead_lettered') {
-      await deadLetterMessageTx(trx, messageId, decided.reason, outcome.kind === 'failed' ? outcome.failureClass : null, now)
-    } else {
-      await scheduleNextAttemptTx(trx, boss, messageId, decided.nextAttemptAt)
-    }
-    if (outcome.kind === 'failed' && outcome.failureClass === 'THROTTLED' && outcome.retryAfterAt && outcome.retryAfterAt > now) {
-      await pauseChannelTx(trx, message.channel, outcome.retryAfterAt, now)
-    }
-    await completeJobTx(trx, boss, lease)
-    return decided
+
+    await insertAttemptsTx(trx, attempts)
+    await publishMessagesTx(trx, published, now)
+    await deleteCiphertextsTx(trx, published)
+    await deadLetterMessagesTx(trx, deadLetters, now)
+    for (const { messageId, at } of retries) await scheduleNextAttemptTx(trx, boss, messageId, at)
+    for (const { channel, until } of pauses) await pauseChannelTx(trx, channel, until, now)
+    await completeJobsTx(trx, boss, settled)
+    return results
   })
 }
 

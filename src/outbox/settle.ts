@@ -18,16 +18,23 @@ export class LeaseLostError extends Error {
  * lapsed alone and reports 0 rows: then we throw so the whole record rolls back.
  */
 export async function completeJobTx(trx: Knex.Transaction, boss: PgBoss, lease: Lease, queue: string = QUEUES.delivery): Promise<void> {
-  const result = await boss.complete(queue, { id: lease.jobId, retryCount: lease.retryCount }, null, { db: fromKnex(trx) })
-  // pg-boss's typings leave CommandResponse empty; at runtime it carries the affected row count.
-  if ((result as { affected?: number }).affected === 0) throw new LeaseLostError()
+  await completeJobsTx(trx, boss, [lease], queue)
 }
 
-/** Whether a pg-boss job is still being worked on (its lease has not lapsed into retry or failure). */
-export async function isJobActiveTx(trx: Knex.Transaction, jobId: string | null, queue: string = QUEUES.delivery): Promise<boolean> {
-  if (!jobId) return false
-  const row = await trx('pgboss.job').select('state').where({ name: queue, id: jobId }).first<{ state: string } | undefined>()
-  return row?.state === 'active'
+/** Completes several job attempts in one statement; any one that lapsed rolls the whole batch back. */
+export async function completeJobsTx(trx: Knex.Transaction, boss: PgBoss, leases: readonly Lease[], queue: string = QUEUES.delivery): Promise<void> {
+  if (leases.length === 0) return
+  const jobs = leases.map((lease) => ({ id: lease.jobId, retryCount: lease.retryCount }))
+  const result = await boss.complete(queue, jobs, null, { db: fromKnex(trx) })
+  // pg-boss's typings leave CommandResponse empty; at runtime it carries the affected row count.
+  if ((result as { affected?: number }).affected !== leases.length) throw new LeaseLostError()
+}
+
+/** Which of these pg-boss jobs are still being worked on (their lease has not lapsed into retry or failure). */
+export async function activeJobsTx(trx: Knex.Transaction, jobIds: readonly string[], queue: string = QUEUES.delivery): Promise<Set<string>> {
+  if (jobIds.length === 0) return new Set()
+  const rows: { id: string }[] = await trx('pgboss.job').select('id').where({ name: queue, state: 'active' }).whereIn('id', jobIds)
+  return new Set(rows.map((row) => row.id))
 }
 
 /** Puts a message back to pending and queues its next job for `at`, in the caller's transaction. */
