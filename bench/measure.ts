@@ -1,0 +1,182 @@
+import { randomUUID } from 'node:crypto'
+import { fromKnex, PgBoss } from 'pg-boss'
+import { Pool } from 'undici'
+import { requestPasswordRecoveryTx } from '../src/identity/password-recovery.ts'
+import { parseIdentifier } from '../src/identity/identifiers.ts'
+import { createLogger } from '../src/logging/logger.ts'
+import { spawnProcess, type BenchProcess, type BenchStack } from './stack.ts'
+
+/** The p-th percentile (0–100) of a list, nearest rank. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Runs `task` from `concurrency` loops until `seconds` pass; returns completions per second. */
+async function closedLoop(concurrency: number, seconds: number, task: (n: number) => Promise<void>): Promise<{ perSecond: number; count: number }> {
+  const deadline = performance.now() + seconds * 1000
+  const started = performance.now()
+  let issued = 0
+  let done = 0
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (performance.now() < deadline) {
+      await task(issued++)
+      done += 1
+    }
+  }))
+  return { perSecond: done / ((performance.now() - started) / 1000), count: done }
+}
+
+/** Ceiling for enqueue: a knex transaction inserting 3 rows plus `boss.send({ db })`, no HTTP, no crypto. */
+export async function rawEnqueue(stack: BenchStack, seconds: number): Promise<number> {
+  await stack.owner.raw(`CREATE TABLE IF NOT EXISTS public.bench_raw_rows (id uuid PRIMARY KEY, kind text NOT NULL, payload text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`)
+  const queue = 'bench-raw-enqueue'
+  if (!(await stack.ownerBoss.getQueue(queue))) await stack.ownerBoss.createQueue(queue)
+  const { perSecond } = await closedLoop(16, seconds, async () => {
+    await stack.owner.transaction(async (trx) => {
+      const id = randomUUID()
+      await trx('public.bench_raw_rows').insert({ id, kind: 'challenge', payload: 'x'.repeat(64) })
+      await trx('public.bench_raw_rows').insert({ id: randomUUID(), kind: 'message', payload: id })
+      await trx('public.bench_raw_rows').insert({ id: randomUUID(), kind: 'ciphertext', payload: 'v1.'.padEnd(120, 'y') })
+      await stack.ownerBoss.send(queue, { id }, { db: fromKnex(trx) })
+    })
+  })
+  return perSecond
+}
+
+/**
+ * Ceiling for delivery: pg-boss consuming `count` queued jobs with a trivial handler, in this
+ * process, at the settings found best on this machine (README "Delivery settings").
+ */
+export async function rawConsume(stack: BenchStack, count: number): Promise<number> {
+  const queue = `bench-raw-consume-${randomUUID().slice(0, 8)}`
+  await stack.ownerBoss.createQueue(queue)
+  for (let start = 0; start < count; start += 1000) {
+    await stack.ownerBoss.insert(queue, Array.from({ length: Math.min(1000, count - start) }, (_, i) => ({ data: { n: start + i } })))
+  }
+  const consumer = new PgBoss({ connectionString: stack.ownerUrl, max: 10, supervise: false, schedule: false, migrate: false, useListenNotify: true })
+  consumer.on('error', () => undefined)
+  await consumer.start()
+  try {
+    await consumer.work(queue, { batchSize: 100, localConcurrency: 2, pollingIntervalSeconds: 0.5, burstWhenBatchFull: true }, async () => {})
+    await waitFor(async () => Number((await stack.owner.raw(`SELECT count(*) FROM pgboss.job WHERE name = ? AND state = 'completed'`, [queue])).rows[0].count) >= count, 120_000, 'raw consume')
+  } finally {
+    await consumer.stop({ graceful: false })
+  }
+  const { rows } = await stack.owner.raw(`SELECT extract(epoch FROM max(completed_on) - min(started_on)) AS seconds FROM pgboss.job WHERE name = ?`, [queue])
+  return count / Number(rows[0].seconds)
+}
+
+/** POST /password-recoveries for known identifiers through HTTP at concurrency 16. */
+export async function httpEnqueue(stack: BenchStack, seconds: number): Promise<{ perSecond: number; p50: number; p99: number; non202: number }> {
+  const identifiers = await stack.seedEmailIdentities(Math.ceil(seconds * 1500))
+  const web = await spawnProcess('web', stack.environment({ CLIENT_RATE_LIMIT_PER_MINUTE: '100000000' }))
+  const pool = new Pool(web.url!, { connections: 16 })
+  const latencies: number[] = []
+  let non202 = 0
+  try {
+    const { perSecond } = await closedLoop(16, seconds, async (n) => {
+      const started = performance.now()
+      const response = await pool.request({ method: 'POST', path: '/password-recoveries', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: identifiers[n % identifiers.length] }) })
+      await response.body.dump()
+      latencies.push(performance.now() - started)
+      if (response.statusCode !== 202) non202 += 1
+    })
+    return { perSecond, p50: percentile(latencies, 50), p99: percentile(latencies, 99), non202 }
+  } finally {
+    await pool.close()
+    await web.stop()
+  }
+}
+
+/** The same recovery transaction the route runs, called directly: what the enqueue costs without HTTP and the answer floor. */
+export async function directEnqueue(stack: BenchStack, seconds: number): Promise<number> {
+  const identifiers = (await stack.seedEmailIdentities(Math.ceil(seconds * 1500))).map((text) => parseIdentifier(text)!)
+  const deps = {
+    boss: stack.webBoss,
+    outboxKey: stack.keys.outboxKey,
+    codeHashKey: stack.keys.codeHashKey,
+    challengeTtlSeconds: 600,
+    clock: () => new Date(),
+    logger: createLogger({ level: 'error' }),
+    channels: new Set(['email', 'whatsapp'] as const),
+  }
+  const { perSecond } = await closedLoop(16, seconds, async (n) => {
+    await stack.api.transaction((trx) => requestPasswordRecoveryTx(trx, deps, identifiers[n % identifiers.length]!))
+  })
+  return perSecond
+}
+
+/**
+ * `count` queued WhatsApp codes delivered by `workers` worker processes: published rows per second
+ * from the first lease to the last publish, and the workers' peak RSS.
+ */
+export async function delivery(stack: BenchStack, options: { count: number; workers: number; concurrency: number; providerDelayMs: number }) {
+  const ids = await stack.enqueue(await stack.seedChallenges(options.count))
+  stack.wasender.behave(() => ({ kind: 'accept', delayMs: options.providerDelayMs }))
+  const env = stack.environment({ WORKER_CONCURRENCY: String(options.concurrency) })
+  const processes: BenchProcess[] = await Promise.all(Array.from({ length: options.workers }, () => spawnProcess('worker', env)))
+  let peakRssMb = 0
+  try {
+    await waitFor(async () => {
+      const { rows } = await stack.owner.raw(`SELECT count(*) FROM outbox.security_outbox_messages WHERE id = ANY(?) AND state = 'published'`, [ids])
+      return Number(rows[0].count) >= options.count
+    }, 300_000, 'delivery')
+    for (const worker of processes) peakRssMb = Math.max(peakRssMb, await worker.peakRssMb())
+  } finally {
+    await Promise.all(processes.map((worker) => worker.stop()))
+  }
+  const { rows } = await stack.owner.raw(
+    `SELECT extract(epoch FROM max(published_at) - min(leased_at)) AS seconds FROM outbox.security_outbox_messages WHERE id = ANY(?)`,
+    [ids],
+  )
+  return { perSecond: options.count / Number(rows[0].seconds), peakRssMb }
+}
+
+/**
+ * Commit-to-provider latency: one worker running, messages committed one per transaction at a
+ * steady `rate` per second for `seconds`; latency = arrival at the fake provider − commit.
+ */
+export async function commitToProvider(stack: BenchStack, options: { rate: number; seconds: number; concurrency: number }) {
+  const total = options.rate * options.seconds
+  const challenges = await stack.seedChallenges(total)
+  const committedAt = new Map<string, number>()
+  const arrivedAt = new Map<string, number>()
+  stack.wasender.behave((_call, request) => {
+    arrivedAt.set(request.to, performance.now())
+    return { kind: 'accept' }
+  })
+  const worker = await spawnProcess('worker', stack.environment({ WORKER_CONCURRENCY: String(options.concurrency) }))
+  let peakRssMb: number
+  try {
+    await sleep(500)
+    const started = performance.now()
+    const pending: Promise<void>[] = []
+    for (let i = 0; i < total; i++) {
+      const due = started + (i * 1000) / options.rate
+      const wait = due - performance.now()
+      if (wait > 0) await sleep(wait)
+      const challenge = challenges[i]!
+      pending.push(stack.api.transaction((trx) => stack.enqueueOne(trx, challenge)).then(() => void committedAt.set(challenge.destination, performance.now())))
+    }
+    await Promise.all(pending)
+    await waitFor(async () => challenges.every((challenge) => arrivedAt.has(challenge.destination)), 60_000, 'every steady-rate message to arrive')
+    peakRssMb = await worker.peakRssMb()
+  } finally {
+    await worker.stop()
+  }
+  // A commit acknowledged after the provider already saw the message counts as 0 ms.
+  const latencies = challenges.map((challenge) => Math.max(0, arrivedAt.get(challenge.destination)! - committedAt.get(challenge.destination)!))
+  return { p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99), peakRssMb }
+}
+
+async function waitFor(probe: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await sleep(100)
+  }
+}

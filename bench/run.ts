@@ -1,0 +1,109 @@
+/* eslint-disable no-console -- the benchmark talks to a person at a terminal */
+import { mkdir, writeFile } from 'node:fs/promises'
+import os from 'node:os'
+import { commitToProvider, delivery, directEnqueue, httpEnqueue, rawConsume, rawEnqueue } from './measure.ts'
+import { spotCheck } from './spot-check.ts'
+import { startBenchStack } from './stack.ts'
+
+/**
+ * `npm run bench`: the raw limits of this machine and Sealpost's figures, measured in one run,
+ * interleaved repetition by repetition so a noisy neighbour hits both sides alike (bench/README.md).
+ */
+const reps = Number(process.env.BENCH_REPS ?? 3)
+const quick = process.env.BENCH_QUICK === '1'
+const scale = quick ? 0.1 : 1
+const deliveryCount = Math.round(20_000 * scale)
+const instantConcurrency = Number(process.env.BENCH_WORKER_CONCURRENCY ?? 32)
+const providerDelayMs = Number(process.env.BENCH_PROVIDER_LATENCY_MS ?? 0)
+const slowConcurrencies = [16, 64]
+const enqueueSeconds = quick ? 2 : 10
+
+type Series = { name: string; unit: string; values: number[]; target?: { text: string; pass: (median: number, max: number) => boolean } }
+const series = new Map<string, Series>()
+const record = (name: string, unit: string, value: number, target?: Series['target']) => {
+  const entry = series.get(name) ?? { name, unit, values: [], target }
+  entry.values.push(value)
+  series.set(name, entry)
+}
+
+const started = Date.now()
+console.log(`sealpost bench: ${reps} repetitions${quick ? ' (quick)' : ''}, ${os.cpus().length} CPUs, Node ${process.version}, provider latency ${providerDelayMs} ms`)
+const stack = await startBenchStack()
+let exitCode = 0
+try {
+  for (let rep = 1; rep <= reps; rep++) {
+    const step = (what: string) => console.log(`  [rep ${rep}/${reps} · ${Math.round((Date.now() - started) / 1000)} s] ${what}`)
+    step('raw enqueue ceiling')
+    const rawTx = await rawEnqueue(stack, quick ? 2 : 5)
+    record('raw: knex tx (3 inserts + boss.send), concurrency 16', 'tx/s', rawTx)
+    step('raw pg-boss consume')
+    const rawJobs = await rawConsume(stack, deliveryCount)
+    record(`raw: pg-boss consume ${deliveryCount} jobs, trivial handler`, 'jobs/s', rawJobs)
+
+    for (const workers of [1, 2]) {
+      step(`delivery, ${workers} worker(s), provider ${providerDelayMs} ms`)
+      const result = await delivery(stack, { count: deliveryCount, workers, concurrency: instantConcurrency, providerDelayMs })
+      record(`delivery: ${deliveryCount} msgs, ${workers} worker(s), WORKER_CONCURRENCY ${instantConcurrency}`, 'msg/s', result.perSecond,
+        workers === 2 && providerDelayMs === 0 ? { text: '≥ 1500', pass: (median) => median >= 1500 } : undefined)
+      record(`delivery ${workers} worker(s) ÷ raw consume`, '%', (100 * result.perSecond) / rawJobs)
+      record('worker peak RSS', 'MB', result.peakRssMb, { text: '≤ 200', pass: (_median, max) => max <= 200 })
+    }
+    for (const concurrency of slowConcurrencies) {
+      step(`delivery, provider 100 ms, WORKER_CONCURRENCY ${concurrency}`)
+      const count = Math.max(200, Math.round(concurrency * 10 * 4 * (quick ? 0.5 : 1)))
+      const result = await delivery(stack, { count, workers: 1, concurrency, providerDelayMs: 100 })
+      const ideal = concurrency / 0.1
+      record(`delivery: provider 100 ms, 1 worker, WORKER_CONCURRENCY ${concurrency}`, 'msg/s', result.perSecond,
+        { text: `≥ ${0.8 * ideal} (80% of ${ideal})`, pass: (median) => median >= 0.8 * ideal })
+      record('worker peak RSS', 'MB', result.peakRssMb)
+    }
+    step('commit-to-provider latency at 100 msg/s')
+    const latency = await commitToProvider(stack, { rate: 100, seconds: quick ? 5 : 20, concurrency: instantConcurrency })
+    record('commit → provider p50 (100 msg/s)', 'ms', latency.p50, { text: '≤ 10', pass: (median) => median <= 10 })
+    record('commit → provider p95 (100 msg/s)', 'ms', latency.p95)
+    record('commit → provider p99 (100 msg/s)', 'ms', latency.p99, { text: '≤ 50', pass: (median) => median <= 50 })
+    record('worker peak RSS', 'MB', latency.peakRssMb)
+
+    step('HTTP enqueue')
+    const http = await httpEnqueue(stack, enqueueSeconds)
+    if (http.non202 > 0) throw new Error(`${http.non202} enqueue requests were not answered 202`)
+    record('enqueue: POST /password-recoveries, known ids, concurrency 16', 'req/s', http.perSecond)
+    record('enqueue ÷ raw enqueue ceiling', '%', (100 * http.perSecond) / rawTx, { text: '≥ 70', pass: (median) => median >= 70 })
+    record('enqueue p50', 'ms', http.p50)
+    record('enqueue p99', 'ms', http.p99)
+    step('recovery transaction without HTTP')
+    const direct = await directEnqueue(stack, quick ? 2 : 5)
+    record('diagnostic: recovery transaction called directly, concurrency 16', 'tx/s', direct)
+    record('diagnostic: direct recovery ÷ raw enqueue ceiling', '%', (100 * direct) / rawTx)
+  }
+
+  const check = await spotCheck(stack)
+  const rows = [...series.values()].map((entry) => {
+    const sorted = [...entry.values].sort((a, b) => a - b)
+    const median = sorted[Math.floor(sorted.length / 2)]!
+    const result = entry.target ? (entry.target.pass(median, sorted.at(-1)!) ? 'PASS' : 'FAIL') : ''
+    return { name: entry.name, unit: entry.unit, min: sorted[0]!, median, max: sorted.at(-1)!, target: entry.target?.text ?? '', result, values: entry.values }
+  })
+  const format = (value: number) => (value >= 100 ? value.toFixed(0) : value.toFixed(1))
+  const table = [
+    '| measure | unit | min | median | max | target | result |',
+    '|---|---|---:|---:|---:|---|---|',
+    ...rows.map((row) => `| ${row.name} | ${row.unit} | ${format(row.min)} | ${format(row.median)} | ${format(row.max)} | ${row.target} | ${row.result} |`),
+  ].join('\n')
+  const seconds = Math.round((Date.now() - started) / 1000)
+  console.log(`\n${table}\n`)
+  console.log(`spot-check: ${check.summary}`)
+  console.log(`finished in ${seconds} s`)
+  const machine = { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memoryGb: Math.round(os.totalmem() / 2 ** 30), node: process.version }
+  await mkdir('bench/results', { recursive: true })
+  const file = `bench/results/bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`
+  await writeFile(file, JSON.stringify({ at: new Date().toISOString(), seconds, reps, quick, providerDelayMs, machine, rows, spotCheck: check }, null, 2))
+  console.log(`results: ${file}`)
+  if (!check.ok) exitCode = 1
+} catch (error) {
+  console.error(error)
+  exitCode = 1
+} finally {
+  await stack.stop()
+}
+process.exit(exitCode)

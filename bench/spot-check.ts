@@ -1,0 +1,43 @@
+import type { BenchStack } from './stack.ts'
+
+/**
+ * After the run, the guarantees the figures were bought under: every published message has
+ * exactly one published attempt and attempt_count in step with its attempt rows, no published
+ * message keeps its ciphertext, and the fake provider saw exactly as many calls per destination
+ * as there are attempt rows for it.
+ */
+export async function spotCheck(stack: BenchStack) {
+  const one = async (sql: string) => Number((await stack.owner.raw(sql)).rows[0].count)
+  const published = await one(`SELECT count(*) FROM outbox.security_outbox_messages WHERE state = 'published'`)
+  const wrongAttempts = await one(`
+    SELECT count(*) FROM outbox.security_outbox_messages m
+     WHERE m.state = 'published'
+       AND (m.attempt_count <> (SELECT count(*) FROM outbox.security_outbox_attempts a WHERE a.message_id = m.id)
+         OR (SELECT count(*) FROM outbox.security_outbox_attempts a WHERE a.message_id = m.id AND a.outcome = 'published') <> 1)`)
+  const ciphertextLeft = await one(`
+    SELECT count(*) FROM outbox.security_outbox_messages m JOIN outbox.security_outbox_ciphertexts c ON c.message_id = m.id
+     WHERE m.state IN ('published', 'dead_lettered')`)
+  const attemptsByDestination = new Map<string, number>(
+    (await stack.owner.raw(`
+      SELECT m.destination, count(a.*)::int AS attempts FROM outbox.security_outbox_messages m
+        JOIN outbox.security_outbox_attempts a ON a.message_id = m.id
+       WHERE m.channel = 'whatsapp' GROUP BY m.destination`)).rows.map((row: { destination: string; attempts: number }) => [row.destination, row.attempts]),
+  )
+  const callsByDestination = new Map<string, number>()
+  for (const request of stack.wasender.requests) callsByDestination.set(request.to, (callsByDestination.get(request.to) ?? 0) + 1)
+  let callMismatches = 0
+  for (const destination of new Set([...attemptsByDestination.keys(), ...callsByDestination.keys()])) {
+    if ((attemptsByDestination.get(destination) ?? 0) !== (callsByDestination.get(destination) ?? 0)) callMismatches += 1
+  }
+  const ok = published > 0 && wrongAttempts === 0 && ciphertextLeft === 0 && callMismatches === 0
+  return {
+    ok,
+    published,
+    wrongAttempts,
+    ciphertextLeft,
+    providerCalls: stack.wasender.requests.length,
+    callMismatches,
+    summary: `${ok ? 'OK' : 'FAILED'}: ${published} published; ${wrongAttempts} with attempts out of step; ${ciphertextLeft} final messages with a ciphertext; ` +
+      `${stack.wasender.requests.length} provider calls, ${callMismatches} destinations whose calls ≠ attempt rows`,
+  }
+}

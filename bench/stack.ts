@@ -1,0 +1,182 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import knex, { type Knex } from 'knex'
+import type { PgBoss } from 'pg-boss'
+import { createBoss } from '../src/db/boss.ts'
+import { startEmbeddedPostgres } from '../src/db/embedded.ts'
+import { createKnex } from '../src/db/knex.ts'
+import { ensureLoginUsers } from '../src/db/login-users.ts'
+import { release } from '../src/db/release.ts'
+import { createLogger, type Logger } from '../src/logging/logger.ts'
+import { enqueueSecurityMessageTx } from '../src/outbox/enqueue.ts'
+import type { Keys } from '../src/runtime/dev-keys.ts'
+import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
+import { startFakeWasender } from '../test/support/fake-wasender.ts'
+
+export const WASENDER_KEY = 'bench-wasender-key'
+
+/**
+ * Everything the benchmark runs against, started from nothing: an embedded PostgreSQL with
+ * production durability (fsync on), the release step, login roles, the SES emulator and the
+ * fake Wasender (in this process, so its arrival times share the bench's clock).
+ */
+export async function startBenchStack() {
+  const logger: Logger = createLogger({ level: 'error' })
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'sealpost-bench-'))
+  // As root the embedded server runs as `postgres`, which must reach the folder.
+  await chmod(dataDir, 0o755)
+  const embedded = await startEmbeddedPostgres({ dataDir, database: 'sealpost_bench', logger })
+  const config = { LEASE_SECONDS: 60 }
+  await release(embedded.ownerUrl, config, logger)
+  const { apiUrl, workerUrl } = await ensureLoginUsers(embedded.ownerUrl)
+  const owner = knex({ client: 'pg', connection: embedded.ownerUrl, pool: { min: 0, max: 20 } })
+  const api = createKnex(apiUrl, { applicationName: 'bench-enqueue', max: 20, logger })
+  const webBoss: PgBoss = createBoss(apiUrl, 'web', logger)
+  // The raw ceilings run as the owner, on queues of their own.
+  const ownerBoss: PgBoss = createBoss(embedded.ownerUrl, 'web', logger)
+  await Promise.all([webBoss.start(), ownerBoss.start()])
+  const ses = await startSesEmulator(0)
+  const wasender = await startFakeWasender(WASENDER_KEY)
+  const keys: Keys = { outboxKey: randomBytes(32), codeHashKey: randomBytes(32) }
+
+  const environment = (extra: Record<string, string>): NodeJS.ProcessEnv => ({
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    NODE_ENV: 'production',
+    PORT: '0',
+    API_DATABASE_URL: apiUrl,
+    WORKER_DATABASE_URL: workerUrl,
+    OUTBOX_ENCRYPTION_KEY: keys.outboxKey.toString('base64'),
+    CODE_HASH_KEY: keys.codeHashKey.toString('base64'),
+    SES_REGION: 'us-east-1',
+    SES_FROM_ADDRESS: 'no-reply@sealpost.test',
+    SES_ENDPOINT: ses.url,
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    WASENDER_API_URL: wasender.url,
+    WASENDER_API_KEY: WASENDER_KEY,
+    ...extra,
+  })
+
+  let runNumber = 0
+  return {
+    owner,
+    api,
+    webBoss,
+    ownerBoss,
+    keys,
+    wasender,
+    ownerUrl: embedded.ownerUrl,
+    environment,
+    /** `count` active identities with a verified phone and an open recovery challenge each. */
+    seedChallenges: (count: number) => seedChallenges(owner, nextPrefix(), count),
+    /** `count` active identities with a verified email each, for the HTTP enqueue benchmark. */
+    async seedEmailIdentities(count: number): Promise<string[]> {
+      const run = nextPrefix()
+      await owner.raw(
+        `WITH s AS (SELECT g, gen_random_uuid() AS identity_id FROM generate_series(1, ?) g),
+              i AS (INSERT INTO identity.identities (id, status) SELECT identity_id, 'active' FROM s)
+         INSERT INTO identity.login_identifiers (id, identity_id, kind, value, verified_at)
+           SELECT gen_random_uuid(), identity_id, 'email', 'bench-' || ? || '-' || g || '@example.com', now() FROM s`,
+        [count, run],
+      )
+      return Array.from({ length: count }, (_, i) => `bench-${run}-${i + 1}@example.com`)
+    },
+    /** The real enqueue (seal, message, ciphertext, pg-boss job) for each challenge, `perTransaction` at a time. */
+    async enqueue(challenges: { challengeId: string; destination: string }[], perTransaction = 500): Promise<string[]> {
+      const ids: string[] = []
+      for (let start = 0; start < challenges.length; start += perTransaction) {
+        await api.transaction(async (trx) => {
+          for (const challenge of challenges.slice(start, start + perTransaction)) ids.push((await enqueueOne(trx, challenge)).messageId)
+        })
+      }
+      return ids
+    },
+    enqueueOne,
+    async stop() {
+      await Promise.allSettled([webBoss.stop({ graceful: false }), ownerBoss.stop({ graceful: false })])
+      await Promise.allSettled([api.destroy(), owner.destroy(), wasender.stop(), ses.stop()])
+      await embedded.stop()
+      await rm(dataDir, { recursive: true, force: true })
+    },
+  }
+
+  function nextPrefix(): number {
+    runNumber += 1
+    return runNumber
+  }
+
+  async function enqueueOne(trx: Knex.Transaction, challenge: { challengeId: string; destination: string }) {
+    return await enqueueSecurityMessageTx(
+      trx,
+      { boss: webBoss, outboxKey: keys.outboxKey },
+      { purpose: 'password_recovery', challengeId: challenge.challengeId, channel: 'whatsapp', destination: challenge.destination, locale: 'en', expiresAt: new Date(Date.now() + 3_600_000) },
+      Buffer.from(String(100_000 + Math.floor(Math.random() * 900_000))),
+    )
+  }
+}
+
+/** Bulk rows by SQL: the benchmark measures delivery, not the sign-up flow that would create them. */
+async function seedChallenges(owner: Knex, run: number, count: number): Promise<{ challengeId: string; destination: string }[]> {
+  const prefix = `+1999${String(run).padStart(3, '0')}`
+  await owner.transaction(async (trx) => {
+    await trx.raw(`CREATE TEMP TABLE seed ON COMMIT DROP AS
+      SELECT gen_random_uuid() AS identity_id, gen_random_uuid() AS login_id, ? || lpad(g::text, 7, '0') AS destination FROM generate_series(1, ?) g`, [prefix, count])
+    await trx.raw(`INSERT INTO identity.identities (id, status) SELECT identity_id, 'active' FROM seed`)
+    await trx.raw(`INSERT INTO identity.login_identifiers (id, identity_id, kind, value, verified_at) SELECT login_id, identity_id, 'phone', destination, now() FROM seed`)
+    await trx.raw(`INSERT INTO identity.challenges (id, purpose, identity_id, login_identifier_id, code_hash, expires_at)
+      SELECT gen_random_uuid(), 'password_recovery', identity_id, login_id, sha256(destination::bytea), now() + interval '1 hour' FROM seed`)
+  })
+  const rows: { challenge_id: string; destination: string }[] = await owner('identity.challenges as c')
+    .join('identity.login_identifiers as l', 'l.id', 'c.login_identifier_id')
+    .where('l.value', 'like', `${prefix}%`)
+    .select('c.id as challenge_id', 'l.value as destination')
+  return rows.map((row) => ({ challengeId: row.challenge_id, destination: row.destination }))
+}
+
+export type BenchStack = Awaited<ReturnType<typeof startBenchStack>>
+
+/** A web or worker process as the Procfile runs it; its log lines are drained, the tail kept for errors. */
+export type BenchProcess = { child: ChildProcess; peakRssMb: () => Promise<number>; stop: () => Promise<void>; url?: string }
+
+export async function spawnProcess(kind: 'web' | 'worker', env: NodeJS.ProcessEnv): Promise<BenchProcess> {
+  const child = spawn(process.execPath, [`src/bin/${kind}.ts`], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let tail = ''
+  let ready: (url: string) => void = () => {}
+  let failed: (error: Error) => void = () => {}
+  const started = new Promise<string>((resolve, reject) => ((ready = resolve), (failed = reject)))
+  const marker = kind === 'web' ? /"message":"web listening".*?"url":"([^"]+)"/ : /"message":"worker started"/
+  let seen = false
+  const onData = (chunk: Buffer) => {
+    tail = (tail + chunk.toString('utf8')).slice(-8_000)
+    if (!seen) {
+      const match = marker.exec(tail)
+      if (match) {
+        seen = true
+        ready(match[1] ?? '')
+      }
+    }
+  }
+  child.stdout!.on('data', onData)
+  child.stderr!.on('data', onData)
+  const exited = new Promise<void>((resolve) => child.on('close', () => resolve()))
+  child.on('close', (code) => failed(new Error(`${kind} exited (${code}) before it started:\n${tail}`)))
+  const url = await Promise.race([started, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${kind} did not start in 30 s:\n${tail}`)), 30_000).unref())])
+  return {
+    child,
+    url: url || undefined,
+    /** VmHWM: the process's peak resident set, read from the kernel. */
+    async peakRssMb() {
+      const status = await readFile(`/proc/${child.pid}/status`, 'utf8')
+      const kb = Number(/VmHWM:\s+(\d+)\s+kB/.exec(status)?.[1] ?? NaN)
+      return kb / 1024
+    },
+    async stop() {
+      child.kill('SIGTERM')
+      await exited
+    },
+  }
+}
