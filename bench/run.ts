@@ -13,10 +13,12 @@ const reps = Number(process.env.BENCH_REPS ?? 3)
 const quick = process.env.BENCH_QUICK === '1'
 const scale = quick ? 0.1 : 1
 const deliveryCount = Math.round(20_000 * scale)
-const instantConcurrency = Number(process.env.BENCH_WORKER_CONCURRENCY ?? 32)
+const instantConcurrency = Number(process.env.BENCH_WORKER_CONCURRENCY ?? 128)
 const providerDelayMs = Number(process.env.BENCH_PROVIDER_LATENCY_MS ?? 0)
 const slowConcurrencies = [16, 64]
 const enqueueSeconds = quick ? 2 : 10
+/** BENCH_ONLY=raw,delivery,slow,latency,enqueue runs a subset (for profiling); the full run is the figure of record. */
+const only = new Set((process.env.BENCH_ONLY ?? 'raw,delivery,slow,latency,enqueue').split(','))
 
 type Series = { name: string; unit: string; values: number[]; target?: { text: string; pass: (median: number, max: number) => boolean } }
 const series = new Map<string, Series>()
@@ -33,14 +35,18 @@ let exitCode = 0
 try {
   for (let rep = 1; rep <= reps; rep++) {
     const step = (what: string) => console.log(`  [rep ${rep}/${reps} · ${Math.round((Date.now() - started) / 1000)} s] ${what}`)
-    step('raw enqueue ceiling')
-    const rawTx = await rawEnqueue(stack, quick ? 2 : 5)
-    record('raw: knex tx (3 inserts + boss.send), concurrency 16', 'tx/s', rawTx)
-    step('raw pg-boss consume')
-    const rawJobs = await rawConsume(stack, deliveryCount)
-    record(`raw: pg-boss consume ${deliveryCount} jobs, trivial handler`, 'jobs/s', rawJobs)
+    let rawTx = NaN
+    let rawJobs = NaN
+    if (only.has('raw')) {
+      step('raw enqueue ceiling')
+      rawTx = await rawEnqueue(stack, quick ? 2 : 5)
+      record('raw: knex tx (3 inserts + boss.send), concurrency 16', 'tx/s', rawTx)
+      step('raw pg-boss consume')
+      rawJobs = await rawConsume(stack, deliveryCount)
+      record(`raw: pg-boss consume ${deliveryCount} jobs, trivial handler`, 'jobs/s', rawJobs)
+    }
 
-    for (const workers of [1, 2]) {
+    for (const workers of only.has('delivery') ? [1, 2] : []) {
       step(`delivery, ${workers} worker(s), provider ${providerDelayMs} ms`)
       const result = await delivery(stack, { count: deliveryCount, workers, concurrency: instantConcurrency, providerDelayMs })
       record(`delivery: ${deliveryCount} msgs, ${workers} worker(s), WORKER_CONCURRENCY ${instantConcurrency}`, 'msg/s', result.perSecond,
@@ -48,7 +54,7 @@ try {
       record(`delivery ${workers} worker(s) ÷ raw consume`, '%', (100 * result.perSecond) / rawJobs)
       record('worker peak RSS', 'MB', result.peakRssMb, { text: '≤ 200', pass: (_median, max) => max <= 200 })
     }
-    for (const concurrency of slowConcurrencies) {
+    for (const concurrency of only.has('slow') ? slowConcurrencies : []) {
       step(`delivery, provider 100 ms, WORKER_CONCURRENCY ${concurrency}`)
       const count = Math.max(200, Math.round(concurrency * 10 * 4 * (quick ? 0.5 : 1)))
       const result = await delivery(stack, { count, workers: 1, concurrency, providerDelayMs: 100 })
@@ -57,13 +63,16 @@ try {
         { text: `≥ ${0.8 * ideal} (80% of ${ideal})`, pass: (median) => median >= 0.8 * ideal })
       record('worker peak RSS', 'MB', result.peakRssMb)
     }
+    if (only.has('latency')) {
     step('commit-to-provider latency at 100 msg/s')
     const latency = await commitToProvider(stack, { rate: 100, seconds: quick ? 5 : 20, concurrency: instantConcurrency })
     record('commit → provider p50 (100 msg/s)', 'ms', latency.p50, { text: '≤ 10', pass: (median) => median <= 10 })
     record('commit → provider p95 (100 msg/s)', 'ms', latency.p95)
     record('commit → provider p99 (100 msg/s)', 'ms', latency.p99, { text: '≤ 50', pass: (median) => median <= 50 })
     record('worker peak RSS', 'MB', latency.peakRssMb)
+    }
 
+    if (only.has('enqueue')) {
     step('HTTP enqueue')
     const http = await httpEnqueue(stack, enqueueSeconds)
     if (http.non202 > 0) throw new Error(`${http.non202} enqueue requests were not answered 202`)
@@ -75,6 +84,7 @@ try {
     const direct = await directEnqueue(stack, quick ? 2 : 5)
     record('diagnostic: recovery transaction called directly, concurrency 16', 'tx/s', direct)
     record('diagnostic: direct recovery ÷ raw enqueue ceiling', '%', (100 * direct) / rawTx)
+    }
   }
 
   const check = await spotCheck(stack)

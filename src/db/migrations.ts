@@ -7,6 +7,7 @@ import * as providerPauses from '../../migrations/20261130000500_provider_pauses
 import * as identityFlows from '../../migrations/20261130000600_identity_flows.ts'
 import * as maintenance from '../../migrations/20261130000700_maintenance.ts'
 import * as identityRetention from '../../migrations/20261130000800_identity_retention.ts'
+import * as deliveryWritePath from '../../migrations/20261130000900_delivery_write_path.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -20,6 +21,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261130000600_identity_flows': identityFlows,
   '20261130000700_maintenance': maintenance,
   '20261130000800_identity_retention': identityRetention,
+  '20261130000900_delivery_write_path': deliveryWritePath,
 }
 
 /** knex's migration source over the list above, shared by the release step and knexfile.ts. */
