@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 import type { Job, PgBoss } from 'pg-boss'
 import { envelopeContext, open } from '../src/crypto/envelope.ts'
 import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
-import { renderCodeMessage } from '../src/delivery/templates.ts'
+import { renderCodeMessage, renderInvitationMessage } from '../src/delivery/templates.ts'
 import { describeError, type Logger } from '../src/logging/logger.ts'
 import { claimMessages, type Claim } from '../src/outbox/claim.ts'
 import type { Channel, DeliveryJobData } from '../src/outbox/constants.ts'
@@ -17,6 +17,8 @@ export type DeliveryDeps = {
   clock: () => Date
   logger: Logger
   settings: RetrySettings & { sendTimeoutMs: number }
+  /** `<base>/join#token=…`; undefined when unconfigured in staging/production (invitations then wait). */
+  invitationLinkBaseUrl?: string
 }
 
 type DeliveryJob = Pick<Job<DeliveryJobData>, 'id' | 'retryCount' | 'data'>
@@ -65,6 +67,10 @@ export async function deliverBatch(deps: DeliveryDeps, jobs: readonly DeliveryJo
 /** Opens the envelope and sends; every failure becomes an outcome, nothing throws. */
 async function attempt(deps: DeliveryDeps, claim: Extract<Claim, { kind: 'claimed' }>, context: Record<string, unknown>): Promise<Outcome> {
   const { message } = claim
+  if (message.purpose === 'invitation' && !deps.invitationLinkBaseUrl) {
+    // Retryable, and the token stays sealed: one-time codes never wait on this setting.
+    return { kind: 'failed', failureClass: 'invitation_link_unconfigured', retryAfterAt: null, durationMs: 0 }
+  }
   let secret: Buffer
   try {
     secret = open(deps.outboxKey, claim.envelope, envelopeContext(message.id, message.purpose))
@@ -78,8 +84,9 @@ async function attempt(deps: DeliveryDeps, claim: Extract<Claim, { kind: 'claime
   const started = performance.now()
   try {
     if (!provider) throw new DeliveryFailure('UNAVAILABLE', 'ChannelNotConfigured')
-    if (message.purpose === 'invitation') throw new DeliveryFailure('unexpected_worker_error', 'InvitationNotSupported')
-    const content = renderCodeMessage(message.purpose, secret.toString('utf8'), message.expires_at, deps.clock())
+    const content = message.purpose === 'invitation'
+      ? renderInvitationMessage(claim.organizationName ?? '', `${deps.invitationLinkBaseUrl}/join#token=${secret.toString('base64url')}`, message.expires_at, deps.clock())
+      : renderCodeMessage(message.purpose, secret.toString('utf8'), message.expires_at, deps.clock())
     const { providerMessageId } = await provider.dispatch(
       { messageId: message.id, destination: message.destination, ...content },
       AbortSignal.timeout(deps.settings.sendTimeoutMs),

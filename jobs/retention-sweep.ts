@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import type { Logger } from '../src/logging/logger.ts'
-import { deleteFinishedBefore, deleteRateLimitHitsBefore, sweepIdentity } from '../src/outbox/maintenance-sql.ts'
+import { deleteFinishedBefore, deleteRateLimitHitsBefore, sweepIdentity, sweepInvitations } from '../src/outbox/maintenance-sql.ts'
 import { runTick } from './tick.ts'
 
 export const SWEEP_BATCH_SIZE = 1_000
@@ -9,6 +9,8 @@ const DAY_MS = 24 * 3600 * 1000
 const RATE_LIMIT_HIT_RETENTION_MS = DAY_MS
 // Sessions, elevations, challenges and abandoned sign-ups are kept this long after they end.
 export const IDENTITY_RETENTION_DAYS = 30
+// Invitations are kept this long after they were accepted, revoked or expired (once no message refers to them).
+export const INVITATION_RETENTION_DAYS = 90
 
 export type SweepDeps = {
   db: Knex
@@ -35,7 +37,7 @@ async function inBatches(deleteBatch: (limit: number) => Promise<number>, batchS
  * older than `deadLetteredDays` go with their attempts and dead letters, in bounded batches (each
  * its own short statement) so no lock is held for long. Open messages are never touched here.
  * Then the identity rows that ended more than 30 days ago: sessions, elevations, challenges no
- * message refers to, and sign-ups never confirmed.
+ * message refers to, and sign-ups never confirmed; invitations 90 days after they ended.
  */
 export async function runRetentionSweep(deps: SweepDeps) {
   const now = deps.clock().getTime()
@@ -55,6 +57,7 @@ export async function runRetentionSweep(deps: SweepDeps) {
     identity.abandonedSignUps += swept.abandonedSignUps
     if (Math.max(swept.sessions, swept.elevations, swept.challenges, swept.abandonedSignUps) < batchSize) break
   }
+  const invitations = await inBatches((limit) => sweepInvitations(deps.db, new Date(now), INVITATION_RETENTION_DAYS, limit), batchSize)
   return {
     publishedDeleted: published.deleted,
     deadLetteredDeleted: deadLettered.deleted,
@@ -63,7 +66,8 @@ export async function runRetentionSweep(deps: SweepDeps) {
     elevationsDeleted: identity.elevations,
     challengesDeleted: identity.challenges,
     abandonedSignUpsDeleted: identity.abandonedSignUps,
-    batches: published.batches + deadLettered.batches + rateLimitHits.batches + identity.batches,
+    invitationsDeleted: invitations.deleted,
+    batches: published.batches + deadLettered.batches + rateLimitHits.batches + identity.batches + invitations.batches,
   }
 }
 

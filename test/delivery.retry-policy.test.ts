@@ -34,7 +34,7 @@ describe('retry policy', () => {
 
 describe('the decision after an attempt', () => {
   const settings = { maxAttempts: 5, retrySchedule: SCHEDULE }
-  const expires = at(600_000)
+  const expires = { expires_at: at(600_000), purpose: 'password_recovery' }
   const failed = (failureClass: 'REJECTED' | 'THROTTLED' | 'UNAVAILABLE' | 'INDETERMINATE', retryAfterAt: Date | null = null) =>
     ({ kind: 'failed', failureClass, retryAfterAt, durationMs: 3 }) as const
 
@@ -53,11 +53,15 @@ describe('the decision after an attempt', () => {
   })
 
   it('dead-letters the fifth failure as retries_exhausted', () => {
-    expect(decide(settings, 5, failed('UNAVAILABLE'), at(3_600_000), NOW)).to.deep.equal({ kind: 'dead_lettered', attemptNo: 5, reason: 'retries_exhausted' })
+    expect(decide(settings, 5, failed('UNAVAILABLE'), { ...expires, expires_at: at(3_600_000) }, NOW)).to.deep.equal({ kind: 'dead_lettered', attemptNo: 5, reason: 'retries_exhausted' })
   })
 
   it('never schedules a retry after the challenge expires', () => {
     expect(decide(settings, 4, failed('UNAVAILABLE'), expires, NOW)).to.deep.equal({ kind: 'dead_lettered', attemptNo: 4, reason: 'challenge_expired' })
     expect(decide(settings, 1, failed('THROTTLED', at(700_000)), expires, NOW)).to.deep.equal({ kind: 'dead_lettered', attemptNo: 1, reason: 'challenge_expired' })
+  })
+
+  it('calls an invitation that would retry past its expiry invitation_expired', () => {
+    expect(decide(settings, 4, failed('UNAVAILABLE'), { ...expires, purpose: 'invitation' }, NOW)).to.deep.equal({ kind: 'dead_lettered', attemptNo: 4, reason: 'invitation_expired' })
   })
 })

@@ -23,6 +23,7 @@ describe('HTTP contract of POST /password-recoveries', () => {
       db,
       logger: logs.logger,
       challenges: { boss: {} as PgBoss, outboxKey: keys.outboxKey, codeHashKey: keys.codeHashKey, challengeTtlSeconds: 600, clock: () => new Date(), logger: logs.logger, channels: new Set(['email']) },
+      invitations: { boss: {} as PgBoss, outboxKey: keys.outboxKey, codeHashKey: keys.codeHashKey, invitationTtlSeconds: 3_600, clock: () => new Date() },
       clientLimitPerMinute: 1_000,
     })
     server = await new Promise((resolve) => {

@@ -6,7 +6,7 @@ import { createBoss } from '../src/db/boss.ts'
 import { createKnex } from '../src/db/knex.ts'
 import { requestPasswordRecoveryTx, type ChallengeDeps } from '../src/identity/password-recovery.ts'
 import { createTestDatabase, type TestDatabase } from './support/database.ts'
-import { capturingLogger, createVerifiedIdentity, testKeys, uniqueEmail } from './support/helpers.ts'
+import { capturingLogger, createVerifiedIdentity, testKeys, uniqueEmail, columnsContaining } from './support/helpers.ts'
 
 /** The web side alone (no worker), so enqueued rows stay exactly as the commit left them. */
 describe('enqueue of a password-recovery code', () => {
@@ -91,26 +91,7 @@ describe('enqueue of a password-recovery code', () => {
     const code = open(keys.outboxKey, envelope, envelopeContext(message.id, message.purpose)).toString('utf8')
     expect(code).to.match(/^\d{6}$/)
 
-    const columns: { table_schema: string; table_name: string; column_name: string; data_type: string }[] = await db.owner
-      .select('c.table_schema', 'c.table_name', 'c.column_name', 'c.data_type')
-      .from('information_schema.columns as c')
-      .join('information_schema.tables as t', function () {
-        this.on('t.table_schema', 'c.table_schema').andOn('t.table_name', 'c.table_name')
-      })
-      .whereIn('c.table_schema', ['identity', 'outbox', 'pgboss', 'public'])
-      .andWhere('t.table_type', 'BASE TABLE')
-      .whereIn('c.data_type', ['text', 'character varying', 'json', 'jsonb', 'bytea', 'ARRAY'])
-    expect(columns.length, 'the scan covers the schema').to.be.greaterThan(20)
-    const hits: string[] = []
-    for (const column of columns) {
-      const target = `"${column.table_schema}"."${column.table_name}"`
-      const predicate =
-        column.data_type === 'bytea'
-          ? db.owner.raw('position(convert_to(?, ?) in ??) > 0', [code, 'UTF8', column.column_name])
-          : db.owner.raw('??::text LIKE ?', [column.column_name, `%${code}%`])
-      const [row] = await db.owner(db.owner.raw(target)).count({ n: '*' }).where(predicate)
-      if (Number(row?.n) > 0) hits.push(`${column.table_schema}.${column.table_name}.${column.column_name}`)
-    }
+    const hits = await columnsContaining(db.owner, code)
     expect(hits, 'columns holding the plaintext code').to.deep.equal([])
 
     const job = await db.owner('pgboss.job').where({ name: 'security-outbox' }).first()

@@ -8,6 +8,7 @@ import * as identityFlows from '../../migrations/20261130000600_identity_flows.t
 import * as maintenance from '../../migrations/20261130000700_maintenance.ts'
 import * as identityRetention from '../../migrations/20261130000800_identity_retention.ts'
 import * as deliveryWritePath from '../../migrations/20261130000900_delivery_write_path.ts'
+import * as organizations from '../../migrations/20261130001000_organizations.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -22,6 +23,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261130000700_maintenance': maintenance,
   '20261130000800_identity_retention': identityRetention,
   '20261130000900_delivery_write_path': deliveryWritePath,
+  '20261130001000_organizations': organizations,
 }
 
 /** knex's migration source over the list above, shared by the release step and knexfile.ts. */

@@ -26,3 +26,19 @@ export function renderCodeMessage(purpose: Exclude<Purpose, 'invitation'>, code:
       'If you did not ask for it, you can ignore this message; nobody can use it without your inbox.\n',
   }
 }
+
+/**
+ * The plain-text invitation email: it names the organization and carries the join link. The
+ * token travels in the fragment (`#token=`), which browsers never send to a server or a log.
+ */
+export function renderInvitationMessage(organizationName: string, link: string, expiresAt: Date, now: Date): { subject: string; text: string } {
+  const days = Math.max(1, Math.round((expiresAt.getTime() - now.getTime()) / 86_400_000))
+  return {
+    subject: SUBJECTS.invitation,
+    text:
+      `You have been invited to join ${organizationName} on Sealpost.\n\n` +
+      `Open this link to accept: ${link}\n\n` +
+      `The invitation expires in ${days} day${days === 1 ? '' : 's'} and works once. ` +
+      'If you do not know this organization, you can ignore this message.\n',
+  }
+}

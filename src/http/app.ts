@@ -5,9 +5,11 @@ import type { Logger } from '../logging/logger.ts'
 import { HttpProblem, problemHandler, sendProblem } from './problem.ts'
 import { healthRoutes } from './routes/health.ts'
 import { identityRoutes } from './routes/identity.ts'
+import { organizationRoutes } from './routes/organizations.ts'
+import type { InvitationDeps } from '../organization/invitations.ts'
 import { openApiDocument } from './openapi.ts'
 
-export type WebDeps = { db: Knex; challenges: ChallengeDeps; logger: Logger; clientLimitPerMinute: number }
+export type WebDeps = { db: Knex; challenges: ChallengeDeps; invitations: InvitationDeps; logger: Logger; clientLimitPerMinute: number }
 
 /** The Express app: thin routes over use cases, every error mapped by problemHandler. */
 export function createApp(deps: WebDeps): express.Express {
@@ -28,6 +30,7 @@ export function createApp(deps: WebDeps): express.Express {
     res.json(openapi)
   })
   app.use(identityRoutes({ db: deps.db, challenges: deps.challenges, clientLimitPerMinute: deps.clientLimitPerMinute }))
+  app.use(organizationRoutes({ db: deps.db, invitations: deps.invitations }))
   app.use((_req, res) => sendProblem(res, new HttpProblem(404, 'not_found', 'No such route.')))
   app.use(problemHandler(deps.logger))
   return app

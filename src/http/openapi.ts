@@ -14,6 +14,10 @@ const OPERATIONS: Operation[] = [
   { method: 'post', path: '/password-recoveries/completion', summary: 'Set a new password with the recovery code; revokes every session', request: schemas.PasswordRecoveryCompletionRequest, status: 204 },
   { method: 'post', path: '/step-ups', summary: 'Ask for a step-up code', auth: true, request: z.strictObject({}), status: 202, response: schemas.ChallengeAccepted },
   { method: 'post', path: '/step-ups/confirmation', summary: 'Exchange the step-up code for an elevation token (5 minutes)', auth: true, request: schemas.StepUpConfirmationRequest, status: 201, response: schemas.ElevationCreated },
+  { method: 'post', path: '/organizations', summary: 'Create an organization; the caller becomes its admin', auth: true, request: schemas.OrganizationRequest, status: 201, response: schemas.OrganizationCreated },
+  { method: 'post', path: '/organizations/{id}/invitations', summary: 'Invite an email address (organization admins); a join link goes to it', auth: true, request: schemas.InvitationRequest, status: 202, response: schemas.InvitationAccepted },
+  { method: 'delete', path: '/organizations/{id}/invitations/{invitationId}', summary: 'Revoke an invitation (organization admins)', auth: true, status: 204 },
+  { method: 'post', path: '/invitations/acceptance', summary: 'Accept an invitation with the token from its link; the caller becomes a member', auth: true, request: schemas.InvitationAcceptanceRequest, status: 201, response: schemas.MembershipCreated },
   { method: 'get', path: '/healthz', summary: 'Liveness', status: 200 },
   { method: 'get', path: '/readyz', summary: 'Readiness: 503 when the database is unreachable', status: 200 },
 ]

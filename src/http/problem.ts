@@ -4,6 +4,9 @@ import {
   ChannelUnavailableError,
   ConflictError,
   DomainError,
+  ForbiddenError,
+  InvalidInvitationError,
+  NotFoundError,
   InvalidCodeError,
   InvalidCredentialsError,
   RateLimitedError,
@@ -45,6 +48,9 @@ const DOMAIN_STATUS: [new (...args: never[]) => DomainError, number][] = [
   [RateLimitedError, 429],
   [ChannelUnavailableError, 422],
   [ConflictError, 409],
+  [ForbiddenError, 403],
+  [NotFoundError, 404],
+  [InvalidInvitationError, 422],
 ]
 
 function fromDomain(error: DomainError): HttpProblem {

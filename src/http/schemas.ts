@@ -17,3 +17,12 @@ export const ChallengeAccepted = z.object({ challengeExpiresAt: z.iso.datetime()
 export const SessionCreated = z.object({ token: z.string(), expiresAt: z.iso.datetime() })
 export const SignInMethodAdded = z.object({ identifier: z.string(), kind: z.enum(['email', 'phone']) })
 export const ElevationCreated = z.object({ elevationToken: z.string(), expiresAt: z.iso.datetime() })
+
+// A name shown in invitation emails: printable text only, so it cannot forge lines of the message.
+const organizationName = z.string().trim().min(1).max(100).regex(/^[^\p{Cc}\p{Cf}]+$/u, 'must not contain control characters')
+export const OrganizationRequest = z.strictObject({ name: organizationName })
+export const InvitationRequest = z.strictObject({ email: z.string().min(3).max(320).describe('The address the invitation goes to') })
+export const InvitationAcceptanceRequest = z.strictObject({ token: z.string().min(1).max(128).describe('The token from the #token= part of the invitation link') })
+export const OrganizationCreated = z.object({ id: z.uuid() })
+export const InvitationAccepted = z.object({ invitationId: z.uuid(), expiresAt: z.iso.datetime() })
+export const MembershipCreated = z.object({ organizationId: z.uuid() })

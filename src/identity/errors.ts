@@ -42,3 +42,15 @@ export class ChannelUnavailableError extends DomainError {
 }
 
 export class ConflictError extends DomainError {}
+
+/** Signed in, but not allowed to do this (e.g. not an admin of the organization). */
+export class ForbiddenError extends DomainError {}
+
+export class NotFoundError extends DomainError {}
+
+/** Used, revoked, expired or unknown invitation token: one answer for all, so it is no oracle. */
+export class InvalidInvitationError extends DomainError {
+  constructor() {
+    super('invalid_invitation', 'The invitation is not valid any more.')
+  }
+}

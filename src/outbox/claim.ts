@@ -2,12 +2,14 @@ import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
 import { selectEnvelopesTx } from './ciphertexts-sql.ts'
 import { deadLetterMessagesTx, leaseMessagesTx, lockMessagesTx, type DeadLetter, type Lease, type MessageRow } from './messages-sql.ts'
+import { expiredReason, invitationClosedReason, invitationStatesTx } from './invitations-sql.ts'
 import { activePausesTx } from './provider-pauses-sql.ts'
 import { activeJobsTx, completeJobsTx, scheduleNextAttemptTx } from './settle.ts'
 
 export type Claim =
-  | { kind: 'claimed'; message: MessageRow; envelope: string }
-  | { kind: 'settled'; why: 'missing' | 'final' | 'expired' | 'no_ciphertext' | 'held_by_another_job' | 'channel_paused' }
+  /** An invitation's message also carries its organization's name, for the email. */
+  | { kind: 'claimed'; message: MessageRow; envelope: string; organizationName?: string }
+  | { kind: 'settled'; why: 'missing' | 'final' | 'expired' | 'no_ciphertext' | 'held_by_another_job' | 'channel_paused' | 'invitation_closed' }
 
 /** A job of a batch whose own claim failed even alone: its job is left to pg-boss to retry. */
 export type FailedClaim = { kind: 'failed'; error: unknown }
@@ -50,6 +52,7 @@ async function claimBatch(db: Knex, boss: PgBoss, requests: readonly ClaimReques
     const liveHolders = await activeJobsTx(trx, foreignHolders)
     const pauses = await activePausesTx(trx, now)
     const envelopes = await selectEnvelopesTx(trx, [...rows.keys()])
+    const invitations = await invitationStatesTx(trx, [...rows.values()].flatMap((row) => (row.invitation_id ? [row.invitation_id] : [])))
 
     const toLease: ClaimRequest[] = []
     const toDeadLetter: DeadLetter[] = []
@@ -68,16 +71,24 @@ async function claimBatch(db: Knex, boss: PgBoss, requests: readonly ClaimReques
         return settle('held_by_another_job')
       }
       if (message.expires_at.getTime() <= now.getTime()) {
-        toDeadLetter.push({ messageId, reason: 'challenge_expired', lastFailureClass: null })
+        toDeadLetter.push({ messageId, reason: expiredReason(message.purpose), lastFailureClass: null })
         message.state = 'dead_lettered'
         return settle('expired')
+      }
+      const invitation = message.invitation_id ? invitations.get(message.invitation_id) : undefined
+      const closed = message.purpose === 'invitation' ? invitationClosedReason(invitation, now) : undefined
+      if (closed) {
+        // A revoked, accepted or expired invitation is never leased: its token stays sealed and goes.
+        toDeadLetter.push({ messageId, reason: closed, lastFailureClass: null })
+        message.state = 'dead_lettered'
+        return settle('invitation_closed')
       }
       const pausedUntil = pauses.get(message.channel)
       if (pausedUntil) {
         // The provider asked the fleet to back off: wait it out without spending an attempt,
         // unless the code would be useless by then.
         if (pausedUntil.getTime() >= message.expires_at.getTime()) {
-          toDeadLetter.push({ messageId, reason: 'challenge_expired', lastFailureClass: 'THROTTLED' })
+          toDeadLetter.push({ messageId, reason: expiredReason(message.purpose), lastFailureClass: 'THROTTLED' })
           message.state = 'dead_lettered'
         } else {
           toReschedule.push({ messageId, at: pausedUntil })
@@ -95,7 +106,7 @@ async function claimBatch(db: Knex, boss: PgBoss, requests: readonly ClaimReques
       toLease.push(request)
       // Later jobs of this batch for the same message see it held by this one.
       Object.assign(message, { state: 'leased', lease_job_id: lease.jobId, lease_retry_count: lease.retryCount })
-      return { kind: 'claimed', message: { ...message }, envelope }
+      return { kind: 'claimed', message: { ...message }, envelope, ...(invitation ? { organizationName: invitation.organization_name } : {}) }
     })
 
     await deadLetterMessagesTx(trx, toDeadLetter, now)

@@ -63,3 +63,9 @@ export async function sweepIdentity(db: Knex, now: Date, keepDays: number, limit
   const row = rows[0] ?? { sessions: 0, elevations: 0, challenges: 0, abandoned_sign_ups: 0 }
   return { sessions: row.sessions, elevations: row.elevations, challenges: row.challenges, abandonedSignUps: row.abandoned_sign_ups }
 }
+
+/** Deletes up to `limit` invitations that ended more than `keepDays` ago and no message refers to. */
+export async function sweepInvitations(db: Knex, now: Date, keepDays: number, limit: number): Promise<number> {
+  const { rows } = await db.raw<{ rows: { deleted: number }[] }>('SELECT organization.sweep_invitations(?, make_interval(days => ?), ?) AS deleted', [now, keepDays, limit])
+  return rows[0]?.deleted ?? 0
+}

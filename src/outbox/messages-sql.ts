@@ -10,6 +10,7 @@ export type MessageRow = {
   channel: Channel
   destination: string
   locale: string
+  invitation_id: string | null
   state: MessageState
   attempt_count: number
   lease_job_id: string | null
@@ -55,7 +56,7 @@ export async function lockMessageTx(trx: Knex.Transaction, id: string): Promise<
 /** Locks several messages, always in id order, so two batches that overlap cannot deadlock. */
 export async function lockMessagesTx(trx: Knex.Transaction, ids: readonly string[]): Promise<MessageRow[]> {
   return await trx(MESSAGES)
-    .select('id', 'purpose', 'channel', 'destination', 'locale', 'state', 'attempt_count',
+    .select('id', 'purpose', 'channel', 'destination', 'locale', 'invitation_id', 'state', 'attempt_count',
       'lease_job_id', 'lease_retry_count', 'expires_at', 'created_at')
     .whereIn('id', [...new Set(ids)])
     .orderBy('id')

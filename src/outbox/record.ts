@@ -5,6 +5,7 @@ import { insertAttemptsTx, type NewAttempt } from './attempts-sql.ts'
 import { deleteCiphertextsTx } from './ciphertexts-sql.ts'
 import type { Channel, DeadLetterReason, FailureClass } from './constants.ts'
 import { deadLetterMessagesTx, isLeasedBy, lockMessagesTx, publishMessagesTx, type DeadLetter, type Lease } from './messages-sql.ts'
+import { expiredReason, invitationClosedReason, invitationStatesTx } from './invitations-sql.ts'
 import { pauseChannelTx } from './provider-pauses-sql.ts'
 import { completeJobsTx, scheduleNextAttemptTx } from './settle.ts'
 
@@ -89,6 +90,11 @@ async function recordBatch(
     const pauses: { channel: Channel; until: Date }[] = []
     const settled: Lease[] = []
 
+    // An invitation revoked, accepted or expired while its message was out is never requeued.
+    const invitations = await invitationStatesTx(trx, requests.flatMap((request) => {
+      const invitationId = rows.get(request.messageId)?.invitation_id
+      return invitationId && request.outcome.kind === 'failed' ? [invitationId] : []
+    }))
     const results = requests.map(({ messageId, lease, outcome }): Recorded => {
       const message = rows.get(messageId)
       if (!message || !isLeasedBy(message, lease)) return { kind: 'lease_lost' }
@@ -99,7 +105,9 @@ async function recordBatch(
         return { kind: 'dead_lettered', attemptNo: null, reason: outcome.reason }
       }
       const attemptNo = message.attempt_count + 1
-      const decided = decide(settings, attemptNo, outcome, message.expires_at, now)
+      let decided = decide(settings, attemptNo, outcome, message, now)
+      const closed = decided.kind === 'retry_scheduled' && message.invitation_id ? invitationClosedReason(invitations.get(message.invitation_id), now) : undefined
+      if (closed) decided = { kind: 'dead_lettered', attemptNo, reason: closed }
       attempts.push({
         messageId,
         attemptNo,
@@ -135,7 +143,7 @@ export function decide(
   settings: RetrySettings,
   attemptNo: number,
   outcome: Exclude<Outcome, { kind: 'dead_letter' }>,
-  expiresAt: Date,
+  message: { expires_at: Date; purpose: string },
   now: Date,
 ): Exclude<Recorded, { kind: 'lease_lost' }> {
   if (outcome.kind === 'published') return { kind: 'published', attemptNo }
@@ -143,6 +151,6 @@ export function decide(
   if (attemptNo >= settings.maxAttempts) return { kind: 'dead_lettered', attemptNo, reason: 'retries_exhausted' }
   const nextAttemptAt = nextRetryAt(now, attemptNo, outcome.retryAfterAt, settings.retrySchedule)
   // A code nobody can use is never sent late.
-  if (nextAttemptAt.getTime() >= expiresAt.getTime()) return { kind: 'dead_lettered', attemptNo, reason: 'challenge_expired' }
+  if (nextAttemptAt.getTime() >= message.expires_at.getTime()) return { kind: 'dead_lettered', attemptNo, reason: expiredReason(message.purpose) }
   return { kind: 'retry_scheduled', attemptNo, nextAttemptAt }
 }

@@ -15,7 +15,7 @@ export type RunningWeb = { url: string; stop: () => Promise<void> }
 
 /** The web process: Express over the api role's pool; pg-boss only to enqueue inside our transactions. */
 export async function startWeb(options: {
-  config: Pick<Config, 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'WASENDER_API_URL' | 'CLIENT_RATE_LIMIT_PER_MINUTE'>
+  config: Pick<Config, 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'INVITATION_TTL_SECONDS' | 'WASENDER_API_URL' | 'CLIENT_RATE_LIMIT_PER_MINUTE'>
   apiUrl: string
   keys: Keys
   logger: Logger
@@ -30,15 +30,17 @@ export async function startWeb(options: {
   try {
     await assertConnectionRole(db, API_ROLE, 'API_DATABASE_URL')
     await boss.start()
+    const clock = options.clock ?? (() => new Date())
     const app = createApp({
       db,
       logger,
+      invitations: { boss, outboxKey: options.keys.outboxKey, codeHashKey: options.keys.codeHashKey, invitationTtlSeconds: config.INVITATION_TTL_SECONDS, clock },
       challenges: {
         boss,
         outboxKey: options.keys.outboxKey,
         codeHashKey: options.keys.codeHashKey,
         challengeTtlSeconds: config.CHALLENGE_TTL_SECONDS,
-        clock: options.clock ?? (() => new Date()),
+        clock,
         logger,
         // WhatsApp only where the worker can deliver it; otherwise phone identifiers are refused up front.
         channels: new Set<Channel>(config.WASENDER_API_URL ? ['email', 'whatsapp'] : ['email']),

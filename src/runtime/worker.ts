@@ -27,7 +27,21 @@ type WorkerConfig = Pick<
   | 'RETENTION_SWEEP_CRON'
   | 'RETENTION_PUBLISHED_DAYS'
   | 'RETENTION_DEAD_LETTERED_DAYS'
+  | 'INVITATION_LINK_BASE_URL'
+  | 'NODE_ENV'
+  | 'PORT'
 >
+
+/**
+ * Where invitation links point: INVITATION_LINK_BASE_URL, or in development the local web. In
+ * staging and production there is no default: invitations then fail retryably (and say so at
+ * startup) while one-time codes are delivered as usual.
+ */
+export function invitationLinkBase(config: Pick<Config, 'INVITATION_LINK_BASE_URL' | 'NODE_ENV' | 'PORT'>): string | undefined {
+  if (config.INVITATION_LINK_BASE_URL) return config.INVITATION_LINK_BASE_URL.replace(/\/+$/, '')
+  if (config.NODE_ENV === 'production' || config.NODE_ENV === 'staging') return undefined
+  return `http://localhost:${config.PORT}`
+}
 
 /**
  * Seconds between two ticks of a cron expression (UTC). A bad expression stops startup naming the
@@ -83,6 +97,10 @@ export async function startWorker(options: {
   }
   const boss = createBoss(options.workerUrl, 'worker', logger, { leaseSeconds: config.LEASE_SECONDS, shortestCronSeconds: Math.min(cron.purge, cron.sweep) })
   const providers: Partial<Record<Channel, Provider>> = Object.fromEntries(options.providers.map((provider) => [provider.channel, provider]))
+  const invitationLinkBaseUrl = invitationLinkBase(config)
+  if (!invitationLinkBaseUrl) {
+    logger.warn('INVITATION_LINK_BASE_URL is not set: invitation messages will fail as invitation_link_unconfigured (and retry) until it is; one-time codes are not affected')
+  }
   for (const channel of CHANNELS) {
     if (!providers[channel]) logger.warn('no provider configured for a channel; its messages will fail as UNAVAILABLE until one is', { channel })
   }
@@ -97,6 +115,7 @@ export async function startWorker(options: {
       clock,
       logger,
       settings: { maxAttempts: config.MAX_ATTEMPTS, retrySchedule: config.RETRY_SCHEDULE, sendTimeoutMs: config.SEND_TIMEOUT_MS },
+      invitationLinkBaseUrl,
     })
     await boss.work<DeliveryJobData>(QUEUES.delivery, deliveryWorkOptions(config), handler)
     await boss.work<DeliveryJobData>(QUEUES.deadLetter, { batchSize: 10 }, createDeadLetterQueueHandler({ db, boss, clock, logger }))

@@ -93,3 +93,31 @@ export async function insertOpenMessage(owner: Knex, overrides: Record<string, u
 export function workerConfig(overrides: Partial<Config> = {}): Config {
   return { ...loadConfig({ NODE_ENV: 'test' }, 'all-in-one'), WORKER_CONCURRENCY: 4, SEND_TIMEOUT_MS: 5_000, ...overrides }
 }
+
+/**
+ * Every text, JSON, array or bytea column of every table in our schemas and pg-boss's that holds
+ * `needle` in plaintext, as `schema.table.column`; the scan refuses to pass if it found few columns.
+ */
+export async function columnsContaining(owner: Knex, needle: string): Promise<string[]> {
+  const columns: { table_schema: string; table_name: string; column_name: string; data_type: string }[] = await owner
+    .select('c.table_schema', 'c.table_name', 'c.column_name', 'c.data_type')
+    .from('information_schema.columns as c')
+    .join('information_schema.tables as t', function () {
+      this.on('t.table_schema', 'c.table_schema').andOn('t.table_name', 'c.table_name')
+    })
+    .whereIn('c.table_schema', ['identity', 'organization', 'outbox', 'platform', 'pgboss', 'public'])
+    .andWhere('t.table_type', 'BASE TABLE')
+    .whereIn('c.data_type', ['text', 'character varying', 'json', 'jsonb', 'bytea', 'ARRAY'])
+  if (columns.length <= 20) throw new Error(`the scan found only ${columns.length} columns`)
+  const hits: string[] = []
+  for (const column of columns) {
+    const target = `"${column.table_schema}"."${column.table_name}"`
+    const predicate =
+      column.data_type === 'bytea'
+        ? owner.raw('position(convert_to(?, ?) in ??) > 0', [needle, 'UTF8', column.column_name])
+        : owner.raw('??::text LIKE ?', [column.column_name, `%${needle}%`])
+    const [row] = await owner(owner.raw(target)).count({ n: '*' }).where(predicate)
+    if (Number(row?.n) > 0) hits.push(`${column.table_schema}.${column.table_name}.${column.column_name}`)
+  }
+  return hits
+}

@@ -40,6 +40,7 @@ export async function outboxHarness(db: TestDatabase, options: { keys: Keys; clo
   return {
     api,
     worker,
+    webBoss,
     workerBoss,
     /** A verified identity for `identifier` and one recovery code on its way to it. */
     async enqueue(identifier: string, challengeTtlSeconds = 7_200): Promise<{ messageId: string }> {
@@ -81,6 +82,7 @@ export async function outboxHarness(db: TestDatabase, options: { keys: Keys; clo
         clock: options.clock,
         logger: options.logger,
         settings: { maxAttempts: 5, retrySchedule: SCHEDULE, sendTimeoutMs },
+        invitationLinkBaseUrl: 'https://app.sealpost.test',
       }
     },
     async close() {

@@ -1,0 +1,144 @@
+import { createHash, randomBytes } from 'node:crypto'
+import type { Knex } from 'knex'
+import type { PgBoss } from 'pg-boss'
+import { uuidv7 } from 'uuidv7'
+import { ConflictError, ForbiddenError, InvalidInvitationError, NotFoundError } from '../identity/errors.ts'
+import { hitRateLimitTx } from '../identity/rate-limits.ts'
+import { bucketKey } from '../identity/secrets.ts'
+import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
+
+/**
+ * Limits on invitations (seed 000 OB12, D29), counted in the database under locks, so they hold
+ * across any number of web processes: the organization's row lock serializes its invitations, and
+ * the per-address count is an advisory-locked rate-limit bucket keyed by an HMAC of the address.
+ */
+export const INVITATION_LIMITS = Object.freeze({
+  pendingPerOrganization: 50,
+  perOrganizationPerHour: 20,
+  perAddressPerDay: 5,
+})
+
+export type InvitationDeps = {
+  boss: PgBoss
+  outboxKey: Buffer
+  codeHashKey: Buffer
+  invitationTtlSeconds: number
+  clock: () => Date
+}
+
+const INVITATIONS = 'organization.invitations'
+
+/** The SHA-256 a token is stored as; the token itself is 32 random bytes, base64url in the link. */
+export function invitationTokenHash(token: Buffer): Buffer {
+  return createHash('sha256').update(token).digest()
+}
+
+/** `POST /organizations`: the creator becomes its admin, in one transaction. */
+export async function createOrganization(db: Knex, creatorId: string, name: string): Promise<{ id: string }> {
+  const id = uuidv7()
+  await db.transaction(async (trx) => {
+    await trx('organization.organizations').insert({ id, name, created_by: creatorId })
+    await trx('organization.memberships').insert({ organization_id: id, identity_id: creatorId, role: 'admin' })
+  })
+  return { id }
+}
+
+/**
+ * Locks the organization for this transaction if the caller is one of its admins, else refuses
+ * with one 403 whether the organization does not exist or the caller is not its admin.
+ */
+async function lockAsAdminTx(trx: Knex.Transaction, organizationId: string, identityId: string): Promise<void> {
+  const row = await trx('organization.organizations as o')
+    .join('organization.memberships as m', 'm.organization_id', 'o.id')
+    .where({ 'o.id': organizationId, 'm.identity_id': identityId, 'm.role': 'admin' })
+    .forUpdate('o')
+    .first('o.id')
+  if (!row) throw new ForbiddenError('not_organization_admin', 'Only an admin of this organization may do this.')
+}
+
+/**
+ * `POST /organizations/:id/invitations`: in the caller's one transaction, the limits, the
+ * revocation of a previous pending invitation of the same address (its unsent message is
+ * dead-lettered `invitation_revoked`), the invitation row (token hash only), and the outbox message
+ * with the token sealed under the outbox key (AAD `<messageId>:invitation`). The token buffer is
+ * wiped by the enqueue once sealed; no string copy of it is ever made here.
+ */
+export async function inviteTx(
+  trx: Knex.Transaction,
+  deps: InvitationDeps,
+  input: { organizationId: string; inviterId: string; email: string },
+): Promise<{ invitationId: string; expiresAt: Date }> {
+  const now = deps.clock()
+  await lockAsAdminTx(trx, input.organizationId, input.inviterId)
+  await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, 'invitation-address', input.email), { max: INVITATION_LIMITS.perAddressPerDay, windowSeconds: 86_400 }, now, 'invitation_address_rate_limited')
+  await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, 'invitation-organization', input.organizationId), { max: INVITATION_LIMITS.perOrganizationPerHour, windowSeconds: 3_600 }, now, 'invitation_rate_limited')
+
+  const previous = await trx(INVITATIONS).where({ organization_id: input.organizationId, email: input.email, status: 'pending' }).forUpdate().first<{ id: string } | undefined>('id')
+  if (previous) await revokeTx(trx, previous.id, now)
+  const pending = await trx(INVITATIONS)
+    .where({ organization_id: input.organizationId, status: 'pending' })
+    .andWhere('expires_at', '>', now)
+    .count<{ count: number }[]>({ count: '*' })
+  if (Number(pending[0]!.count) >= INVITATION_LIMITS.pendingPerOrganization) {
+    throw new ConflictError('pending_invitation_limit', 'This organization has too many pending invitations; revoke some first.')
+  }
+
+  const invitationId = uuidv7()
+  const expiresAt = new Date(now.getTime() + deps.invitationTtlSeconds * 1000)
+  const token = randomBytes(32)
+  await trx(INVITATIONS).insert({
+    id: invitationId,
+    organization_id: input.organizationId,
+    email: input.email,
+    token_hash: invitationTokenHash(token),
+    invited_by: input.inviterId,
+    expires_at: expiresAt,
+    created_at: now,
+  })
+  await enqueueSecurityMessageTx(
+    trx,
+    { boss: deps.boss, outboxKey: deps.outboxKey },
+    { purpose: 'invitation', invitationId, channel: 'email', destination: input.email, locale: 'en', expiresAt },
+    token,
+  )
+  return { invitationId, expiresAt }
+}
+
+async function revokeTx(trx: Knex.Transaction, invitationId: string, now: Date): Promise<void> {
+  await trx(INVITATIONS).where({ id: invitationId }).update({ status: 'revoked', revoked_at: now })
+  await trx.raw('SELECT outbox.dead_letter_invitation_messages(?, ?)', [invitationId, 'invitation_revoked'])
+}
+
+/** `DELETE /organizations/:id/invitations/:invitationId`: revokes; revoking twice is a no-op. */
+export async function revokeInvitation(db: Knex, input: { organizationId: string; invitationId: string; identityId: string }, now: Date): Promise<void> {
+  await db.transaction(async (trx) => {
+    await lockAsAdminTx(trx, input.organizationId, input.identityId)
+    const invitation = await trx(INVITATIONS).where({ id: input.invitationId, organization_id: input.organizationId }).forUpdate().first<{ status: string } | undefined>('status')
+    if (!invitation) throw new NotFoundError('invitation_not_found', 'This organization has no such invitation.')
+    if (invitation.status === 'accepted') throw new ConflictError('invitation_accepted', 'The invitation was already accepted.')
+    if (invitation.status === 'pending') await revokeTx(trx, input.invitationId, now)
+  })
+}
+
+/**
+ * `POST /invitations/acceptance`: a pending, unexpired invitation found by its token's hash makes
+ * the signed-in caller a member, once; the invitation is accepted and any unsent message of it is
+ * dead-lettered `invitation_accepted`. Every other token gets the same 422.
+ */
+export async function acceptInvitation(db: Knex, input: { identityId: string; token: string }, now: Date): Promise<{ organizationId: string }> {
+  const token = Buffer.from(input.token, 'base64url')
+  if (token.length !== 32 || token.toString('base64url') !== input.token) throw new InvalidInvitationError()
+  const tokenHash = invitationTokenHash(token)
+  token.fill(0)
+  return await db.transaction(async (trx) => {
+    const invitation = await trx(INVITATIONS)
+      .where({ token_hash: tokenHash })
+      .forUpdate()
+      .first<{ id: string; organization_id: string; status: string; expires_at: Date } | undefined>('id', 'organization_id', 'status', 'expires_at')
+    if (!invitation || invitation.status !== 'pending' || invitation.expires_at.getTime() <= now.getTime()) throw new InvalidInvitationError()
+    await trx('organization.memberships').insert({ organization_id: invitation.organization_id, identity_id: input.identityId, role: 'member' }).onConflict(['organization_id', 'identity_id']).ignore()
+    await trx(INVITATIONS).where({ id: invitation.id }).update({ status: 'accepted', accepted_by: input.identityId, accepted_at: now })
+    await trx.raw('SELECT outbox.dead_letter_invitation_messages(?, ?)', [invitation.id, 'invitation_accepted'])
+    return { organizationId: invitation.organization_id }
+  })
+}
