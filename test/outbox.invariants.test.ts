@@ -20,10 +20,11 @@ describe('security outbox invariants', () => {
     await db.owner.transaction(async (trx) => {
       await trx('outbox.security_outbox_messages').where({ id }).update(lease)
       await trx('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 1, outcome: 'published', duration_ms: 1 })
-      await trx('outbox.security_outbox_messages').where({ id }).update({ state: 'published', published_at: new Date() })
+      await trx('outbox.security_outbox_messages').where({ id }).update({ state: 'published', published_at: new Date(), attempt_count: 1 })
       await trx('outbox.security_outbox_ciphertexts').where({ message_id: id }).delete()
     })
   }
+  const attempt = (id: string, attemptNo: number) => ({ message_id: id, attempt_no: attemptNo, outcome: 'retryable_error', failure_class: 'UNAVAILABLE', duration_ms: 1 })
 
   it('never changes a final state', async () => {
     const id = await insertOpenMessage(db.owner)
@@ -33,17 +34,25 @@ describe('security outbox invariants', () => {
     expect((await messages().where({ id }).first()).state).to.equal('published')
   })
 
-  it('numbers attempts 1, 2, 3… and keeps attempt_count in step', async () => {
+  it('numbers attempts 1, 2, 3… and keeps attempt_count in step, checked at commit', async () => {
     const id = await insertOpenMessage(db.owner)
     await messages().where({ id }).update(lease)
-    const skipped = await failure(db.owner('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 2, outcome: 'retryable_error', failure_class: 'UNAVAILABLE', duration_ms: 1 }))
-    expect(skipped?.code).to.equal('23000')
-    await db.owner('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 1, outcome: 'retryable_error', failure_class: 'UNAVAILABLE', duration_ms: 1 })
+    const skipped = await failure(db.owner('outbox.security_outbox_attempts').insert(attempt(id, 2)))
+    expect(skipped?.code, 'attempt 2 first').to.equal('23000')
+    const uncounted = await failure(db.owner('outbox.security_outbox_attempts').insert(attempt(id, 1)))
+    expect(uncounted?.code, 'an attempt whose message does not count it').to.equal('23000')
+    await db.owner.transaction(async (trx) => {
+      await trx('outbox.security_outbox_attempts').insert(attempt(id, 1))
+      await trx('outbox.security_outbox_messages').where({ id }).update({ attempt_count: 1 })
+    })
     expect((await messages().where({ id }).first()).attempt_count).to.equal(1)
-    const repeated = await failure(db.owner('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 1, outcome: 'published', duration_ms: 1 }))
+    const repeated = await failure(db.owner('outbox.security_outbox_attempts').insert({ ...attempt(id, 1), outcome: 'published', failure_class: null }))
     expect(repeated?.code).to.be.oneOf(['23000', '23505'])
-    const third = await failure(db.owner('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 3, outcome: 'retryable_error', failure_class: 'UNAVAILABLE', duration_ms: 1 }))
+    const third = await failure(db.owner('outbox.security_outbox_attempts').insert(attempt(id, 3)))
     expect(third?.code, 'attempt 3 before 2').to.equal('23000')
+    const byHand = await failure(messages().where({ id }).update({ attempt_count: 4 }))
+    expect(byHand?.code, 'attempt_count written by hand').to.equal('23000')
+    expect((await messages().where({ id }).first()).attempt_count).to.equal(1)
   })
 
   it('records an attempt only under a lease', async () => {
@@ -58,7 +67,7 @@ describe('security outbox invariants', () => {
       db.owner.transaction(async (trx) => {
         await trx('outbox.security_outbox_messages').where({ id }).update(lease)
         await trx('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 1, outcome: 'published', duration_ms: 1 })
-        await trx('outbox.security_outbox_messages').where({ id }).update({ state: 'published', published_at: new Date() })
+        await trx('outbox.security_outbox_messages').where({ id }).update({ state: 'published', published_at: new Date(), attempt_count: 1 })
       }),
     )
     expect(error?.code).to.equal('23000')

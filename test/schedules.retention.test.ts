@@ -17,9 +17,9 @@ describe('retention sweep', () => {
       await trx('outbox.security_outbox_messages').where({ id }).update({ state: 'leased', lease_job_id: randomUUID(), lease_retry_count: 0, leased_at: at })
       await trx('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 1, outcome: state === 'published' ? 'published' : 'failed', failure_class: state === 'published' ? null : 'REJECTED', duration_ms: 5 })
       await trx('outbox.security_outbox_ciphertexts').where({ message_id: id }).delete()
-      if (state === 'published') await trx('outbox.security_outbox_messages').where({ id }).update({ state, published_at: at })
+      if (state === 'published') await trx('outbox.security_outbox_messages').where({ id }).update({ state, published_at: at, attempt_count: 1 })
       else {
-        await trx('outbox.security_outbox_messages').where({ id }).update({ state, dead_lettered_at: at })
+        await trx('outbox.security_outbox_messages').where({ id }).update({ state, dead_lettered_at: at, attempt_count: 1 })
         await trx('outbox.security_outbox_dead_letters').insert({ message_id: id, reason: 'provider_rejected', last_failure_class: 'REJECTED', dead_lettered_at: at })
       }
     })
@@ -61,6 +61,7 @@ describe('retention sweep', () => {
       elevationsDeleted: 0,
       challengesDeleted: 0,
       abandonedSignUpsDeleted: 0,
+      invitationsDeleted: 0,
       batches: 0,
     })
   })

@@ -4,7 +4,10 @@ import { deliverOne } from '../jobs/deliver.ts'
 import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
 import { InvalidInvitationError } from '../src/identity/errors.ts'
 import { acceptInvitation, inviteTx, revokeInvitation } from '../src/organization/invitations.ts'
-import { createVerifiedIdentity, uniqueEmail } from './support/helpers.ts'
+import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
+import { startFakeWasender } from './support/fake-wasender.ts'
+import { createVerifiedIdentity, eventually, uniqueEmail, uniquePhone } from './support/helpers.ts'
+import { productionEnvironment, spawnWorker } from './support/processes.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
 import { scriptedProvider } from './support/scripted-provider.ts'
 
@@ -131,5 +134,32 @@ describe('invitation messages in the worker', () => {
     expect(provider.calls).to.have.length(1)
     expect(await deadLetter(unsent.messageId)).to.include({ reason: 'invitation_expired' })
     expect(await ciphertexts(unsent.messageId)).to.equal(0)
+  })
+
+  it('in production without INVITATION_LINK_BASE_URL: one startup warning, invitations retry, codes keep flowing', async function () {
+    this.timeout(40_000)
+    const fake = await startFakeWasender('key')
+    const emulator = await startSesEmulator(0)
+    try {
+      const invitation = await invite()
+      const phone = uniquePhone()
+      const code = await f.harness.enqueue(phone)
+      const worker = spawnWorker(productionEnvironment({ apiUrl: f.db.apiUrl, workerUrl: f.db.workerUrl, keys: f.keys, sesEndpoint: emulator.url, wasenderUrl: fake.url, wasenderKey: 'key' }))
+      try {
+        await eventually(async () => ((await message(code.messageId)).state === 'published' ? true : undefined), 'the code to be delivered', 20_000)
+        await eventually(async () => ((await attempts(invitation.messageId)).length > 0 ? true : undefined), 'the invitation attempt', 20_000)
+      } finally {
+        worker.child.kill('SIGTERM')
+        await worker.exited
+      }
+      expect(fake.accepted().map((request) => request.to)).to.deep.equal([phone])
+      expect((await attempts(invitation.messageId))[0]).to.include({ outcome: 'retryable_error', failure_class: 'invitation_link_unconfigured' })
+      expect(await message(invitation.messageId)).to.include({ state: 'pending' })
+      expect(await ciphertexts(invitation.messageId)).to.equal(1)
+      expect(worker.output().match(/INVITATION_LINK_BASE_URL is not set/g), 'one startup warning').to.have.length(1)
+    } finally {
+      await fake.stop()
+      await emulator.stop()
+    }
   })
 })

@@ -9,6 +9,7 @@ import * as maintenance from '../../migrations/20261130000700_maintenance.ts'
 import * as identityRetention from '../../migrations/20261130000800_identity_retention.ts'
 import * as deliveryWritePath from '../../migrations/20261130000900_delivery_write_path.ts'
 import * as organizations from '../../migrations/20261130001000_organizations.ts'
+import * as attemptCountAtCommit from '../../migrations/20261130001100_attempt_count_at_commit.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -24,6 +25,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261130000800_identity_retention': identityRetention,
   '20261130000900_delivery_write_path': deliveryWritePath,
   '20261130001000_organizations': organizations,
+  '20261130001100_attempt_count_at_commit': attemptCountAtCommit,
 }
 
 /** knex's migration source over the list above, shared by the release step and knexfile.ts. */

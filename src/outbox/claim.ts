@@ -18,20 +18,72 @@ export type FailedClaim = { kind: 'failed'; error: unknown }
 export type ClaimRequest = { messageId: string; lease: Lease }
 
 /**
- * Step 1 of delivery, one short transaction for a whole batch of jobs: lock the messages, settle
- * at once every job with nothing to send (gone, final, expired, paused, held by another live job),
- * lease the rest to their job attempts and read their envelopes. A message leased under an older
- * attempt of the same job is taken over: pg-boss only hands a job out again once that attempt's
- * lease expired. The statements are per batch, not per message (bench/README.md).
+ * Step 1 of delivery for a whole batch of jobs: settle at once every job with nothing to send
+ * (gone, final, expired, paused, held by another live job, a closed invitation), lease the rest to
+ * their job attempts and read their envelopes. A message leased under an older attempt of the same
+ * job is taken over: pg-boss only hands a job out again once that attempt's lease expired.
  *
- * If the batch cannot commit (one job's attempt lapsed meanwhile, a deadlock), each job is
- * claimed again alone, so one bad job never holds up the others.
+ * The common case (bench/README.md) is one statement for the whole batch; whatever it leaves goes
+ * through the full path, one short transaction per batch. If that transaction cannot commit (one
+ * job's attempt lapsed meanwhile, a deadlock), each job is claimed again alone, so one bad job
+ * never holds up the others.
  */
 export async function claimMessages(db: Knex, boss: PgBoss, requests: readonly ClaimRequest[], now: Date): Promise<(Claim | FailedClaim)[]> {
-  if (requests.length <= 1) return await claimBatch(db, boss, requests, now)
+  const common = await claimCommonCase(db, requests, now)
+  const rest = requests.filter((request) => !common.has(request.messageId))
+  const others = new Map<ClaimRequest, Claim | FailedClaim>()
+  const settled = await claimEachWay(db, boss, rest, now)
+  rest.forEach((request, index) => others.set(request, settled[index]!))
+  return requests.map((request) => common.get(request.messageId) ?? others.get(request)!)
+}
+
+const MESSAGE_COLUMNS = ['id', 'purpose', 'channel', 'destination', 'locale', 'invitation_id', 'state', 'attempt_count', 'lease_job_id', 'lease_retry_count', 'expires_at', 'created_at']
+
+/**
+ * One statement, no BEGIN/COMMIT round trips: code messages that are pending (or leased under an
+ * earlier attempt of the same job), unexpired, on an unpaused channel and still holding their
+ * envelope are locked in id order, leased to their job attempts and returned with the envelope.
+ * Anything else (and a batch naming one message twice) is left to the full path.
+ */
+async function claimCommonCase(db: Knex, requests: readonly ClaimRequest[], now: Date): Promise<Map<string, Claim>> {
+  const ids = requests.map((request) => request.messageId)
+  if (ids.length === 0 || new Set(ids).size !== ids.length) return new Map()
+  try {
+    const { rows } = await db.raw<{ rows: (MessageRow & { envelope: string })[] }>(
+      `WITH req AS (
+         SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::integer[]) AS r (id, job_id, retry_count)
+       ), claimable AS (
+         SELECT m.id FROM outbox.security_outbox_messages m JOIN req ON req.id = m.id
+          WHERE (m.state = 'pending' OR (m.state = 'leased' AND m.lease_job_id = req.job_id))
+            AND m.purpose <> 'invitation'
+            AND m.expires_at > ?
+            AND NOT EXISTS (SELECT FROM outbox.provider_pauses p WHERE p.channel = m.channel AND p.paused_until > ?)
+            AND EXISTS (SELECT FROM outbox.security_outbox_ciphertexts c WHERE c.message_id = m.id)
+          ORDER BY m.id
+          FOR UPDATE OF m
+       ), leased AS (
+         UPDATE outbox.security_outbox_messages m
+            SET state = 'leased', lease_job_id = req.job_id, lease_retry_count = req.retry_count, leased_at = ?
+           FROM claimable JOIN req ON req.id = claimable.id
+          WHERE m.id = claimable.id
+         RETURNING ${MESSAGE_COLUMNS.map((column) => `m.${column}`).join(', ')}
+       )
+       SELECT leased.*, c.envelope FROM leased JOIN outbox.security_outbox_ciphertexts c ON c.message_id = leased.id`,
+      [ids, requests.map((request) => request.lease.jobId), requests.map((request) => request.lease.retryCount), now, now, now],
+    )
+    return new Map(rows.map(({ envelope, ...message }) => [message.id, { kind: 'claimed', message, envelope }]))
+  } catch {
+    // A deadlock or a lost connection: the full path decides for every job instead.
+    return new Map()
+  }
+}
+
+async function claimEachWay(db: Knex, boss: PgBoss, requests: readonly ClaimRequest[], now: Date): Promise<(Claim | FailedClaim)[]> {
+  if (requests.length === 0) return []
   try {
     return await claimBatch(db, boss, requests, now)
-  } catch {
+  } catch (error) {
+    if (requests.length === 1) return [{ kind: 'failed', error }]
     const claims: (Claim | FailedClaim)[] = []
     for (const request of requests) {
       try {
@@ -110,7 +162,7 @@ async function claimBatch(db: Knex, boss: PgBoss, requests: readonly ClaimReques
     })
 
     await deadLetterMessagesTx(trx, toDeadLetter, now)
-    for (const { messageId, at } of toReschedule) await scheduleNextAttemptTx(trx, boss, messageId, at)
+    for (const { messageId, at } of toReschedule) await scheduleNextAttemptTx(trx, boss, messageId, at, { attempted: false })
     await leaseMessagesTx(trx, toLease, now)
     await completeJobsTx(trx, boss, toComplete)
     return claims

@@ -79,13 +79,16 @@ export async function leaseMessagesTx(trx: Knex.Transaction, leases: readonly { 
   )
 }
 
+/** Publishes messages whose (first successful) attempt was just inserted: attempt_count follows. */
 export async function publishMessagesTx(trx: Knex.Transaction, ids: readonly string[], now: Date): Promise<void> {
   if (ids.length === 0) return
-  await trx(MESSAGES).whereIn('id', ids).update({ state: 'published', published_at: now })
+  await trx(MESSAGES).whereIn('id', ids).update({ state: 'published', published_at: now, attempt_count: trx.raw('attempt_count + 1') })
 }
 
-export async function releaseMessageForRetryTx(trx: Knex.Transaction, id: string, availableAt: Date, nextJobId: string): Promise<void> {
+/** Back to pending for a later job; `attempted` when an attempt row was just inserted for it. */
+export async function releaseMessageForRetryTx(trx: Knex.Transaction, id: string, availableAt: Date, nextJobId: string, attempted: boolean): Promise<void> {
   await trx(MESSAGES).where({ id }).update({
+    ...(attempted ? { attempt_count: trx.raw('attempt_count + 1') } : {}),
     state: 'pending',
     available_at: availableAt,
     job_id: nextJobId,
@@ -95,8 +98,8 @@ export async function releaseMessageForRetryTx(trx: Knex.Transaction, id: string
   })
 }
 
-/** Why a message is dead-lettered, as its dead-letter row records it. */
-export type DeadLetter = { messageId: string; reason: DeadLetterReason; lastFailureClass: FailureClass | null }
+/** Why a message is dead-lettered, as its dead-letter row records it; `attempted` when an attempt row was just inserted for it. */
+export type DeadLetter = { messageId: string; reason: DeadLetterReason; lastFailureClass: FailureClass | null; attempted?: boolean }
 
 /** Dead-letters a message: final state, its dead-letter row, and its ciphertext gone. */
 export async function deadLetterMessageTx(
@@ -113,7 +116,12 @@ export async function deadLetterMessageTx(
 export async function deadLetterMessagesTx(trx: Knex.Transaction, letters: readonly DeadLetter[], now: Date): Promise<void> {
   if (letters.length === 0) return
   const ids = letters.map((letter) => letter.messageId)
-  await trx(MESSAGES).whereIn('id', ids).update({ state: 'dead_lettered', dead_lettered_at: now })
+  const attempted = letters.filter((letter) => letter.attempted).map((letter) => letter.messageId)
+  await trx(MESSAGES).whereIn('id', ids).update({
+    state: 'dead_lettered',
+    dead_lettered_at: now,
+    ...(attempted.length > 0 ? { attempt_count: trx.raw('attempt_count + CASE WHEN id = ANY(?::uuid[]) THEN 1 ELSE 0 END', [attempted]) } : {}),
+  })
   await trx('outbox.security_outbox_dead_letters').insert(letters.map((letter) => ({
     message_id: letter.messageId,
     reason: letter.reason,

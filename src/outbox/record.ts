@@ -119,7 +119,7 @@ async function recordBatch(
         attemptedAt: now,
       })
       if (decided.kind === 'published') published.push(messageId)
-      else if (decided.kind === 'dead_lettered') deadLetters.push({ messageId, reason: decided.reason, lastFailureClass: outcome.kind === 'failed' ? outcome.failureClass : null })
+      else if (decided.kind === 'dead_lettered') deadLetters.push({ messageId, reason: decided.reason, lastFailureClass: outcome.kind === 'failed' ? outcome.failureClass : null, attempted: true })
       else retries.push({ messageId, at: decided.nextAttemptAt })
       if (outcome.kind === 'failed' && outcome.failureClass === 'THROTTLED' && outcome.retryAfterAt && outcome.retryAfterAt > now) {
         pauses.push({ channel: message.channel, until: outcome.retryAfterAt })
@@ -131,7 +131,7 @@ async function recordBatch(
     await publishMessagesTx(trx, published, now)
     await deleteCiphertextsTx(trx, published)
     await deadLetterMessagesTx(trx, deadLetters, now)
-    for (const { messageId, at } of retries) await scheduleNextAttemptTx(trx, boss, messageId, at)
+    for (const { messageId, at } of retries) await scheduleNextAttemptTx(trx, boss, messageId, at, { attempted: true })
     for (const { channel, until } of pauses) await pauseChannelTx(trx, channel, until, now)
     await completeJobsTx(trx, boss, settled)
     return results

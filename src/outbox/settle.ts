@@ -38,9 +38,9 @@ export async function activeJobsTx(trx: Knex.Transaction, jobIds: readonly strin
 }
 
 /** Puts a message back to pending and queues its next job for `at`, in the caller's transaction. */
-export async function scheduleNextAttemptTx(trx: Knex.Transaction, boss: PgBoss, messageId: string, at: Date): Promise<void> {
+export async function scheduleNextAttemptTx(trx: Knex.Transaction, boss: PgBoss, messageId: string, at: Date, options: { attempted: boolean }): Promise<void> {
   const jobId = randomUUID()
-  await releaseMessageForRetryTx(trx, messageId, at, jobId)
+  await releaseMessageForRetryTx(trx, messageId, at, jobId, options.attempted)
   const data: DeliveryJobData = { messageId }
   await boss.send(QUEUES.delivery, data, { db: fromKnex(trx), startAfter: at, id: jobId })
 }
