@@ -77,6 +77,8 @@ const envSchema = z.object({
   SEND_TIMEOUT_MS: positiveInt(10_000),
   LEASE_SECONDS: positiveInt(60),
   WORKER_CONCURRENCY: positiveInt(16),
+  /** Where a worker serves its Prometheus metrics (GET /metrics); unset = not served. */
+  WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   /** Requests per minute one client address may make to the public routes. */
   CLIENT_RATE_LIMIT_PER_MINUTE: positiveInt(60),
   EXPIRY_PURGE_CRON: z.string().min(1).default('* * * * *'),

@@ -5,6 +5,7 @@ import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
 import { renderCodeMessage, renderInvitationMessage } from '../src/delivery/templates.ts'
 import { describeError, type Logger } from '../src/logging/logger.ts'
 import { claimMessages, type Claim } from '../src/outbox/claim.ts'
+import type { WorkerMetrics } from '../src/metrics/worker-metrics.ts'
 import type { Channel, DeliveryJobData } from '../src/outbox/constants.ts'
 import { recordOutcomes, type Outcome, type RecordRequest, type RetrySettings } from '../src/outbox/record.ts'
 
@@ -19,6 +20,7 @@ export type DeliveryDeps = {
   settings: RetrySettings & { sendTimeoutMs: number }
   /** `<base>/join#token=…`; undefined when unconfigured in staging/production (invitations then wait). */
   invitationLinkBaseUrl?: string
+  metrics?: WorkerMetrics
 }
 
 type DeliveryJob = Pick<Job<DeliveryJobData>, 'id' | 'retryCount' | 'data'>
@@ -59,6 +61,11 @@ export async function deliverBatch(deps: DeliveryDeps, jobs: readonly DeliveryJo
     const { context } = toRecord[index]!
     if (result.kind === 'lease_lost') deps.logger.warn('lease lost: result not recorded', context)
     else deps.logger.info('delivery recorded', { ...context, ...result })
+    const { outcome } = toRecord[index]!
+    if (result.kind !== 'lease_lost' && outcome.kind !== 'dead_letter') {
+      deps.metrics?.attempt(result.kind === 'published' ? 'published' : result.kind === 'retry_scheduled' ? 'retryable_error' : 'failed', outcome.kind === 'failed' ? outcome.failureClass : null)
+    }
+    if (result.kind === 'dead_lettered') deps.metrics?.deadLettered(result.reason)
   })
   // The others are recorded; now let pg-boss retry the jobs that could not even be claimed.
   if (unclaimed.length > 0) throw unclaimed[0]
@@ -81,6 +88,7 @@ async function attempt(deps: DeliveryDeps, claim: Extract<Claim, { kind: 'claime
   }
 
   const provider = deps.providers[message.channel]
+  if (message.attempt_count === 0) deps.metrics?.firstSendStarted(message.channel, (deps.clock().getTime() - message.created_at.getTime()) / 1000)
   const started = performance.now()
   try {
     if (!provider) throw new DeliveryFailure('UNAVAILABLE', 'ChannelNotConfigured')
@@ -91,6 +99,7 @@ async function attempt(deps: DeliveryDeps, claim: Extract<Claim, { kind: 'claime
       { messageId: message.id, destination: message.destination, ...content },
       AbortSignal.timeout(deps.settings.sendTimeoutMs),
     )
+    deps.metrics?.sent(message.channel, (performance.now() - started) / 1000)
     return { kind: 'published', providerMessageId, durationMs: performance.now() - started }
   } catch (error) {
     const failure = error instanceof DeliveryFailure ? error : undefined

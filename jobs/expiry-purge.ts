@@ -1,13 +1,14 @@
 import type { Knex } from 'knex'
 import { fromKnex, type PgBoss } from 'pg-boss'
 import type { Logger } from '../src/logging/logger.ts'
+import type { WorkerMetrics } from '../src/metrics/worker-metrics.ts'
 import { QUEUES } from '../src/outbox/constants.ts'
 import { deadLetterExpiredTx, lockExpiredUnclaimedTx } from '../src/outbox/maintenance-sql.ts'
 import { runTick } from './tick.ts'
 
 export const PURGE_BATCH_SIZE = 500
 
-export type PurgeDeps = { db: Knex; boss: PgBoss; clock: () => Date; logger: Logger; batchSize?: number }
+export type PurgeDeps = { db: Knex; boss: PgBoss; clock: () => Date; logger: Logger; batchSize?: number; metrics?: WorkerMetrics }
 
 /**
  * One expiry-purge pass (OX-S7): expired messages nobody holds are dead-lettered
@@ -38,5 +39,5 @@ export async function runExpiryPurge(deps: PurgeDeps): Promise<{ deadLettered: n
 
 /** The pg-boss handler: one pass, one summary line; a failure is logged and the next tick retries. */
 export function createExpiryPurgeHandler(deps: PurgeDeps) {
-  return () => runTick('expiry purge', deps.logger, () => runExpiryPurge(deps))
+  return () => runTick('expiry purge', deps.logger, () => runExpiryPurge(deps), (counts) => deps.metrics?.maintenanceDone('expiry_purge', counts))
 }

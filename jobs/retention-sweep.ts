@@ -1,6 +1,7 @@
 import type { Knex } from 'knex'
 import type { Logger } from '../src/logging/logger.ts'
-import { deleteFinishedBefore, deleteRateLimitHitsBefore, sweepIdentity, sweepInvitations } from '../src/outbox/maintenance-sql.ts'
+import type { WorkerMetrics } from '../src/metrics/worker-metrics.ts'
+import { deleteFinishedBefore, deleteRateLimitHitsBefore, sweepIdentity, sweepInvitations, sweepPlatform } from '../src/outbox/maintenance-sql.ts'
 import { runTick } from './tick.ts'
 
 export const SWEEP_BATCH_SIZE = 1_000
@@ -19,6 +20,7 @@ export type SweepDeps = {
   publishedDays: number
   deadLetteredDays: number
   batchSize?: number
+  metrics?: WorkerMetrics
 }
 
 async function inBatches(deleteBatch: (limit: number) => Promise<number>, batchSize: number): Promise<{ deleted: number; batches: number }> {
@@ -58,6 +60,8 @@ export async function runRetentionSweep(deps: SweepDeps) {
     if (Math.max(swept.sessions, swept.elevations, swept.challenges, swept.abandonedSignUps) < batchSize) break
   }
   const invitations = await inBatches((limit) => sweepInvitations(deps.db, new Date(now), INVITATION_RETENTION_DAYS, limit), batchSize)
+  // Audit records are kept 400 days, idempotency keys one day (platform.sweep).
+  const platform = await inBatches((limit) => sweepPlatform(deps.db, new Date(now), limit), batchSize)
   return {
     publishedDeleted: published.deleted,
     deadLetteredDeleted: deadLettered.deleted,
@@ -67,10 +71,11 @@ export async function runRetentionSweep(deps: SweepDeps) {
     challengesDeleted: identity.challenges,
     abandonedSignUpsDeleted: identity.abandonedSignUps,
     invitationsDeleted: invitations.deleted,
-    batches: published.batches + deadLettered.batches + rateLimitHits.batches + identity.batches + invitations.batches,
+    platformRowsDeleted: platform.deleted,
+    batches: published.batches + deadLettered.batches + rateLimitHits.batches + identity.batches + invitations.batches + platform.batches,
   }
 }
 
 export function createRetentionSweepHandler(deps: SweepDeps) {
-  return () => runTick('retention sweep', deps.logger, () => runRetentionSweep(deps))
+  return () => runTick('retention sweep', deps.logger, () => runRetentionSweep(deps), (counts) => deps.metrics?.maintenanceDone('retention_sweep', counts))
 }

@@ -62,6 +62,7 @@ describe('retention sweep', () => {
       challengesDeleted: 0,
       abandonedSignUpsDeleted: 0,
       invitationsDeleted: 0,
+      platformRowsDeleted: 0,
       batches: 0,
     })
   })

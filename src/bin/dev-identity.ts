@@ -1,12 +1,10 @@
-import { existsSync } from 'node:fs'
-import { readFile } from 'node:fs/promises'
 import { uuidv7 } from 'uuidv7'
 import { ConfigError } from '../../config/schema.ts'
 import { createKnex } from '../db/knex.ts'
 import { insertActiveIdentityTx } from '../identity/identities-sql.ts'
 import { parseIdentifier } from '../identity/identifiers.ts'
-import { runtimeFile } from '../runtime/dev-stack.ts'
 import { main } from './main.ts'
+import { ownerDatabaseUrl } from './owner-database.ts'
 
 /** `npm run dev:identity -- alice@example.com`: an active identity with a verified identifier. */
 await main('cli', async (config) => {
@@ -20,12 +18,7 @@ await main('cli', async (config) => {
     process.exitCode = 2
     return
   }
-  let databaseUrl = config.DATABASE_URL
-  if (!databaseUrl) {
-    const file = runtimeFile(config.SEALPOST_DATA_DIR)
-    if (!existsSync(file)) throw new ConfigError([{ variable: 'DATABASE_URL', problem: 'is not set and no `npm start` is running here; start it first' }])
-    databaseUrl = (JSON.parse(await readFile(file, 'utf8')) as { databaseUrl: string }).databaseUrl
-  }
+  const databaseUrl = await ownerDatabaseUrl(config)
   const db = createKnex(databaseUrl, { applicationName: 'sealpost-dev-identity', max: 1 })
   try {
     const created = await db.transaction(async (trx) => {

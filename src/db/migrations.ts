@@ -10,6 +10,7 @@ import * as identityRetention from '../../migrations/20261130000800_identity_ret
 import * as deliveryWritePath from '../../migrations/20261130000900_delivery_write_path.ts'
 import * as organizations from '../../migrations/20261130001000_organizations.ts'
 import * as attemptCountAtCommit from '../../migrations/20261130001100_attempt_count_at_commit.ts'
+import * as operability from '../../migrations/20261130001200_operability.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -26,6 +27,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261130000900_delivery_write_path': deliveryWritePath,
   '20261130001000_organizations': organizations,
   '20261130001100_attempt_count_at_commit': attemptCountAtCommit,
+  '20261130001200_operability': operability,
 }
 
 /** knex's migration source over the list above, shared by the release step and knexfile.ts. */

@@ -6,6 +6,8 @@ import { HttpProblem, problemHandler, sendProblem } from './problem.ts'
 import { healthRoutes } from './routes/health.ts'
 import { identityRoutes } from './routes/identity.ts'
 import { organizationRoutes } from './routes/organizations.ts'
+import { platformAdminRoutes } from './routes/platform-admin.ts'
+import { createWebMetrics } from '../metrics/web-metrics.ts'
 import type { InvitationDeps } from '../organization/invitations.ts'
 import { openApiDocument } from './openapi.ts'
 
@@ -31,6 +33,11 @@ export function createApp(deps: WebDeps): express.Express {
   })
   app.use(identityRoutes({ db: deps.db, challenges: deps.challenges, clientLimitPerMinute: deps.clientLimitPerMinute }))
   app.use(organizationRoutes({ db: deps.db, invitations: deps.invitations }))
+  app.use(platformAdminRoutes({ db: deps.db, reissue: { boss: deps.challenges.boss, outboxKey: deps.challenges.outboxKey, codeHashKey: deps.challenges.codeHashKey, clock: deps.challenges.clock } }))
+  const metrics = createWebMetrics(deps.db, deps.challenges.clock)
+  app.get('/metrics', async (_req, res) => {
+    res.type(metrics.registry.contentType).send(await metrics.render())
+  })
   app.use((_req, res) => sendProblem(res, new HttpProblem(404, 'not_found', 'No such route.')))
   app.use(problemHandler(deps.logger))
   return app

@@ -1,6 +1,7 @@
 import type { RequestHandler, Response } from 'express'
 import type { Knex } from 'knex'
-import { UnauthenticatedError } from '../identity/errors.ts'
+import { ForbiddenError, UnauthenticatedError } from '../identity/errors.ts'
+import { isActiveStaff } from '../platform/staff.ts'
 import { hashToken } from '../identity/secrets.ts'
 import { findActiveSession } from '../identity/sessions-sql.ts'
 import type { SessionContext } from '../identity/sessions.ts'
@@ -20,4 +21,12 @@ export function requireSession(db: Knex, clock: () => Date): RequestHandler {
 
 export function sessionOf(res: Response): SessionContext {
   return res.locals.session as SessionContext
+}
+
+/** After requireSession: only an active staff member passes; anyone else gets 403 before any outbox row is read. */
+export function requireStaff(db: Knex): RequestHandler {
+  return async (_req, res, next) => {
+    if (!(await isActiveStaff(db, sessionOf(res).identityId))) throw new ForbiddenError('not_staff', 'Only staff may do this.')
+    next()
+  }
 }

@@ -10,10 +10,11 @@ import { assertConnectionRole } from '../db/connection-guard.ts'
 import { createKnex } from '../db/knex.ts'
 import type { Provider } from '../delivery/provider.ts'
 import type { Logger } from '../logging/logger.ts'
+import { createWorkerMetrics, serveMetrics } from '../metrics/worker-metrics.ts'
 import { CHANNELS, QUEUES, type Channel, type DeliveryJobData } from '../outbox/constants.ts'
 import type { Keys } from './dev-keys.ts'
 
-export type RunningWorker = { stop: () => Promise<void> }
+export type RunningWorker = { stop: () => Promise<void>; metricsUrl?: string }
 
 type WorkerConfig = Pick<
   Config,
@@ -30,6 +31,7 @@ type WorkerConfig = Pick<
   | 'INVITATION_LINK_BASE_URL'
   | 'NODE_ENV'
   | 'PORT'
+  | 'WORKER_METRICS_PORT'
 >
 
 /**
@@ -104,8 +106,11 @@ export async function startWorker(options: {
   for (const channel of CHANNELS) {
     if (!providers[channel]) logger.warn('no provider configured for a channel; its messages will fail as UNAVAILABLE until one is', { channel })
   }
+  const metrics = createWorkerMetrics()
+  let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined
   try {
     await assertConnectionRole(db, WORKER_ROLE, 'WORKER_DATABASE_URL')
+    if (config.WORKER_METRICS_PORT !== undefined) metricsServer = await serveMetrics(metrics.registry, config.WORKER_METRICS_PORT)
     await boss.start()
     const handler = createDeliveryHandler({
       db,
@@ -116,25 +121,28 @@ export async function startWorker(options: {
       logger,
       settings: { maxAttempts: config.MAX_ATTEMPTS, retrySchedule: config.RETRY_SCHEDULE, sendTimeoutMs: config.SEND_TIMEOUT_MS },
       invitationLinkBaseUrl,
+      metrics,
     })
     await boss.work<DeliveryJobData>(QUEUES.delivery, deliveryWorkOptions(config), handler)
     await boss.work<DeliveryJobData>(QUEUES.deadLetter, { batchSize: 10 }, createDeadLetterQueueHandler({ db, boss, clock, logger }))
     // Registered by every worker; pg-boss sends each tick once for the whole fleet (UTC).
     await boss.schedule(QUEUES.expiryPurge, config.EXPIRY_PURGE_CRON, null, { tz: 'UTC' })
     await boss.schedule(QUEUES.retentionSweep, config.RETENTION_SWEEP_CRON, null, { tz: 'UTC' })
-    await boss.work(QUEUES.expiryPurge, { pollingIntervalSeconds: 1 }, createExpiryPurgeHandler({ db, boss, clock, logger }))
+    await boss.work(QUEUES.expiryPurge, { pollingIntervalSeconds: 1 }, createExpiryPurgeHandler({ db, boss, clock, logger, metrics }))
     await boss.work(
       QUEUES.retentionSweep,
       { pollingIntervalSeconds: 5 },
-      createRetentionSweepHandler({ db, clock, logger, publishedDays: config.RETENTION_PUBLISHED_DAYS, deadLetteredDays: config.RETENTION_DEAD_LETTERED_DAYS }),
+      createRetentionSweepHandler({ db, clock, logger, metrics, publishedDays: config.RETENTION_PUBLISHED_DAYS, deadLetteredDays: config.RETENTION_DEAD_LETTERED_DAYS }),
     )
   } catch (error) {
-    await Promise.allSettled([boss.stop({ graceful: false }), db.destroy()])
+    await Promise.allSettled([boss.stop({ graceful: false }), db.destroy(), metricsServer?.stop()])
     throw error
   }
-  logger.info('worker started', deliveryWorkOptions(config))
+  logger.info('worker started', { ...deliveryWorkOptions(config), ...(metricsServer ? { metricsUrl: metricsServer.url } : {}) })
   return {
+    metricsUrl: metricsServer?.url,
     async stop() {
+      await metricsServer?.stop()
       // Graceful: no new fetches, in-flight sends finish and record (bounded by the send timeout).
       await boss.stop({ graceful: true, timeout: config.SEND_TIMEOUT_MS + 5_000 })
       await db.destroy()

@@ -1,0 +1,35 @@
+import type { Knex } from 'knex'
+import { Gauge, Registry } from 'prom-client'
+import { backlog } from '../platform/outbox-admin.ts'
+
+/**
+ * The web's GET /metrics: gauges read from the database at each scrape, so they are right whichever
+ * worker did the work and even while no worker runs (the lag gauge is the one to alert on).
+ */
+export function createWebMetrics(db: Knex, clock: () => Date) {
+  const registry = new Registry()
+  const messages = new Gauge({ name: 'sealpost_outbox_messages', help: 'Security outbox messages by state', labelNames: ['state'], registers: [registry] })
+  const lag = new Gauge({ name: 'sealpost_outbox_oldest_due_pending_age_seconds', help: 'Age of the oldest pending message already due (0 when none): the outbox lag', registers: [registry] })
+  const deadLetters = new Gauge({ name: 'sealpost_outbox_dead_letters_last_24h', help: 'Messages dead-lettered in the last 24 hours, by reason', labelNames: ['reason'], registers: [registry] })
+  const queue = new Gauge({ name: 'sealpost_outbox_queue_jobs', help: 'Jobs of the security-outbox pg-boss queue, by state', labelNames: ['state'], registers: [registry] })
+  const scrapeOk = new Gauge({ name: 'sealpost_outbox_metrics_scrape_ok', help: '1 when the last scrape could read the database', registers: [registry] })
+  function backlogOf(summary: Awaited<ReturnType<typeof backlog>>) {
+    for (const [state, count] of Object.entries(summary.states)) messages.set({ state }, count)
+    lag.set(summary.oldestDuePendingAgeSeconds ?? 0)
+    for (const [reason, count] of Object.entries(summary.deadLettersLast24h)) deadLetters.set({ reason }, count)
+    for (const [state, count] of Object.entries(summary.queue)) queue.set({ state }, count)
+  }
+  return {
+    registry,
+    /** Reads the database, then renders: call once per scrape. */
+    async render(): Promise<string> {
+      try {
+        backlogOf(await backlog(db, clock()))
+        scrapeOk.set(1)
+      } catch {
+        scrapeOk.set(0)
+      }
+      return await registry.metrics()
+    },
+  }
+}

@@ -1,0 +1,66 @@
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { Counter, Histogram, Registry } from 'prom-client'
+
+/**
+ * What a worker process counts as it works (served on WORKER_METRICS_PORT): attempts by outcome
+ * and failure class, dead letters by reason, provider call duration, commit-to-send latency, and
+ * the rows the schedules touched. The web's /metrics carries the database-derived gauges.
+ */
+export function createWorkerMetrics() {
+  const registry = new Registry()
+  const attempts = new Counter({ name: 'sealpost_delivery_attempts_total', help: 'Delivery attempts recorded, by outcome and failure class', labelNames: ['outcome', 'failure_class'], registers: [registry] })
+  const deadLetters = new Counter({ name: 'sealpost_dead_letters_total', help: 'Messages dead-lettered by this worker, by reason', labelNames: ['reason'], registers: [registry] })
+  const sendDuration = new Histogram({
+    name: 'sealpost_send_duration_seconds', help: 'Provider call duration', labelNames: ['channel'], registers: [registry],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  })
+  const commitToSend = new Histogram({
+    name: 'sealpost_commit_to_send_seconds', help: 'From the enqueue commit (message created_at) to the start of its first provider call', labelNames: ['channel'], registers: [registry],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 120],
+  })
+  const maintenance = new Counter({ name: 'sealpost_maintenance_rows_total', help: 'Rows the expiry purge and retention sweep changed, by pass and kind', labelNames: ['pass', 'kind'], registers: [registry] })
+  return {
+    registry,
+    attempt(outcome: string, failureClass: string | null) {
+      attempts.inc({ outcome, failure_class: failureClass ?? '' })
+    },
+    deadLettered(reason: string) {
+      deadLetters.inc({ reason })
+    },
+    sent(channel: string, seconds: number) {
+      sendDuration.observe({ channel }, seconds)
+    },
+    firstSendStarted(channel: string, seconds: number) {
+      commitToSend.observe({ channel }, Math.max(0, seconds))
+    },
+    maintenanceDone(pass: string, counts: Record<string, number>) {
+      for (const [kind, count] of Object.entries(counts)) if (kind !== 'batches' && count > 0) maintenance.inc({ pass, kind }, count)
+    },
+  }
+}
+
+export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>
+
+/** A plain HTTP listener for Prometheus: GET /metrics, nothing else. */
+export async function serveMetrics(registry: Registry, port: number, host = '0.0.0.0'): Promise<{ url: string; stop: () => Promise<void> }> {
+  const server: Server = createServer((req, res) => {
+    if (req.method !== 'GET' || req.url !== '/metrics') {
+      res.writeHead(404).end()
+      return
+    }
+    registry.metrics().then(
+      (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+      () => res.writeHead(500).end(),
+    )
+  })
+  await new Promise<void>((resolve, reject) => server.listen(port, host, resolve).once('error', reject))
+  const address = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    stop: () => new Promise<void>((resolve) => {
+      server.closeAllConnections()
+      server.close(() => resolve())
+    }),
+  }
+}

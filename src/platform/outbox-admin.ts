@@ -1,0 +1,132 @@
+import { createHash } from 'node:crypto'
+import type { Knex } from 'knex'
+import type { PgBoss } from 'pg-boss'
+import { generateCode, hashCode } from '../crypto/codes.ts'
+import { ConflictError, DomainError, ForbiddenError, NotFoundError } from '../identity/errors.ts'
+import { hashToken } from '../identity/secrets.ts'
+import type { SessionContext } from '../identity/sessions.ts'
+import { DEAD_LETTER_REASONS, type Channel, type Purpose } from '../outbox/constants.ts'
+import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
+import { auditTx } from './staff.ts'
+
+/** `GET /platform-admin/security-outbox/backlog` (DESIGN §8): one request answers "is delivery healthy?". */
+export async function backlog(db: Knex, now: Date) {
+  const { rows } = await db.raw('SELECT * FROM outbox.backlog_summary(?)', [now])
+  const row = rows[0]
+  const since = await db.raw('SELECT * FROM outbox.dead_letters_since(?)', [new Date(now.getTime() - 24 * 3_600_000)])
+  const deadLettersLast24h = Object.fromEntries(DEAD_LETTER_REASONS.map((reason) => [reason, 0])) as Record<string, number>
+  for (const entry of since.rows as { reason: string; count: number }[]) deadLettersLast24h[entry.reason] = Number(entry.count)
+  const age = row.oldest_due_pending_age_seconds
+  return {
+    states: { pending: Number(row.pending), leased: Number(row.leased), published: Number(row.published), dead_lettered: Number(row.dead_lettered) },
+    oldestDuePendingAgeSeconds: age === null ? null : Math.max(0, Math.floor(Number(age))),
+    deadLettersLast24h,
+    queue: { queued: Number(row.queued), deferred: Number(row.deferred), active: Number(row.active), failed: Number(row.failed) },
+  }
+}
+
+type Cursor = { at: Date; id: string }
+const encodeCursor = (at: Date, id: string) => Buffer.from(`${at.toISOString()}|${id}`).toString('base64url')
+
+/** A cursor from a previous page, or a 422 for anything else. */
+export function decodeCursor(text: string): Cursor {
+  const [at, id] = Buffer.from(text, 'base64url').toString('utf8').split('|')
+  const date = new Date(at ?? '')
+  if (!id || Number.isNaN(date.getTime()) || !/^[0-9a-f-]{36}$/.test(id)) throw new DomainError('invalid_cursor', 'The cursor is not one this API gave out.')
+  return { at: date, id }
+}
+
+type DeadLetterRow = {
+  message_id: string; purpose: Purpose; channel: Channel; masked_destination: string; attempt_count: number; reason: string
+  last_failure_class: string | null; dead_lettered_at: Date; expires_at: Date
+}
+
+/** `GET …/dead-letters`: a keyset page, newest first; `after` goes to older entries, `before` to newer. */
+export async function deadLetterPage(db: Knex, input: { limit: number; after?: Cursor; before?: Cursor }) {
+  const { rows } = await db.raw<{ rows: DeadLetterRow[] }>('SELECT * FROM outbox.dead_letter_page(?, ?, ?, ?, ?)', [
+    input.limit + 1, input.after?.at ?? null, input.after?.id ?? null, input.before?.at ?? null, input.before?.id ?? null,
+  ])
+  // One row more than asked tells whether the direction of travel goes on; it is dropped at that end.
+  const more = rows.length > input.limit
+  const page = input.before ? rows.slice(rows.length - Math.min(rows.length, input.limit)) : rows.slice(0, input.limit)
+  const items = page.map((row) => ({
+    messageId: row.message_id,
+    purpose: row.purpose,
+    channel: row.channel,
+    maskedDestination: row.masked_destination,
+    attemptCount: row.attempt_count,
+    reason: row.reason,
+    lastFailureClass: row.last_failure_class,
+    deadLetteredAt: row.dead_lettered_at.toISOString(),
+    expiresAt: row.expires_at.toISOString(),
+  }))
+  const first = page[0]
+  const last = page.at(-1)
+  return {
+    items,
+    pageInfo: {
+      hasNextPage: input.before ? true : more,
+      hasPreviousPage: input.before ? more : input.after !== undefined,
+      startCursor: first ? encodeCursor(first.dead_lettered_at, first.message_id) : null,
+      endCursor: last ? encodeCursor(last.dead_lettered_at, last.message_id) : null,
+    },
+  }
+}
+
+export type ReissueDeps = { boss: PgBoss; outboxKey: Buffer; codeHashKey: Buffer; clock: () => Date }
+
+/** Reissue refusals (OX-O2): each its own stable problem code. */
+const REFUSAL_STATUS: Record<string, 404 | 409> = { dead_letter_not_found: 404 }
+
+/**
+ * OX-O2 / OB10, one transaction: claim the idempotency key, check and lock the dead letter and its
+ * challenge (`outbox.reissue_candidate`), mint a new code, replace the challenge's code hash, seal
+ * and enqueue a fresh message, and write one audit record. A replay of the key answers the stored
+ * result and enqueues nothing; a concurrent second reissue waits for the first and is refused
+ * (`newer_message_exists`).
+ */
+export async function reissueDeadLetter(
+  db: Knex,
+  deps: ReissueDeps,
+  input: { staff: SessionContext; elevationToken: string | undefined; idempotencyKey: string; messageId: string },
+): Promise<{ messageId: string; challengeExpiresAt: string; replayed: boolean }> {
+  const now = deps.clock()
+  return await db.transaction(async (trx) => {
+    const elevation = input.elevationToken
+      ? await trx('identity.elevations').where({ token_hash: hashToken(input.elevationToken), session_id: input.staff.sessionId, identity_id: input.staff.identityId }).andWhere('expires_at', '>', now).first('id')
+      : undefined
+    if (!elevation) throw new ForbiddenError('elevation_required', 'A fresh elevation token from step-up is required (X-Elevation-Token).')
+
+    const requestHash = createHash('sha256').update(`reissue:${input.messageId}`).digest()
+    const claimed = await trx('platform.idempotency_keys')
+      .insert({ identity_id: input.staff.identityId, scope: 'reissue', key: input.idempotencyKey, request_hash: requestHash, created_at: now })
+      .onConflict(['identity_id', 'scope', 'key']).ignore()
+      .returning('key')
+    if (claimed.length === 0) {
+      const stored = await trx('platform.idempotency_keys').where({ identity_id: input.staff.identityId, scope: 'reissue', key: input.idempotencyKey }).forUpdate().first<{ request_hash: Buffer; response: { messageId: string; challengeExpiresAt: string } | null }>('request_hash', 'response')
+      if (!stored.request_hash.equals(requestHash)) throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used for another request.')
+      if (!stored.response) throw new ConflictError('idempotency_key_in_use', 'A request with this Idempotency-Key did not finish; use a new key.')
+      return { ...stored.response, replayed: true }
+    }
+
+    const { rows } = await trx.raw('SELECT * FROM outbox.reissue_candidate(?, ?, ?)', [input.messageId, input.staff.identityId, now])
+    const candidate = rows[0] as { refusal: string | null; purpose: Purpose; challenge_id: string; channel: Channel; destination: string; locale: string; expires_at: Date }
+    if (candidate.refusal) {
+      const refusal = candidate.refusal
+      if (REFUSAL_STATUS[refusal] === 404) throw new NotFoundError(refusal, 'There is no such dead letter.')
+      throw new ConflictError(refusal, `This dead letter cannot be reissued (${refusal}).`)
+    }
+    const code = generateCode()
+    await trx('identity.challenges').where({ id: candidate.challenge_id }).update({ code_hash: hashCode(deps.codeHashKey, candidate.challenge_id, code), last_sent_at: now })
+    const { messageId } = await enqueueSecurityMessageTx(
+      trx,
+      { boss: deps.boss, outboxKey: deps.outboxKey },
+      { purpose: candidate.purpose, challengeId: candidate.challenge_id, channel: candidate.channel, destination: candidate.destination, locale: candidate.locale, expiresAt: candidate.expires_at },
+      code,
+    )
+    await auditTx(trx, { actor: input.staff.identityId, action: 'security_outbox.dead_letter_reissued', subject: input.messageId, details: { newMessageId: messageId } }, now)
+    const response = { messageId, challengeExpiresAt: candidate.expires_at.toISOString() }
+    await trx('platform.idempotency_keys').where({ identity_id: input.staff.identityId, scope: 'reissue', key: input.idempotencyKey }).update({ response })
+    return { ...response, replayed: false }
+  })
+}
