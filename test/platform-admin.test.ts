@@ -192,6 +192,11 @@ describe('staff: reissue of a dead letter (OX-O2)', () => {
     expect(replay.headers.get('idempotent-replayed')).to.equal('true')
     expect(await f.db.owner('outbox.security_outbox_messages').where({ challenge_id: dead.challengeId })).to.have.length(2)
     expect(await f.db.owner('outbox.security_outbox_messages').where({ id: newMessageId }).first()).to.include({ state: 'pending', attempt_count: 0 })
+    const other = await kit.deadSignUp()
+    const reused = await f.stack.call('POST', `${BASE}/dead-letters/${other.messageId}/reissues`, undefined, headers('reissue-1'))
+    expect(reused.status, 'one key, another dead letter').to.equal(400)
+    expect(reused.body).to.include({ code: 'idempotency_key_reused' })
+    expect(await f.db.owner('outbox.security_outbox_messages').where({ challenge_id: other.challengeId })).to.have.length(1)
 
     // The worker delivers the new message like any other; the code in the email is the new one.
     const worker = await startWorker({
