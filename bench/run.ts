@@ -13,7 +13,7 @@ const reps = Number(process.env.BENCH_REPS ?? 3)
 const quick = process.env.BENCH_QUICK === '1'
 const scale = quick ? 0.1 : 1
 const deliveryCount = Math.round(20_000 * scale)
-const instantConcurrency = Number(process.env.BENCH_WORKER_CONCURRENCY ?? 96)
+const instantConcurrency = Number(process.env.BENCH_WORKER_CONCURRENCY ?? 128)
 const providerDelayMs = Number(process.env.BENCH_PROVIDER_LATENCY_MS ?? 0)
 const slowConcurrencies = [16, 64]
 const enqueueSeconds = quick ? 2 : 10
