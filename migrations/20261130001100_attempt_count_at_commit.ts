@@ -8,9 +8,9 @@ import type { Knex } from 'knex'
  * whenever an attempt is inserted or attempt_count changes. The insert-time checks stay: attempts
  * are numbered attempt_count + 1 and only under a lease.
  */
-export async function up(knex: Knex): Promise<void> {
-  await knex.raw(`
-    CREATE OR REPLACE FUNCTION outbox.sequence_attempt() RETURNS trigger LANGUAGE plpgsql
+/** The attempts trigger: checks the sequence and the lease; before this migration it also bumped the count. */
+function sequenceAttempt(options: { bumpCount: boolean }): string {
+  return `CREATE OR REPLACE FUNCTION outbox.sequence_attempt() RETURNS trigger LANGUAGE plpgsql
       SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     DECLARE
       current_state text;
@@ -24,9 +24,15 @@ export async function up(knex: Knex): Promise<void> {
       IF NEW.attempt_no <> current_count + 1 THEN
         RAISE EXCEPTION 'attempt % is out of sequence (expected %)', NEW.attempt_no, current_count + 1
           USING ERRCODE = 'integrity_constraint_violation';
-      END IF;
+      END IF;${options.bumpCount ? `
+      UPDATE outbox.security_outbox_messages SET attempt_count = NEW.attempt_no WHERE id = NEW.message_id;` : ''}
       RETURN NEW;
-    END $$;
+    END $$;`
+}
+
+export async function up(knex: Knex): Promise<void> {
+  await knex.raw(`
+    ${sequenceAttempt({ bumpCount: false })}
 
     CREATE FUNCTION outbox.check_attempt_count() RETURNS trigger LANGUAGE plpgsql
       SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -59,23 +65,6 @@ export async function down(knex: Knex): Promise<void> {
     DROP TRIGGER messages_attempt_count_matches ON outbox.security_outbox_messages;
     DROP TRIGGER attempts_counted ON outbox.security_outbox_attempts;
     DROP FUNCTION outbox.check_attempt_count();
-    CREATE OR REPLACE FUNCTION outbox.sequence_attempt() RETURNS trigger LANGUAGE plpgsql
-      SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-    DECLARE
-      current_state text;
-      current_count integer;
-    BEGIN
-      SELECT state, attempt_count INTO current_state, current_count
-        FROM outbox.security_outbox_messages WHERE id = NEW.message_id FOR UPDATE;
-      IF current_state IS DISTINCT FROM 'leased' THEN
-        RAISE EXCEPTION 'an attempt needs a leased message' USING ERRCODE = 'integrity_constraint_violation';
-      END IF;
-      IF NEW.attempt_no <> current_count + 1 THEN
-        RAISE EXCEPTION 'attempt % is out of sequence (expected %)', NEW.attempt_no, current_count + 1
-          USING ERRCODE = 'integrity_constraint_violation';
-      END IF;
-      UPDATE outbox.security_outbox_messages SET attempt_count = NEW.attempt_no WHERE id = NEW.message_id;
-      RETURN NEW;
-    END $$;
+    ${sequenceAttempt({ bumpCount: true })}
   `)
 }

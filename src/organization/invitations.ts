@@ -43,6 +43,10 @@ export async function createOrganization(db: Knex, creatorId: string, name: stri
   return { id }
 }
 
+/** One answer whether the organization is missing, someone else's, or the caller is no admin of it. */
+export const notOrganizationAdmin = () => new ForbiddenError('not_organization_admin', 'Only an admin of this organization may do this.')
+export const invitationNotFound = () => new NotFoundError('invitation_not_found', 'This organization has no such invitation.')
+
 /**
  * Locks the organization for this transaction if the caller is one of its admins, else refuses
  * with one 403 whether the organization does not exist or the caller is not its admin.
@@ -53,7 +57,7 @@ async function lockAsAdminTx(trx: Knex.Transaction, organizationId: string, iden
     .where({ 'o.id': organizationId, 'm.identity_id': identityId, 'm.role': 'admin' })
     .forUpdate('o')
     .first('o.id')
-  if (!row) throw new ForbiddenError('not_organization_admin', 'Only an admin of this organization may do this.')
+  if (!row) throw notOrganizationAdmin()
 }
 
 /**
@@ -104,9 +108,14 @@ export async function inviteTx(
   return { invitationId, expiresAt }
 }
 
+/** The invitation's unsent messages go, through the one outbox function the web may call for it. */
+async function closeInvitationMessagesTx(trx: Knex.Transaction, invitationId: string, reason: 'invitation_revoked' | 'invitation_accepted'): Promise<void> {
+  await trx.raw('SELECT outbox.dead_letter_invitation_messages(?, ?)', [invitationId, reason])
+}
+
 async function revokeTx(trx: Knex.Transaction, invitationId: string, now: Date): Promise<void> {
   await trx(INVITATIONS).where({ id: invitationId }).update({ status: 'revoked', revoked_at: now })
-  await trx.raw('SELECT outbox.dead_letter_invitation_messages(?, ?)', [invitationId, 'invitation_revoked'])
+  await closeInvitationMessagesTx(trx, invitationId, 'invitation_revoked')
 }
 
 /** `DELETE /organizations/:id/invitations/:invitationId`: revokes; revoking twice is a no-op. */
@@ -114,7 +123,7 @@ export async function revokeInvitation(db: Knex, input: { organizationId: string
   await db.transaction(async (trx) => {
     await lockAsAdminTx(trx, input.organizationId, input.identityId)
     const invitation = await trx(INVITATIONS).where({ id: input.invitationId, organization_id: input.organizationId }).forUpdate().first<{ status: string } | undefined>('status')
-    if (!invitation) throw new NotFoundError('invitation_not_found', 'This organization has no such invitation.')
+    if (!invitation) throw invitationNotFound()
     if (invitation.status === 'accepted') throw new ConflictError('invitation_accepted', 'The invitation was already accepted.')
     if (invitation.status === 'pending') await revokeTx(trx, input.invitationId, now)
   })
@@ -138,7 +147,7 @@ export async function acceptInvitation(db: Knex, input: { identityId: string; to
     if (!invitation || invitation.status !== 'pending' || invitation.expires_at.getTime() <= now.getTime()) throw new InvalidInvitationError()
     await trx('organization.memberships').insert({ organization_id: invitation.organization_id, identity_id: input.identityId, role: 'member' }).onConflict(['organization_id', 'identity_id']).ignore()
     await trx(INVITATIONS).where({ id: invitation.id }).update({ status: 'accepted', accepted_by: input.identityId, accepted_at: now })
-    await trx.raw('SELECT outbox.dead_letter_invitation_messages(?, ?)', [invitation.id, 'invitation_accepted'])
+    await closeInvitationMessagesTx(trx, invitation.id, 'invitation_accepted')
     return { organizationId: invitation.organization_id }
   })
 }

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
+import { batchOrEach, type Failed } from './batch-or-each.ts'
 import { selectEnvelopesTx } from './ciphertexts-sql.ts'
 import { deadLetterMessagesTx, leaseMessagesTx, lockMessagesTx, type DeadLetter, type Lease, type MessageRow } from './messages-sql.ts'
 import { expiredReason, invitationClosedReason, invitationStatesTx } from './invitations-sql.ts'
@@ -12,7 +13,7 @@ export type Claim =
   | { kind: 'settled'; why: 'missing' | 'final' | 'expired' | 'no_ciphertext' | 'held_by_another_job' | 'channel_paused' | 'invitation_closed' }
 
 /** A job of a batch whose own claim failed even alone: its job is left to pg-boss to retry. */
-export type FailedClaim = { kind: 'failed'; error: unknown }
+export type FailedClaim = Failed
 
 /** One job attempt asking for its message. */
 export type ClaimRequest = { messageId: string; lease: Lease }
@@ -31,10 +32,8 @@ export type ClaimRequest = { messageId: string; lease: Lease }
 export async function claimMessages(db: Knex, boss: PgBoss, requests: readonly ClaimRequest[], now: Date): Promise<(Claim | FailedClaim)[]> {
   const common = await claimCommonCase(db, requests, now)
   const rest = requests.filter((request) => !common.has(request.messageId))
-  const others = new Map<ClaimRequest, Claim | FailedClaim>()
-  const settled = await claimEachWay(db, boss, rest, now)
-  rest.forEach((request, index) => others.set(request, settled[index]!))
-  return requests.map((request) => common.get(request.messageId) ?? others.get(request)!)
+  const settled = await batchOrEach(rest, (batch) => claimBatch(db, boss, batch, now))
+  return requests.map((request) => common.get(request.messageId) ?? settled[rest.indexOf(request)]!)
 }
 
 const MESSAGE_COLUMNS = ['id', 'purpose', 'channel', 'destination', 'locale', 'invitation_id', 'state', 'attempt_count', 'lease_job_id', 'lease_retry_count', 'expires_at', 'created_at']
@@ -75,24 +74,6 @@ async function claimCommonCase(db: Knex, requests: readonly ClaimRequest[], now:
   } catch {
     // A deadlock or a lost connection: the full path decides for every job instead.
     return new Map()
-  }
-}
-
-async function claimEachWay(db: Knex, boss: PgBoss, requests: readonly ClaimRequest[], now: Date): Promise<(Claim | FailedClaim)[]> {
-  if (requests.length === 0) return []
-  try {
-    return await claimBatch(db, boss, requests, now)
-  } catch (error) {
-    if (requests.length === 1) return [{ kind: 'failed', error }]
-    const claims: (Claim | FailedClaim)[] = []
-    for (const request of requests) {
-      try {
-        claims.push(...(await claimBatch(db, boss, [request], now)))
-      } catch (error) {
-        claims.push({ kind: 'failed', error })
-      }
-    }
-    return claims
   }
 }
 

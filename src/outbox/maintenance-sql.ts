@@ -1,5 +1,7 @@
 import type { Knex } from 'knex'
 import { QUEUES } from './constants.ts'
+import { expiredReason } from './invitations-sql.ts'
+import { deadLetterMessagesTx } from './messages-sql.ts'
 
 const MESSAGES = 'outbox.security_outbox_messages'
 
@@ -27,14 +29,9 @@ export async function lockExpiredUnclaimedTx(trx: Knex.Transaction, now: Date, l
   return rows
 }
 
-/** Dead-letters a batch in three statements: state, dead-letter rows, ciphertexts. */
+/** Dead-letters a batch of expired messages (three statements, as any dead-lettering). */
 export async function deadLetterExpiredTx(trx: Knex.Transaction, rows: ExpiredRow[], now: Date): Promise<void> {
-  const ids = rows.map((row) => row.id)
-  await trx(MESSAGES).whereIn('id', ids).update({ state: 'dead_lettered', dead_lettered_at: now })
-  await trx('outbox.security_outbox_dead_letters').insert(
-    rows.map((row) => ({ message_id: row.id, reason: row.purpose === 'invitation' ? 'invitation_expired' : 'challenge_expired', dead_lettered_at: now })),
-  )
-  await trx('outbox.security_outbox_ciphertexts').whereIn('message_id', ids).delete()
+  await deadLetterMessagesTx(trx, rows.map((row) => ({ messageId: row.id, reason: expiredReason(row.purpose), lastFailureClass: null })), now)
 }
 
 /** Deletes up to `limit` terminal messages finished before `before` (attempts and dead letters cascade). */

@@ -2,6 +2,7 @@ import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
 import { nextRetryAt } from '../delivery/retry-policy.ts'
 import { insertAttemptsTx, type NewAttempt } from './attempts-sql.ts'
+import { batchOrEach, type Failed } from './batch-or-each.ts'
 import { deleteCiphertextsTx } from './ciphertexts-sql.ts'
 import type { Channel, DeadLetterReason, FailureClass } from './constants.ts'
 import { deadLetterMessagesTx, isLeasedBy, lockMessagesTx, publishMessagesTx, type DeadLetter, type Lease } from './messages-sql.ts'
@@ -55,23 +56,11 @@ export async function recordOutcomes(
   requests: readonly RecordRequest[],
   now: Date,
 ): Promise<Recorded[]> {
-  if (requests.length <= 1) return await recordBatch(db, boss, settings, requests, now)
-  try {
-    return await recordBatch(db, boss, settings, requests, now)
-  } catch {
-    const recorded: Recorded[] = []
-    let failure: { error: unknown } | undefined
-    for (const request of requests) {
-      try {
-        recorded.push(...(await recordBatch(db, boss, settings, [request], now)))
-      } catch (error) {
-        // The rest are still recorded; the caller learns of the failure once they are.
-        failure ??= { error }
-      }
-    }
-    if (failure) throw failure.error
-    return recorded
-  }
+  const results = await batchOrEach(requests, (batch) => recordBatch(db, boss, settings, batch, now))
+  // The rest are recorded; the caller learns of a failure once they are.
+  const failed = results.find((result): result is Failed => result.kind === 'failed')
+  if (failed) throw failed.error
+  return results as Recorded[]
 }
 
 async function recordBatch(

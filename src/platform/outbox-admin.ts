@@ -75,9 +75,6 @@ export async function deadLetterPage(db: Knex, input: { limit: number; after?: C
 
 export type ReissueDeps = { boss: PgBoss; outboxKey: Buffer; codeHashKey: Buffer; clock: () => Date }
 
-/** Reissue refusals (OX-O2): each its own stable problem code. */
-const REFUSAL_STATUS: Record<string, 404 | 409> = { dead_letter_not_found: 404 }
-
 /**
  * OX-O2 / OB10, one transaction: claim the idempotency key, check and lock the dead letter and its
  * challenge (`outbox.reissue_candidate`), mint a new code, replace the challenge's code hash, seal
@@ -111,11 +108,9 @@ export async function reissueDeadLetter(
 
     const { rows } = await trx.raw('SELECT * FROM outbox.reissue_candidate(?, ?, ?)', [input.messageId, input.staff.identityId, now])
     const candidate = rows[0] as { refusal: string | null; purpose: Purpose; challenge_id: string; channel: Channel; destination: string; locale: string; expires_at: Date }
-    if (candidate.refusal) {
-      const refusal = candidate.refusal
-      if (REFUSAL_STATUS[refusal] === 404) throw new NotFoundError(refusal, 'There is no such dead letter.')
-      throw new ConflictError(refusal, `This dead letter cannot be reissued (${refusal}).`)
-    }
+    // Reissue refusals (OX-O2), each its own stable problem code.
+    if (candidate.refusal === 'dead_letter_not_found') throw new NotFoundError(candidate.refusal, 'There is no such dead letter.')
+    if (candidate.refusal) throw new ConflictError(candidate.refusal, `This dead letter cannot be reissued (${candidate.refusal}).`)
     const code = generateCode()
     await trx('identity.challenges').where({ id: candidate.challenge_id }).update({ code_hash: hashCode(deps.codeHashKey, candidate.challenge_id, code), last_sent_at: now })
     const { messageId } = await enqueueSecurityMessageTx(

@@ -1,9 +1,8 @@
 import { Router } from 'express'
 import type { Knex } from 'knex'
 import { z } from 'zod'
-import { ForbiddenError, NotFoundError } from '../../identity/errors.ts'
 import { parseIdentifier } from '../../identity/identifiers.ts'
-import { acceptInvitation, createOrganization, inviteTx, revokeInvitation, type InvitationDeps } from '../../organization/invitations.ts'
+import { acceptInvitation, createOrganization, invitationNotFound, inviteTx, notOrganizationAdmin, revokeInvitation, type InvitationDeps } from '../../organization/invitations.ts'
 import { requireSession, sessionOf } from '../auth.ts'
 import { HttpProblem } from '../problem.ts'
 import { InvitationAcceptanceRequest, InvitationRequest, OrganizationRequest } from '../schemas.ts'
@@ -13,7 +12,7 @@ const param = (params: Record<string, string | string[] | undefined>, name: stri
 
 /** A path id that is not a uuid names no organization the caller administers: the same 403. */
 function organizationIdFrom(raw: string | undefined): string {
-  if (!uuid.safeParse(raw).success) throw new ForbiddenError('not_organization_admin', 'Only an admin of this organization may do this.')
+  if (!uuid.safeParse(raw).success) throw notOrganizationAdmin()
   return raw!
 }
 
@@ -40,7 +39,7 @@ export function organizationRoutes({ db, invitations: deps }: { db: Knex; invita
   router.delete('/organizations/:id/invitations/:invitationId', signedIn, async (req, res) => {
     const organizationId = organizationIdFrom(param(req.params, 'id'))
     const invitationId = param(req.params, 'invitationId')
-    if (!uuid.safeParse(invitationId).success) throw new NotFoundError('invitation_not_found', 'This organization has no such invitation.')
+    if (!uuid.safeParse(invitationId).success) throw invitationNotFound()
     await revokeInvitation(db, { organizationId, invitationId, identityId: sessionOf(res).identityId }, deps.clock())
     res.status(204).end()
   })
