@@ -1,8 +1,4 @@
 import type { Knex } from 'knex'
-import { PURPOSES } from '../src/outbox/constants.ts'
-import { sqlList } from '../src/db/sql-list.ts'
-
-const CHALLENGE_PURPOSES = PURPOSES.filter((purpose) => purpose !== 'invitation')
 
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`
@@ -33,7 +29,7 @@ export async function up(knex: Knex): Promise<void> {
 
     CREATE TABLE identity.challenges (
       id uuid PRIMARY KEY,
-      purpose text NOT NULL CHECK (purpose IN (${sqlList(CHALLENGE_PURPOSES)})),
+      purpose text NOT NULL CHECK (purpose IN ('sign_up', 'add_sign_in_method', 'password_recovery', 'step_up')),
       identity_id uuid NOT NULL REFERENCES identity.identities (id),
       login_identifier_id uuid NOT NULL REFERENCES identity.login_identifiers (id),
       code_hash bytea NOT NULL CHECK (octet_length(code_hash) = 32),

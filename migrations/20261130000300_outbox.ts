@@ -1,6 +1,4 @@
 import type { Knex } from 'knex'
-import { ATTEMPT_OUTCOMES, CHANNELS, DEAD_LETTER_REASONS, FAILURE_CLASSES, MESSAGE_STATES, PURPOSES } from '../src/outbox/constants.ts'
-import { sqlList } from '../src/db/sql-list.ts'
 
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`
@@ -9,13 +7,13 @@ export async function up(knex: Knex): Promise<void> {
     -- No organization column: the security outbox never knows tenants (DESIGN §3).
     CREATE TABLE outbox.security_outbox_messages (
       id uuid PRIMARY KEY,
-      purpose text NOT NULL CHECK (purpose IN (${sqlList(PURPOSES)})),
+      purpose text NOT NULL CHECK (purpose IN ('sign_up', 'add_sign_in_method', 'password_recovery', 'step_up', 'invitation')),
       challenge_id uuid REFERENCES identity.challenges (id),
       invitation_id uuid,
-      channel text NOT NULL CHECK (channel IN (${sqlList(CHANNELS)})),
+      channel text NOT NULL CHECK (channel IN ('email', 'whatsapp')),
       destination text NOT NULL,
       locale text NOT NULL DEFAULT 'en',
-      state text NOT NULL DEFAULT 'pending' CHECK (state IN (${sqlList(MESSAGE_STATES)})),
+      state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'leased', 'published', 'dead_lettered')),
       attempt_count integer NOT NULL DEFAULT 0 CHECK (attempt_count >= 0),
       available_at timestamptz NOT NULL DEFAULT now(),
       lease_job_id uuid,
@@ -51,8 +49,8 @@ export async function up(knex: Knex): Promise<void> {
     CREATE TABLE outbox.security_outbox_attempts (
       message_id uuid NOT NULL REFERENCES outbox.security_outbox_messages (id) ON DELETE CASCADE,
       attempt_no integer NOT NULL CHECK (attempt_no >= 1),
-      outcome text NOT NULL CHECK (outcome IN (${sqlList(ATTEMPT_OUTCOMES)})),
-      failure_class text CHECK (failure_class IN (${sqlList(FAILURE_CLASSES)})),
+      outcome text NOT NULL CHECK (outcome IN ('published', 'retryable_error', 'failed')),
+      failure_class text CHECK (failure_class IN ('REJECTED', 'THROTTLED', 'UNAVAILABLE', 'INDETERMINATE', 'unexpected_worker_error', 'invitation_link_unconfigured')),
       provider_message_id text,
       retry_after_at timestamptz,
       duration_ms integer NOT NULL CHECK (duration_ms >= 0),
@@ -63,8 +61,8 @@ export async function up(knex: Knex): Promise<void> {
 
     CREATE TABLE outbox.security_outbox_dead_letters (
       message_id uuid PRIMARY KEY REFERENCES outbox.security_outbox_messages (id) ON DELETE CASCADE,
-      reason text NOT NULL CHECK (reason IN (${sqlList(DEAD_LETTER_REASONS)})),
-      last_failure_class text CHECK (last_failure_class IN (${sqlList(FAILURE_CLASSES)})),
+      reason text NOT NULL CHECK (reason IN ('provider_rejected', 'retries_exhausted', 'challenge_expired', 'challenge_consumed', 'decryption_failed', 'superseded_by_resend', 'worker_crash_loop', 'invitation_revoked', 'invitation_accepted', 'invitation_expired')),
+      last_failure_class text CHECK (last_failure_class IN ('REJECTED', 'THROTTLED', 'UNAVAILABLE', 'INDETERMINATE', 'unexpected_worker_error', 'invitation_link_unconfigured')),
       dead_lettered_at timestamptz NOT NULL DEFAULT now()
     );
     CREATE INDEX dead_letters_page_idx ON outbox.security_outbox_dead_letters (dead_lettered_at DESC, message_id DESC);

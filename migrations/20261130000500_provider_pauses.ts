@@ -1,6 +1,4 @@
 import type { Knex } from 'knex'
-import { CHANNELS } from '../src/outbox/constants.ts'
-import { sqlList } from '../src/db/sql-list.ts'
 import { WORKER_ROLE } from './20261130000100_roles.ts'
 
 /**
@@ -11,7 +9,7 @@ import { WORKER_ROLE } from './20261130000100_roles.ts'
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`
     CREATE TABLE outbox.provider_pauses (
-      channel text PRIMARY KEY CHECK (channel IN (${sqlList(CHANNELS)})),
+      channel text PRIMARY KEY CHECK (channel IN ('email', 'whatsapp')),
       paused_until timestamptz NOT NULL,
       updated_at timestamptz NOT NULL DEFAULT now()
     );

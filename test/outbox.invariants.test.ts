@@ -1,4 +1,5 @@
 import { expect } from 'chai'
+import { ATTEMPT_OUTCOMES, CHANNELS, DEAD_LETTER_REASONS, FAILURE_CLASSES, MESSAGE_STATES, PURPOSES } from '../src/outbox/constants.ts'
 import { createTestDatabase, type TestDatabase } from './support/database.ts'
 import { insertOpenMessage } from './support/helpers.ts'
 
@@ -92,5 +93,29 @@ describe('security outbox invariants', () => {
     await publish(id)
     const error = await failure(db.owner('outbox.security_outbox_ciphertexts').insert({ message_id: id, envelope: 'v1.a.b.c.d' }))
     expect(error?.code).to.equal('23000')
+  })
+
+  it('has a CHECK constraint for every frozen list of names that allows exactly that list', async () => {
+    const lists: [string, string, readonly string[]][] = [
+      ['security_outbox_messages', 'purpose', PURPOSES],
+      ['security_outbox_messages', 'channel', CHANNELS],
+      ['security_outbox_messages', 'state', MESSAGE_STATES],
+      ['security_outbox_attempts', 'outcome', ATTEMPT_OUTCOMES],
+      ['security_outbox_attempts', 'failure_class', FAILURE_CLASSES],
+      ['security_outbox_dead_letters', 'reason', DEAD_LETTER_REASONS],
+      ['security_outbox_dead_letters', 'last_failure_class', FAILURE_CLASSES],
+      ['provider_pauses', 'channel', CHANNELS],
+    ]
+    for (const [table, column, names] of lists) {
+      const { rows } = await db.owner.raw<{ rows: { def: string }[] }>(
+        `SELECT pg_get_constraintdef(c.oid) AS def FROM pg_constraint c
+           JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)
+          WHERE c.conrelid = ?::regclass AND c.contype = 'c' AND a.attname = ? AND array_length(c.conkey, 1) = 1`,
+        [`outbox.${table}`, column],
+      )
+      expect(rows, `${table}.${column} has one single-column CHECK`).to.have.length(1)
+      const allowed = [...rows[0]!.def.matchAll(/'([^']+)'::text/g)].map((match) => match[1])
+      expect(allowed.sort(), `${table}.${column}`).to.deep.equal([...names].sort())
+    }
   })
 })

@@ -1,6 +1,7 @@
 /**
- * Names operators grep for. Each frozen list is mirrored by a CHECK constraint in the migrations,
- * which import these lists so the two cannot drift.
+ * Names operators grep for. Each frozen list is mirrored by a CHECK constraint in the migrations;
+ * a migration is history and spells its lists out itself, so a new name here needs a new migration
+ * (test/outbox.invariants.test.ts compares each list with its constraint).
  */
 export const MESSAGE_STATES = Object.freeze(['pending', 'leased', 'published', 'dead_lettered'] as const)
 export type MessageState = (typeof MESSAGE_STATES)[number]
