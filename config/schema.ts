@@ -79,6 +79,8 @@ const envSchema = z.object({
   WORKER_CONCURRENCY: positiveInt(16),
   /** Where a worker serves its Prometheus metrics (GET /metrics); unset = not served. */
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /** Bearer token a scraper presents to GET /metrics (web and worker); without it metrics are served only in development and test. */
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').max(512).regex(/^\S+$/, 'must not contain spaces').optional(),
   /** Requests per minute one client address may make to the public routes. */
   CLIENT_RATE_LIMIT_PER_MINUTE: positiveInt(60),
   EXPIRY_PURGE_CRON: z.string().min(1).default('* * * * *'),

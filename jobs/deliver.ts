@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 import type { Job, PgBoss } from 'pg-boss'
 import { envelopeContext, open } from '../src/crypto/envelope.ts'
 import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
-import { renderCodeMessage, renderInvitationMessage } from '../src/delivery/templates.ts'
+import { renderCodeMessage, renderInvitationMessage, renderSecurityNotice, type SecurityNoticeBody } from '../src/delivery/templates.ts'
 import { describeError, type Logger } from '../src/logging/logger.ts'
 import { claimMessages, type Claim } from '../src/outbox/claim.ts'
 import type { WorkerMetrics } from '../src/metrics/worker-metrics.ts'
@@ -94,7 +94,9 @@ async function attempt(deps: DeliveryDeps, claim: Extract<Claim, { kind: 'claime
     if (!provider) throw new DeliveryFailure('UNAVAILABLE', 'ChannelNotConfigured')
     const content = message.purpose === 'invitation'
       ? renderInvitationMessage(claim.organizationName ?? '', `${deps.invitationLinkBaseUrl}/join#token=${secret.toString('base64url')}`, message.expires_at, deps.clock())
-      : renderCodeMessage(message.purpose, secret.toString('utf8'), message.expires_at, deps.clock())
+      : message.purpose === 'security_notice'
+        ? renderSecurityNotice(JSON.parse(secret.toString('utf8')) as SecurityNoticeBody)
+        : renderCodeMessage(message.purpose, secret.toString('utf8'), message.expires_at, deps.clock())
     const { providerMessageId } = await provider.dispatch(
       { messageId: message.id, destination: message.destination, ...content },
       AbortSignal.timeout(deps.settings.sendTimeoutMs),

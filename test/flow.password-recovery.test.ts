@@ -22,7 +22,7 @@ describe('password recovery, from HTTP request to inbox', () => {
     db = await createTestDatabase()
     emulator = await startSesEmulator(0)
     worker = await startWorker({ config: WORKER_CONFIG, workerUrl: db.workerUrl, keys, providers: [ses()], logger: logs.logger })
-    web = await startWeb({ config: { PORT: 0, CHALLENGE_TTL_SECONDS: 600, INVITATION_TTL_SECONDS: 3_600, CLIENT_RATE_LIMIT_PER_MINUTE: 1_000 }, apiUrl: db.apiUrl, keys, logger: logs.logger, host: '127.0.0.1' })
+    web = await startWeb({ config: { NODE_ENV: 'test', PORT: 0, CHALLENGE_TTL_SECONDS: 600, INVITATION_TTL_SECONDS: 3_600, CLIENT_RATE_LIMIT_PER_MINUTE: 1_000 }, apiUrl: db.apiUrl, keys, logger: logs.logger, host: '127.0.0.1' })
   })
 
   after(async () => {

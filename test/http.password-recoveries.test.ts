@@ -25,6 +25,7 @@ describe('HTTP contract of POST /password-recoveries', () => {
       challenges: { boss: {} as PgBoss, outboxKey: keys.outboxKey, codeHashKey: keys.codeHashKey, challengeTtlSeconds: 600, clock: () => new Date(), logger: logs.logger, channels: new Set(['email']) },
       invitations: { boss: {} as PgBoss, outboxKey: keys.outboxKey, codeHashKey: keys.codeHashKey, invitationTtlSeconds: 3_600, clock: () => new Date() },
       clientLimitPerMinute: 1_000,
+      metrics: { openWithoutToken: true },
     })
     server = await new Promise((resolve) => {
       const listening = app.listen(0, '127.0.0.1', () => resolve(listening))

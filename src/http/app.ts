@@ -7,11 +7,12 @@ import { healthRoutes } from './routes/health.ts'
 import { identityRoutes } from './routes/identity.ts'
 import { organizationRoutes } from './routes/organizations.ts'
 import { platformAdminRoutes } from './routes/platform-admin.ts'
+import { decideMetricsAccess, type MetricsAccess } from '../metrics/access.ts'
 import { createWebMetrics } from '../metrics/web-metrics.ts'
 import type { InvitationDeps } from '../organization/invitations.ts'
 import { openApiDocument } from './openapi.ts'
 
-export type WebDeps = { db: Knex; challenges: ChallengeDeps; invitations: InvitationDeps; logger: Logger; clientLimitPerMinute: number }
+export type WebDeps = { db: Knex; challenges: ChallengeDeps; invitations: InvitationDeps; logger: Logger; clientLimitPerMinute: number; metrics: MetricsAccess }
 
 /** The Express app: thin routes over use cases, every error mapped by problemHandler. */
 export function createApp(deps: WebDeps): express.Express {
@@ -35,7 +36,10 @@ export function createApp(deps: WebDeps): express.Express {
   app.use(organizationRoutes({ db: deps.db, invitations: deps.invitations }))
   app.use(platformAdminRoutes({ db: deps.db, reissue: { boss: deps.challenges.boss, outboxKey: deps.challenges.outboxKey, codeHashKey: deps.challenges.codeHashKey, clock: deps.challenges.clock } }))
   const metrics = createWebMetrics(deps.db, deps.challenges.clock)
-  app.get('/metrics', async (_req, res) => {
+  app.get('/metrics', async (req, res) => {
+    const decision = decideMetricsAccess(deps.metrics, req.get('authorization'))
+    if (decision === 'not_served') throw new HttpProblem(404, 'not_found', 'No such route.')
+    if (decision === 'unauthenticated') throw new HttpProblem(401, 'unauthenticated', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.')
     res.type(metrics.registry.contentType).send(await metrics.render())
   })
   app.use((_req, res) => sendProblem(res, new HttpProblem(404, 'not_found', 'No such route.')))

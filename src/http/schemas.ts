@@ -7,6 +7,8 @@ const password = z.string().min(10).max(200)
 
 export const SignUpRequest = z.strictObject({ identifier, password })
 export const ConfirmationRequest = z.strictObject({ identifier, code })
+/** The password must be the one of the latest sign-up request for the identifier (pre-account hijacking). */
+export const SignUpConfirmationRequest = z.strictObject({ identifier, code, password: z.string().min(1).max(200) })
 export const SignInRequest = z.strictObject({ identifier, password: z.string().min(1).max(200) })
 export const IdentifierRequest = z.strictObject({ identifier })
 export const PasswordRecoveryCompletionRequest = z.strictObject({ identifier, code, newPassword: password })

@@ -43,9 +43,9 @@ export async function insertChallengeTx(trx: Knex.Transaction, challenge: NewCha
   })
 }
 
-/** The open challenge of a subject (not consumed, revoked, expired or out of attempts), locked. */
-export async function lockOpenChallengeTx(trx: Knex.Transaction, subject: ChallengeSubject, now: Date): Promise<ChallengeRow | undefined> {
-  return await trx(CHALLENGES)
+/** The open challenge of a subject: not consumed, revoked, expired or out of attempts. */
+function openChallenge(db: Knex | Knex.Transaction, subject: ChallengeSubject, now: Date) {
+  return db(CHALLENGES)
     .select('id', 'purpose', 'identity_id', 'login_identifier_id', 'code_hash', 'expires_at', 'attempts_left', 'resend_count', 'last_sent_at', 'candidate_password_hash')
     .where({ purpose: subject.purpose, identity_id: subject.identityId, login_identifier_id: subject.loginIdentifierId })
     .whereNull('consumed_at')
@@ -53,8 +53,17 @@ export async function lockOpenChallengeTx(trx: Knex.Transaction, subject: Challe
     .andWhere('expires_at', '>', now)
     .andWhere('attempts_left', '>', 0)
     .orderBy('created_at', 'desc')
-    .forUpdate()
-    .first()
+    .first<ChallengeRow | undefined>()
+}
+
+/** The open challenge of a subject, locked for this transaction. */
+export async function lockOpenChallengeTx(trx: Knex.Transaction, subject: ChallengeSubject, now: Date): Promise<ChallengeRow | undefined> {
+  return await openChallenge(trx, subject, now).forUpdate()
+}
+
+/** The open challenge of a subject as it is now, unlocked: for work that must not hold a lock (argon2). */
+export async function findOpenChallenge(db: Knex, subject: ChallengeSubject, now: Date): Promise<ChallengeRow | undefined> {
+  return await openChallenge(db, subject, now)
 }
 
 /** A resend: the new code replaces the old one, which stops verifying at once. */
@@ -74,8 +83,10 @@ export async function rotateChallengeCodeTx(
     })
 }
 
-export async function spendAttemptTx(trx: Knex.Transaction, id: string): Promise<void> {
-  await trx(CHALLENGES).where({ id }).update({ attempts_left: trx.raw('attempts_left - 1') })
+/** One wrong code: returns the attempts the challenge has left (0 = dead). */
+export async function spendAttemptTx(trx: Knex.Transaction, id: string): Promise<number> {
+  const [row] = await trx(CHALLENGES).where({ id }).update({ attempts_left: trx.raw('attempts_left - 1') }).returning('attempts_left')
+  return (row as { attempts_left: number }).attempts_left
 }
 
 export async function consumeChallengeTx(trx: Knex.Transaction, id: string, now: Date): Promise<void> {

@@ -2,12 +2,14 @@ import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
 import { generateCode, hashCode, verifyCode } from '../crypto/codes.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
-import type { Channel } from '../outbox/constants.ts'
+import type { ChallengePurpose, Channel } from '../outbox/constants.ts'
 import { enqueueSecurityMessageTx, type EnqueueDeps } from '../outbox/enqueue.ts'
+import { deadLetterChallengeMessagesTx } from '../outbox/web-functions-sql.ts'
 import { consumeChallengeTx, insertChallengeTx, lockOpenChallengeTx, rotateChallengeCodeTx, spendAttemptTx, type ChallengeRow, type ChallengeSubject } from './challenges-sql.ts'
 import { ChannelUnavailableError, RateLimitedError } from './errors.ts'
-import { channelFor, type Identifier } from './identifiers.ts'
-import { hitRateLimitTx } from './rate-limits.ts'
+import { insertClaimTx, insertIdentityTx } from './identities-sql.ts'
+import { canonicalDestination, channelFor, type Identifier } from './identifiers.ts'
+import { budget, hitRateLimitTx, type Limit } from './rate-limits.ts'
 import { bucketKey } from './secrets.ts'
 
 /** What the challenge use cases need; the web builds it once from configuration. */
@@ -22,21 +24,17 @@ export type ChallengeDeps = EnqueueDeps & {
   afterEnqueueTx?: (trx: Knex.Transaction) => Promise<void>
 }
 
-/** OB7/OX-S8 limits: one resend per 30 s, five per challenge, five codes per destination per hour. */
-export const CHALLENGE_LIMITS = Object.freeze({ resendIntervalSeconds: 30, maxResends: 5, codesPerDestinationPerHour: 5 })
+/**
+ * Resends: one per 30 s, five per challenge. Codes: five per destination (canonical mailbox) an
+ * hour. Wrong codes: fifteen a day per identity and purpose, across all its challenges, so guessing
+ * is bounded per account and not only per challenge.
+ */
+export const CHALLENGE_LIMITS = Object.freeze({ resendIntervalSeconds: 30, maxResends: 5, codesPerDestinationPerHour: 5, wrongCodesPerIdentityPerDay: 15 })
+const WRONG_CODES: Limit = { max: CHALLENGE_LIMITS.wrongCodesPerIdentityPerDay, windowSeconds: 86_400 }
 
 /** When a challenge issued at `now` stops verifying. */
 export function challengeExpiry(deps: Pick<ChallengeDeps, 'challengeTtlSeconds'>, now: Date): Date {
   return new Date(now.getTime() + deps.challengeTtlSeconds * 1000)
-}
-
-/**
- * Issues a challenge in a savepoint and hides any failure of it behind the caller's ordinary
- * answer: used where the failure itself would reveal that an account exists (OX-S3). Logged by
- * error name and code.
- */
-export async function issueHiddenTx(trx: Knex.Transaction, deps: ChallengeDeps, flow: string, issue: (savepoint: Knex.Transaction) => Promise<unknown>): Promise<void> {
-  await trx.transaction(issue).catch((error: unknown) => deps.logger.warn(`${flow} not enqueued`, describeError(error)))
 }
 
 /** A phone number without WhatsApp settings is refused up front, never enqueued. */
@@ -44,21 +42,70 @@ export function assertChannelAvailable(deps: Pick<ChallengeDeps, 'channels'>, id
   if (!deps.channels.has(channelFor(identifier))) throw new ChannelUnavailableError()
 }
 
+/** Counts one request of a signed-in identity against an hourly allowance (pumping from one session). */
+export async function limitIdentityTx(trx: Knex.Transaction, deps: Pick<ChallengeDeps, 'codeHashKey'>, action: string, identityId: string, perHour: number, now: Date): Promise<void> {
+  await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, `identity:${action}`, identityId), { max: perHour, windowSeconds: 3_600 }, now, 'identity_rate_limited')
+}
+
+const REHEARSAL = Symbol('rehearsal')
+
+/**
+ * Does, for a throw-away subject inside a savepoint that is always rolled back, exactly the work a
+ * real issue does: identity and claim rows, the challenge, the destination count, the sealed
+ * message and its pg-boss job, so the caller's commit flushes as much WAL as a real one. Used where
+ * the answer must not tell whether an account exists: the work is equal by construction, not
+ * hidden behind a floor that only holds while the server is idle.
+ */
+export async function rehearseIssueTx(trx: Knex.Transaction, deps: ChallengeDeps, purpose: ChallengePurpose, identifier: Identifier, now: Date): Promise<void> {
+  await trx
+    .transaction(async (savepoint) => {
+      const subject = { purpose, identityId: uuidv7(), loginIdentifierId: uuidv7() }
+      await insertIdentityTx(savepoint, subject.identityId, 'pending', now)
+      await insertClaimTx(savepoint, subject.loginIdentifierId, subject.identityId, identifier, null, now)
+      await issueChallengeTx(savepoint, { ...deps, afterEnqueueTx: undefined }, { ...subject, identifier }, { now })
+      throw REHEARSAL
+    })
+    .catch((error: unknown) => {
+      if (error !== REHEARSAL && !(error instanceof RateLimitedError)) deps.logger.warn('rehearsal failed', describeError(error))
+    })
+}
+
+/**
+ * Issues a challenge in a savepoint and hides any failure of it behind the caller's ordinary
+ * answer: used where the failure itself would reveal that an account exists. A refused issue
+ * (a resend too soon, a destination over its budget) is followed by a rehearsal, so it costs what
+ * a successful one costs. Logged by error name and code.
+ */
+export async function issueHiddenTx(
+  trx: Knex.Transaction,
+  deps: ChallengeDeps,
+  flow: string,
+  subject: ChallengeSubject & { identifier: Identifier },
+  options: { candidatePasswordHash?: string; now: Date },
+): Promise<void> {
+  try {
+    await trx.transaction((savepoint) => issueChallengeTx(savepoint, deps, subject, options))
+  } catch (error) {
+    deps.logger.warn(`${flow} not enqueued`, describeError(error))
+    await rehearseIssueTx(trx, deps, subject.purpose, subject.identifier, options.now)
+  }
+}
+
 /**
  * Counts a code about to be sent to this destination, across every web process; the 6th in an
- * hour is refused. Only codes are counted, so where a refusal would reveal an account the flow
- * hides it (issueHiddenTx) like any other existence-dependent failure.
+ * hour is refused. The bucket is the canonical mailbox, so `+tag` variants share it.
  */
 async function enforceDestinationLimitTx(trx: Knex.Transaction, deps: ChallengeDeps, identifier: Identifier, now: Date): Promise<void> {
-  await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, `destination:${identifier.kind}`, identifier.value), { max: CHALLENGE_LIMITS.codesPerDestinationPerHour, windowSeconds: 3_600 }, now)
+  const bucket = bucketKey(deps.codeHashKey, `destination:${identifier.kind}`, canonicalDestination(identifier))
+  await hitRateLimitTx(trx, bucket, { max: CHALLENGE_LIMITS.codesPerDestinationPerHour, windowSeconds: 3_600 }, now)
 }
 
 /**
  * Opens a challenge for the subject, or, when one is open, resends it: a new code replaces the
  * old (which stops verifying), every older unsent message is dead-lettered `superseded_by_resend`,
  * and the new message is enqueued — all in the caller's transaction. Refused with RateLimitedError
- * for a resend within 30 s, past five resends, or past five codes an hour to the destination. Concurrent requests for one
- * subject queue on an advisory lock, so only one resend wins each 30 s window.
+ * for a resend within 30 s, past five resends, or past five codes an hour to the destination.
+ * Concurrent requests for one subject queue on an advisory lock, so only one resend wins each 30 s window.
  */
 export async function issueChallengeTx(
   trx: Knex.Transaction,
@@ -78,7 +125,7 @@ export async function issueChallengeTx(
       if (waitMs > 0) throw new RateLimitedError(waitMs / 1000, 'resend_too_soon')
       if (open.resend_count >= CHALLENGE_LIMITS.maxResends) throw new RateLimitedError((open.expires_at.getTime() - now.getTime()) / 1000, 'too_many_resends')
       challengeId = open.id
-      await trx.raw('SELECT outbox.dead_letter_open_messages(?, ?)', [challengeId, 'superseded_by_resend'])
+      await deadLetterChallengeMessagesTx(trx, challengeId, 'superseded_by_resend')
       await rotateChallengeCodeTx(trx, challengeId, { codeHash: hashCode(deps.codeHashKey, challengeId, code), expiresAt, now, candidatePasswordHash: options.candidatePasswordHash })
     } else {
       challengeId = uuidv7()
@@ -107,21 +154,47 @@ export async function issueChallengeTx(
   }
 }
 
+/** What checking a code decided: the consumed challenge, or a refusal (with a wait when the identity's wrong-code budget is spent). */
+export type CodeCheck = { kind: 'verified'; challenge: ChallengeRow } | { kind: 'refused'; budgetRetryAfterSeconds?: number }
+
+const wrongCodeBucket = (deps: Pick<ChallengeDeps, 'codeHashKey'>, purpose: ChallengePurpose, owner: string) => bucketKey(deps.codeHashKey, `wrong-codes:${purpose}`, owner)
+
 /**
- * Checks a code against the subject's open challenge. Right: the challenge is consumed and its
- * unsent messages dead-lettered `challenge_consumed` (OX-W7's gap, closed). Wrong: one attempt is
- * spent (at zero the challenge is dead). Returns the consumed challenge, or undefined — the caller
- * commits either way, so a wrong guess is counted, and only then refuses.
+ * Checks a code against the subject's open challenge. Refused outright while the identity's
+ * wrong-code budget for this purpose is spent (no code verifies then, not even the right one).
+ * Right (and `accept`ed, e.g. the sign-up password matches): the challenge is consumed and its
+ * unsent messages dead-lettered `challenge_consumed`. Wrong: one attempt and one unit of the
+ * budget are spent; the last attempt kills the challenge and dead-letters its unsent messages too.
+ * The caller commits either way, so a wrong guess is counted, and only then refuses.
  */
-export async function checkCodeTx(trx: Knex.Transaction, deps: Pick<ChallengeDeps, 'codeHashKey' | 'clock'>, subject: ChallengeSubject, code: string): Promise<ChallengeRow | undefined> {
+export async function checkCodeTx(
+  trx: Knex.Transaction,
+  deps: Pick<ChallengeDeps, 'codeHashKey' | 'clock'>,
+  subject: ChallengeSubject,
+  code: string,
+  accept: (challenge: ChallengeRow) => boolean = () => true,
+): Promise<CodeCheck> {
   const now = deps.clock()
+  const bucket = wrongCodeBucket(deps, subject.purpose, `identity:${subject.identityId}`)
+  const budgetRetryAfterSeconds = await budget.checkTx(trx, bucket, WRONG_CODES, now)
+  if (budgetRetryAfterSeconds !== undefined) return { kind: 'refused', budgetRetryAfterSeconds }
   const open = await lockOpenChallengeTx(trx, subject, now)
-  if (!open) return undefined
-  if (!/^\d{6}$/.test(code) || !verifyCode(deps.codeHashKey, open.id, code, open.code_hash)) {
-    await spendAttemptTx(trx, open.id)
-    return undefined
+  if (!open || !/^\d{6}$/.test(code) || !verifyCode(deps.codeHashKey, open.id, code, open.code_hash) || !accept(open)) {
+    await budget.spendTx(trx, bucket, now)
+    if (open && (await spendAttemptTx(trx, open.id)) <= 0) await deadLetterChallengeMessagesTx(trx, open.id, 'challenge_consumed')
+    return { kind: 'refused' }
   }
   await consumeChallengeTx(trx, open.id, now)
-  await trx.raw('SELECT outbox.dead_letter_open_messages(?, ?)', [open.id, 'challenge_consumed'])
-  return open
+  await deadLetterChallengeMessagesTx(trx, open.id, 'challenge_consumed')
+  return { kind: 'verified', challenge: open }
+}
+
+/**
+ * A code presented for an identifier nobody can be checked against: spends a unit of a budget kept
+ * for the identifier itself, so the refusal writes and commits what a real wrong guess does.
+ */
+export async function refuseUnknownCodeTx(trx: Knex.Transaction, deps: Pick<ChallengeDeps, 'codeHashKey' | 'clock'>, purpose: ChallengePurpose, identifier: Identifier): Promise<void> {
+  const now = deps.clock()
+  const bucket = wrongCodeBucket(deps, purpose, `identifier:${identifier.kind}:${canonicalDestination(identifier)}`)
+  if ((await budget.checkTx(trx, bucket, WRONG_CODES, now)) === undefined) await budget.spendTx(trx, bucket, now)
 }

@@ -20,3 +20,29 @@ export function parseIdentifier(raw: string): Identifier | undefined {
 export function channelFor(identifier: Identifier): Channel {
   return identifier.kind === 'email' ? 'email' : 'whatsapp'
 }
+
+/**
+ * The mailbox a destination budget counts against: case and a `+tag` of the local part removed, so
+ * `victim+1@…` and `victim+2@…` share one budget; a phone number is already canonical (E.164).
+ * Only for counting: messages go to the address as written.
+ */
+export function canonicalDestination(identifier: Identifier): string {
+  if (identifier.kind === 'phone') return identifier.value
+  const at = identifier.value.lastIndexOf('@')
+  const local = identifier.value.slice(0, at).split('+')[0]!
+  return `${local}@${identifier.value.slice(at + 1)}`.toLowerCase()
+}
+
+/**
+ * An identifier as a security notice or a staff page shows it: enough to recognise, not to use
+ * (`a•••e@e•••.com`, `+49••••1234`); the same text as the database's `outbox.mask_destination`.
+ */
+export function maskIdentifier(value: string): string {
+  const at = value.indexOf('@')
+  if (at < 0) return value.slice(0, 3) + '•'.repeat(Math.max([...value].length - 7, 1)) + value.slice(-4)
+  const local = value.slice(0, at)
+  const domain = value.slice(at + 1)
+  const label = domain.split('.')[0]!
+  const rest = domain.slice(label.length + 1)
+  return `${local.slice(0, 1)}•••${local.length > 1 ? local.slice(-1) : ''}@${label.slice(0, 1)}•••${rest ? `.${rest}` : ''}`
+}

@@ -16,7 +16,7 @@ export async function findVerifiedIdentifierTx(trx: Knex.Transaction | Knex, ide
 }
 
 /** Every identity's claim on an identifier, verified or not. */
-export async function findClaimsTx(trx: Knex.Transaction, identifier: Identifier): Promise<ClaimRow[]> {
+export async function findClaimsTx(trx: Knex.Transaction | Knex, identifier: Identifier): Promise<ClaimRow[]> {
   return await trx('identity.login_identifiers as li')
     .join('identity.identities as i', 'i.id', 'li.identity_id')
     .select('li.id as login_identifier_id', 'li.identity_id', 'li.verified_at', 'i.status as identity_status')
@@ -76,4 +76,9 @@ export async function findStepUpIdentifierTx(trx: Knex.Transaction, identityId: 
     .whereNotNull('verified_at')
     .orderByRaw("kind = 'email' DESC, verified_at ASC")
     .first()
+}
+
+/** Every verified identifier of an identity (where security notices go). */
+export async function findVerifiedIdentifiersTx(trx: Knex.Transaction, identityId: string): Promise<(Identifier & { id: string })[]> {
+  return await trx('identity.login_identifiers').select('id', 'kind', 'value').where({ identity_id: identityId }).whereNotNull('verified_at').orderBy('verified_at', 'asc')
 }

@@ -1,45 +1,55 @@
 import type { Knex } from 'knex'
-import { assertChannelAvailable, challengeExpiry, checkCodeTx, issueChallengeTx, issueHiddenTx, type ChallengeDeps } from './challenges.ts'
+import { assertChannelAvailable, challengeExpiry, checkCodeTx, issueHiddenTx, refuseUnknownCodeTx, rehearseIssueTx, type ChallengeDeps } from './challenges.ts'
 import { InvalidCodeError } from './errors.ts'
 import { findVerifiedIdentifierTx, setPasswordTx } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
 import { hashPassword } from './secrets.ts'
+import { notifyOtherIdentifiersTx } from './security-notices.ts'
 import { revokeAllSessionsTx } from './sessions-sql.ts'
 
 export type { ChallengeDeps } from './challenges.ts'
 
 /**
- * OX-S3: the challenge and its outbox message commit together, or neither does. Known and unknown
- * identifiers get the same answer; the per-destination limit counts both alike, and every
- * existence-dependent failure (a resend too soon, an enqueue error) is logged, not shown.
+ * The challenge and its outbox message commit together, or neither does. Known and unknown
+ * identifiers get the same answer after the same work: an unknown one gets a rehearsal (the same
+ * statements for a throw-away subject, rolled back), a refused known one (resend too soon, over
+ * its budget) too; every existence-dependent failure is logged, not shown.
  */
 export async function requestPasswordRecoveryTx(trx: Knex.Transaction, deps: ChallengeDeps, identifier: Identifier): Promise<{ challengeExpiresAt: Date }> {
   assertChannelAvailable(deps, identifier)
   const now = deps.clock()
   const known = await findVerifiedIdentifierTx(trx, identifier)
   if (known) {
-    await issueHiddenTx(trx, deps, 'password recovery', (savepoint) =>
-      issueChallengeTx(savepoint, deps, { purpose: 'password_recovery', identityId: known.identity_id, loginIdentifierId: known.login_identifier_id, identifier }, { now }),
-    )
+    const subject = { purpose: 'password_recovery' as const, identityId: known.identity_id, loginIdentifierId: known.login_identifier_id, identifier }
+    await issueHiddenTx(trx, deps, 'password recovery', subject, { now })
+  } else {
+    await rehearseIssueTx(trx, deps, 'password_recovery', identifier, now)
   }
   return { challengeExpiresAt: challengeExpiry(deps, now) }
 }
 
-/** Sets the new password and revokes every session of the identity, or refuses the code. */
+/**
+ * Sets the new password, revokes every session of the identity and tells its other verified
+ * identifiers, or refuses the code (the same 422 whether or not the identifier is known).
+ */
 export async function completePasswordRecovery(
   db: Knex,
-  deps: Pick<ChallengeDeps, 'codeHashKey' | 'clock'>,
+  deps: ChallengeDeps,
   input: { identifier: Identifier; code: string; newPassword: string },
 ): Promise<void> {
   const passwordHash = await hashPassword(input.newPassword)
   const completed = await db.transaction(async (trx) => {
     const known = await findVerifiedIdentifierTx(trx, input.identifier)
-    if (!known) return false
-    const challenge = await checkCodeTx(trx, deps, { purpose: 'password_recovery', identityId: known.identity_id, loginIdentifierId: known.login_identifier_id }, input.code)
-    if (!challenge) return false
+    if (!known) {
+      await refuseUnknownCodeTx(trx, deps, 'password_recovery', input.identifier)
+      return false
+    }
+    const checked = await checkCodeTx(trx, deps, { purpose: 'password_recovery', identityId: known.identity_id, loginIdentifierId: known.login_identifier_id }, input.code)
+    if (checked.kind === 'refused') return false
     const now = deps.clock()
     await setPasswordTx(trx, known.identity_id, passwordHash, now)
     await revokeAllSessionsTx(trx, known.identity_id, now)
+    await notifyOtherIdentifiersTx(trx, deps, { identityId: known.identity_id, exceptLoginIdentifierId: known.login_identifier_id, event: 'password_changed', identifier: input.identifier, now })
     return true
   })
   if (!completed) throw new InvalidCodeError()

@@ -34,3 +34,11 @@ export async function insertElevationTx(trx: Knex.Transaction, elevation: { id: 
     created_at: elevation.now,
   })
 }
+
+/** A live elevation of this very session (step-up proof), by the SHA-256 of its token. */
+export async function findLiveElevationTx(trx: Knex.Transaction, session: { sessionId: string; identityId: string }, tokenHash: Buffer, now: Date): Promise<{ id: string } | undefined> {
+  return await trx('identity.elevations')
+    .where({ token_hash: tokenHash, session_id: session.sessionId, identity_id: session.identityId })
+    .andWhere('expires_at', '>', now)
+    .first<{ id: string } | undefined>('id')
+}

@@ -1,48 +1,65 @@
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
-import { assertChannelAvailable, challengeExpiry, checkCodeTx, issueChallengeTx, type ChallengeDeps } from './challenges.ts'
-import { ConflictError, InvalidCodeError } from './errors.ts'
+import { assertChannelAvailable, checkCodeTx, issueChallengeTx, limitIdentityTx, type ChallengeDeps } from './challenges.ts'
+import { requireElevationTx } from './elevation.ts'
+import { ConflictError, InvalidCodeError, RateLimitedError } from './errors.ts'
 import { findClaimsTx, insertClaimTx, verifyClaimTx } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
+import { notifyOtherIdentifiersTx } from './security-notices.ts'
 import type { SessionContext } from './sessions.ts'
 
+/** Sign-in method additions one identity may start in an hour (each sends a code somewhere). */
+export const SIGN_IN_METHOD_ADDITIONS_PER_HOUR = 10
+
 /**
- * POST /sign-in-methods: claims the identifier for the caller and sends it a code. An identifier
- * another identity already verified gets the same 202 and nothing is sent (logged).
+ * POST /sign-in-methods: needs a fresh step-up of this session (a stolen bearer token alone cannot
+ * add the thief's address). Claims the identifier for the caller and sends it a code. An
+ * identifier another identity already verified takes exactly the same path — the claim, the
+ * challenge, the resend interval, the destination budget and the code to the address, whose owner
+ * can ignore it — so no answer, refusal or timing tells the caller whether it belongs to someone;
+ * the confirmation of such a claim is refused (409 `identifier_taken`) only to whoever holds the code.
  */
-export async function addSignInMethod(db: Knex, deps: ChallengeDeps, session: SessionContext, identifier: Identifier): Promise<{ challengeExpiresAt: Date }> {
-  assertChannelAvailable(deps, identifier)
+export async function addSignInMethod(
+  db: Knex,
+  deps: ChallengeDeps,
+  session: SessionContext,
+  input: { identifier: Identifier; elevationToken: string | undefined },
+): Promise<{ challengeExpiresAt: Date }> {
+  assertChannelAvailable(deps, input.identifier)
   return await db.transaction(async (trx) => {
     const now = deps.clock()
-    const claims = await findClaimsTx(trx, identifier)
-    const mine = claims.find((claim) => claim.identity_id === session.identityId)
+    await requireElevationTx(trx, session, input.elevationToken, now)
+    await limitIdentityTx(trx, deps, 'add_sign_in_method', session.identityId, SIGN_IN_METHOD_ADDITIONS_PER_HOUR, now)
+    const mine = (await findClaimsTx(trx, input.identifier)).find((claim) => claim.identity_id === session.identityId)
     if (mine?.verified_at) throw new ConflictError('identifier_already_added', 'This identifier is already one of your sign-in methods.')
-    if (claims.some((claim) => claim.verified_at && claim.identity_id !== session.identityId)) {
-      deps.logger.warn('sign-in method belongs to another identity; nothing sent', { identityId: session.identityId })
-      return { challengeExpiresAt: challengeExpiry(deps, now) }
-    }
     const loginIdentifierId = mine?.login_identifier_id ?? uuidv7()
-    if (!mine) await insertClaimTx(trx, loginIdentifierId, session.identityId, identifier, null, now)
-    const issued = await issueChallengeTx(trx, deps, { purpose: 'add_sign_in_method', identityId: session.identityId, loginIdentifierId, identifier })
+    if (!mine) await insertClaimTx(trx, loginIdentifierId, session.identityId, input.identifier, null, now)
+    const issued = await issueChallengeTx(trx, deps, { purpose: 'add_sign_in_method', identityId: session.identityId, loginIdentifierId, identifier: input.identifier }, { now })
     return { challengeExpiresAt: issued.expiresAt }
   })
 }
 
-/** POST /sign-in-methods/confirmation: the right code verifies the identifier for the caller. */
+/**
+ * POST /sign-in-methods/confirmation: the right code verifies the identifier for the caller, and
+ * every other verified identifier of the identity is told (a security notice).
+ */
 export async function confirmSignInMethod(
   db: Knex,
-  deps: Pick<ChallengeDeps, 'codeHashKey' | 'clock'>,
+  deps: ChallengeDeps,
   session: SessionContext,
   input: { identifier: Identifier; code: string },
 ): Promise<{ identifier: string; kind: Identifier['kind'] }> {
   const confirmed = await db.transaction(async (trx) => {
     const mine = (await findClaimsTx(trx, input.identifier)).find((claim) => claim.identity_id === session.identityId && !claim.verified_at)
     if (!mine) return false
-    const challenge = await checkCodeTx(trx, deps, { purpose: 'add_sign_in_method', identityId: session.identityId, loginIdentifierId: mine.login_identifier_id }, input.code)
-    if (!challenge) return false
-    await verifyClaimTx(trx, mine.login_identifier_id, deps.clock())
+    const checked = await checkCodeTx(trx, deps, { purpose: 'add_sign_in_method', identityId: session.identityId, loginIdentifierId: mine.login_identifier_id }, input.code)
+    if (checked.kind === 'refused') return checked.budgetRetryAfterSeconds ?? false
+    const now = deps.clock()
+    await verifyClaimTx(trx, mine.login_identifier_id, now)
+    await notifyOtherIdentifiersTx(trx, deps, { identityId: session.identityId, exceptLoginIdentifierId: mine.login_identifier_id, event: 'sign_in_method_added', identifier: input.identifier, now })
     return true
   })
+  if (typeof confirmed === 'number') throw new RateLimitedError(confirmed, 'too_many_wrong_codes')
   if (!confirmed) throw new InvalidCodeError()
   return { identifier: input.identifier.value, kind: input.identifier.kind }
 }

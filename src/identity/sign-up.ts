@@ -1,17 +1,19 @@
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
-import { assertChannelAvailable, challengeExpiry, checkCodeTx, issueChallengeTx, issueHiddenTx, type ChallengeDeps } from './challenges.ts'
+import { assertChannelAvailable, challengeExpiry, checkCodeTx, issueHiddenTx, refuseUnknownCodeTx, type ChallengeDeps } from './challenges.ts'
+import { findOpenChallenge } from './challenges-sql.ts'
 import { InvalidCodeError } from './errors.ts'
-import { activateIdentityTx, findClaimsTx, insertClaimTx, insertIdentityTx, setPasswordTx, verifyClaimTx } from './identities-sql.ts'
+import { activateIdentityTx, findClaimsTx, insertClaimTx, insertIdentityTx, setPasswordTx, verifyClaimTx, type ClaimRow } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
-import { hashPassword } from './secrets.ts'
+import { hashPassword, verifyPassword } from './secrets.ts'
 import { createSessionTx } from './sessions.ts'
 
 /**
  * POST /sign-ups. A new identifier gets a pending identity and a sign-up code (a repeat is a
- * resend and keeps the latest password). An identifier that already belongs to an active identity
- * gets the same 202, and its owner a password-recovery code instead: they learn someone tried,
- * and can get in if it was them; the caller learns nothing.
+ * resend and keeps the latest password as the candidate). An identifier that already belongs to an
+ * active identity gets the same 202, and its owner a password-recovery code instead: they learn
+ * someone tried, and can get in if it was them; the caller learns nothing. A refused resend (too
+ * soon, over the destination's budget) is hidden behind the same 202 on both paths.
  */
 export async function signUp(db: Knex, deps: ChallengeDeps, input: { identifier: Identifier; password: string }): Promise<{ challengeExpiresAt: Date }> {
   assertChannelAvailable(deps, input.identifier)
@@ -22,35 +24,54 @@ export async function signUp(db: Knex, deps: ChallengeDeps, input: { identifier:
     const claims = await findClaimsTx(trx, input.identifier)
     const owner = claims.find((claim) => claim.verified_at && claim.identity_status === 'active')
     if (owner) {
-      await issueHiddenTx(trx, deps, 'sign-up notice', (savepoint) =>
-        issueChallengeTx(savepoint, deps, { purpose: 'password_recovery', identityId: owner.identity_id, loginIdentifierId: owner.login_identifier_id, identifier: input.identifier }, { now }),
-      )
+      const subject = { purpose: 'password_recovery' as const, identityId: owner.identity_id, loginIdentifierId: owner.login_identifier_id, identifier: input.identifier }
+      await issueHiddenTx(trx, deps, 'sign-up notice', subject, { now })
     } else {
-      const pending = claims.find((claim) => claim.identity_status === 'pending')
-      const subject = pending ? { identityId: pending.identity_id, loginIdentifierId: pending.login_identifier_id } : { identityId: uuidv7(), loginIdentifierId: uuidv7() }
+      const pending = pendingSignUp(claims)
+      const ids = pending ? { identityId: pending.identity_id, loginIdentifierId: pending.login_identifier_id } : { identityId: uuidv7(), loginIdentifierId: uuidv7() }
       if (!pending) {
-        await insertIdentityTx(trx, subject.identityId, 'pending', now)
-        await insertClaimTx(trx, subject.loginIdentifierId, subject.identityId, input.identifier, null, now)
+        await insertIdentityTx(trx, ids.identityId, 'pending', now)
+        await insertClaimTx(trx, ids.loginIdentifierId, ids.identityId, input.identifier, null, now)
       }
-      await issueHiddenTx(trx, deps, 'sign-up', (savepoint) =>
-        issueChallengeTx(savepoint, deps, { purpose: 'sign_up', ...subject, identifier: input.identifier }, { candidatePasswordHash, now }),
-      )
+      await issueHiddenTx(trx, deps, 'sign-up', { purpose: 'sign_up', ...ids, identifier: input.identifier }, { candidatePasswordHash, now })
     }
     return { challengeExpiresAt: challengeExpiry(deps, now) }
   })
 }
 
-/** POST /sign-ups/confirmation: the right code activates the identity and opens a session. */
-export async function confirmSignUp(db: Knex, deps: Pick<ChallengeDeps, 'codeHashKey' | 'clock'>, input: { identifier: Identifier; code: string }): Promise<{ token: string; expiresAt: Date }> {
+const pendingSignUp = (claims: ClaimRow[]) => claims.find((claim) => claim.identity_status === 'pending' && !claim.verified_at)
+
+/**
+ * POST /sign-ups/confirmation: the right code **and** the latest candidate password activate the
+ * identity and open a session. Whoever asked last chose the candidate, so a code alone never
+ * activates an account with somebody else's password (pre-account hijacking, in either order). A
+ * wrong password is a wrong code: the same 422, one attempt spent. The password is checked
+ * (argon2, against a decoy when there is nothing to check) before the transaction, so no lock is
+ * held across it; the transaction then requires that the candidate is still the one checked.
+ */
+export async function confirmSignUp(
+  db: Knex,
+  deps: Pick<ChallengeDeps, 'codeHashKey' | 'clock'>,
+  input: { identifier: Identifier; code: string; password: string },
+): Promise<{ token: string; expiresAt: Date }> {
+  const pendingNow = pendingSignUp(await findClaimsTx(db, input.identifier))
+  const candidate = pendingNow
+    ? (await findOpenChallenge(db, { purpose: 'sign_up', identityId: pendingNow.identity_id, loginIdentifierId: pendingNow.login_identifier_id }, deps.clock()))?.candidate_password_hash ?? undefined
+    : undefined
+  const passwordMatches = await verifyPassword(candidate, input.password)
   const session = await db.transaction(async (trx) => {
-    const pending = (await findClaimsTx(trx, input.identifier)).find((claim) => claim.identity_status === 'pending' && !claim.verified_at)
-    if (!pending) return undefined
-    const challenge = await checkCodeTx(trx, deps, { purpose: 'sign_up', identityId: pending.identity_id, loginIdentifierId: pending.login_identifier_id }, input.code)
-    if (!challenge?.candidate_password_hash) return undefined
+    const pending = pendingSignUp(await findClaimsTx(trx, input.identifier))
+    if (!pending) {
+      await refuseUnknownCodeTx(trx, deps, 'sign_up', input.identifier)
+      return undefined
+    }
+    const subject = { purpose: 'sign_up' as const, identityId: pending.identity_id, loginIdentifierId: pending.login_identifier_id }
+    const checked = await checkCodeTx(trx, deps, subject, input.code, (challenge) => passwordMatches && challenge.candidate_password_hash === candidate)
+    if (checked.kind === 'refused' || !checked.challenge.candidate_password_hash) return undefined
     const now = deps.clock()
     await activateIdentityTx(trx, pending.identity_id)
     await verifyClaimTx(trx, pending.login_identifier_id, now)
-    await setPasswordTx(trx, pending.identity_id, challenge.candidate_password_hash, now)
+    await setPasswordTx(trx, pending.identity_id, checked.challenge.candidate_password_hash, now)
     return await createSessionTx(trx, pending.identity_id, now)
   })
   if (!session) throw new InvalidCodeError()

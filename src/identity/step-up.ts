@@ -1,19 +1,24 @@
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
-import { assertChannelAvailable, checkCodeTx, issueChallengeTx, type ChallengeDeps } from './challenges.ts'
-import { ConflictError, InvalidCodeError } from './errors.ts'
+import { assertChannelAvailable, checkCodeTx, issueChallengeTx, limitIdentityTx, type ChallengeDeps } from './challenges.ts'
+import { ConflictError, InvalidCodeError, RateLimitedError } from './errors.ts'
 import { findStepUpIdentifierTx } from './identities-sql.ts'
 import { newToken } from './secrets.ts'
 import { insertElevationTx } from './sessions-sql.ts'
 import { ELEVATION_TTL_SECONDS, type SessionContext } from './sessions.ts'
 
-/** POST /step-ups: a code to the caller's verified email (else phone), committed before any send (OX-S4). */
+/** Step-up codes one identity may ask for in an hour. */
+export const STEP_UPS_PER_HOUR = 10
+
+/** POST /step-ups: a code to the caller's verified email (else phone), committed before any send. */
 export async function startStepUp(db: Knex, deps: ChallengeDeps, session: SessionContext): Promise<{ challengeExpiresAt: Date }> {
   return await db.transaction(async (trx) => {
+    const now = deps.clock()
     const target = await findStepUpIdentifierTx(trx, session.identityId)
     if (!target) throw new ConflictError('no_verified_identifier', 'There is no verified identifier to send a code to.')
     assertChannelAvailable(deps, target)
-    const issued = await issueChallengeTx(trx, deps, { purpose: 'step_up', identityId: session.identityId, loginIdentifierId: target.id, identifier: target })
+    await limitIdentityTx(trx, deps, 'step_up', session.identityId, STEP_UPS_PER_HOUR, now)
+    const issued = await issueChallengeTx(trx, deps, { purpose: 'step_up', identityId: session.identityId, loginIdentifierId: target.id, identifier: target }, { now })
     return { challengeExpiresAt: issued.expiresAt }
   })
 }
@@ -23,14 +28,15 @@ export async function confirmStepUp(db: Knex, deps: Pick<ChallengeDeps, 'codeHas
   const elevation = await db.transaction(async (trx) => {
     const target = await findStepUpIdentifierTx(trx, session.identityId)
     if (!target) return undefined
-    const challenge = await checkCodeTx(trx, deps, { purpose: 'step_up', identityId: session.identityId, loginIdentifierId: target.id }, code)
-    if (!challenge) return undefined
+    const checked = await checkCodeTx(trx, deps, { purpose: 'step_up', identityId: session.identityId, loginIdentifierId: target.id }, code)
+    if (checked.kind === 'refused') return checked.budgetRetryAfterSeconds
     const now = deps.clock()
     const { token, hash } = newToken()
     const expiresAt = new Date(now.getTime() + ELEVATION_TTL_SECONDS * 1000)
     await insertElevationTx(trx, { id: uuidv7(), identityId: session.identityId, sessionId: session.sessionId, tokenHash: hash, expiresAt, now })
     return { elevationToken: token, expiresAt }
   })
+  if (typeof elevation === 'number') throw new RateLimitedError(elevation, 'too_many_wrong_codes')
   if (!elevation) throw new InvalidCodeError()
   return elevation
 }

@@ -1,3 +1,4 @@
+import { decideMetricsAccess, type MetricsAccess } from './access.ts'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Counter, Histogram, Registry } from 'prom-client'
@@ -43,10 +44,11 @@ export function createWorkerMetrics() {
 export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>
 
 /** A plain HTTP listener for Prometheus: GET /metrics, nothing else. */
-export async function serveMetrics(registry: Registry, port: number, host = '0.0.0.0'): Promise<{ url: string; stop: () => Promise<void> }> {
+export async function serveMetrics(registry: Registry, port: number, access: MetricsAccess, host = '0.0.0.0'): Promise<{ url: string; stop: () => Promise<void> }> {
   const server: Server = createServer((req, res) => {
-    if (req.method !== 'GET' || req.url !== '/metrics') {
-      res.writeHead(404).end()
+    const decision = req.method === 'GET' && req.url === '/metrics' ? decideMetricsAccess(access, req.headers.authorization) : 'not_served'
+    if (decision !== 'allowed') {
+      res.writeHead(decision === 'unauthenticated' ? 401 : 404).end()
       return
     }
     registry.metrics().then(

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto'
 import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
 import { generateCode, hashCode } from '../crypto/codes.ts'
-import { ConflictError, DomainError, ForbiddenError, NotFoundError } from '../identity/errors.ts'
-import { hashToken } from '../identity/secrets.ts'
+import { requireElevationTx } from '../identity/elevation.ts'
+import { ConflictError, DomainError, NotFoundError } from '../identity/errors.ts'
 import type { SessionContext } from '../identity/sessions.ts'
 import { DEAD_LETTER_REASONS, type Channel, type Purpose } from '../outbox/constants.ts'
 import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
@@ -89,10 +89,7 @@ export async function reissueDeadLetter(
 ): Promise<{ messageId: string; challengeExpiresAt: string; replayed: boolean }> {
   const now = deps.clock()
   return await db.transaction(async (trx) => {
-    const elevation = input.elevationToken
-      ? await trx('identity.elevations').where({ token_hash: hashToken(input.elevationToken), session_id: input.staff.sessionId, identity_id: input.staff.identityId }).andWhere('expires_at', '>', now).first('id')
-      : undefined
-    if (!elevation) throw new ForbiddenError('elevation_required', 'A fresh elevation token from step-up is required (X-Elevation-Token).')
+    await requireElevationTx(trx, input.staff, input.elevationToken, now)
 
     const requestHash = createHash('sha256').update(`reissue:${input.messageId}`).digest()
     const claimed = await trx('platform.idempotency_keys')
@@ -111,6 +108,8 @@ export async function reissueDeadLetter(
     // Reissue refusals (OX-O2), each its own stable problem code.
     if (candidate.refusal === 'dead_letter_not_found') throw new NotFoundError(candidate.refusal, 'There is no such dead letter.')
     if (candidate.refusal) throw new ConflictError(candidate.refusal, `This dead letter cannot be reissued (${candidate.refusal}).`)
+    // A notice carries no code to mint anew, and its text is gone with its ciphertext.
+    if (candidate.purpose === 'security_notice') throw new ConflictError('security_notice_message', 'A security notice cannot be reissued.')
     const code = generateCode()
     await trx('identity.challenges').where({ id: candidate.challenge_id }).update({ code_hash: hashCode(deps.codeHashKey, candidate.challenge_id, code), last_sent_at: now })
     const { messageId } = await enqueueSecurityMessageTx(

@@ -6,6 +6,7 @@ import { createBoss } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
 import { createKnex } from '../db/knex.ts'
 import { createApp } from '../http/app.ts'
+import { metricsAccess } from '../metrics/access.ts'
 import type { ChallengeDeps } from '../identity/challenges.ts'
 import type { Channel } from '../outbox/constants.ts'
 import type { Logger } from '../logging/logger.ts'
@@ -15,7 +16,7 @@ export type RunningWeb = { url: string; stop: () => Promise<void> }
 
 /** The web process: Express over the api role's pool; pg-boss only to enqueue inside our transactions. */
 export async function startWeb(options: {
-  config: Pick<Config, 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'INVITATION_TTL_SECONDS' | 'WASENDER_API_URL' | 'CLIENT_RATE_LIMIT_PER_MINUTE'>
+  config: Pick<Config, 'NODE_ENV' | 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'INVITATION_TTL_SECONDS' | 'WASENDER_API_URL' | 'CLIENT_RATE_LIMIT_PER_MINUTE' | 'METRICS_TOKEN'>
   apiUrl: string
   keys: Keys
   logger: Logger
@@ -47,6 +48,7 @@ export async function startWeb(options: {
         afterEnqueueTx: options.afterEnqueueTx,
       },
       clientLimitPerMinute: config.CLIENT_RATE_LIMIT_PER_MINUTE,
+      metrics: metricsAccess(config),
     })
     server = await new Promise<Server>((resolve, reject) => {
       const listening = app.listen(config.PORT, options.host ?? '0.0.0.0', (error?: Error) => (error ? reject(error) : resolve(listening)))

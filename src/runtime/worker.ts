@@ -10,6 +10,7 @@ import { assertConnectionRole } from '../db/connection-guard.ts'
 import { createKnex } from '../db/knex.ts'
 import type { Provider } from '../delivery/provider.ts'
 import type { Logger } from '../logging/logger.ts'
+import { metricsAccess } from '../metrics/access.ts'
 import { createWorkerMetrics, serveMetrics } from '../metrics/worker-metrics.ts'
 import { CHANNELS, QUEUES, type Channel, type DeliveryJobData } from '../outbox/constants.ts'
 import type { Keys } from './dev-keys.ts'
@@ -32,6 +33,7 @@ type WorkerConfig = Pick<
   | 'NODE_ENV'
   | 'PORT'
   | 'WORKER_METRICS_PORT'
+  | 'METRICS_TOKEN'
 >
 
 /**
@@ -110,7 +112,7 @@ export async function startWorker(options: {
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined
   try {
     await assertConnectionRole(db, WORKER_ROLE, 'WORKER_DATABASE_URL')
-    if (config.WORKER_METRICS_PORT !== undefined) metricsServer = await serveMetrics(metrics.registry, config.WORKER_METRICS_PORT)
+    if (config.WORKER_METRICS_PORT !== undefined) metricsServer = await serveMetrics(metrics.registry, config.WORKER_METRICS_PORT, metricsAccess(config))
     await boss.start()
     const handler = createDeliveryHandler({
       db,

@@ -14,6 +14,7 @@ import { HttpProblem } from '../problem.ts'
 import {
   ConfirmationRequest,
   IdentifierRequest,
+  SignUpConfirmationRequest,
   PasswordRecoveryCompletionRequest,
   SignInRequest,
   SignUpRequest,
@@ -49,10 +50,10 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
   })
 
   router.post('/sign-ups/confirmation', async (req, res) => {
-    const body = ConfirmationRequest.parse(req.body)
+    const body = SignUpConfirmationRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
     await countClient(req)
-    const session = await confirmSignUp(db, deps, { identifier, code: body.code })
+    const session = await confirmSignUp(db, deps, { identifier, code: body.code, password: body.password })
     res.status(201).json({ token: session.token, expiresAt: iso(session.expiresAt) })
   })
 
@@ -71,7 +72,8 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
 
   router.post('/sign-in-methods', signedIn, async (req, res) => {
     const body = IdentifierRequest.parse(req.body)
-    const { challengeExpiresAt } = await addSignInMethod(db, deps, sessionOf(res), identifierFrom(body.identifier))
+    const input = { identifier: identifierFrom(body.identifier), elevationToken: req.get('x-elevation-token') }
+    const { challengeExpiresAt } = await addSignInMethod(db, deps, sessionOf(res), input)
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
 

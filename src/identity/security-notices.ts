@@ -1,0 +1,37 @@
+import type { Knex } from 'knex'
+import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
+import type { ChallengeDeps } from './challenges.ts'
+import { findVerifiedIdentifiersTx } from './identities-sql.ts'
+import { channelFor, maskIdentifier, type Identifier } from './identifiers.ts'
+
+/** What a security notice reports. */
+export type SecurityEvent = 'sign_in_method_added' | 'password_changed'
+
+/** A notice is worth delivering for a day; after that it is dead-lettered unsent like an expired code. */
+export const SECURITY_NOTICE_TTL_SECONDS = 24 * 3600
+
+/**
+ * Tells every other verified identifier of the identity what changed and when, in the caller's
+ * transaction, so the change and its notices commit together. The body names the identifier
+ * involved only masked, holds no secret and no link (nothing a phisher could copy to look like
+ * us), and is sealed like any other outbox message. Identifiers on a channel this deployment
+ * cannot deliver on are skipped (logged).
+ */
+export async function notifyOtherIdentifiersTx(
+  trx: Knex.Transaction,
+  deps: Pick<ChallengeDeps, 'boss' | 'outboxKey' | 'channels' | 'logger'>,
+  input: { identityId: string; exceptLoginIdentifierId: string; event: SecurityEvent; identifier: Identifier; now: Date },
+): Promise<void> {
+  const expiresAt = new Date(input.now.getTime() + SECURITY_NOTICE_TTL_SECONDS * 1000)
+  const body = JSON.stringify({ event: input.event, at: input.now.toISOString(), identifier: maskIdentifier(input.identifier.value) })
+  for (const other of await findVerifiedIdentifiersTx(trx, input.identityId)) {
+    if (other.id === input.exceptLoginIdentifierId) continue
+    const channel = channelFor(other)
+    if (!deps.channels.has(channel)) {
+      deps.logger.warn('security notice skipped: channel not configured', { identityId: input.identityId, channel, event: input.event })
+      continue
+    }
+    const { messageId } = await enqueueSecurityMessageTx(trx, deps, { purpose: 'security_notice', channel, destination: other.value, locale: 'en', expiresAt }, Buffer.from(body, 'utf8'))
+    deps.logger.info('security notice enqueued', { identityId: input.identityId, messageId, event: input.event })
+  }
+}

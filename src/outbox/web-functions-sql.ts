@@ -1,0 +1,11 @@
+import type { Knex } from 'knex'
+
+/**
+ * The outbox changes the web may make beyond INSERT, each through the one SECURITY DEFINER
+ * function that does exactly it (the api role can touch outbox state no other way).
+ */
+
+/** Closes every unsent message of a challenge: a resend supersedes them, a consumed or dead challenge ends them. */
+export async function deadLetterChallengeMessagesTx(trx: Knex.Transaction, challengeId: string, reason: 'superseded_by_resend' | 'challenge_consumed'): Promise<void> {
+  await trx.raw('SELECT outbox.dead_letter_open_messages(?, ?)', [challengeId, reason])
+}
