@@ -20,7 +20,7 @@ describe('organization invitations, as a client makes them', () => {
     const earlier = (await inbox(f.stack.emulator.url, email)).length
     expect((await f.stack.call('POST', '/sign-ups', { identifier: email, password })).status).to.equal(202)
     const code = /\b(\d{6})\b/.exec((await emailTo(email, earlier + 1)).body.text ?? '')![1]
-    expect((await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code })).status).to.equal(201)
+    expect((await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code, password })).status).to.equal(201)
     const session = await f.stack.call('POST', '/sessions', { identifier: email, password })
     return { email, auth: f.stack.bearer(session.body!.token) }
   }

@@ -30,7 +30,7 @@ describe('security journeys, as a client makes them', () => {
     const signUp = await f.stack.call('POST', '/sign-ups', { identifier: email, password })
     expect(signUp.status).to.equal(202)
     expect(await f.stack.call('POST', '/sessions', { identifier: email, password }), 'no sign-in before confirmation').to.have.property('status', 401)
-    const confirmed = await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: await emailCode(email, 1) })
+    const confirmed = await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: await emailCode(email, 1), password })
     expect(confirmed.status).to.equal(201)
     const firstSession = confirmed.body!.token
 
@@ -39,12 +39,6 @@ describe('security journeys, as a client makes them', () => {
     expect(signedIn.status).to.equal(201)
     const session = f.stack.bearer(signedIn.body!.token)
 
-    // Add a phone: the code arrives at the fake Wasender.
-    expect((await f.stack.call('POST', '/sign-in-methods', { identifier: phone }, session)).status).to.equal(202)
-    const added = await f.stack.call('POST', '/sign-in-methods/confirmation', { identifier: phone, code: await whatsappCode(phone, 1) }, session)
-    expect(added).to.deep.include({ status: 201, body: { identifier: phone, kind: 'phone' } })
-    expect((await f.stack.call('POST', '/sessions', { identifier: phone, password })).status, 'the phone signs in too').to.equal(201)
-
     // Step up: the code goes to the verified email; the elevation lasts 5 minutes.
     expect((await f.stack.call('POST', '/step-ups', undefined, session)).status).to.equal(202)
     const elevation = await f.stack.call('POST', '/step-ups/confirmation', { code: await emailCode(email, 2) }, session)
@@ -52,10 +46,23 @@ describe('security journeys, as a client makes them', () => {
     expect(elevation.body!.elevationToken).to.be.a('string').with.length.greaterThan(40)
     expect(new Date(String(elevation.body!.expiresAt)).getTime() - Date.now()).to.be.within(4 * 60_000, 5 * 60_000 + 1_000)
 
+    // Add a phone, stepped up: the code arrives at the fake Wasender, and the email is told.
+    const elevated = { ...session, 'x-elevation-token': String(elevation.body!.elevationToken) }
+    expect((await f.stack.call('POST', '/sign-in-methods', { identifier: phone }, elevated)).status).to.equal(202)
+    const added = await f.stack.call('POST', '/sign-in-methods/confirmation', { identifier: phone, code: await whatsappCode(phone, 1) }, session)
+    expect(added).to.deep.include({ status: 201, body: { identifier: phone, kind: 'phone' } })
+    expect((await f.stack.call('POST', '/sessions', { identifier: phone, password })).status, 'the phone signs in too').to.equal(201)
+    const notice = (await eventually(async () => (await inbox(f.stack.emulator.url, email))[2], 'the security notice'))
+    expect(notice.subject).to.equal('A change to your Sealpost account')
+    expect(notice.body.text).to.include('A new sign-in method was added').and.to.include(`${phone.slice(0, 3)}`).and.not.to.include(phone)
+    expect(codeIn(notice.body.text), 'a notice carries no code').to.equal(undefined)
+
     // Recover the password: every old session stops working, the new password works.
     expect((await f.stack.call('POST', '/password-recoveries', { identifier: email })).status).to.equal(202)
     const newPassword = 'a brand new passphrase'
-    expect((await f.stack.call('POST', '/password-recoveries/completion', { identifier: email, code: await emailCode(email, 3), newPassword })).status).to.equal(204)
+    expect((await f.stack.call('POST', '/password-recoveries/completion', { identifier: email, code: await emailCode(email, 4), newPassword })).status).to.equal(204)
+    const phoneNotice = (await eventually(async () => f.stack.wasender.accepted().filter((request) => request.to === phone)[1], 'the phone’s notice'))
+    expect(phoneNotice.text).to.include('The password of your account was changed')
     expect((await f.stack.call('POST', '/step-ups', undefined, session)).status).to.equal(401)
     expect((await f.stack.call('DELETE', '/sessions/current', undefined, f.stack.bearer(firstSession))).status).to.equal(401)
     expect((await f.stack.call('POST', '/sessions', { identifier: email, password })).status).to.equal(401)
@@ -71,7 +78,7 @@ describe('security journeys, as a client makes them', () => {
   it('answers a sign-up for a taken email like any other, and sends its owner a recovery code instead', async () => {
     const email = uniqueEmail('owner')
     await f.stack.call('POST', '/sign-ups', { identifier: email, password: 'owner password 1' })
-    await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: await emailCode(email, 1) })
+    await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: await emailCode(email, 1), password: 'owner password 1' })
 
     const again = await f.stack.call('POST', '/sign-ups', { identifier: email, password: 'attacker password' })
     const fresh = await f.stack.call('POST', '/sign-ups', { identifier: uniqueEmail('fresh'), password: 'attacker password' })
@@ -92,8 +99,10 @@ describe('security journeys, as a client makes them', () => {
     await f.db.owner('identity.challenges').where({ purpose: 'sign_up' }).update({ last_sent_at: new Date(Date.now() - 60_000) })
     await f.stack.call('POST', '/sign-ups', { identifier: email, password: 'second password y' })
     const newest = await emailCode(email, 2)
-    expect((await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code })).status, 'the superseded code').to.equal(422)
-    expect((await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: newest })).status).to.equal(201)
+    const confirm = (attempt: string, password: string) => f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: attempt, password })
+    expect((await confirm(code, 'second password y')).status, 'the superseded code').to.equal(422)
+    expect((await confirm(newest, 'first password x')).status, 'the newest code with the earlier password').to.equal(422)
+    expect((await confirm(newest, 'second password y')).status).to.equal(201)
     expect((await f.stack.call('POST', '/sessions', { identifier: email, password: 'first password x' })).status).to.equal(401)
     expect((await f.stack.call('POST', '/sessions', { identifier: email, password: 'second password y' })).status).to.equal(201)
   })
@@ -104,8 +113,11 @@ describe('security journeys, as a client makes them', () => {
     for (const name of ['first', 'second']) {
       const email = uniqueEmail(name)
       await f.stack.call('POST', '/sign-ups', { identifier: email, password: 'long enough password' })
-      const confirmed = await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: await emailCode(email, 1) })
-      sessions.push(f.stack.bearer(confirmed.body!.token))
+      const confirmed = await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: await emailCode(email, 1), password: 'long enough password' })
+      const session = f.stack.bearer(confirmed.body!.token)
+      await f.stack.call('POST', '/step-ups', {}, session)
+      const elevation = await f.stack.call('POST', '/step-ups/confirmation', { code: await emailCode(email, 2) }, session)
+      sessions.push({ ...session, 'x-elevation-token': String(elevation.body!.elevationToken) })
     }
     expect((await f.stack.call('POST', '/sign-in-methods', { identifier: shared }, sessions[0])).status).to.equal(202)
     const firstCode = await emailCode(shared, 1)

@@ -1,6 +1,5 @@
 import { expect } from 'chai'
-import { createSessionTx } from '../src/identity/sessions.ts'
-import { createVerifiedIdentity, uniqueEmail } from './support/helpers.ts'
+import { createElevatedSession, createVerifiedIdentity, uniqueEmail } from './support/helpers.ts'
 import { useProcessFixture } from './support/process-fixture.ts'
 import { useWebStack } from './support/web-stack.ts'
 
@@ -17,10 +16,9 @@ describe('per-destination limit across web processes', () => {
     let retryAfter: string | null = null
     for (let i = 0; i < 6; i++) {
       const { identityId } = await createVerifiedIdentity(f.db.owner, uniqueEmail(`person${i}`))
-      const { token } = await f.db.owner.transaction((trx) => createSessionTx(trx, identityId, new Date()))
       const response = await fetch(`${urls[i % 2]}/sign-in-methods`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        headers: { 'content-type': 'application/json', ...(await createElevatedSession(f.db.owner, identityId)) },
         body: JSON.stringify({ identifier: target }),
       })
       statuses.push(response.status)

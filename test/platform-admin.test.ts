@@ -22,7 +22,7 @@ function staffKit(f: ReturnType<typeof useWebStack>) {
     expect((await f.stack.call('POST', '/sign-ups', { identifier: email, password })).status).to.equal(202)
     const message = await owner()('outbox.security_outbox_messages').where({ destination: email }).orderBy('id', 'desc').first()
     const code = await sealedCode(message.id)
-    expect((await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code })).status).to.equal(201)
+    expect((await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code, password })).status).to.equal(201)
     const session = await f.stack.call('POST', '/sessions', { identifier: email, password })
     const token = String(session.body!.token)
     const identityId = (await owner()('identity.login_identifiers').where({ value: email }).first()).identity_id as string
@@ -211,8 +211,8 @@ describe('staff: reissue of a dead letter (OX-O2)', () => {
       await worker.stop()
     }
     expect(newCode).to.not.equal(dead.oldCode)
-    expect((await f.stack.call('POST', '/sign-ups/confirmation', { identifier: dead.email, code: dead.oldCode })).status, 'the old code').to.equal(422)
-    expect((await f.stack.call('POST', '/sign-ups/confirmation', { identifier: dead.email, code: newCode })).status, 'the new code').to.equal(201)
+    expect((await f.stack.call('POST', '/sign-ups/confirmation', { identifier: dead.email, code: dead.oldCode, password })).status, 'the old code').to.equal(422)
+    expect((await f.stack.call('POST', '/sign-ups/confirmation', { identifier: dead.email, code: newCode, password })).status, 'the new code').to.equal(201)
 
     const audit = await f.db.owner('platform.audit_records').where({ action: 'security_outbox.dead_letter_reissued', subject: dead.messageId })
     expect(audit).to.have.length(1)

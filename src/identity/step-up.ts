@@ -7,8 +7,8 @@ import { newToken } from './secrets.ts'
 import { insertElevationTx } from './sessions-sql.ts'
 import { ELEVATION_TTL_SECONDS, type SessionContext } from './sessions.ts'
 
-/** Step-up codes one identity may ask for in an hour. */
-export const STEP_UPS_PER_HOUR = 10
+/** Step-up codes one identity may ask for in an hour (its own destination allows as many). */
+export const STEP_UPS_PER_HOUR = 5
 
 /** POST /step-ups: a code to the caller's verified email (else phone), committed before any send. */
 export async function startStepUp(db: Knex, deps: ChallengeDeps, session: SessionContext): Promise<{ challengeExpiresAt: Date }> {

@@ -4,6 +4,8 @@ import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
 import { loadConfig, type Config } from '../../config/schema.ts'
 import { insertActiveIdentityTx } from '../../src/identity/identities-sql.ts'
+import { newToken } from '../../src/identity/secrets.ts'
+import { insertElevationTx, insertSessionTx } from '../../src/identity/sessions-sql.ts'
 import { parseIdentifier } from '../../src/identity/identifiers.ts'
 import { createLogger, type Logger } from '../../src/logging/logger.ts'
 import type { Keys } from '../../src/runtime/dev-keys.ts'
@@ -32,6 +34,21 @@ export async function createVerifiedIdentity(owner: Knex, identifier: string): P
   const ids = { identityId: uuidv7(), loginIdentifierId: uuidv7() }
   await owner.transaction((trx) => insertActiveIdentityTx(trx, ids, parsed, new Date()))
   return ids
+}
+
+/**
+ * A session of the identity with a live step-up elevation, written directly (as a test arranges
+ * rows): the headers a stepped-up client sends, `Authorization` and `X-Elevation-Token`.
+ */
+export async function createElevatedSession(owner: Knex, identityId: string, now = new Date()): Promise<Record<string, string>> {
+  const session = newToken()
+  const elevation = newToken()
+  const sessionId = uuidv7()
+  await owner.transaction(async (trx) => {
+    await insertSessionTx(trx, { id: sessionId, identityId, tokenHash: session.hash, expiresAt: new Date(now.getTime() + 3_600_000), now })
+    await insertElevationTx(trx, { id: uuidv7(), identityId, sessionId, tokenHash: elevation.hash, expiresAt: new Date(now.getTime() + 300_000), now })
+  })
+  return { authorization: `Bearer ${session.token}`, 'x-elevation-token': elevation.token }
 }
 
 let phoneCounter = 0
