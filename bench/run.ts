@@ -2,6 +2,7 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import { commitToProvider, delivery, directEnqueue, httpEnqueue, rawConsume, rawEnqueue } from './measure.ts'
+import { ENUMERATION_FLOWS, enumerationTiming } from './enumeration.ts'
 import { spotCheck } from './spot-check.ts'
 import { startBenchStack } from './stack.ts'
 
@@ -17,8 +18,13 @@ const instantConcurrency = Number(process.env.BENCH_WORKER_CONCURRENCY ?? 128)
 const providerDelayMs = Number(process.env.BENCH_PROVIDER_LATENCY_MS ?? 0)
 const slowConcurrencies = [16, 64]
 const enqueueSeconds = quick ? 2 : 10
-/** BENCH_ONLY=raw,delivery,slow,latency,enqueue runs a subset (for profiling); the full run is the figure of record. */
-const only = new Set((process.env.BENCH_ONLY ?? 'raw,delivery,slow,latency,enqueue').split(','))
+/** BENCH_ONLY=raw,delivery,slow,latency,enqueue,enumeration runs a subset (for profiling); the full run is the figure of record. */
+const only = new Set((process.env.BENCH_ONLY ?? 'raw,delivery,slow,latency,enqueue,enumeration').split(','))
+/**
+ * Known vs unknown identifiers per side and concurrency level: at least the contract's 200, and 600
+ * under load, where a median of 200 samples alone moves by a few milliseconds from run to run.
+ */
+const enumerationPerSide = (concurrency: number) => Number(process.env.BENCH_ENUMERATION_PER_SIDE ?? (quick ? 50 : concurrency === 1 ? 200 : 600))
 
 type Series = { name: string; unit: string; values: number[]; target?: { text: string; pass: (median: number, max: number) => boolean } }
 const series = new Map<string, Series>()
@@ -84,6 +90,23 @@ try {
     const direct = await directEnqueue(stack, quick ? 2 : 5)
     record('diagnostic: recovery transaction called directly, concurrency 16', 'tx/s', direct)
     record('diagnostic: direct recovery ÷ raw enqueue ceiling', '%', (100 * direct) / rawTx)
+    }
+
+    // Once per run (each level is 2 × perSide requests per route): the contract's figure is one run of ≥ 200 per side.
+    if (only.has('enumeration') && rep === 1) {
+      for (const concurrency of [1, 16, 64]) {
+        for (const flow of ENUMERATION_FLOWS) {
+          step(`enumeration timing, ${flow}, concurrency ${concurrency}`)
+          const perSide = enumerationPerSide(concurrency)
+          const timing = await enumerationTiming(stack, flow, { concurrency, perSide })
+          if (timing.non202 > 0) throw new Error(`${timing.non202} ${flow} requests were not answered 202`)
+          const label = `enumeration: ${flow}, ${perSide}+${perSide} interleaved, concurrency ${concurrency}`
+          record(`${label}: known p50`, 'ms', timing.known.p50)
+          record(`${label}: unknown p50`, 'ms', timing.unknown.p50)
+          record(`${label}: |Δ p50|`, 'ms', Math.abs(timing.known.p50 - timing.unknown.p50), { text: '≤ 5', pass: (median) => median <= 5 })
+          record(`${label}: |Δ p90|`, 'ms', Math.abs(timing.known.p90 - timing.unknown.p90), { text: '≤ 15', pass: (median) => median <= 15 })
+        }
+      }
     }
   }
 

@@ -51,42 +51,56 @@ describe('per-client limit on the public routes', () => {
   })
 })
 
-describe('password recovery and account enumeration', () => {
+describe('account enumeration through timing and answers, at concurrency 16', () => {
   const f = useWebStack({ worker: false })
-  const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+  const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!
+  const perSide = 150
+  // A guard, not the measurement (that is `npm run bench`, ≤ 5 ms / ≤ 15 ms): bounds several times
+  // wider than the differences measured, so a loaded CI machine does not make it flaky.
+  const bounds = { p50: 40, p90: 100 }
 
-  it('answers known and unknown identifiers alike in status, headers, body keys and latency (200 requests each)', async function () {
-    this.timeout(120_000)
-    const known = Array.from({ length: 200 }, () => uniqueEmail('known'))
-    for (const email of known) await createVerifiedIdentity(f.db.owner, email)
-    const unknown = Array.from({ length: 200 }, () => uniqueEmail('unknown'))
-    const requests = known.flatMap((email, i) => [{ kind: 'known' as const, email }, { kind: 'unknown' as const, email: unknown[i]! }])
+  const flows = [
+    { route: '/password-recoveries', body: (identifier: string) => ({ identifier }), caller: async () => ({}) },
+    { route: '/sign-ups', body: (identifier: string) => ({ identifier, password: 'a long enough password' }), caller: async () => ({}) },
+    {
+      route: '/sign-in-methods',
+      body: (identifier: string) => ({ identifier }),
+      caller: async () => createElevatedSession(f.db.owner, (await createVerifiedIdentity(f.db.owner, uniqueEmail('caller'))).identityId),
+    },
+  ]
+  for (const flow of flows) {
+    it(`answers POST ${flow.route} for identifiers with and without an account alike: status, headers, body keys, side effects and latency`, async function () {
+      this.timeout(180_000)
+      const known = Array.from({ length: perSide }, () => uniqueEmail('known'))
+      for (const email of known) await createVerifiedIdentity(f.db.owner, email)
+      const unknown = Array.from({ length: perSide }, () => uniqueEmail('unknown'))
+      const requests = await Promise.all(known.flatMap((email, i) => [{ kind: 'known' as const, email }, { kind: 'unknown' as const, email: unknown[i]! }]).map(async (request) => ({ ...request, headers: await flow.caller() })))
+      const before = (await f.db.owner('outbox.security_outbox_messages')).length
 
-    const samples = { known: [] as number[], unknown: [] as number[] }
-    const shapes = new Set<string>()
-    let next = 0
-    await Promise.all(
-      Array.from({ length: 8 }, async () => {
-        while (next < requests.length) {
-          const { kind, email } = requests[next++]!
-          const started = performance.now()
-          const response = await fetch(`${f.stack.web.url}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: email }) })
-          const body = (await response.json()) as Record<string, unknown>
-          samples[kind].push(performance.now() - started)
-          shapes.add(JSON.stringify([response.status, response.headers.get('content-type'), response.headers.get('content-length'), response.headers.get('cache-control'), Object.keys(body)]))
-        }
-      }),
-    )
-    expect([...shapes], 'one answer shape for both').to.have.length(1)
-    expect(await f.db.owner('outbox.security_outbox_messages')).to.have.length(200)
+      const samples = { known: [] as number[], unknown: [] as number[] }
+      const shapes = new Set<string>()
+      let next = 0
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          while (next < requests.length) {
+            const { kind, email, headers } = requests[next++]!
+            const started = performance.now()
+            const response = await fetch(`${f.stack.web.url}${flow.route}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(flow.body(email)) })
+            const body = (await response.json()) as Record<string, unknown>
+            samples[kind].push(performance.now() - started)
+            shapes.add(JSON.stringify([response.status, response.headers.get('content-type'), response.headers.get('content-length'), response.headers.get('cache-control'), Object.keys(body)]))
+          }
+        }),
+      )
+      expect([...shapes], 'one answer shape for both').to.have.length(1)
+      const sent = (await f.db.owner('outbox.security_outbox_messages')).length - before
+      // Recovery: a code to each known address and nothing for the others; sign-up: a sign-up code or the owner's recovery code; a sign-in method: a code either way.
+      expect(sent).to.equal(flow.route === '/password-recoveries' ? perSide : 2 * perSide)
 
-    const known50 = percentile(samples.known.sort((a, b) => a - b), 50)
-    const unknown50 = percentile(samples.unknown.sort((a, b) => a - b), 50)
-    const known90 = percentile(samples.known, 90)
-    const unknown90 = percentile(samples.unknown, 90)
-    process.stdout.write(`      latency ms known p50 ${known50.toFixed(1)} p90 ${known90.toFixed(1)} | unknown p50 ${unknown50.toFixed(1)} p90 ${unknown90.toFixed(1)}\n`)
-    // The bound: medians within 15 ms and 90th percentiles within 40 ms of each other, under a 150 ms floor.
-    expect(Math.abs(known50 - unknown50)).to.be.below(15)
-    expect(Math.abs(known90 - unknown90)).to.be.below(40)
-  })
+      const [known50, unknown50, known90, unknown90] = [percentile(samples.known, 50), percentile(samples.unknown, 50), percentile(samples.known, 90), percentile(samples.unknown, 90)]
+      process.stdout.write(`      latency ms known p50 ${known50.toFixed(1)} p90 ${known90.toFixed(1)} | unknown p50 ${unknown50.toFixed(1)} p90 ${unknown90.toFixed(1)}\n`)
+      expect(Math.abs(known50 - unknown50)).to.be.below(bounds.p50)
+      expect(Math.abs(known90 - unknown90)).to.be.below(bounds.p90)
+    })
+  }
 })

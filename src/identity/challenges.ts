@@ -49,25 +49,44 @@ export async function limitIdentityTx(trx: Knex.Transaction, deps: Pick<Challeng
 
 const REHEARSAL = Symbol('rehearsal')
 
-/**
- * Does, for a throw-away subject inside a savepoint that is always rolled back, exactly the work a
- * real issue does: identity and claim rows, the challenge, the destination count, the sealed
- * message and its pg-boss job, so the caller's commit flushes as much WAL as a real one. Used where
- * the answer must not tell whether an account exists: the work is equal by construction, not
- * hidden behind a floor that only holds while the server is idle.
- */
-export async function rehearseIssueTx(trx: Knex.Transaction, deps: ChallengeDeps, purpose: ChallengePurpose, identifier: Identifier, now: Date): Promise<void> {
+/** Runs `work` in a savepoint that is always rolled back; its writes still cost their WAL at the caller's commit. */
+async function rehearseTx(trx: Knex.Transaction, deps: Pick<ChallengeDeps, 'logger'>, work: (savepoint: Knex.Transaction) => Promise<unknown>): Promise<void> {
   await trx
     .transaction(async (savepoint) => {
-      const subject = { purpose, identityId: uuidv7(), loginIdentifierId: uuidv7() }
-      await insertIdentityTx(savepoint, subject.identityId, 'pending', now)
-      await insertClaimTx(savepoint, subject.loginIdentifierId, subject.identityId, identifier, null, now)
-      await issueChallengeTx(savepoint, { ...deps, afterEnqueueTx: undefined }, { ...subject, identifier }, { now })
+      await work(savepoint)
       throw REHEARSAL
     })
     .catch((error: unknown) => {
       if (error !== REHEARSAL && !(error instanceof RateLimitedError)) deps.logger.warn('rehearsal failed', describeError(error))
     })
+}
+
+/** A throw-away pending identity claiming the identifier, inside the caller's savepoint. */
+async function insertThrowAwayClaimTx(trx: Knex.Transaction, identifier: Identifier, now: Date): Promise<{ identityId: string; loginIdentifierId: string }> {
+  const ids = { identityId: uuidv7(), loginIdentifierId: uuidv7() }
+  await insertIdentityTx(trx, ids.identityId, 'pending', now)
+  await insertClaimTx(trx, ids.loginIdentifierId, ids.identityId, identifier, null, now)
+  return ids
+}
+
+/**
+ * Equal work by construction where an answer must not tell whether an account exists: every path
+ * of sign-up and password recovery writes the rows of a new claim (real or rehearsed) and of an
+ * issued challenge (real or rehearsed): identity, claim, challenge, the destination count, the
+ * sealed message and its pg-boss job. Rehearsed rows are written in a savepoint that is rolled
+ * back, so the caller's commit still flushes their WAL. Timing is then equal under any load, not
+ * only while an answer floor hides it.
+ */
+export const rehearse = {
+  /** The two rows of a new claim, rolled back: for the paths that have no claim to insert. */
+  claimTx: (trx: Knex.Transaction, deps: Pick<ChallengeDeps, 'logger'>, identifier: Identifier, now: Date) =>
+    rehearseTx(trx, deps, (savepoint) => insertThrowAwayClaimTx(savepoint, identifier, now)),
+  /** A new claim and an issued challenge, rolled back: for the paths that issue nothing. */
+  issueTx: (trx: Knex.Transaction, deps: ChallengeDeps, purpose: ChallengePurpose, identifier: Identifier, now: Date) =>
+    rehearseTx(trx, deps, async (savepoint) => {
+      const ids = await insertThrowAwayClaimTx(savepoint, identifier, now)
+      await issueChallengeTx(savepoint, { ...deps, afterEnqueueTx: undefined }, { purpose, ...ids, identifier }, { now })
+    }),
 }
 
 /**
@@ -87,7 +106,7 @@ export async function issueHiddenTx(
     await trx.transaction((savepoint) => issueChallengeTx(savepoint, deps, subject, options))
   } catch (error) {
     deps.logger.warn(`${flow} not enqueued`, describeError(error))
-    await rehearseIssueTx(trx, deps, subject.purpose, subject.identifier, options.now)
+    await rehearse.issueTx(trx, deps, subject.purpose, subject.identifier, options.now)
   }
 }
 

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex'
-import { assertChannelAvailable, challengeExpiry, checkCodeTx, issueHiddenTx, refuseUnknownCodeTx, rehearseIssueTx, type ChallengeDeps } from './challenges.ts'
+import { assertChannelAvailable, challengeExpiry, checkCodeTx, issueHiddenTx, refuseUnknownCodeTx, rehearse, type ChallengeDeps } from './challenges.ts'
 import { InvalidCodeError } from './errors.ts'
 import { findVerifiedIdentifierTx, setPasswordTx } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
@@ -11,9 +11,9 @@ export type { ChallengeDeps } from './challenges.ts'
 
 /**
  * The challenge and its outbox message commit together, or neither does. Known and unknown
- * identifiers get the same answer after the same work: an unknown one gets a rehearsal (the same
- * statements for a throw-away subject, rolled back), a refused known one (resend too soon, over
- * its budget) too; every existence-dependent failure is logged, not shown.
+ * identifiers get the same answer after the same work (`rehearse`): a known one a rehearsed claim
+ * and a real challenge, an unknown one both rehearsed; every existence-dependent failure (a resend
+ * too soon, a destination over its budget) is logged, not shown.
  */
 export async function requestPasswordRecoveryTx(trx: Knex.Transaction, deps: ChallengeDeps, identifier: Identifier): Promise<{ challengeExpiresAt: Date }> {
   assertChannelAvailable(deps, identifier)
@@ -21,9 +21,10 @@ export async function requestPasswordRecoveryTx(trx: Knex.Transaction, deps: Cha
   const known = await findVerifiedIdentifierTx(trx, identifier)
   if (known) {
     const subject = { purpose: 'password_recovery' as const, identityId: known.identity_id, loginIdentifierId: known.login_identifier_id, identifier }
+    await rehearse.claimTx(trx, deps, identifier, now)
     await issueHiddenTx(trx, deps, 'password recovery', subject, { now })
   } else {
-    await rehearseIssueTx(trx, deps, 'password_recovery', identifier, now)
+    await rehearse.issueTx(trx, deps, 'password_recovery', identifier, now)
   }
   return { challengeExpiresAt: challengeExpiry(deps, now) }
 }

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
-import { assertChannelAvailable, challengeExpiry, checkCodeTx, issueHiddenTx, refuseUnknownCodeTx, type ChallengeDeps } from './challenges.ts'
+import { assertChannelAvailable, challengeExpiry, checkCodeTx, issueHiddenTx, refuseUnknownCodeTx, rehearse, type ChallengeDeps } from './challenges.ts'
 import { findOpenChallenge } from './challenges-sql.ts'
 import { InvalidCodeError } from './errors.ts'
 import { activateIdentityTx, findClaimsTx, insertClaimTx, insertIdentityTx, setPasswordTx, verifyClaimTx, type ClaimRow } from './identities-sql.ts'
@@ -23,13 +23,17 @@ export async function signUp(db: Knex, deps: ChallengeDeps, input: { identifier:
     await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`sign-up:${input.identifier.kind}:${input.identifier.value}`])
     const claims = await findClaimsTx(trx, input.identifier)
     const owner = claims.find((claim) => claim.verified_at && claim.identity_status === 'active')
+    // Every path writes a claim (real or rehearsed) and issues a challenge: the same work (see `rehearse`).
     if (owner) {
       const subject = { purpose: 'password_recovery' as const, identityId: owner.identity_id, loginIdentifierId: owner.login_identifier_id, identifier: input.identifier }
+      await rehearse.claimTx(trx, deps, input.identifier, now)
       await issueHiddenTx(trx, deps, 'sign-up notice', subject, { now })
     } else {
       const pending = pendingSignUp(claims)
       const ids = pending ? { identityId: pending.identity_id, loginIdentifierId: pending.login_identifier_id } : { identityId: uuidv7(), loginIdentifierId: uuidv7() }
-      if (!pending) {
+      if (pending) {
+        await rehearse.claimTx(trx, deps, input.identifier, now)
+      } else {
         await insertIdentityTx(trx, ids.identityId, 'pending', now)
         await insertClaimTx(trx, ids.loginIdentifierId, ids.identityId, input.identifier, null, now)
       }
