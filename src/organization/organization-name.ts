@@ -24,7 +24,7 @@ export class InvalidOrganizationNameError extends DomainError {
 // Controls, format characters (bidi controls, zero-width space/joiners, BOM, word joiner), line and
 // paragraph separators, private use, surrogates, unassigned code points; spaces other than U+0020;
 // and letters or symbols that render as nothing (Hangul fillers, Braille blank, Khmer inherent vowels).
-const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cs}\p{Cn}\u115F\u1160\u17B4\u17B5\u2800\u3164\uFFA0]|(?! )\p{Zs}/u
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cs}\p{Cn}\u115F\u1160\u2800\u3164\uFFA0]|\u17B4|\u17B5|(?! )\p{Zs}/u
 // Variation selectors and the combining grapheme joiner render as nothing either.
 const INVISIBLE_MARKS = /\u034F|\p{Variation_Selector}/u
 
