@@ -13,6 +13,7 @@ import * as attemptCountAtCommit from '../../migrations/20261130001100_attempt_c
 import * as operability from '../../migrations/20261130001200_operability.ts'
 import * as staffSessionFunctions from '../../migrations/20261201000200_staff_session_functions.ts'
 import * as organizationNames from '../../migrations/20261201000210_organization_names.ts'
+import * as providerPauseCap from '../../migrations/20261201000220_provider_pause_cap.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -32,6 +33,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261130001200_operability': operability,
   '20261201000200_staff_session_functions': staffSessionFunctions,
   '20261201000210_organization_names': organizationNames,
+  '20261201000220_provider_pause_cap': providerPauseCap,
 }
 
 /** knex's migration source over the list above, shared by the release step and knexfile.ts. */
