@@ -165,6 +165,11 @@ describe('organization invitations, as a client makes them', () => {
     const refused = await f.stack.call('POST', '/invitations/acceptance', { token }, forwardedTo.auth)
     expect(refused.status).to.equal(422)
     expect(refused.body).to.include({ code: 'invalid_invitation' })
+    // Claiming the invited address without verifying it (an unconfirmed sign-in method) is not enough either.
+    const forwardedToId = (await f.db.owner('identity.login_identifiers').where({ value: forwardedTo.email }).first()).identity_id
+    await f.db.owner('identity.login_identifiers').insert({ id: uuidv7(), identity_id: forwardedToId, kind: 'email', value: inviteeEmail, verified_at: null })
+    const unverified = await f.stack.call('POST', '/invitations/acceptance', { token }, forwardedTo.auth)
+    expect(unverified.body).to.include({ code: 'invalid_invitation' })
     expect((await f.db.owner('organization.invitations').where({ organization_id: organizationId }).first()).status).to.equal('pending')
     expect(await f.db.owner('organization.memberships').where({ organization_id: organizationId })).to.have.length(1)
 
