@@ -74,6 +74,8 @@ const envSchema = z.object({
       }
     }),
   MAX_ATTEMPTS: positiveInt(5),
+  /** The longest any one provider answer may pause a channel for the fleet (a Retry-After beyond it is cut). */
+  MAX_PROVIDER_PAUSE_SECONDS: positiveInt(300),
   SEND_TIMEOUT_MS: positiveInt(10_000),
   LEASE_SECONDS: positiveInt(60),
   WORKER_CONCURRENCY: positiveInt(16),

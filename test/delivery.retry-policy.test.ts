@@ -58,7 +58,13 @@ describe('the decision after an attempt', () => {
 
   it('never schedules a retry after the challenge expires', () => {
     expect(decide(settings, 4, failed('UNAVAILABLE'), expires, NOW)).to.deep.equal({ kind: 'dead_lettered', attemptNo: 4, reason: 'challenge_expired' })
-    expect(decide(settings, 1, failed('THROTTLED', at(700_000)), expires, NOW)).to.deep.equal({ kind: 'dead_lettered', attemptNo: 1, reason: 'challenge_expired' })
+    const longPauses = { ...settings, providerPause: { maxPauseSeconds: 3_600, random: () => 1 } }
+    expect(decide(longPauses, 1, failed('THROTTLED', at(700_000)), expires, NOW)).to.deep.equal({ kind: 'dead_lettered', attemptNo: 1, reason: 'challenge_expired' })
+  })
+
+  it('waits for a Retry-After only up to MAX_PROVIDER_PAUSE_SECONDS (300 s by default), so a year-long one costs no code', () => {
+    expect(decide(settings, 1, failed('THROTTLED', at(31_536_000_000)), expires, NOW)).to.deep.equal({ kind: 'retry_scheduled', attemptNo: 1, nextAttemptAt: at(300_000) })
+    expect(decide({ ...settings, providerPause: { maxPauseSeconds: 60, random: () => 1 } }, 1, failed('THROTTLED', at(700_000)), expires, NOW)).to.deep.equal({ kind: 'retry_scheduled', attemptNo: 1, nextAttemptAt: at(60_000) })
   })
 
   it('calls an invitation that would retry past its expiry invitation_expired', () => {

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { uuidv7 } from 'uuidv7'
-import { INVITATION_LIMITS } from '../src/organization/invitations.ts'
+import { INVITATION_LIMITS, ORGANIZATION_LIMITS } from '../src/organization/invitations.ts'
 import { columnsContaining, eventually, inbox, uniqueEmail } from './support/helpers.ts'
 import { useWebStack } from './support/web-stack.ts'
 
@@ -106,16 +106,87 @@ describe('organization invitations, as a client makes them', () => {
     expect(rated.body).to.include({ code: 'invitation_rate_limited' })
     expect(Number(rated.headers.get('retry-after'))).to.be.within(1, 3_600)
 
-    // Per-address rate, across organizations.
+    // Per address and organization (a +tag is the same mailbox).
+    const third = await organization(admin.auth, 'Third')
     const target = uniqueEmail('popular')
-    for (let i = 0; i < INVITATION_LIMITS.perAddressPerDay; i++) {
-      const org = await organization(admin.auth, `Org ${i}`)
-      expect((await f.stack.call('POST', `/organizations/${org}/invitations`, { email: target }, admin.auth)).status).to.equal(202)
+    for (let i = 0; i < INVITATION_LIMITS.perAddressPerOrganizationPerDay; i++) {
+      expect((await f.stack.call('POST', `/organizations/${third}/invitations`, { email: target.replace('@', `+${i}@`) }, admin.auth)).status).to.equal(202)
     }
-    const another = await organization(admin.auth, 'One more')
-    const addressed = await f.stack.call('POST', `/organizations/${another}/invitations`, { email: target }, admin.auth)
+    const addressed = await f.stack.call('POST', `/organizations/${third}/invitations`, { email: target }, admin.auth)
     expect(addressed.status).to.equal(429)
     expect(addressed.body).to.include({ code: 'invitation_address_rate_limited' })
+    expect(Number(addressed.headers.get('retry-after'))).to.be.within(1, 86_400)
+
+    // Organizations per identity and day.
+    for (let i = 3; i < ORGANIZATION_LIMITS.perIdentityPerDay; i++) await organization(admin.auth, `Org ${i}`)
+    const sixth = await f.stack.call('POST', '/organizations', { name: 'One too many' }, admin.auth)
+    expect(sixth.status).to.equal(429)
+    expect(sixth.body).to.include({ code: 'organization_rate_limited' })
+    expect(Number(sixth.headers.get('retry-after'))).to.be.within(1, 86_400)
+    expect(await f.db.owner('organization.organizations').where({ created_by: adminId })).to.have.length(ORGANIZATION_LIMITS.perIdentityPerDay)
+  })
+
+  it('stops one inviter past its daily invitations, across all the organizations it administers', async () => {
+    const admin = await account(uniqueEmail('admin'))
+    const organizations = [await organization(admin.auth, 'One'), await organization(admin.auth, 'Two'), await organization(admin.auth, 'Three')]
+    for (let i = 0; i < INVITATION_LIMITS.perInviterPerDay; i++) {
+      const org = organizations[Math.floor(i / INVITATION_LIMITS.perOrganizationPerHour)]!
+      expect((await f.stack.call('POST', `/organizations/${org}/invitations`, { email: uniqueEmail('bulk') }, admin.auth)).status, `#${i + 1}`).to.equal(202)
+    }
+    const refused = await f.stack.call('POST', `/organizations/${organizations[2]}/invitations`, { email: uniqueEmail('bulk') }, admin.auth)
+    expect(refused.status).to.equal(429)
+    expect(refused.body).to.include({ code: 'invitation_inviter_rate_limited' })
+    expect(Number(refused.headers.get('retry-after'))).to.be.within(1, 86_400)
+  })
+
+  it('lets no throw-away organizations use up a person’s invitations: the real organization still invites them', async () => {
+    const attacker = await account(uniqueEmail('attacker'))
+    const victim = uniqueEmail('victim')
+    const answers: number[] = []
+    for (let i = 0; i < 5; i++) {
+      const throwAway = await organization(attacker.auth, `Throw-away ${i}`)
+      answers.push((await f.stack.call('POST', `/organizations/${throwAway}/invitations`, { email: victim.replace('@', `+${i}@`) }, attacker.auth)).status)
+    }
+    const employer = await account(uniqueEmail('employer'))
+    const real = await organization(employer.auth, 'The real one')
+    const invited = await f.stack.call('POST', `/organizations/${real}/invitations`, { email: victim }, employer.auth)
+    expect(invited.status, 'the organization that means it').to.equal(202)
+    expect(answers, 'the attacker is stopped at its own per-address budget').to.deep.equal([202, 202, 202, 429, 429])
+  })
+
+  it('refuses a forwarded invitation link to another account, and the invited person can still accept', async () => {
+    const admin = await account(uniqueEmail('admin'))
+    const organizationId = await organization(admin.auth)
+    const inviteeEmail = uniqueEmail('invitee')
+    expect((await f.stack.call('POST', `/organizations/${organizationId}/invitations`, { email: inviteeEmail }, admin.auth)).status).to.equal(202)
+    const token = /#token=([A-Za-z0-9_-]{43})\b/.exec((await emailTo(inviteeEmail, 1)).body.text ?? '')![1]!
+
+    const forwardedTo = await account(uniqueEmail('forwarded-to'))
+    const refused = await f.stack.call('POST', '/invitations/acceptance', { token }, forwardedTo.auth)
+    expect(refused.status).to.equal(422)
+    expect(refused.body).to.include({ code: 'invalid_invitation' })
+    // Claiming the invited address without verifying it (an unconfirmed sign-in method) is not enough either.
+    const forwardedToId = (await f.db.owner('identity.login_identifiers').where({ value: forwardedTo.email }).first()).identity_id
+    await f.db.owner('identity.login_identifiers').insert({ id: uuidv7(), identity_id: forwardedToId, kind: 'email', value: inviteeEmail, verified_at: null })
+    const unverified = await f.stack.call('POST', '/invitations/acceptance', { token }, forwardedTo.auth)
+    expect(unverified.body).to.include({ code: 'invalid_invitation' })
+    expect((await f.db.owner('organization.invitations').where({ organization_id: organizationId }).first()).status).to.equal('pending')
+    expect(await f.db.owner('organization.memberships').where({ organization_id: organizationId })).to.have.length(1)
+
+    const invitee = await account(inviteeEmail)
+    const accepted = await f.stack.call('POST', '/invitations/acceptance', { token }, invitee.auth)
+    expect(accepted).to.deep.include({ status: 201, body: { organizationId } })
+  })
+
+  it('refuses organization names that carry a link, an address or forged lines, and stores the NFKC form', async () => {
+    const admin = await account(uniqueEmail('admin'))
+    for (const name of ['Security team: verify at https://evil.example', 'Acme www.evil', 'Verify at evil。com', 'evil[.]com', 'https：／／evil', 'Write to boss@evil', 'Acme\u2028Verify now', 'Acme \u202Emoc.live', 'evil\u200B.com']) {
+      const refused = await f.stack.call('POST', '/organizations', { name }, admin.auth)
+      expect(refused.status, JSON.stringify(name)).to.equal(422)
+      expect(refused.body, JSON.stringify(name)).to.include({ code: 'invalid_organization_name' })
+    }
+    const created = await organization(admin.auth, 'Ａｃｍｅ  Labs')
+    expect((await f.db.owner('organization.organizations').where({ id: created }).first()).name).to.equal('Acme Labs')
   })
 
   it('re-inviting an address revokes the previous invitation and dead-letters its unsent message', async () => {

@@ -148,7 +148,7 @@ describe('staff: refusals come before any outbox row is read', () => {
     expect(await changeStaff(f.db.owner, 'revoke', parseIdentifier(formerStaff.email)!, 'test', new Date())).to.equal('revoked')
     const staff = await kit.staffMember()
     // Any read of the outbox through these routes now fails loudly (500), so a 403 proves none happened.
-    for (const fn of ['backlog_summary(p_now timestamptz)', 'dead_letter_page(p_limit integer, p_after_at timestamptz, p_after_id uuid, p_before_at timestamptz, p_before_id uuid)', 'reissue_candidate(p_message_id uuid, p_staff_identity uuid, p_now timestamptz)']) {
+    for (const fn of ['backlog_summary(p_session_token_hash bytea, p_now timestamptz)', 'dead_letter_page(p_session_token_hash bytea, p_now timestamptz, p_limit integer, p_after_at timestamptz, p_after_id uuid, p_before_at timestamptz, p_before_id uuid)', 'reissue_candidate(p_session_token_hash bytea, p_message_id uuid, p_now timestamptz)']) {
       const name = fn.slice(0, fn.indexOf('('))
       const returns = (await f.db.owner.raw(`SELECT pg_get_function_result('outbox.${fn.replace(/p_\w+ /g, '')}'::regprocedure) AS r`)).rows[0].r
       await f.db.owner.raw(`CREATE OR REPLACE FUNCTION outbox.${fn} RETURNS ${returns} LANGUAGE plpgsql SECURITY DEFINER AS $$ BEGIN RAISE EXCEPTION 'outbox read by ${name}'; END $$`)
@@ -276,6 +276,17 @@ describe('staff: reissue of a dead letter (OX-O2)', () => {
     const answer = await f.stack.call('POST', `${BASE}/dead-letters/${own.messageId}/reissues`, undefined, { ...self.auth, 'x-elevation-token': selfElevation, 'idempotency-key': 'own' })
     expect(answer.body).to.include({ code: 'own_message' })
     expect(await f.db.owner('platform.audit_records').where({ action: 'security_outbox.dead_letter_reissued', subject: own.messageId })).to.have.length(0)
+  })
+
+  it('refuses to resend to a destination the provider rejected: 409 reissue_refused_provider_rejected, nothing queued', async () => {
+    const staff = await kit.staffMember()
+    const rejected = await kit.deadSignUp('provider_rejected')
+    const before = await f.db.owner('outbox.security_outbox_messages').count<{ count: string }[]>({ count: '*' })
+    const answer = await f.stack.call('POST', `${BASE}/dead-letters/${rejected.messageId}/reissues`, undefined, { ...staff.auth, 'x-elevation-token': await kit.elevate(staff), 'idempotency-key': uuidv7() })
+    expect(answer.status).to.equal(409)
+    expect(answer.body).to.include({ code: 'reissue_refused_provider_rejected' })
+    expect(await f.db.owner('outbox.security_outbox_messages').count<{ count: string }[]>({ count: '*' })).to.deep.equal(before)
+    expect(await f.db.owner('platform.audit_records').where({ action: 'security_outbox.dead_letter_reissued', subject: rejected.messageId })).to.have.length(0)
   })
 })
 

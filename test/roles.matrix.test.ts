@@ -1,14 +1,19 @@
 import { randomBytes } from 'node:crypto'
 import { expect } from 'chai'
 import type { Knex } from 'knex'
+import { uuidv7 } from 'uuidv7'
 import { runExpiryPurge } from '../jobs/expiry-purge.ts'
 import { API_ROLE } from '../migrations/20261130000100_roles.ts'
 import { assertConnectionRole, UnsafeConnectionError } from '../src/db/connection-guard.ts'
 import { createKnex, withCredentials } from '../src/db/knex.ts'
+import { bucketKey, hashToken } from '../src/identity/secrets.ts'
+import { INVITATION_LIMITS, invitationTokenHash, ORGANIZATION_LIMITS } from '../src/organization/invitations.ts'
 import { createTestDatabase, type TestDatabase } from './support/database.ts'
-import { capturingLogger, insertOpenMessage } from './support/helpers.ts'
+import { capturingLogger, createVerifiedIdentity, insertOpenMessage, uniqueEmail } from './support/helpers.ts'
+import { useWebStack } from './support/web-stack.ts'
 
 const ID = '01a22d1f-4e0c-7711-8dbc-3725e1d0239f'
+const NO_SESSION = '\\x' + '00'.repeat(32)
 
 /** DESIGN §7 / OX-W9, OX-W10: one row per operation a role must never perform; each must fail 42501. */
 const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
@@ -26,6 +31,18 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
     ['settle a pg-boss job', `UPDATE pgboss.job SET state = 'completed' WHERE name = 'security-outbox'`],
     ['delete a pg-boss job', `DELETE FROM pgboss.job WHERE name = 'security-outbox'`],
     ['run the identity retention', `SELECT * FROM identity.sweep_expired(now(), '1 day', 1)`],
+    // Issue 13 item 7: only fresh jobs of the delivery queue, through the table or its partition.
+    ['enqueue into the dead-letter queue', `INSERT INTO pgboss.job (name, data) VALUES ('security-outbox-dlq', '{"messageId": "${ID}"}')`],
+    ['enqueue into the dead-letter queue’s partition', `INSERT INTO pgboss.job_common (name, data) VALUES ('security-outbox-dlq', '{"messageId": "${ID}"}')`],
+    ['enqueue into a maintenance queue', `INSERT INTO pgboss.job (name, data) VALUES ('security-outbox-expiry-purge', '{}')`],
+    ['forge a failed delivery job', `INSERT INTO pgboss.job (name, data, state) VALUES ('security-outbox', '{"messageId": "${ID}"}', 'failed')`],
+    ['forge an active delivery job', `INSERT INTO pgboss.job_common (name, data, state) VALUES ('security-outbox', '{"messageId": "${ID}"}', 'active')`],
+    // Issue 13 item 8: the staff functions without a live staff session (a made-up token hash).
+    ['read the backlog without a staff session', `SELECT * FROM outbox.backlog_summary('${NO_SESSION}', now())`],
+    ['page dead letters without a staff session', `SELECT * FROM outbox.dead_letter_page('${NO_SESSION}', now(), 50, NULL, NULL, NULL, NULL)`],
+    ['read a reissue candidate without a staff session', `SELECT * FROM outbox.reissue_candidate('${NO_SESSION}', '${ID}', now())`],
+    ['call the staff-session check itself', `SELECT platform.staff_identity_for_session('${NO_SESSION}', now())`],
+    ['read the outbox counts behind the staff backlog', 'SELECT * FROM outbox.outbox_counts(now())'],
     ['create a table', 'CREATE TABLE outbox.sneaky (id int)'],
     ['alter a table', 'ALTER TABLE identity.challenges ADD COLUMN sneaky int'],
     ['drop a table', 'DROP TABLE outbox.security_outbox_attempts'],
@@ -45,11 +62,20 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
     ['delete an attempt directly', 'DELETE FROM outbox.security_outbox_attempts'],
     ['call the web’s supersede function', `SELECT outbox.dead_letter_open_messages('${ID}', 'superseded_by_resend')`],
     ['add rate-limit hits', `INSERT INTO platform.rate_limit_hits (bucket_key, hit_at) VALUES ('\\x00', now())`],
+    ['read the staff backlog', `SELECT * FROM outbox.backlog_summary('${NO_SESSION}', now())`],
+    ['page dead letters', `SELECT * FROM outbox.dead_letter_page('${NO_SESSION}', now(), 50, NULL, NULL, NULL, NULL)`],
     ['create a table', 'CREATE TABLE outbox.sneaky (id int)'],
     ['drop a table', 'DROP TABLE outbox.security_outbox_attempts'],
     ['truncate a table', 'TRUNCATE outbox.security_outbox_attempts'],
   ],
 }
+
+/** Refusals the database states as a constraint rather than a privilege: the SQLSTATE each must fail with. */
+const REFUSED_BY_CONSTRAINT: ['api' | 'worker', string, string, string][] = [
+  ['api', 'name an organization with a line separator (issue 13 item 4)', `INSERT INTO organization.organizations (id, name, created_by) VALUES ('${ID}', 'Acme' || chr(8232) || 'Verify', (SELECT id FROM identity.identities LIMIT 1))`, '23514'],
+  ['api', 'name an organization with a bidi override', `INSERT INTO organization.organizations (id, name, created_by) VALUES ('${ID}', 'Acme ' || chr(8238) || 'moc', (SELECT id FROM identity.identities LIMIT 1))`, '23514'],
+  ['api', 'name an organization with a zero-width space', `INSERT INTO organization.organizations (id, name, created_by) VALUES ('${ID}', 'evil' || chr(8203) || '.com', (SELECT id FROM identity.identities LIMIT 1))`, '23514'],
+]
 
 describe('role refusal matrix', () => {
   let db: TestDatabase
@@ -57,6 +83,7 @@ describe('role refusal matrix', () => {
   before(async () => {
     db = await createTestDatabase()
     await insertOpenMessage(db.owner)
+    await createVerifiedIdentity(db.owner, 'matrix@example.com')
     pools.api = createKnex(db.apiUrl, { applicationName: 'matrix-api', max: 2 })
     pools.worker = createKnex(db.workerUrl, { applicationName: 'matrix-worker', max: 2 })
   })
@@ -72,6 +99,13 @@ describe('role refusal matrix', () => {
         expect(code).to.equal('42501')
       })
     }
+  }
+
+  for (const [role, operation, sql, expected] of REFUSED_BY_CONSTRAINT) {
+    it(`the ${role} role cannot ${operation} (${expected})`, async () => {
+      const code = await pools[role]!.raw(sql).then(() => 'allowed', (error: { code?: string }) => error.code)
+      expect(code).to.equal(expected)
+    })
   }
 
   it('the api role cannot run the expiry purge', async () => {
@@ -96,4 +130,83 @@ describe('role refusal matrix', () => {
       await db.owner.raw(`DROP ROLE ${login}`)
     }
   })
+})
+
+/**
+ * Issue 13 item 11: the HTTP refusals of items 4, 5, 8 and 9 as the web answers them, one row each,
+ * arranged directly in the database (budgets pre-filled as rate-limit hits) so each row is one request.
+ */
+describe('HTTP refusal matrix', () => {
+  const f = useWebStack({ worker: false })
+  const INVITE_TOKEN = randomBytes(32)
+
+  async function signedIn(email = uniqueEmail('matrix')) {
+    const { identityId } = await createVerifiedIdentity(f.db.owner, email)
+    const token = randomBytes(32).toString('base64url')
+    const sessionId = uuidv7()
+    await f.db.owner('identity.sessions').insert({ id: sessionId, identity_id: identityId, token_hash: hashToken(token), expires_at: new Date(Date.now() + 3_600_000) })
+    return { identityId, sessionId, email, auth: f.stack.bearer(token) }
+  }
+  async function spend(kind: string, value: string, hits: number) {
+    const bucket = bucketKey(f.keys.codeHashKey, kind, value)
+    await f.db.owner('platform.rate_limit_hits').insert(Array.from({ length: hits }, () => ({ bucket_key: bucket, hit_at: new Date() })))
+  }
+  async function organizationOf(person: { auth: Record<string, string> }) {
+    const created = await f.stack.call('POST', '/organizations', { name: 'Matrix Org' }, person.auth)
+    expect(created.status).to.equal(201)
+    return String(created.body!.id)
+  }
+
+  const ROWS: [string, number, string, () => Promise<{ method: string; path: string; body?: unknown; headers: Record<string, string> }>][] = [
+    ['an organization name carrying a link', 422, 'invalid_organization_name', async () => ({ method: 'POST', path: '/organizations', body: { name: 'Security team: verify at https://evil.example' }, headers: (await signedIn()).auth })],
+    ['an organization name with a look-alike dot', 422, 'invalid_organization_name', async () => ({ method: 'POST', path: '/organizations', body: { name: 'Verify at evil。com' }, headers: (await signedIn()).auth })],
+    ['a sixth organization in a day', 429, 'organization_rate_limited', async () => {
+      const person = await signedIn()
+      await spend('organization-creator', person.identityId, ORGANIZATION_LIMITS.perIdentityPerDay)
+      return { method: 'POST', path: '/organizations', body: { name: 'One too many' }, headers: person.auth }
+    }],
+    ['an inviter past its invitations of the day', 429, 'invitation_inviter_rate_limited', async () => {
+      const admin = await signedIn()
+      const organizationId = await organizationOf(admin)
+      await spend('invitation-inviter', admin.identityId, INVITATION_LIMITS.perInviterPerDay)
+      return { method: 'POST', path: `/organizations/${organizationId}/invitations`, body: { email: uniqueEmail('x') }, headers: admin.auth }
+    }],
+    ['an address past its budget from one inviter (+tag included)', 429, 'invitation_address_rate_limited', async () => {
+      const admin = await signedIn()
+      const organizationId = await organizationOf(admin)
+      const victim = uniqueEmail('victim')
+      await spend('invitation-address-inviter', `${admin.identityId}:${victim}`, INVITATION_LIMITS.perAddressPerInviterPerDay)
+      return { method: 'POST', path: `/organizations/${organizationId}/invitations`, body: { email: victim.replace('@', '+again@') }, headers: admin.auth }
+    }],
+    ['a forwarded invitation link used by another account', 422, 'invalid_invitation', async () => {
+      const admin = await signedIn()
+      const organizationId = await organizationOf(admin)
+      await f.db.owner('organization.invitations').insert({ id: uuidv7(), organization_id: organizationId, email: uniqueEmail('invitee'), token_hash: invitationTokenHash(INVITE_TOKEN), invited_by: admin.identityId, expires_at: new Date(Date.now() + 3_600_000) })
+      return { method: 'POST', path: '/invitations/acceptance', body: { token: INVITE_TOKEN.toString('base64url') }, headers: (await signedIn()).auth }
+    }],
+    ['a staff route to a session that is not staff', 403, 'not_staff', async () => ({ method: 'GET', path: '/platform-admin/security-outbox/dead-letters', headers: (await signedIn()).auth })],
+    ['a reissue of a provider_rejected dead letter', 409, 'reissue_refused_provider_rejected', async () => {
+      const staff = await signedIn()
+      await f.db.owner('platform.staff_members').insert({ identity_id: staff.identityId })
+      const elevation = randomBytes(32).toString('base64url')
+      await f.db.owner('identity.elevations').insert({ id: uuidv7(), identity_id: staff.identityId, session_id: staff.sessionId, token_hash: hashToken(elevation), expires_at: new Date(Date.now() + 300_000) })
+      const messageId = await insertOpenMessage(f.db.owner)
+      await f.db.owner.transaction(async (trx) => {
+        await trx('outbox.security_outbox_ciphertexts').where({ message_id: messageId }).delete()
+        await trx('outbox.security_outbox_messages').where({ id: messageId }).update({ state: 'dead_lettered', dead_lettered_at: new Date() })
+        await trx('outbox.security_outbox_dead_letters').insert({ message_id: messageId, reason: 'provider_rejected', last_failure_class: 'REJECTED' })
+      })
+      return { method: 'POST', path: `/platform-admin/security-outbox/dead-letters/${messageId}/reissues`, headers: { ...staff.auth, 'x-elevation-token': elevation, 'idempotency-key': uuidv7() } }
+    }],
+  ]
+
+  for (const [refusal, status, code, arrange] of ROWS) {
+    it(`refuses ${refusal}: ${status} ${code}`, async () => {
+      const request = await arrange()
+      const answer = await f.stack.call(request.method, request.path, request.body, request.headers)
+      expect(answer.status).to.equal(status)
+      expect(answer.body).to.include({ code })
+      if (status === 429) expect(Number(answer.headers.get('retry-after'))).to.be.greaterThan(0)
+    })
+  }
 })

@@ -1,8 +1,7 @@
 import { expect } from 'chai'
-import { createDeadLetterQueueHandler } from '../jobs/dead-letter-queue.ts'
 import { deliverOne } from '../jobs/deliver.ts'
 import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
-import { QUEUES, type DeliveryJobData } from '../src/outbox/constants.ts'
+import { QUEUES } from '../src/outbox/constants.ts'
 import { uniqueEmail } from './support/helpers.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
 import { scriptedProvider, stalledProvider } from './support/scripted-provider.ts'
@@ -112,15 +111,5 @@ describe('delivery worker, one job at a time', () => {
     const rows = await attempts(messageId)
     expect(rows.map((row) => row.provider_message_id)).to.deep.equal(['second'])
     expect(f.logs.text()).to.include('lease lost')
-  })
-
-  it('dead-letters a message whose job crash-looped into the dead-letter queue', async () => {
-    const { messageId } = await enqueue()
-    await f.harness.workerBoss.send(QUEUES.deadLetter, { messageId })
-    const [dlqJob] = await f.harness.workerBoss.fetch<DeliveryJobData>(QUEUES.deadLetter)
-    await createDeadLetterQueueHandler({ db: f.harness.worker, boss: f.harness.workerBoss, clock: () => f.now, logger: f.logs.logger })([dlqJob!])
-    expect(await message(messageId)).to.include({ state: 'dead_lettered' })
-    expect(await deadLetter(messageId)).to.include({ reason: 'worker_crash_loop' })
-    expect(await ciphertexts(messageId)).to.equal(0)
   })
 })

@@ -89,9 +89,9 @@ describe('delivery outcomes by failure class and attempt', () => {
       expect(fake.accepted()).to.have.length(1)
     })
 
-    it('dead-letters challenge_expired at once when Retry-After lands past a 10-minute challenge', async () => {
+    it('dead-letters challenge_expired at once when Retry-After, capped at 5 minutes, lands past a 4-minute challenge', async () => {
       fake.behave(() => ({ kind: 'status', status: 429, headers: { 'retry-after': String(20 * 60) } }))
-      const { messageId } = await f.harness.enqueue(uniquePhone(), 600)
+      const { messageId } = await f.harness.enqueue(uniquePhone(), 240)
       await deliverOne(f.harness.deps({ whatsapp: connector }), await f.harness.nextJob())
       expect(await rows.message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 1 })
       expect(await rows.deadLetter(messageId)).to.include({ reason: 'challenge_expired', last_failure_class: 'THROTTLED' })

@@ -12,6 +12,9 @@ import * as organizations from '../../migrations/20261130001000_organizations.ts
 import * as attemptCountAtCommit from '../../migrations/20261130001100_attempt_count_at_commit.ts'
 import * as operability from '../../migrations/20261130001200_operability.ts'
 import * as securityNotices from '../../migrations/20261201000100_security_notices.ts'
+import * as staffSessionFunctions from '../../migrations/20261201000200_staff_session_functions.ts'
+import * as organizationNames from '../../migrations/20261201000210_organization_names.ts'
+import * as providerPauseCap from '../../migrations/20261201000220_provider_pause_cap.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -30,6 +33,9 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261130001100_attempt_count_at_commit': attemptCountAtCommit,
   '20261130001200_operability': operability,
   '20261201000100_security_notices': securityNotices,
+  '20261201000200_staff_session_functions': staffSessionFunctions,
+  '20261201000210_organization_names': organizationNames,
+  '20261201000220_provider_pause_cap': providerPauseCap,
 }
 
 /** knex's migration source over the list above, shared by the release step and knexfile.ts. */

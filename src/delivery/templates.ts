@@ -1,3 +1,4 @@
+import { checkOrganizationName } from '../organization/organization-name.ts'
 import type { Purpose } from '../outbox/constants.ts'
 
 const SUBJECTS: Record<Purpose, string> = {
@@ -32,14 +33,18 @@ export function renderCodeMessage(purpose: CodePurpose, code: string, expiresAt:
 
 /**
  * The plain-text invitation email: it names the organization and carries the join link. The
- * token travels in the fragment (`#token=`), which browsers never send to a server or a log.
+ * token travels in the fragment (`#token=`), which browsers never send to a server or a log. A
+ * name that would fail today's rule (stored before it, or edited in the database) is not mailed:
+ * the message says "an organization" instead, so no stored name can add a link or a line.
  */
 export function renderInvitationMessage(organizationName: string, link: string, expiresAt: Date, now: Date): { subject: string; text: string } {
   const days = Math.max(1, Math.round((expiresAt.getTime() - now.getTime()) / 86_400_000))
+  const checked = checkOrganizationName(organizationName)
+  const organization = checked.ok ? `"${checked.name}"` : 'an organization'
   return {
     subject: SUBJECTS.invitation,
     text:
-      `You have been invited to join ${organizationName} on Sealpost.\n\n` +
+      `You have been invited to join ${organization} on Sealpost.\n\n` +
       `Open this link to accept: ${link}\n\n` +
       `The invitation expires in ${days} day${days === 1 ? '' : 's'} and works once. ` +
       'If you do not know this organization, you can ignore this message.\n',

@@ -5,6 +5,7 @@ import { isActiveStaff } from '../platform/staff.ts'
 import { hashToken } from '../identity/secrets.ts'
 import { findActiveSession } from '../identity/sessions-sql.ts'
 import type { SessionContext } from '../identity/sessions.ts'
+import type { StaffSession } from '../platform/outbox-admin.ts'
 
 const BEARER = /^Bearer ([A-Za-z0-9_-]{16,128})$/
 
@@ -12,15 +13,25 @@ const BEARER = /^Bearer ([A-Za-z0-9_-]{16,128})$/
 export function requireSession(db: Knex, clock: () => Date): RequestHandler {
   return async (req, res, next) => {
     const match = BEARER.exec(req.get('authorization') ?? '')
-    const session = match ? await findActiveSession(db, hashToken(match[1]!), clock()) : undefined
+    const tokenHash = match ? hashToken(match[1]!) : undefined
+    const session = tokenHash ? await findActiveSession(db, tokenHash, clock()) : undefined
     if (!session) throw new UnauthenticatedError()
     res.locals.session = { sessionId: session.id, identityId: session.identity_id } satisfies SessionContext
+    res.locals.sessionTokenHash = tokenHash
     next()
   }
 }
 
 export function sessionOf(res: Response): SessionContext {
   return res.locals.session as SessionContext
+}
+
+/**
+ * The caller's session as staff functions take it: the SHA-256 of the bearer token, which the
+ * database checks against a live staff session itself (DESIGN §7), besides the resolved ids.
+ */
+export function staffSessionOf(res: Response): StaffSession {
+  return { ...sessionOf(res), tokenHash: res.locals.sessionTokenHash as Buffer }
 }
 
 /** After requireSession: only an active staff member passes; anyone else gets 403 before any outbox row is read. */

@@ -13,6 +13,7 @@ import {
   UnauthenticatedError,
 } from '../identity/errors.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
+import { InvalidOrganizationNameError } from '../organization/organization-name.ts'
 
 /** A refusal with an HTTP status and a stable `code` (RFC 9457 problem details). */
 export class HttpProblem extends Error {
@@ -51,6 +52,7 @@ const DOMAIN_STATUS: [new (...args: never[]) => DomainError, number][] = [
   [ForbiddenError, 403],
   [NotFoundError, 404],
   [InvalidInvitationError, 422],
+  [InvalidOrganizationNameError, 422],
 ]
 
 function fromDomain(error: DomainError): HttpProblem {

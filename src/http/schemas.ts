@@ -20,8 +20,9 @@ export const SessionCreated = z.object({ token: z.string(), expiresAt: z.iso.dat
 export const SignInMethodAdded = z.object({ identifier: z.string(), kind: z.enum(['email', 'phone']) })
 export const ElevationCreated = z.object({ elevationToken: z.string(), expiresAt: z.iso.datetime() })
 
-// A name shown in invitation emails: printable text only, so it cannot forge lines of the message.
-const organizationName = z.string().trim().min(1).max(100).regex(/^[^\p{Cc}\p{Cf}]+$/u, 'must not contain control characters')
+// A name shown in invitation emails; src/organization/organization-name.ts refuses links, addresses,
+// separators and invisible characters (422 invalid_organization_name).
+const organizationName = z.string().max(400).describe('Plain text, 1–100 characters after NFKC normalisation: no URLs, schemes, web or e-mail addresses, line or paragraph separators, bidi controls or invisible characters')
 export const OrganizationRequest = z.strictObject({ name: organizationName })
 export const InvitationRequest = z.strictObject({ email: z.string().min(3).max(320).describe('The address the invitation goes to') })
 export const InvitationAcceptanceRequest = z.strictObject({ token: z.string().min(1).max(128).describe('The token from the #token= part of the invitation link') })

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import { Gauge, Registry } from 'prom-client'
-import { backlog } from '../platform/outbox-admin.ts'
+import { gauges } from '../platform/outbox-admin.ts'
 
 /**
  * The web's GET /metrics: gauges read from the database at each scrape, so they are right whichever
@@ -13,7 +13,7 @@ export function createWebMetrics(db: Knex, clock: () => Date) {
   const deadLetters = new Gauge({ name: 'sealpost_outbox_dead_letters_last_24h', help: 'Messages dead-lettered in the last 24 hours, by reason', labelNames: ['reason'], registers: [registry] })
   const queue = new Gauge({ name: 'sealpost_outbox_queue_jobs', help: 'Jobs of the security-outbox pg-boss queue, by state', labelNames: ['state'], registers: [registry] })
   const scrapeOk = new Gauge({ name: 'sealpost_outbox_metrics_scrape_ok', help: '1 when the last scrape could read the database', registers: [registry] })
-  function backlogOf(summary: Awaited<ReturnType<typeof backlog>>) {
+  function backlogOf(summary: Awaited<ReturnType<typeof gauges>>) {
     for (const [state, count] of Object.entries(summary.states)) messages.set({ state }, count)
     lag.set(summary.oldestDuePendingAgeSeconds ?? 0)
     for (const [reason, count] of Object.entries(summary.deadLettersLast24h)) deadLetters.set({ reason }, count)
@@ -24,7 +24,7 @@ export function createWebMetrics(db: Knex, clock: () => Date) {
     /** Reads the database, then renders: call once per scrape. */
     async render(): Promise<string> {
       try {
-        backlogOf(await backlog(db, clock()))
+        backlogOf(await gauges(db, clock()))
         scrapeOk.set(1)
       } catch {
         scrapeOk.set(0)

@@ -6,17 +6,35 @@ import { ConflictError, ForbiddenError, InvalidInvitationError, NotFoundError } 
 import { hitRateLimitTx } from '../identity/rate-limits.ts'
 import { bucketKey } from '../identity/secrets.ts'
 import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
+import { organizationNameOrThrow } from './organization-name.ts'
 
 /**
- * Limits on invitations (seed 000 OB12, D29), counted in the database under locks, so they hold
- * across any number of web processes: the organization's row lock serializes its invitations, and
- * the per-address count is an advisory-locked rate-limit bucket keyed by an HMAC of the address.
+ * Limits on organizations and invitations (seed 000 OB12, D29; issue 13 items 1 and 4), counted in
+ * the database under locks, so they hold across any number of web processes: the organization's
+ * row lock serializes its invitations, and every other count is an advisory-locked rate-limit
+ * bucket keyed by an HMAC. A person's invitation budget is kept per inviting organization and per
+ * inviter, never globally per address, so throw-away organizations cannot use it up for the
+ * organizations that really mean to invite them.
  */
 export const INVITATION_LIMITS = Object.freeze({
   pendingPerOrganization: 50,
   perOrganizationPerHour: 20,
-  perAddressPerDay: 5,
+  perInviterPerDay: 50,
+  perAddressPerOrganizationPerDay: 3,
+  perAddressPerInviterPerDay: 3,
 })
+
+export const ORGANIZATION_LIMITS = Object.freeze({ perIdentityPerDay: 5 })
+
+/**
+ * The mailbox an address reaches, for budgets only (lower-case, `+tag` dropped from the local
+ * part), so `victim+1@…` and `victim+2@…` share one budget; the invitation goes to the address as written.
+ */
+export function canonicalMailbox(email: string): string {
+  const at = email.lastIndexOf('@')
+  const local = email.slice(0, at).split('+')[0]
+  return `${local}${email.slice(at)}`.toLowerCase()
+}
 
 export type InvitationDeps = {
   boss: PgBoss
@@ -33,11 +51,17 @@ export function invitationTokenHash(token: Buffer): Buffer {
   return createHash('sha256').update(token).digest()
 }
 
-/** `POST /organizations`: the creator becomes its admin, in one transaction. */
-export async function createOrganization(db: Knex, creatorId: string, name: string): Promise<{ id: string }> {
+/**
+ * `POST /organizations`: the name is checked (no links, addresses or forged lines; stored in its
+ * NFKC form), the creator's daily count is taken, and the creator becomes its admin, in one transaction.
+ */
+export async function createOrganization(db: Knex, deps: Pick<InvitationDeps, 'codeHashKey' | 'clock'>, creatorId: string, rawName: string): Promise<{ id: string }> {
+  const name = organizationNameOrThrow(rawName)
   const id = uuidv7()
   await db.transaction(async (trx) => {
-    await trx('organization.organizations').insert({ id, name, created_by: creatorId })
+    const now = deps.clock()
+    await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, 'organization-creator', creatorId), { max: ORGANIZATION_LIMITS.perIdentityPerDay, windowSeconds: 86_400 }, now, 'organization_rate_limited')
+    await trx('organization.organizations').insert({ id, name, created_by: creatorId, created_at: now })
     await trx('organization.memberships').insert({ organization_id: id, identity_id: creatorId, role: 'admin' })
   })
   return { id }
@@ -74,7 +98,11 @@ export async function inviteTx(
 ): Promise<{ invitationId: string; expiresAt: Date }> {
   const now = deps.clock()
   await lockAsAdminTx(trx, input.organizationId, input.inviterId)
-  await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, 'invitation-address', input.email), { max: INVITATION_LIMITS.perAddressPerDay, windowSeconds: 86_400 }, now, 'invitation_address_rate_limited')
+  const mailbox = canonicalMailbox(input.email)
+  const day = { windowSeconds: 86_400 }
+  await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, 'invitation-address-organization', `${input.organizationId}:${mailbox}`), { ...day, max: INVITATION_LIMITS.perAddressPerOrganizationPerDay }, now, 'invitation_address_rate_limited')
+  await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, 'invitation-address-inviter', `${input.inviterId}:${mailbox}`), { ...day, max: INVITATION_LIMITS.perAddressPerInviterPerDay }, now, 'invitation_address_rate_limited')
+  await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, 'invitation-inviter', input.inviterId), { ...day, max: INVITATION_LIMITS.perInviterPerDay }, now, 'invitation_inviter_rate_limited')
   await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, 'invitation-organization', input.organizationId), { max: INVITATION_LIMITS.perOrganizationPerHour, windowSeconds: 3_600 }, now, 'invitation_rate_limited')
 
   const previous = await trx(INVITATIONS).where({ organization_id: input.organizationId, email: input.email, status: 'pending' }).forUpdate().first<{ id: string } | undefined>('id')
@@ -131,8 +159,10 @@ export async function revokeInvitation(db: Knex, input: { organizationId: string
 
 /**
  * `POST /invitations/acceptance`: a pending, unexpired invitation found by its token's hash makes
- * the signed-in caller a member, once; the invitation is accepted and any unsent message of it is
- * dead-lettered `invitation_accepted`. Every other token gets the same 422.
+ * the signed-in caller a member, once, if the caller holds the invited address as a verified
+ * identifier (a forwarded link joins no other account); the invitation is accepted and any unsent
+ * message of it is dead-lettered `invitation_accepted`. Every other token, and a caller who is not
+ * the invited person, gets the same 422 and leaves the invitation pending.
  */
 export async function acceptInvitation(db: Knex, input: { identityId: string; token: string }, now: Date): Promise<{ organizationId: string }> {
   const token = Buffer.from(input.token, 'base64url')
@@ -143,8 +173,13 @@ export async function acceptInvitation(db: Knex, input: { identityId: string; to
     const invitation = await trx(INVITATIONS)
       .where({ token_hash: tokenHash })
       .forUpdate()
-      .first<{ id: string; organization_id: string; status: string; expires_at: Date } | undefined>('id', 'organization_id', 'status', 'expires_at')
+      .first<{ id: string; organization_id: string; email: string; status: string; expires_at: Date } | undefined>('id', 'organization_id', 'email', 'status', 'expires_at')
     if (!invitation || invitation.status !== 'pending' || invitation.expires_at.getTime() <= now.getTime()) throw new InvalidInvitationError()
+    const invitee = await trx('identity.login_identifiers')
+      .where({ identity_id: input.identityId, kind: 'email', value: invitation.email })
+      .whereNotNull('verified_at')
+      .first('id')
+    if (!invitee) throw new InvalidInvitationError()
     await trx('organization.memberships').insert({ organization_id: invitation.organization_id, identity_id: input.identityId, role: 'member' }).onConflict(['organization_id', 'identity_id']).ignore()
     await trx(INVITATIONS).where({ id: invitation.id }).update({ status: 'accepted', accepted_by: input.identityId, accepted_at: now })
     await closeInvitationMessagesTx(trx, invitation.id, 'invitation_accepted')

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
+import { cappedRetryAfter, defaultPausePolicy, type PausePolicy } from '../delivery/provider-pause.ts'
 import { nextRetryAt } from '../delivery/retry-policy.ts'
 import { insertAttemptsTx, type NewAttempt } from './attempts-sql.ts'
 import { batchOrEach, type Failed } from './batch-or-each.ts'
@@ -7,7 +8,7 @@ import { deleteCiphertextsTx } from './ciphertexts-sql.ts'
 import type { Channel, DeadLetterReason, FailureClass } from './constants.ts'
 import { deadLetterMessagesTx, isLeasedBy, lockMessagesTx, publishMessagesTx, type DeadLetter, type Lease } from './messages-sql.ts'
 import { expiredReason, invitationClosedReason, invitationStatesTx } from './invitations-sql.ts'
-import { pauseChannelTx } from './provider-pauses-sql.ts'
+import { pauseForThrottleTx } from './provider-pauses-sql.ts'
 import { completeJobsTx, scheduleNextAttemptTx } from './settle.ts'
 
 /** What happened to one claimed message, as the worker reports it to `recordOutcome`. */
@@ -17,7 +18,8 @@ export type Outcome =
   /** Structural fault found before any send (e.g. decryption): no attempt is spent. */
   | { kind: 'dead_letter'; reason: DeadLetterReason }
 
-export type RetrySettings = { maxAttempts: number; retrySchedule: readonly number[] }
+/** `providerPause` bounds every provider-requested wait (MAX_PROVIDER_PAUSE_SECONDS; default 300 s). */
+export type RetrySettings = { maxAttempts: number; retrySchedule: readonly number[]; providerPause?: PausePolicy }
 
 /** What the record step decided, for logs and metrics. */
 export type Recorded =
@@ -76,7 +78,7 @@ async function recordBatch(
     const published: string[] = []
     const deadLetters: DeadLetter[] = []
     const retries: { messageId: string; at: Date }[] = []
-    const pauses: { channel: Channel; until: Date }[] = []
+    const throttled = new Map<Channel, Date | null>()
     const settled: Lease[] = []
 
     // An invitation revoked, accepted or expired while its message was out is never requeued.
@@ -110,8 +112,10 @@ async function recordBatch(
       if (decided.kind === 'published') published.push(messageId)
       else if (decided.kind === 'dead_lettered') deadLetters.push({ messageId, reason: decided.reason, lastFailureClass: outcome.kind === 'failed' ? outcome.failureClass : null, attempted: true })
       else retries.push({ messageId, at: decided.nextAttemptAt })
-      if (outcome.kind === 'failed' && outcome.failureClass === 'THROTTLED' && outcome.retryAfterAt && outcome.retryAfterAt > now) {
-        pauses.push({ channel: message.channel, until: outcome.retryAfterAt })
+      // One pause per channel and batch: the latest hint any answer gave, else a hint-less back-off.
+      if (outcome.kind === 'failed' && outcome.failureClass === 'THROTTLED') {
+        const seen = throttled.get(message.channel) ?? null
+        throttled.set(message.channel, outcome.retryAfterAt && (!seen || outcome.retryAfterAt > seen) ? outcome.retryAfterAt : seen)
       }
       return decided
     })
@@ -121,7 +125,7 @@ async function recordBatch(
     await deleteCiphertextsTx(trx, published)
     await deadLetterMessagesTx(trx, deadLetters, now)
     for (const { messageId, at } of retries) await scheduleNextAttemptTx(trx, boss, messageId, at, { attempted: true })
-    for (const { channel, until } of pauses) await pauseChannelTx(trx, channel, until, now)
+    for (const [channel, retryAfterAt] of throttled) await pauseForThrottleTx(trx, channel, retryAfterAt, now, settings.providerPause ?? defaultPausePolicy())
     await completeJobsTx(trx, boss, settled)
     return results
   })
@@ -138,7 +142,8 @@ export function decide(
   if (outcome.kind === 'published') return { kind: 'published', attemptNo }
   if (outcome.failureClass === 'REJECTED') return { kind: 'dead_lettered', attemptNo, reason: 'provider_rejected' }
   if (attemptNo >= settings.maxAttempts) return { kind: 'dead_lettered', attemptNo, reason: 'retries_exhausted' }
-  const nextAttemptAt = nextRetryAt(now, attemptNo, outcome.retryAfterAt, settings.retrySchedule)
+  const providerAsked = cappedRetryAfter(outcome.retryAfterAt, now, settings.providerPause ?? defaultPausePolicy())
+  const nextAttemptAt = nextRetryAt(now, attemptNo, providerAsked, settings.retrySchedule)
   // A code nobody can use is never sent late.
   if (nextAttemptAt.getTime() >= message.expires_at.getTime()) return { kind: 'dead_lettered', attemptNo, reason: expiredReason(message.purpose) }
   return { kind: 'retry_scheduled', attemptNo, nextAttemptAt }

@@ -3,19 +3,36 @@ import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
 import { generateCode, hashCode } from '../crypto/codes.ts'
 import { requireElevationTx } from '../identity/elevation.ts'
-import { ConflictError, DomainError, NotFoundError } from '../identity/errors.ts'
+import { ConflictError, DomainError, ForbiddenError, NotFoundError } from '../identity/errors.ts'
 import type { SessionContext } from '../identity/sessions.ts'
 import { DEAD_LETTER_REASONS, type Channel, type Purpose } from '../outbox/constants.ts'
 import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
 import { auditTx } from './staff.ts'
 
-/** `GET /platform-admin/security-outbox/backlog` (DESIGN §8): one request answers "is delivery healthy?". */
-export async function backlog(db: Knex, now: Date) {
-  const { rows } = await db.raw('SELECT * FROM outbox.backlog_summary(?)', [now])
-  const row = rows[0]
-  const since = await db.raw('SELECT * FROM outbox.dead_letters_since(?)', [new Date(now.getTime() - 24 * 3_600_000)])
+/** A signed-in staff caller: the session's ids and the SHA-256 of its bearer token. */
+export type StaffSession = SessionContext & { tokenHash: Buffer }
+
+/**
+ * The staff functions refuse (42501) a token hash that names no live staff session; the route
+ * answers that like any other non-staff caller.
+ */
+async function asStaff<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call()
+  } catch (error) {
+    if ((error as { code?: unknown }).code === '42501') throw new ForbiddenError('not_staff', 'Only staff may do this.')
+    throw error
+  }
+}
+
+type CountsRow = {
+  pending: number; leased: number; published: number; dead_lettered: number; oldest_due_pending_age_seconds: number | null
+  queued: number; deferred: number; active: number; failed: number; dead_letters_last_24h: Record<string, number>
+}
+
+function summaryOf(row: CountsRow) {
   const deadLettersLast24h = Object.fromEntries(DEAD_LETTER_REASONS.map((reason) => [reason, 0])) as Record<string, number>
-  for (const entry of since.rows as { reason: string; count: number }[]) deadLettersLast24h[entry.reason] = Number(entry.count)
+  for (const [reason, count] of Object.entries(row.dead_letters_last_24h ?? {})) deadLettersLast24h[reason] = Number(count)
   const age = row.oldest_due_pending_age_seconds
   return {
     states: { pending: Number(row.pending), leased: Number(row.leased), published: Number(row.published), dead_lettered: Number(row.dead_lettered) },
@@ -23,6 +40,20 @@ export async function backlog(db: Knex, now: Date) {
     deadLettersLast24h,
     queue: { queued: Number(row.queued), deferred: Number(row.deferred), active: Number(row.active), failed: Number(row.failed) },
   }
+}
+
+export type BacklogSummary = ReturnType<typeof summaryOf>
+
+/** `GET /platform-admin/security-outbox/backlog` (DESIGN §8): one request answers "is delivery healthy?". */
+export async function backlog(db: Knex, staff: Pick<StaffSession, 'tokenHash'>, now: Date): Promise<BacklogSummary> {
+  const { rows } = await asStaff(() => db.raw<{ rows: CountsRow[] }>('SELECT * FROM outbox.backlog_summary(?, ?)', [staff.tokenHash, now]))
+  return summaryOf(rows[0]!)
+}
+
+/** The same counts for the web's /metrics gauges, which no staff session scrapes: counts only, never a row. */
+export async function gauges(db: Knex, now: Date): Promise<BacklogSummary> {
+  const { rows } = await db.raw<{ rows: CountsRow[] }>('SELECT * FROM outbox.gauge_summary(?)', [now])
+  return summaryOf(rows[0]!)
 }
 
 type Cursor = { at: Date; id: string }
@@ -42,10 +73,10 @@ type DeadLetterRow = {
 }
 
 /** `GET …/dead-letters`: a keyset page, newest first; `after` goes to older entries, `before` to newer. */
-export async function deadLetterPage(db: Knex, input: { limit: number; after?: Cursor; before?: Cursor }) {
-  const { rows } = await db.raw<{ rows: DeadLetterRow[] }>('SELECT * FROM outbox.dead_letter_page(?, ?, ?, ?, ?)', [
-    input.limit + 1, input.after?.at ?? null, input.after?.id ?? null, input.before?.at ?? null, input.before?.id ?? null,
-  ])
+export async function deadLetterPage(db: Knex, staff: Pick<StaffSession, 'tokenHash'>, input: { limit: number; after?: Cursor; before?: Cursor }, now: Date) {
+  const { rows } = await asStaff(() => db.raw<{ rows: DeadLetterRow[] }>('SELECT * FROM outbox.dead_letter_page(?, ?, ?, ?, ?, ?, ?)', [
+    staff.tokenHash, now, input.limit + 1, input.after?.at ?? null, input.after?.id ?? null, input.before?.at ?? null, input.before?.id ?? null,
+  ]))
   // One row more than asked tells whether the direction of travel goes on; it is dropped at that end.
   const more = rows.length > input.limit
   const page = input.before ? rows.slice(rows.length - Math.min(rows.length, input.limit)) : rows.slice(0, input.limit)
@@ -85,7 +116,7 @@ export type ReissueDeps = { boss: PgBoss; outboxKey: Buffer; codeHashKey: Buffer
 export async function reissueDeadLetter(
   db: Knex,
   deps: ReissueDeps,
-  input: { staff: SessionContext; elevationToken: string | undefined; idempotencyKey: string; messageId: string },
+  input: { staff: StaffSession; elevationToken: string | undefined; idempotencyKey: string; messageId: string },
 ): Promise<{ messageId: string; challengeExpiresAt: string; replayed: boolean }> {
   const now = deps.clock()
   return await db.transaction(async (trx) => {
@@ -103,7 +134,7 @@ export async function reissueDeadLetter(
       return { ...stored.response, replayed: true }
     }
 
-    const { rows } = await trx.raw('SELECT * FROM outbox.reissue_candidate(?, ?, ?)', [input.messageId, input.staff.identityId, now])
+    const { rows } = await asStaff(() => trx.raw('SELECT * FROM outbox.reissue_candidate(?, ?, ?)', [input.staff.tokenHash, input.messageId, now]))
     const candidate = rows[0] as { refusal: string | null; purpose: Purpose; challenge_id: string; channel: Channel; destination: string; locale: string; expires_at: Date }
     // Reissue refusals (OX-O2), each its own stable problem code.
     if (candidate.refusal === 'dead_letter_not_found') throw new NotFoundError(candidate.refusal, 'There is no such dead letter.')

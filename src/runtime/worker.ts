@@ -22,6 +22,7 @@ type WorkerConfig = Pick<
   | 'WORKER_CONCURRENCY'
   | 'SEND_TIMEOUT_MS'
   | 'MAX_ATTEMPTS'
+  | 'MAX_PROVIDER_PAUSE_SECONDS'
   | 'RETRY_SCHEDULE'
   | 'LEASE_SECONDS'
   | 'CHALLENGE_TTL_SECONDS'
@@ -121,7 +122,7 @@ export async function startWorker(options: {
       providers,
       clock,
       logger,
-      settings: { maxAttempts: config.MAX_ATTEMPTS, retrySchedule: config.RETRY_SCHEDULE, sendTimeoutMs: config.SEND_TIMEOUT_MS },
+      settings: { maxAttempts: config.MAX_ATTEMPTS, retrySchedule: config.RETRY_SCHEDULE, sendTimeoutMs: config.SEND_TIMEOUT_MS, providerPause: { maxPauseSeconds: config.MAX_PROVIDER_PAUSE_SECONDS, random: Math.random } },
       invitationLinkBaseUrl,
       metrics,
     })

@@ -23,7 +23,7 @@ export function organizationRoutes({ db, invitations: deps }: { db: Knex; invita
 
   router.post('/organizations', signedIn, async (req, res) => {
     const body = OrganizationRequest.parse(req.body)
-    const { id } = await createOrganization(db, sessionOf(res).identityId, body.name)
+    const { id } = await createOrganization(db, deps, sessionOf(res).identityId, body.name)
     res.status(201).json({ id })
   })
 

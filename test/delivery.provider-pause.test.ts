@@ -1,0 +1,107 @@
+import { expect } from 'chai'
+import { deliverOne } from '../jobs/deliver.ts'
+import { cappedRetryAfter, throttleBackoff, type PausePolicy } from '../src/delivery/provider-pause.ts'
+import { DeliveryFailure } from '../src/delivery/provider.ts'
+import { pauseForThrottleTx } from '../src/outbox/provider-pauses-sql.ts'
+import { uniqueEmail, uniquePhone } from './support/helpers.ts'
+import { useOutboxFixture } from './support/outbox-harness.ts'
+import { scriptedProvider } from './support/scripted-provider.ts'
+
+const YEAR_SECONDS = 31_536_000
+const at = (base: Date, seconds: number) => new Date(base.getTime() + seconds * 1000)
+
+describe('provider pauses, as pure functions', () => {
+  const now = new Date('2026-12-01T12:00:00Z')
+  const policy = (random = 1): PausePolicy => ({ maxPauseSeconds: 300, random: () => random })
+
+  it('cuts a Retry-After at the ceiling and ignores one in the past', () => {
+    expect(cappedRetryAfter(at(now, YEAR_SECONDS), now, policy())).to.deep.equal(at(now, 300))
+    expect(cappedRetryAfter(at(now, 45), now, policy())).to.deep.equal(at(now, 45))
+    expect(cappedRetryAfter(at(now, -5), now, policy())).to.equal(null)
+    expect(cappedRetryAfter(null, now, policy())).to.equal(null)
+  })
+
+  it('backs off a hint-less throttle 1 s, 2 s, 4 s… while it goes on, up to the ceiling, with equal jitter', () => {
+    let pause = throttleBackoff(undefined, now, policy())!
+    expect(pause).to.deep.equal({ pausedUntil: at(now, 1), throttleStreak: 1 })
+    const seen: number[] = []
+    for (let i = 0; i < 12; i++) {
+      const later = pause.pausedUntil
+      pause = throttleBackoff(pause, later, policy())!
+      seen.push((pause.pausedUntil.getTime() - later.getTime()) / 1000)
+    }
+    expect(seen).to.deep.equal([2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300, 300])
+    expect(throttleBackoff(undefined, now, policy(0))!.pausedUntil).to.deep.equal(at(now, 0.5))
+    expect(throttleBackoff({ pausedUntil: now, throttleStreak: 4 }, now, policy(0))!.pausedUntil).to.deep.equal(at(now, 8))
+  })
+
+  it('adds nothing while a pause runs, and starts over after a quiet minute', () => {
+    expect(throttleBackoff({ pausedUntil: at(now, 3), throttleStreak: 2 }, now, policy())).to.equal(null)
+    expect(throttleBackoff({ pausedUntil: at(now, -61), throttleStreak: 6 }, now, policy())).to.deep.equal({ pausedUntil: at(now, 1), throttleStreak: 1 })
+  })
+})
+
+describe('provider pauses, recorded by the worker', () => {
+  const f = useOutboxFixture()
+  const pause = async () => (await f.db.owner('outbox.provider_pauses').where({ channel: 'email' }).first()) as { paused_until: Date; throttle_streak: number } | undefined
+  const enqueue = async () => await f.harness.enqueue(uniqueEmail(), 3_600)
+  const throttled = (retryAfterAt: Date | null) => scriptedProvider(() => new DeliveryFailure('THROTTLED', 'TooManyRequestsException', retryAfterAt))
+
+  it('lets one Retry-After of a year pause the channel and its message for at most MAX_PROVIDER_PAUSE_SECONDS', async () => {
+    const { messageId } = await enqueue()
+    await deliverOne(f.harness.deps({ email: throttled(at(f.now, YEAR_SECONDS)) }), await f.harness.nextJob())
+
+    expect((await pause())!.paused_until.getTime()).to.equal(at(f.now, 300).getTime())
+    const message = await f.rows.message(messageId)
+    expect(message).to.include({ state: 'pending', attempt_count: 1 })
+    expect(message.available_at.getTime(), 'the message retries within the cap, not after its expiry').to.be.at.most(at(f.now, 300).getTime())
+
+    // A second such answer a minute later moves the end to its own ceiling, never past it.
+    f.now = at(f.now, 60)
+    await enqueue()
+    await f.db.owner('outbox.provider_pauses').update({ paused_until: at(f.now, -1) })
+    await deliverOne(f.harness.deps({ email: throttled(at(f.now, YEAR_SECONDS)) }), await f.harness.nextJob())
+    expect((await pause())!.paused_until.getTime()).to.equal(at(f.now, 300).getTime())
+  })
+
+  it('cuts short a year-long pause written before the cap on the next throttled answer, with or without a hint', async () => {
+    for (const retryAfterAt of [at(f.now, 10), null]) {
+      // (email: the channel whose provider throttles without hints)
+      await f.db.owner('outbox.provider_pauses').insert({ channel: 'email', paused_until: at(f.now, YEAR_SECONDS) }).onConflict('channel').merge()
+      await f.harness.worker.transaction((trx) => pauseForThrottleTx(trx, 'email', retryAfterAt, f.now, { maxPauseSeconds: 300, random: () => 1 }))
+      expect((await pause())!.paused_until.getTime(), String(retryAfterAt)).to.equal(at(f.now, 300).getTime())
+    }
+  })
+
+  it('backs the email channel off fleet-wide after an SES throttle without Retry-After, so the next message spends no attempt', async () => {
+    await enqueue()
+    const second = await enqueue()
+    const provider = throttled(null)
+    await deliverOne(f.harness.deps({ email: provider }), await f.harness.nextJob())
+    const backedOff = (await pause())!
+    expect(backedOff.throttle_streak).to.equal(1)
+    expect(backedOff.paused_until.getTime()).to.be.within(at(f.now, 0.5).getTime(), at(f.now, 1).getTime())
+
+    const secondJob = await f.harness.nextJob()
+    expect(secondJob.data).to.deep.equal({ messageId: second.messageId })
+    await deliverOne(f.harness.deps({ email: provider }), secondJob)
+    expect(provider.calls, 'the paused channel is not called').to.have.length(1)
+    expect(await f.rows.message(second.messageId)).to.include({ state: 'pending', attempt_count: 0 })
+
+    // Still throttled once the pause has passed: the next pause is longer.
+    f.now = new Date(backedOff.paused_until.getTime() + 10)
+    await deliverOne(f.harness.deps({ email: provider }), await f.harness.nextJob())
+    expect(provider.calls).to.have.length(2)
+    const grown = (await pause())!
+    expect(grown.throttle_streak).to.equal(2)
+    expect(grown.paused_until.getTime()).to.be.within(at(f.now, 1).getTime(), at(f.now, 2).getTime())
+  })
+
+  it('leaves WhatsApp unpaused by a 429 without hints (Wasender sends them), the message on its own schedule', async () => {
+    const { messageId } = await f.harness.enqueue(uniquePhone(), 3_600)
+    const provider = { ...throttled(null), channel: 'whatsapp' as const }
+    await deliverOne(f.harness.deps({ whatsapp: provider }), await f.harness.nextJob())
+    expect(await f.db.owner('outbox.provider_pauses').where({ channel: 'whatsapp' }).first()).to.equal(undefined)
+    expect(await f.rows.message(messageId)).to.include({ state: 'pending', attempt_count: 1 })
+  })
+})

@@ -1,0 +1,92 @@
+import { randomBytes } from 'node:crypto'
+import { expect } from 'chai'
+import type { Knex } from 'knex'
+import { uuidv7 } from 'uuidv7'
+import { createKnex } from '../src/db/knex.ts'
+import { hashToken } from '../src/identity/secrets.ts'
+import { createTestDatabase, type TestDatabase } from './support/database.ts'
+import { createVerifiedIdentity, insertOpenMessage, uniqueEmail } from './support/helpers.ts'
+
+/**
+ * DESIGN §7 (issue 13 item 8): the staff SECURITY DEFINER functions check a live staff session in
+ * the database from the session token's SHA-256, so the api login itself — a compromised web
+ * process — reads and reissues nothing without one. Every call here is raw SQL as the api login.
+ */
+const CALLS: [string, string][] = [
+  ['the backlog', 'SELECT * FROM outbox.backlog_summary(?, now())'],
+  ['a dead-letter page', 'SELECT * FROM outbox.dead_letter_page(?, now(), 50, NULL, NULL, NULL, NULL)'],
+  ['a reissue candidate', `SELECT * FROM outbox.reissue_candidate(?, '${uuidv7()}', now())`],
+]
+
+describe('staff functions called as the api login', () => {
+  let db: TestDatabase
+  let api: Knex
+  let deadLetterId: string
+  const call = (sql: string, tokenHash: Buffer) => api.raw(sql, [tokenHash]).then(() => 'allowed', (error: { code?: string }) => error.code)
+
+  /** A session row for an active identity, optionally staff; the token's hash as the web would pass it. */
+  async function session(options: { staff?: 'active' | 'revoked'; expiresAt?: Date; revoked?: boolean } = {}) {
+    const { identityId } = await createVerifiedIdentity(db.owner, uniqueEmail('caller'))
+    const token = randomBytes(32).toString('base64url')
+    await db.owner('identity.sessions').insert({
+      id: uuidv7(), identity_id: identityId, token_hash: hashToken(token),
+      expires_at: options.expiresAt ?? new Date(Date.now() + 3_600_000), revoked_at: options.revoked ? new Date() : null,
+    })
+    if (options.staff) await db.owner('platform.staff_members').insert({ identity_id: identityId, revoked_at: options.staff === 'revoked' ? new Date() : null })
+    return hashToken(token)
+  }
+
+  before(async () => {
+    db = await createTestDatabase()
+    api = createKnex(db.apiUrl, { applicationName: 'staff-functions-api', max: 2 })
+    deadLetterId = await insertOpenMessage(db.owner)
+    await db.owner.transaction(async (trx) => {
+      await trx('outbox.security_outbox_ciphertexts').where({ message_id: deadLetterId }).delete()
+      await trx('outbox.security_outbox_messages').where({ id: deadLetterId }).update({ state: 'dead_lettered', dead_lettered_at: new Date() })
+      await trx('outbox.security_outbox_dead_letters').insert({ message_id: deadLetterId, reason: 'retries_exhausted' })
+    })
+  })
+  after(async () => {
+    await api.destroy()
+    await db.drop()
+  })
+
+  for (const [what, sql] of CALLS) {
+    it(`refuses ${what} with 42501 to a made-up hash, a non-staff session, revoked staff, and revoked or expired sessions`, async () => {
+      const callers: [string, Buffer][] = [
+        ['no session at all', randomBytes(32)],
+        ['a live session of someone who is not staff', await session()],
+        ['a live session of revoked staff', await session({ staff: 'revoked' })],
+        ['a revoked session of staff', await session({ staff: 'active', revoked: true })],
+        ['an expired session of staff', await session({ staff: 'active', expiresAt: new Date(Date.now() - 1_000) })],
+      ]
+      for (const [caller, tokenHash] of callers) expect(await call(sql, tokenHash), caller).to.equal('42501')
+      expect(await call(sql, await session({ staff: 'active' })), 'a live staff session').to.equal('allowed')
+    })
+  }
+
+  it('cannot revive an expired staff session by passing an old clock', async () => {
+    const expired = await session({ staff: 'active', expiresAt: new Date(Date.now() - 60_000) })
+    const old = new Date(Date.now() - 3_600_000)
+    const refused = await api.raw('SELECT * FROM outbox.dead_letter_page(?, ?, 50, NULL, NULL, NULL, NULL)', [expired, old]).then(() => 'allowed', (error: { code?: string }) => error.code)
+    expect(refused).to.equal('42501')
+  })
+
+  it('no longer has the versions that trusted a caller-supplied staff id', async () => {
+    for (const sql of [
+      'SELECT * FROM outbox.backlog_summary(now())',
+      'SELECT * FROM outbox.dead_letter_page(50, NULL, NULL, NULL, NULL)',
+      `SELECT * FROM outbox.reissue_candidate('${deadLetterId}'::uuid, '${uuidv7()}'::uuid, now())`,
+      'SELECT * FROM outbox.dead_letters_since(now())',
+    ]) {
+      const code = await api.raw(sql).then(() => 'allowed', (error: { code?: string }) => error.code)
+      expect(code, sql).to.equal('42883')
+    }
+  })
+
+  it('lets a live staff session page the dead letter with its destination masked', async () => {
+    const { rows } = await api.raw('SELECT * FROM outbox.dead_letter_page(?, now(), 50, NULL, NULL, NULL, NULL)', [await session({ staff: 'active' })])
+    expect(rows.map((row: { message_id: string }) => row.message_id)).to.deep.equal([deadLetterId])
+    expect(rows[0].masked_destination).to.not.equal('row@example.com')
+  })
+})
