@@ -3,6 +3,7 @@ import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
 import { uuidv7 } from 'uuidv7'
 import { ConflictError, ForbiddenError, InvalidInvitationError, NotFoundError } from '../identity/errors.ts'
+import { canonicalDestination } from '../identity/identifiers.ts'
 import { hitRateLimitTx } from '../identity/rate-limits.ts'
 import { bucketKey } from '../identity/secrets.ts'
 import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
@@ -25,16 +26,6 @@ export const INVITATION_LIMITS = Object.freeze({
 })
 
 export const ORGANIZATION_LIMITS = Object.freeze({ perIdentityPerDay: 5 })
-
-/**
- * The mailbox an address reaches, for budgets only (lower-case, `+tag` dropped from the local
- * part), so `victim+1@…` and `victim+2@…` share one budget; the invitation goes to the address as written.
- */
-export function canonicalMailbox(email: string): string {
-  const at = email.lastIndexOf('@')
-  const local = email.slice(0, at).split('+')[0]
-  return `${local}${email.slice(at)}`.toLowerCase()
-}
 
 export type InvitationDeps = {
   boss: PgBoss
@@ -98,7 +89,7 @@ export async function inviteTx(
 ): Promise<{ invitationId: string; expiresAt: Date }> {
   const now = deps.clock()
   await lockAsAdminTx(trx, input.organizationId, input.inviterId)
-  const mailbox = canonicalMailbox(input.email)
+  const mailbox = canonicalDestination({ kind: 'email', value: input.email })
   const day = { windowSeconds: 86_400 }
   await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, 'invitation-address-organization', `${input.organizationId}:${mailbox}`), { ...day, max: INVITATION_LIMITS.perAddressPerOrganizationPerDay }, now, 'invitation_address_rate_limited')
   await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, 'invitation-address-inviter', `${input.inviterId}:${mailbox}`), { ...day, max: INVITATION_LIMITS.perAddressPerInviterPerDay }, now, 'invitation_address_rate_limited')
