@@ -1,4 +1,5 @@
 import { expect } from 'chai'
+import { canonicalDestination, maskIdentifier } from '../src/identity/identifiers.ts'
 import { createSessionTx } from '../src/identity/sessions.ts'
 import { createVerifiedIdentity, uniqueEmail } from './support/helpers.ts'
 import { newestCode, newestSealed } from './support/sealed-codes.ts'
@@ -176,5 +177,24 @@ describe('attacks on the identity flows', () => {
     expect(message.state).to.equal('dead_lettered')
     expect(await f.db.owner('outbox.security_outbox_dead_letters').where({ message_id: message.id }).first()).to.include({ reason: 'challenge_consumed' })
     expect(await f.db.owner('outbox.security_outbox_ciphertexts').where({ message_id: message.id })).to.have.length(0)
+  })
+})
+
+describe('identifiers as notices show them', () => {
+  const f = useWebStack({ worker: false })
+
+  it('masks an identifier in code exactly as the database masks a destination', async () => {
+    for (const value of ['alice@example.com', 'a@b.co', 'bob.smith+tag@mail.example.org', '+4915112345678', '+12025550123']) {
+      const { rows } = await f.db.owner.raw<{ rows: { masked: string }[] }>('SELECT outbox.mask_destination(?) AS masked', [value])
+      expect(maskIdentifier(value), value).to.equal(rows[0]!.masked)
+      expect(maskIdentifier(value)).to.include('•').and.not.to.equal(value)
+    }
+  })
+
+  it('counts a destination budget on the canonical mailbox: case and +tag removed, phones as they are', () => {
+    expect(canonicalDestination({ kind: 'email', value: 'victim+1@example.com' })).to.equal('victim@example.com')
+    expect(canonicalDestination({ kind: 'email', value: 'victim+a+b@example.com' })).to.equal('victim@example.com')
+    expect(canonicalDestination({ kind: 'email', value: 'Victim@Example.com' })).to.equal('victim@example.com')
+    expect(canonicalDestination({ kind: 'phone', value: '+4915112345678' })).to.equal('+4915112345678')
   })
 })

@@ -260,6 +260,10 @@ describe('staff: reissue of a dead letter (OX-O2)', () => {
 
     const invitation = await insertInvitationDeadLetter(f.db.owner)
     await refusedWith(invitation, 'invitation_message')
+    const notice = uuidv7()
+    await f.db.owner('outbox.security_outbox_messages').insert({ id: notice, purpose: 'security_notice', channel: 'email', destination: 'n@example.com', state: 'dead_lettered', dead_lettered_at: new Date(), expires_at: new Date(Date.now() + 86_400_000) })
+    await f.db.owner('outbox.security_outbox_dead_letters').insert({ message_id: notice, reason: 'retries_exhausted' })
+    await refusedWith(notice, 'security_notice_message')
     await refusedWith(uuidv7(), 'dead_letter_not_found', 404)
     await refusedWith(await insertOpenMessage(f.db.owner), 'dead_letter_not_found', 404)
 
