@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { createSessionTx } from '../src/identity/sessions.ts'
-import { createVerifiedIdentity, uniqueEmail } from './support/helpers.ts'
+import { createElevatedSession, createVerifiedIdentity, uniqueEmail } from './support/helpers.ts'
 import { useWebStack } from './support/web-stack.ts'
 
 /** Acceptance: every malformed request answers a 4xx problem, never 500, and writes nothing. */
@@ -9,7 +9,7 @@ describe('malformed input on the public routes', () => {
 
   const routes: [string, Record<string, unknown>][] = [
     ['/sign-ups', { identifier: 'a@example.com', password: 'long enough password' }],
-    ['/sign-ups/confirmation', { identifier: 'a@example.com', code: '123456' }],
+    ['/sign-ups/confirmation', { identifier: 'a@example.com', code: '123456', password: 'long enough password' }],
     ['/sessions', { identifier: 'a@example.com', password: 'whatever' }],
     ['/password-recoveries', { identifier: 'a@example.com' }],
     ['/password-recoveries/completion', { identifier: 'a@example.com', code: '123456', newPassword: 'long enough password' }],
@@ -30,6 +30,8 @@ describe('malformed input on the public routes', () => {
     ['a phone too short', (valid) => JSON.stringify({ ...valid, identifier: '+1234' })],
     ['a 1 MiB body', (valid) => JSON.stringify({ ...valid, identifier: 'x'.repeat(1024 * 1024) })],
     ['an over-long identifier', (valid) => JSON.stringify({ ...valid, identifier: `${'a'.repeat(400)}@example.com` })],
+    ['a number for every other field', (valid) => JSON.stringify(Object.fromEntries(Object.entries(valid).map(([key, value]) => [key, key === 'identifier' && Object.keys(valid).length > 1 ? value : 123456])))],
+    ['a field missing', (valid) => JSON.stringify(Object.fromEntries(Object.entries(valid).slice(0, -1)))],
   ]
 
   for (const [path, valid] of routes) {
@@ -58,5 +60,15 @@ describe('malformed input on the public routes', () => {
       expect(response.status, JSON.stringify(body)).to.equal(status)
     }
     expect(await f.db.owner('identity.challenges'), 'no challenge from a refused step-up').to.have.length(0)
+
+    // Adding a sign-in method with a missing, forged, over-long or foreign elevation token: 403, nothing written.
+    const other = await createVerifiedIdentity(f.db.owner, uniqueEmail('other'))
+    const foreign = await createElevatedSession(f.db.owner, other.identityId)
+    for (const elevation of [undefined, 'forged', 'x'.repeat(5_000), foreign['x-elevation-token']!]) {
+      const response = await f.stack.call('POST', '/sign-in-methods', { identifier: uniqueEmail('added') }, { ...f.stack.bearer(token), ...(elevation ? { 'x-elevation-token': elevation } : {}) })
+      expect([response.status, response.body?.code], String(elevation?.length)).to.deep.equal([403, 'elevation_required'])
+    }
+    expect(await f.db.owner('identity.challenges'), 'no challenge from a refused addition').to.have.length(0)
+    expect(await f.db.owner('identity.login_identifiers').whereNull('verified_at'), 'no claim from a refused addition').to.have.length(0)
   })
 })
