@@ -11,13 +11,14 @@ import { createWebMetrics } from '../metrics/web-metrics.ts'
 import type { InvitationDeps } from '../organization/invitations.ts'
 import { openApiDocument } from './openapi.ts'
 
-export type WebDeps = { db: Knex; challenges: ChallengeDeps; invitations: InvitationDeps; logger: Logger; clientLimitPerMinute: number }
+export type WebDeps = { db: Knex; challenges: ChallengeDeps; invitations: InvitationDeps; logger: Logger; clientLimitPerMinute: number; trustProxy?: boolean | number | string[] }
 
 /** The Express app: thin routes over use cases, every error mapped by problemHandler. */
 export function createApp(deps: WebDeps): express.Express {
   const app = express()
   app.disable('x-powered-by')
-  app.set('trust proxy', false)
+  // Who the client is (req.ip) behind a router: TRUST_PROXY, off unless configured.
+  app.set('trust proxy', deps.trustProxy ?? false)
   app.use((req, res, next) => {
     const started = performance.now()
     res.on('finish', () => {
