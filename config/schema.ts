@@ -108,6 +108,8 @@ const envSchema = z.object({
   WORKER_CONCURRENCY: positiveInt(16),
   /** Where a worker serves its Prometheus metrics (GET /metrics); unset = not served. */
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /** How long web and worker wait at startup for an unreachable database before giving up. */
+  DATABASE_WAIT_SECONDS: z.coerce.number().int().min(0).default(60),
   /** Which hops in front of the web may say who the client is (X-Forwarded-For); see parseTrustProxy. */
   TRUST_PROXY: z
     .string()

@@ -7,7 +7,15 @@ import pg from 'pg'
 import type { Logger } from '../logging/logger.ts'
 
 /** A running embedded PostgreSQL cluster (development and tests only). */
-export type EmbeddedDatabase = { ownerUrl: string; serverUrl: (database: string) => string; stop: () => Promise<void> }
+export type EmbeddedDatabase = {
+  ownerUrl: string
+  serverUrl: (database: string) => string
+  stop: () => Promise<void>
+  /** Starts the server again after `stop`, on the same port and data (tests restart it under traffic). */
+  start: () => Promise<void>
+  /** Where the cluster's files live (postgresql.conf, pg_hba.conf). */
+  databaseDir: string
+}
 
 /** Asks the kernel for a free loopback port. */
 export async function freePort(): Promise<number> {
@@ -108,5 +116,5 @@ export async function startEmbeddedPostgres(options: {
   } finally {
     await admin.end()
   }
-  return { ownerUrl: serverUrl(options.database), serverUrl, stop: () => cluster.stop() }
+  return { ownerUrl: serverUrl(options.database), serverUrl, stop: () => cluster.stop(), start: () => cluster.start(), databaseDir }
 }
