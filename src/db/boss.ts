@@ -1,6 +1,7 @@
 import { PgBoss, type Queue } from 'pg-boss'
 import type { Config } from '../../config/schema.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
+import { withLibpqSslModes } from './connection-url.ts'
 import { isDatabaseUnavailable } from './unavailable.ts'
 import { QUEUES } from '../outbox/constants.ts'
 
@@ -39,7 +40,7 @@ export function createBoss(connectionString: string, role: BossRole, logger: Log
   // The cron pass must look at least once per tick of the most frequent schedule.
   const cronSeconds = Math.max(1, Math.min(30, Math.floor(timing.shortestCronSeconds ?? 60)))
   const boss = new PgBoss({
-    connectionString,
+    connectionString: withLibpqSslModes(connectionString),
     application_name: `sealpost-${role}-boss`,
     max: role === 'worker' ? 10 : 4,
     migrate: role === 'release',
