@@ -14,12 +14,19 @@ import { makeCertificates, requireTls, withSsl, type TestCertificates } from './
 describe('sslmode parameters', () => {
   it('gives require, prefer and verify-ca their libpq meaning and leaves verify-full, no-verify and explicit choices alone', () => {
     const url = (query: string) => `postgres://u:p@db.example.com:5432/sealpost?${query}`
-    expect(withLibpqSslModes(url('sslmode=require'))).to.equal(url('sslmode=require&uselibpqcompat=true'))
-    expect(withLibpqSslModes(url('sslmode=verify-ca&sslrootcert=%2Fca.pem'))).to.include('uselibpqcompat=true')
-    expect(withLibpqSslModes(url('sslmode=prefer'))).to.include('uselibpqcompat=true')
+    expect(withLibpqSslModes(url('sslmode=require'), {})).to.equal(url('sslmode=require&uselibpqcompat=true'))
+    expect(withLibpqSslModes(url('sslmode=verify-ca&sslrootcert=%2Fca.pem'), {})).to.include('uselibpqcompat=true')
+    expect(withLibpqSslModes(url('sslmode=prefer'), {})).to.include('uselibpqcompat=true')
     for (const untouched of ['sslmode=verify-full', 'sslmode=no-verify', 'sslmode=require&uselibpqcompat=false', 'application_name=x']) {
-      expect(withLibpqSslModes(url(untouched))).to.equal(url(untouched))
+      expect(withLibpqSslModes(url(untouched), {})).to.equal(url(untouched))
     }
+  })
+
+  it('takes PGSSLMODE and PGSSLROOTCERT from the environment for a URL without sslmode (Heroku’s DATABASE_URL)', () => {
+    const bare = 'postgres://u:p@db.example.com:5432/sealpost'
+    expect(withLibpqSslModes(bare, { PGSSLMODE: 'require' })).to.equal(`${bare}?sslmode=require&uselibpqcompat=true`)
+    expect(withLibpqSslModes(bare, { PGSSLMODE: 'verify-full', PGSSLROOTCERT: '/ca.pem' })).to.equal(`${bare}?sslmode=verify-full&sslrootcert=%2Fca.pem`)
+    expect(withLibpqSslModes(`${bare}?sslmode=disable`, { PGSSLMODE: 'require' })).to.equal(`${bare}?sslmode=disable`)
   })
 })
 
@@ -56,16 +63,19 @@ describe('a TLS-only PostgreSQL (ssl on, hostssl only, a certificate made by the
     for (const made of [certificates, strangerCa]) if (made) await rm(made.dir, { recursive: true, force: true })
   })
 
-  const env = (ssl: Record<string, string>) =>
-    productionEnvironment({
-      apiUrl: withSsl(cluster.apiUrl, ssl),
-      workerUrl: withSsl(cluster.workerUrl, ssl),
+  const env = (ssl: Record<string, string>) => {
+    // PGSSLMODE=… stands for a platform-managed URL without TLS parameters (Heroku).
+    const { PGSSLMODE, ...inUrl } = ssl
+    return productionEnvironment({
+      apiUrl: withSsl(cluster.apiUrl, inUrl),
+      workerUrl: withSsl(cluster.workerUrl, inUrl),
       keys,
       sesEndpoint: emulator.url,
       wasenderUrl: wasender.url,
       wasenderKey: 'tls-key',
-      extra: { DATABASE_URL: withSsl(cluster.ownerUrl, ssl), INVITATION_LINK_BASE_URL: 'https://app.sealpost.test', DATABASE_WAIT_SECONDS: '5' },
+      extra: { DATABASE_URL: withSsl(cluster.ownerUrl, inUrl), INVITATION_LINK_BASE_URL: 'https://app.sealpost.test', DATABASE_WAIT_SECONDS: '5', ...(PGSSLMODE ? { PGSSLMODE } : {}) },
     })
+  }
   const run = (type: 'release' | 'web' | 'worker', ssl: Record<string, string>) => {
     const child = spawnCollecting('sh', ['-c', procfileCommand(type)], { env: env(ssl) })
     spawned.push(child)
@@ -83,6 +93,7 @@ describe('a TLS-only PostgreSQL (ssl on, hostssl only, a certificate made by the
     ['sslmode=no-verify (managed platforms with self-signed certificates)', () => ({ sslmode: 'no-verify' })],
     ['sslmode=verify-full with sslrootcert', () => ({ sslmode: 'verify-full', sslrootcert: certificates.caCert })],
     ['sslmode=require against the self-signed chain (libpq meaning: encrypted, not verified)', () => ({ sslmode: 'require' })],
+    ['URLs without sslmode and PGSSLMODE=require in the environment (Heroku’s shape)', () => ({ PGSSLMODE: 'require' })],
   ]
   for (const [mode, ssl] of modes) {
     it(`runs release, web and worker over ${mode} and delivers a code`, async function () {
