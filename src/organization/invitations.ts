@@ -6,6 +6,7 @@ import { ConflictError, ForbiddenError, InvalidInvitationError, NotFoundError } 
 import { hitRateLimitTx } from '../identity/rate-limits.ts'
 import { bucketKey } from '../identity/secrets.ts'
 import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
+import type { Logger } from '../logging/logger.ts'
 
 /**
  * Limits on invitations (seed 000 OB12, D29), counted in the database under locks, so they hold
@@ -24,6 +25,7 @@ export type InvitationDeps = {
   codeHashKey: Buffer
   invitationTtlSeconds: number
   clock: () => Date
+  logger?: Logger
 }
 
 const INVITATIONS = 'organization.invitations'
@@ -101,7 +103,7 @@ export async function inviteTx(
   })
   await enqueueSecurityMessageTx(
     trx,
-    { boss: deps.boss, outboxKey: deps.outboxKey },
+    { boss: deps.boss, outboxKey: deps.outboxKey, logger: deps.logger },
     { purpose: 'invitation', invitationId, channel: 'email', destination: input.email, locale: 'en', expiresAt },
     token,
   )

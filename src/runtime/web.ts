@@ -36,7 +36,7 @@ export async function startWeb(options: {
     const app = createApp({
       db,
       logger,
-      invitations: { boss, outboxKey: options.keys.outboxKey, codeHashKey: options.keys.codeHashKey, invitationTtlSeconds: config.INVITATION_TTL_SECONDS, clock },
+      invitations: { boss, outboxKey: options.keys.outboxKey, codeHashKey: options.keys.codeHashKey, invitationTtlSeconds: config.INVITATION_TTL_SECONDS, clock, logger },
       challenges: {
         boss,
         outboxKey: options.keys.outboxKey,
