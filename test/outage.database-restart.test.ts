@@ -43,7 +43,7 @@ describe('a PostgreSQL restart under traffic (a cluster of this file’s own)', 
     owner = createKnex(cluster.ownerUrl, { applicationName: 'outage-test-owner', max: 2 })
     emulator = await startSesEmulator(0)
     wasender = await startFakeWasender('outage-key')
-    for (let i = 0; i < 400; i++) people.push(uniqueEmail(`outage${i}`))
+    for (let i = 0; i < 600; i++) people.push(uniqueEmail(`outage${i}`))
     for (const email of people) await createVerifiedIdentity(owner, email)
     web = spawnProcess('web')
     worker = spawnProcess('worker')
