@@ -113,11 +113,13 @@ describe('a PostgreSQL restart under traffic (a cluster of this file’s own)', 
     expect(web.output() + worker.output()).not.to.match(/startup failed|uncaught|unhandled rejection/i)
   })
 
-  it('lets a worker started while the database is down wait for it, then deliver', async function () {
+  it('lets a worker and a web started while the database is down wait for it, then serve and deliver', async function () {
     this.timeout(120_000)
     await cluster.server.stop()
     const late = spawnProcess('worker')
+    const lateWeb = spawnProcess('web')
     await late.waitFor(/"message":"waiting for the database"/, 'the late worker to wait')
+    await lateWeb.waitFor(/"message":"waiting for the database"/, 'the late web to wait')
     // web, while down: a plain 503 with Retry-After
     const down = await fetch(`${webUrl}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: people[people.length - 1] }) })
     expect(down.status).to.equal(503)
@@ -125,6 +127,8 @@ describe('a PostgreSQL restart under traffic (a cluster of this file’s own)', 
     await cluster.server.start()
     await late.waitFor(/"message":"worker started"/, 'the late worker to start once the database is back', 60_000)
     expect(late.output()).to.include('"message":"database reachable"')
+    const lateUrl = (await lateWeb.waitFor(/"url":"(http:\/\/[^"]+)"/, 'the late web to listen once the database is back', 60_000))[1]!
+    expect((await fetch(`${lateUrl}/readyz`)).status).to.equal(200)
 
     worker.child.kill('SIGSTOP')
     try {
@@ -141,5 +145,6 @@ describe('a PostgreSQL restart under traffic (a cluster of this file’s own)', 
     }
     expect(worker.child.exitCode).to.equal(null)
     expect(late.child.exitCode).to.equal(null)
+    expect(lateWeb.child.exitCode).to.equal(null)
   })
 })
