@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import { z } from 'zod'
 
 /** Raised when the environment cannot start a process; its message names variables, never values. */
@@ -42,6 +43,34 @@ const base64Key = (minBytes: number, maxBytes: number) =>
       return bytes
     })
 
+/** Express `trust proxy` presets proxy-addr understands besides addresses and CIDR ranges. */
+const PROXY_PRESETS = new Set(['loopback', 'linklocal', 'uniquelocal'])
+
+function isAddressOrRange(entry: string): boolean {
+  const [address, bits, ...rest] = entry.split('/')
+  if (rest.length > 0 || !address) return false
+  const family = isIP(address)
+  if (family === 0) return false
+  if (bits === undefined) return true
+  if (!/^\d{1,3}$/.test(bits)) return false
+  return Number(bits) <= (family === 4 ? 32 : 128)
+}
+
+/**
+ * TRUST_PROXY → Express `trust proxy`: `false` (default: the socket's address is the client),
+ * `true` (trust every hop: only behind a router that strips the header), a hop count (`1` on
+ * Heroku), or a comma-separated list of proxy addresses, CIDR ranges and proxy-addr presets.
+ */
+export function parseTrustProxy(text: string): boolean | number | string[] {
+  const value = text.trim().toLowerCase()
+  if (value === 'false' || value === '0') return false
+  if (value === 'true') return true
+  if (/^\d+$/.test(value)) return Number(value)
+  const entries = value.split(',').map((entry) => entry.trim())
+  if (entries.every((entry) => PROXY_PRESETS.has(entry) || isAddressOrRange(entry))) return entries
+  throw new Error('must be false, true, a hop count (1 on Heroku) or a comma-separated list of proxy addresses or CIDR ranges')
+}
+
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback)
 const url = z.url({ protocol: /^(postgres|postgresql|https?)$/ })
 
@@ -83,6 +112,20 @@ const envSchema = z.object({
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   /** Bearer token a scraper presents to GET /metrics (web and worker); without it metrics are served only in development and test. */
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').max(512).regex(/^\S+$/, 'must not contain spaces').optional(),
+  /** How long web and worker wait at startup for an unreachable database before giving up. */
+  DATABASE_WAIT_SECONDS: z.coerce.number().int().min(0).default(60),
+  /** Which hops in front of the web may say who the client is (X-Forwarded-For); see parseTrustProxy. */
+  TRUST_PROXY: z
+    .string()
+    .default('false')
+    .transform((text, ctx) => {
+      try {
+        return parseTrustProxy(text)
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message })
+        return z.NEVER
+      }
+    }),
   /** Requests per minute one client address may make to the public routes. */
   CLIENT_RATE_LIMIT_PER_MINUTE: positiveInt(60),
   EXPIRY_PURGE_CRON: z.string().min(1).default('* * * * *'),

@@ -1,6 +1,8 @@
 import { PgBoss, type Queue } from 'pg-boss'
 import type { Config } from '../../config/schema.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
+import { withLibpqSslModes } from './connection-url.ts'
+import { isDatabaseUnavailable } from './unavailable.ts'
 import { QUEUES } from '../outbox/constants.ts'
 
 /** pg-boss's own retries count worker crashes only; past this a job lands in the dead-letter queue. */
@@ -38,7 +40,7 @@ export function createBoss(connectionString: string, role: BossRole, logger: Log
   // The cron pass must look at least once per tick of the most frequent schedule.
   const cronSeconds = Math.max(1, Math.min(30, Math.floor(timing.shortestCronSeconds ?? 60)))
   const boss = new PgBoss({
-    connectionString,
+    connectionString: withLibpqSslModes(connectionString),
     application_name: `sealpost-${role}-boss`,
     max: role === 'worker' ? 10 : 4,
     migrate: role === 'release',
@@ -52,7 +54,18 @@ export function createBoss(connectionString: string, role: BossRole, logger: Log
     cronMonitorIntervalSeconds: cronSeconds,
     cronWorkerIntervalSeconds: Math.min(5, cronSeconds),
   })
-  boss.on('error', (error) => logger.error('pg-boss error', { role, ...describeError(error) }))
+  // During a database restart pg-boss reports every failed poll here and carries on by itself:
+  // a warning then, not an error (its loops resume when the database is back).
+  boss.on('error', (error) => (isDatabaseUnavailable(error) ? logger.warn('pg-boss: database unavailable', { role, ...describeError(error) }) : logger.error('pg-boss error', { role, ...describeError(error) })))
+  // pg-boss's own text (slow queries, a lost LISTEN, start retries); its data may name queues but
+  // carries no job data; error text inside it is dropped, as everywhere (name and code only).
+  // Its `data` (slow-query SQL and values among it) is never logged.
+  boss.on('warning', (warning: { message?: unknown; data?: unknown }) => {
+    const data = (warning.data && typeof warning.data === 'object' ? warning.data : {}) as Record<string, unknown>
+    let text = typeof warning.message === 'string' ? warning.message : ''
+    if (typeof data.error === 'string' && data.error) text = text.replaceAll(data.error, '[error text omitted]')
+    logger.warn('pg-boss warning', { role, warning: text.slice(0, 300), warningType: typeof data.type === 'string' ? data.type : undefined })
+  })
   return boss
 }
 

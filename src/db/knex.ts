@@ -1,6 +1,7 @@
 import knex, { type Knex } from 'knex'
 import pg from 'pg'
 import { describeError, type Logger } from '../logging/logger.ts'
+import { withLibpqSslModes } from './connection-url.ts'
 
 // timestamptz → Date (pg's default) and bigint counts → number: our counts never near 2^53.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value))
@@ -15,7 +16,7 @@ export function createKnex(connectionString: string, options: { applicationName:
     options.logger?.[level]('knex', typeof detail === 'string' ? { detail: detail.slice(0, 200) } : describeError(detail))
   return knex({
     client: 'pg',
-    connection: { connectionString, application_name: options.applicationName },
+    connection: { connectionString: withLibpqSslModes(connectionString), application_name: options.applicationName },
     pool: { min: 0, max: options.max ?? 10 },
     acquireConnectionTimeout: 10_000,
     log: { warn: log('warn'), error: log('debug'), deprecate: log('warn'), debug: log('debug') },

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { API_ROLE, WORKER_ROLE } from '../../migrations/20261130000100_roles.ts'
+import { withLibpqSslModes } from './connection-url.ts'
 import { withCredentials } from './knex.ts'
 
 export const API_LOGIN = 'sealpost_api_login'
@@ -12,7 +13,7 @@ export const WORKER_LOGIN = 'sealpost_worker_login'
  * Production creates these by hand, as the README shows.
  */
 export async function ensureLoginUsers(ownerUrl: string): Promise<{ apiUrl: string; workerUrl: string }> {
-  const client = new pg.Client({ connectionString: ownerUrl })
+  const client = new pg.Client({ connectionString: withLibpqSslModes(ownerUrl) })
   await client.connect()
   try {
     const urls: string[] = []

@@ -1,8 +1,10 @@
 import express from 'express'
+import helmet from 'helmet'
 import type { Knex } from 'knex'
 import type { ChallengeDeps } from '../identity/challenges.ts'
 import type { Logger } from '../logging/logger.ts'
 import { HttpProblem, problemHandler, sendProblem } from './problem.ts'
+import { requestId } from './request-id.ts'
 import { healthRoutes } from './routes/health.ts'
 import { identityRoutes } from './routes/identity.ts'
 import { organizationRoutes } from './routes/organizations.ts'
@@ -12,17 +14,27 @@ import { createWebMetrics } from '../metrics/web-metrics.ts'
 import type { InvitationDeps } from '../organization/invitations.ts'
 import { openApiDocument } from './openapi.ts'
 
-export type WebDeps = { db: Knex; challenges: ChallengeDeps; invitations: InvitationDeps; logger: Logger; clientLimitPerMinute: number; metrics: MetricsAccess }
+export type WebDeps = { db: Knex; challenges: ChallengeDeps; invitations: InvitationDeps; logger: Logger; clientLimitPerMinute: number; metrics: MetricsAccess; trustProxy?: boolean | number | string[] }
 
 /** The Express app: thin routes over use cases, every error mapped by problemHandler. */
 export function createApp(deps: WebDeps): express.Express {
   const app = express()
   app.disable('x-powered-by')
-  app.set('trust proxy', false)
+  // Who the client is (req.ip) behind a router: TRUST_PROXY, off unless configured.
+  app.set('trust proxy', deps.trustProxy ?? false)
+  app.use(requestId())
+  // JSON API: no framing, no sniffing, HSTS, a CSP that allows nothing beyond this origin.
+  app.use(helmet())
+  // Sessions, elevation and invitation tokens travel in bodies: no answer is ever stored by a cache.
+  app.use((_req, res, next) => {
+    res.set('Cache-Control', 'no-store')
+    next()
+  })
   app.use((req, res, next) => {
     const started = performance.now()
     res.on('finish', () => {
-      deps.logger.info('request', { method: req.method, route: req.route?.path ?? 'unmatched', status: res.statusCode, durationMs: Math.round(performance.now() - started) })
+      // 'finish' fires outside the request's async context: the id is passed along by hand.
+      deps.logger.info('request', { requestId: res.locals.requestId, method: req.method, route: req.route?.path ?? 'unmatched', status: res.statusCode, durationMs: Math.round(performance.now() - started) })
     })
     next()
   })
@@ -34,7 +46,7 @@ export function createApp(deps: WebDeps): express.Express {
   })
   app.use(identityRoutes({ db: deps.db, challenges: deps.challenges, clientLimitPerMinute: deps.clientLimitPerMinute }))
   app.use(organizationRoutes({ db: deps.db, invitations: deps.invitations }))
-  app.use(platformAdminRoutes({ db: deps.db, reissue: { boss: deps.challenges.boss, outboxKey: deps.challenges.outboxKey, codeHashKey: deps.challenges.codeHashKey, clock: deps.challenges.clock } }))
+  app.use(platformAdminRoutes({ db: deps.db, reissue: { boss: deps.challenges.boss, outboxKey: deps.challenges.outboxKey, codeHashKey: deps.challenges.codeHashKey, clock: deps.challenges.clock, logger: deps.logger } }))
   const metrics = createWebMetrics(deps.db, deps.challenges.clock)
   app.get('/metrics', async (req, res) => {
     const decision = decideMetricsAccess(deps.metrics, req.get('authorization'))

@@ -6,10 +6,12 @@ import { bucketKey } from '../identity/secrets.ts'
 /**
  * A per-client-address limit for the public routes, counted in the database (holds across web
  * processes). Called after the body is validated: a malformed request costs no database work.
+ * The address is `req.ip`: the socket's peer, or behind a router the hop TRUST_PROXY names
+ * (with it off, a forged X-Forwarded-For is ignored).
  */
 export function limitPerClient(db: Knex, secret: Buffer, perMinute: number, clock: () => Date): (req: Request) => Promise<void> {
   return async (req) => {
-    const address = req.socket.remoteAddress ?? 'unknown'
+    const address = req.ip ?? req.socket.remoteAddress ?? 'unknown'
     await db.transaction((trx) => hitRateLimitTx(trx, bucketKey(secret, 'client', address), { max: perMinute, windowSeconds: 60 }, clock(), 'too_many_requests'))
   }
 }

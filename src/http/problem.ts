@@ -12,6 +12,7 @@ import {
   RateLimitedError,
   UnauthenticatedError,
 } from '../identity/errors.ts'
+import { isDatabaseUnavailable } from '../db/unavailable.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
 import { InvalidOrganizationNameError } from '../organization/organization-name.ts'
 
@@ -62,12 +63,11 @@ function fromDomain(error: DomainError): HttpProblem {
   return new HttpProblem(status, error.code, error.message, { headers })
 }
 
-// SQLSTATE classes 08 (connection), 53 (resources), 57P (shutdown) and pool timeouts: worth a retry.
+// No database right now (any shape: src/db/unavailable.ts), or a serialization failure or
+// deadlock that a retry resolves: 503 + Retry-After, never 500.
 function isTransientDatabaseError(error: unknown): boolean {
-  const { code, name } = (error ?? {}) as { code?: unknown; name?: unknown }
-  if (name === 'KnexTimeoutError') return true
-  if (typeof code !== 'string') return false
-  return /^(08|53|57P)/.test(code) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '40001', '40P01'].includes(code)
+  const { code } = (error ?? {}) as { code?: unknown }
+  return isDatabaseUnavailable(error) || code === '40001' || code === '40P01'
 }
 
 /** Maps every error to a problem response in one place; nothing but HttpProblem text leaves. */

@@ -1,5 +1,6 @@
 import type { Writable } from 'node:stream'
 import winston from 'winston'
+import { requestContext } from './request-context.ts'
 
 /** The logger every module receives; a winston logger, narrowed to what we use. */
 export type Logger = Pick<winston.Logger, 'error' | 'warn' | 'info' | 'debug' | 'child'>
@@ -43,12 +44,19 @@ const redactFormat = winston.format((info) => {
   return info
 })
 
+// Inside a web request, every line names it (X-Request-ID), whoever wrote it.
+const requestIdFormat = winston.format((info) => {
+  const store = requestContext.getStore()
+  if (store && info.requestId === undefined) info.requestId = store.requestId
+  return info
+})
+
 /** JSON lines to stdout (or a given stream, for tests), every line through the redaction step. */
 export function createLogger(options: { level: string; stream?: Writable; base?: Record<string, unknown> }): Logger {
   return winston.createLogger({
     level: options.level,
     defaultMeta: options.base,
-    format: winston.format.combine(redactFormat(), winston.format.timestamp(), winston.format.json()),
+    format: winston.format.combine(requestIdFormat(), redactFormat(), winston.format.timestamp(), winston.format.json()),
     transports: [
       options.stream
         ? new winston.transports.Stream({ stream: options.stream })

@@ -8,6 +8,7 @@ import { hitRateLimitTx } from '../identity/rate-limits.ts'
 import { bucketKey } from '../identity/secrets.ts'
 import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
 import { organizationNameOrThrow } from './organization-name.ts'
+import type { Logger } from '../logging/logger.ts'
 
 /**
  * Limits on organizations and invitations (seed 000 OB12, D29; issue 13 items 1 and 4), counted in
@@ -33,6 +34,7 @@ export type InvitationDeps = {
   codeHashKey: Buffer
   invitationTtlSeconds: number
   clock: () => Date
+  logger?: Logger
 }
 
 const INVITATIONS = 'organization.invitations'
@@ -120,7 +122,7 @@ export async function inviteTx(
   })
   await enqueueSecurityMessageTx(
     trx,
-    { boss: deps.boss, outboxKey: deps.outboxKey },
+    { boss: deps.boss, outboxKey: deps.outboxKey, logger: deps.logger },
     { purpose: 'invitation', invitationId, channel: 'email', destination: input.email, locale: 'en', expiresAt },
     token,
   )

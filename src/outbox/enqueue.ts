@@ -3,11 +3,12 @@ import type { Knex } from 'knex'
 import { fromKnex, type PgBoss } from 'pg-boss'
 import { uuidv7 } from 'uuidv7'
 import { envelopeContext, seal } from '../crypto/envelope.ts'
+import type { Logger } from '../logging/logger.ts'
 import { insertCiphertextTx } from './ciphertexts-sql.ts'
 import { QUEUES, type DeliveryJobData } from './constants.ts'
 import { insertMessageTx, type NewMessage } from './messages-sql.ts'
 
-export type EnqueueDeps = { boss: PgBoss; outboxKey: Buffer }
+export type EnqueueDeps = { boss: PgBoss; outboxKey: Buffer; logger?: Logger }
 
 /**
  * Writes a security message, its sealed secret and its pg-boss job inside the caller's
@@ -32,5 +33,7 @@ export async function enqueueSecurityMessageTx(
   await insertCiphertextTx(trx, messageId, envelope)
   const data: DeliveryJobData = { messageId }
   await deps.boss.send(QUEUES.delivery, data, { db: fromKnex(trx), id: jobId })
+  // Follows one message from its request (the line carries X-Request-ID) to the worker's send.
+  deps.logger?.info('message enqueued', { messageId, jobId, purpose: message.purpose, channel: message.channel })
   return { messageId }
 }

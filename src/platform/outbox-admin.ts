@@ -8,6 +8,7 @@ import type { SessionContext } from '../identity/sessions.ts'
 import { DEAD_LETTER_REASONS, type Channel, type Purpose } from '../outbox/constants.ts'
 import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
 import { auditTx } from './staff.ts'
+import type { Logger } from '../logging/logger.ts'
 
 /** A signed-in staff caller: the session's ids and the SHA-256 of its bearer token. */
 export type StaffSession = SessionContext & { tokenHash: Buffer }
@@ -104,7 +105,7 @@ export async function deadLetterPage(db: Knex, staff: Pick<StaffSession, 'tokenH
   }
 }
 
-export type ReissueDeps = { boss: PgBoss; outboxKey: Buffer; codeHashKey: Buffer; clock: () => Date }
+export type ReissueDeps = { boss: PgBoss; outboxKey: Buffer; codeHashKey: Buffer; clock: () => Date; logger?: Logger }
 
 /**
  * OX-O2 / OB10, one transaction: claim the idempotency key, check and lock the dead letter and its
@@ -145,7 +146,7 @@ export async function reissueDeadLetter(
     await trx('identity.challenges').where({ id: candidate.challenge_id }).update({ code_hash: hashCode(deps.codeHashKey, candidate.challenge_id, code), last_sent_at: now })
     const { messageId } = await enqueueSecurityMessageTx(
       trx,
-      { boss: deps.boss, outboxKey: deps.outboxKey },
+      { boss: deps.boss, outboxKey: deps.outboxKey, logger: deps.logger },
       { purpose: candidate.purpose, challengeId: candidate.challenge_id, channel: candidate.channel, destination: candidate.destination, locale: candidate.locale, expiresAt: candidate.expires_at },
       code,
     )

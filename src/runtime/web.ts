@@ -5,6 +5,7 @@ import { API_ROLE } from '../../migrations/20261130000100_roles.ts'
 import { createBoss } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
 import { createKnex } from '../db/knex.ts'
+import { waitForDatabase } from '../db/unavailable.ts'
 import { createApp } from '../http/app.ts'
 import { metricsAccess } from '../metrics/access.ts'
 import type { ChallengeDeps } from '../identity/challenges.ts'
@@ -16,7 +17,7 @@ export type RunningWeb = { url: string; stop: () => Promise<void> }
 
 /** The web process: Express over the api role's pool; pg-boss only to enqueue inside our transactions. */
 export async function startWeb(options: {
-  config: Pick<Config, 'NODE_ENV' | 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'INVITATION_TTL_SECONDS' | 'WASENDER_API_URL' | 'CLIENT_RATE_LIMIT_PER_MINUTE' | 'METRICS_TOKEN'>
+  config: Pick<Config, 'NODE_ENV' | 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'INVITATION_TTL_SECONDS' | 'WASENDER_API_URL' | 'CLIENT_RATE_LIMIT_PER_MINUTE' | 'METRICS_TOKEN'> & Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS'>>
   apiUrl: string
   keys: Keys
   logger: Logger
@@ -29,13 +30,14 @@ export async function startWeb(options: {
   const boss = createBoss(options.apiUrl, 'web', logger)
   let server: Server | undefined
   try {
+    await waitForDatabase(db, { variable: 'API_DATABASE_URL', timeoutSeconds: config.DATABASE_WAIT_SECONDS ?? 60, logger })
     await assertConnectionRole(db, API_ROLE, 'API_DATABASE_URL')
     await boss.start()
     const clock = options.clock ?? (() => new Date())
     const app = createApp({
       db,
       logger,
-      invitations: { boss, outboxKey: options.keys.outboxKey, codeHashKey: options.keys.codeHashKey, invitationTtlSeconds: config.INVITATION_TTL_SECONDS, clock },
+      invitations: { boss, outboxKey: options.keys.outboxKey, codeHashKey: options.keys.codeHashKey, invitationTtlSeconds: config.INVITATION_TTL_SECONDS, clock, logger },
       challenges: {
         boss,
         outboxKey: options.keys.outboxKey,
@@ -49,6 +51,7 @@ export async function startWeb(options: {
       },
       clientLimitPerMinute: config.CLIENT_RATE_LIMIT_PER_MINUTE,
       metrics: metricsAccess(config),
+      trustProxy: config.TRUST_PROXY,
     })
     server = await new Promise<Server>((resolve, reject) => {
       const listening = app.listen(config.PORT, options.host ?? '0.0.0.0', (error?: Error) => (error ? reject(error) : resolve(listening)))

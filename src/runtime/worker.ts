@@ -8,6 +8,7 @@ import { WORKER_ROLE } from '../../migrations/20261130000100_roles.ts'
 import { createBoss } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
 import { createKnex } from '../db/knex.ts'
+import { waitForDatabase } from '../db/unavailable.ts'
 import type { Provider } from '../delivery/provider.ts'
 import type { Logger } from '../logging/logger.ts'
 import { metricsAccess } from '../metrics/access.ts'
@@ -35,7 +36,7 @@ type WorkerConfig = Pick<
   | 'PORT'
   | 'WORKER_METRICS_PORT'
   | 'METRICS_TOKEN'
->
+> & Partial<Pick<Config, 'DATABASE_WAIT_SECONDS'>>
 
 /**
  * Where invitation links point: INVITATION_LINK_BASE_URL, or in development the local web. In
@@ -112,6 +113,7 @@ export async function startWorker(options: {
   const metrics = createWorkerMetrics()
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined
   try {
+    await waitForDatabase(db, { variable: 'WORKER_DATABASE_URL', timeoutSeconds: config.DATABASE_WAIT_SECONDS ?? 60, logger })
     await assertConnectionRole(db, WORKER_ROLE, 'WORKER_DATABASE_URL')
     if (config.WORKER_METRICS_PORT !== undefined) metricsServer = await serveMetrics(metrics.registry, config.WORKER_METRICS_PORT, metricsAccess(config))
     await boss.start()

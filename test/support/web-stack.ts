@@ -12,7 +12,7 @@ import { capturingLogger, testKeys, workerConfig } from './helpers.ts'
 /** Web and (optionally) worker in this process against one test database, the SES emulator and the fake Wasender. */
 export async function startWebStack(
   db: TestDatabase,
-  options: { keys: Keys; logger: Logger; clock?: () => Date; worker?: boolean; whatsapp?: boolean; clientLimitPerMinute?: number; invitationTtlSeconds?: number; invitationLinkBaseUrl?: string; metricsToken?: string },
+  options: { keys: Keys; logger: Logger; clock?: () => Date; worker?: boolean; whatsapp?: boolean; clientLimitPerMinute?: number; trustProxy?: boolean | number | string[]; invitationTtlSeconds?: number; invitationLinkBaseUrl?: string; metricsToken?: string },
 ) {
   const emulator = await startSesEmulator(0)
   const wasender = await startFakeWasender('stack-key')
@@ -31,7 +31,7 @@ export async function startWebStack(
     })
   }
   const web: RunningWeb = await startWeb({
-    config: { NODE_ENV: 'test', METRICS_TOKEN: options.metricsToken, PORT: 0, CHALLENGE_TTL_SECONDS: 600, INVITATION_TTL_SECONDS: options.invitationTtlSeconds ?? 3_600, CLIENT_RATE_LIMIT_PER_MINUTE: options.clientLimitPerMinute ?? 10_000, WASENDER_API_URL: options.whatsapp === false ? undefined : wasender.url },
+    config: { NODE_ENV: 'test', METRICS_TOKEN: options.metricsToken, PORT: 0, CHALLENGE_TTL_SECONDS: 600, INVITATION_TTL_SECONDS: options.invitationTtlSeconds ?? 3_600, CLIENT_RATE_LIMIT_PER_MINUTE: options.clientLimitPerMinute ?? 10_000, WASENDER_API_URL: options.whatsapp === false ? undefined : wasender.url, TRUST_PROXY: options.trustProxy },
     apiUrl: db.apiUrl,
     keys: options.keys,
     logger: options.logger,

@@ -1,0 +1,103 @@
+import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { expect } from 'chai'
+import { loadConfig } from '../config/schema.ts'
+import { uniqueEmail } from './support/helpers.ts'
+import { useWebStack } from './support/web-stack.ts'
+
+/** One POST from a given loopback address (127.0.0.2, 127.0.0.3…): a distinct client as the kernel sees it. */
+async function postFrom(localAddress: string, base: string, path: string, body: unknown, headers: Record<string, string> = {}) {
+  const url = new URL(path, base)
+  const payload = JSON.stringify(body)
+  return await new Promise<{ status: number; headers: IncomingHttpHeaders }>((resolve, reject) => {
+    const req = request(url, { method: 'POST', localAddress, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...headers } }, (res) => {
+      res.resume()
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }))
+    })
+    req.on('error', reject)
+    req.end(payload)
+  })
+}
+
+/**
+ * A router hop as Heroku's behaves: it forwards every request to the web and appends the address
+ * it was connected from to X-Forwarded-For (keeping whatever the client sent before it).
+ */
+async function startRouter(upstream: string): Promise<{ url: string; stop: () => Promise<void> }> {
+  const target = new URL(upstream)
+  const server: Server = createServer((req, res) => {
+    const forwarded = [req.headers['x-forwarded-for'], req.socket.remoteAddress].filter(Boolean).join(', ')
+    const outgoing = request(
+      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host, 'x-forwarded-for': forwarded } },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers)
+        answer.pipe(res)
+      },
+    )
+    outgoing.on('error', () => res.writeHead(502).end())
+    req.pipe(outgoing)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async stop() {
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
+}
+
+const recovery = () => ({ identifier: uniqueEmail('proxied') })
+
+describe('TRUST_PROXY configuration', () => {
+  it('reads false, true, a hop count and a list of addresses and ranges, and refuses anything else by name', () => {
+    expect(loadConfig({}, 'web').TRUST_PROXY).to.equal(false)
+    expect(loadConfig({ TRUST_PROXY: '1' }, 'web').TRUST_PROXY).to.equal(1)
+    expect(loadConfig({ TRUST_PROXY: 'true' }, 'web').TRUST_PROXY).to.equal(true)
+    expect(loadConfig({ TRUST_PROXY: 'false' }, 'web').TRUST_PROXY).to.equal(false)
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 192.168.1.7,loopback, fd00::/8' }, 'web').TRUST_PROXY).to.deep.equal(['10.0.0.0/8', '192.168.1.7', 'loopback', 'fd00::/8'])
+    for (const bad of ['yes', '10.0.0.0/33', 'example.com', '1.2.3', '-1']) {
+      expect(() => loadConfig({ TRUST_PROXY: bad }, 'web'), bad).to.throw(/TRUST_PROXY/)
+    }
+  })
+})
+
+describe('per-client limit behind a router (TRUST_PROXY=1)', () => {
+  const f = useWebStack({ worker: false, clientLimitPerMinute: 3, trustProxy: 1 })
+  let router: Awaited<ReturnType<typeof startRouter>>
+  before(async () => {
+    router = await startRouter(f.stack.web.url)
+  })
+  after(async () => {
+    await router?.stop()
+  })
+
+  it('gives two clients reaching the web through the same router hop buckets of their own', async () => {
+    const first: number[] = []
+    for (let i = 0; i < 4; i++) first.push((await postFrom('127.0.0.2', router.url, '/password-recoveries', recovery())).status)
+    expect(first).to.deep.equal([202, 202, 202, 429])
+    // On main every request arrived from the router's one address: this one shared the exhausted bucket.
+    const second = await postFrom('127.0.0.3', router.url, '/password-recoveries', recovery())
+    expect(second.status).to.equal(202)
+  })
+
+  it('does not let a client escape its bucket by sending its own X-Forwarded-For through the router', async () => {
+    const statuses: number[] = []
+    for (let i = 0; i < 4; i++) {
+      statuses.push((await postFrom('127.0.0.4', router.url, '/password-recoveries', recovery(), { 'x-forwarded-for': `203.0.113.${i + 1}` })).status)
+    }
+    expect(statuses).to.deep.equal([202, 202, 202, 429])
+  })
+})
+
+describe('per-client limit with TRUST_PROXY off', () => {
+  const f = useWebStack({ worker: false, clientLimitPerMinute: 3 })
+
+  it('ignores a forged X-Forwarded-For: rotating it does not buy a client more requests', async () => {
+    const statuses: number[] = []
+    for (let i = 0; i < 4; i++) {
+      statuses.push((await postFrom('127.0.0.5', f.stack.web.url, '/password-recoveries', recovery(), { 'x-forwarded-for': `198.51.100.${i + 1}` })).status)
+    }
+    expect(statuses).to.deep.equal([202, 202, 202, 429])
+  })
+})
