@@ -1,6 +1,7 @@
 import type { Knex } from 'knex'
 import type { Job, PgBoss } from 'pg-boss'
 import { envelopeContext, open } from '../src/crypto/envelope.ts'
+import type { KeyRing } from '../src/crypto/key-ring.ts'
 import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
 import { renderCodeMessage, renderInvitationMessage } from '../src/delivery/templates.ts'
 import { describeError, type Logger } from '../src/logging/logger.ts'
@@ -13,7 +14,8 @@ import { recordOutcomes, type Outcome, type RecordRequest, type RetrySettings } 
 export type DeliveryDeps = {
   db: Knex
   boss: PgBoss
-  outboxKey: Buffer
+  /** The OUTBOX_ENCRYPTION_KEYS ring: an envelope opens under the key its id names. */
+  outboxKey: KeyRing
   providers: Partial<Record<Channel, Provider>>
   clock: () => Date
   logger: Logger
@@ -80,7 +82,7 @@ async function attempt(deps: DeliveryDeps, claim: Extract<Claim, { kind: 'claime
   }
   let secret: Buffer
   try {
-    secret = open(deps.outboxKey, claim.envelope, envelopeContext(message.id, message.purpose))
+    secret = open(deps.outboxKey, claim.envelope, envelopeContext(message.id, message.purpose, message.channel, message.destination))
   } catch (error) {
     // A human must look: tampering, a wrong key or a botched deploy, never a flaky network.
     deps.logger.error('SECURITY: security outbox envelope failed to open', { ...context, ...describeError(error), security: true })

@@ -7,10 +7,10 @@ import { bucketKey } from '../identity/secrets.ts'
  * A per-client-address limit for the public routes, counted in the database (holds across web
  * processes). Called after the body is validated: a malformed request costs no database work.
  */
-export function limitPerClient(db: Knex, secret: Buffer, perMinute: number, clock: () => Date): (req: Request) => Promise<void> {
+export function limitPerClient(db: Knex, secrets: Buffer | readonly Buffer[], perMinute: number, clock: () => Date): (req: Request) => Promise<void> {
   return async (req) => {
     const address = req.socket.remoteAddress ?? 'unknown'
-    await db.transaction((trx) => hitRateLimitTx(trx, bucketKey(secret, 'client', address), { max: perMinute, windowSeconds: 60 }, clock(), 'too_many_requests'))
+    await db.transaction((trx) => hitRateLimitTx(trx, (Buffer.isBuffer(secrets) ? [secrets] : secrets).map((secret) => bucketKey(secret, 'client', address)), { max: perMinute, windowSeconds: 60 }, clock(), 'too_many_requests'))
   }
 }
 

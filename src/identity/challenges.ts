@@ -8,11 +8,14 @@ import { consumeChallengeTx, insertChallengeTx, lockOpenChallengeTx, rotateChall
 import { ChannelUnavailableError, RateLimitedError } from './errors.ts'
 import { channelFor, type Identifier } from './identifiers.ts'
 import { hitRateLimitTx } from './rate-limits.ts'
-import { bucketKey } from './secrets.ts'
+import { bucketKeys } from './secrets.ts'
 
 /** What the challenge use cases need; the web builds it once from configuration. */
 export type ChallengeDeps = EnqueueDeps & {
+  /** CODE_HASH_KEYS' current key: new code hashes and rate-limit hits are written under it. */
   codeHashKey: Buffer
+  /** Every CODE_HASH_KEYS key, current first: codes and budgets are checked under all of them. */
+  codeHashKeys?: readonly Buffer[]
   challengeTtlSeconds: number
   clock: () => Date
   logger: Logger
@@ -50,7 +53,7 @@ export function assertChannelAvailable(deps: Pick<ChallengeDeps, 'channels'>, id
  * hides it (issueHiddenTx) like any other existence-dependent failure.
  */
 async function enforceDestinationLimitTx(trx: Knex.Transaction, deps: ChallengeDeps, identifier: Identifier, now: Date): Promise<void> {
-  await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, `destination:${identifier.kind}`, identifier.value), { max: CHALLENGE_LIMITS.codesPerDestinationPerHour, windowSeconds: 3_600 }, now)
+  await hitRateLimitTx(trx, bucketKeys(deps, `destination:${identifier.kind}`, identifier.value), { max: CHALLENGE_LIMITS.codesPerDestinationPerHour, windowSeconds: 3_600 }, now)
 }
 
 /**
@@ -113,11 +116,11 @@ export async function issueChallengeTx(
  * spent (at zero the challenge is dead). Returns the consumed challenge, or undefined — the caller
  * commits either way, so a wrong guess is counted, and only then refuses.
  */
-export async function checkCodeTx(trx: Knex.Transaction, deps: Pick<ChallengeDeps, 'codeHashKey' | 'clock'>, subject: ChallengeSubject, code: string): Promise<ChallengeRow | undefined> {
+export async function checkCodeTx(trx: Knex.Transaction, deps: Pick<ChallengeDeps, 'codeHashKey' | 'codeHashKeys' | 'clock'>, subject: ChallengeSubject, code: string): Promise<ChallengeRow | undefined> {
   const now = deps.clock()
   const open = await lockOpenChallengeTx(trx, subject, now)
   if (!open) return undefined
-  if (!/^\d{6}$/.test(code) || !verifyCode(deps.codeHashKey, open.id, code, open.code_hash)) {
+  if (!/^\d{6}$/.test(code) || !verifyCode(deps.codeHashKeys ?? deps.codeHashKey, open.id, code, open.code_hash)) {
     await spendAttemptTx(trx, open.id)
     return undefined
   }

@@ -4,7 +4,8 @@ import type { PgBoss } from 'pg-boss'
 import { uuidv7 } from 'uuidv7'
 import { ConflictError, ForbiddenError, InvalidInvitationError, NotFoundError } from '../identity/errors.ts'
 import { hitRateLimitTx } from '../identity/rate-limits.ts'
-import { bucketKey } from '../identity/secrets.ts'
+import type { KeyRing } from '../crypto/key-ring.ts'
+import { bucketKeys } from '../identity/secrets.ts'
 import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
 
 /**
@@ -20,8 +21,10 @@ export const INVITATION_LIMITS = Object.freeze({
 
 export type InvitationDeps = {
   boss: PgBoss
-  outboxKey: Buffer
+  outboxKey: KeyRing
   codeHashKey: Buffer
+  /** Every CODE_HASH_KEYS key, current first (budgets are counted under all). */
+  codeHashKeys?: readonly Buffer[]
   invitationTtlSeconds: number
   clock: () => Date
 }
@@ -74,8 +77,8 @@ export async function inviteTx(
 ): Promise<{ invitationId: string; expiresAt: Date }> {
   const now = deps.clock()
   await lockAsAdminTx(trx, input.organizationId, input.inviterId)
-  await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, 'invitation-address', input.email), { max: INVITATION_LIMITS.perAddressPerDay, windowSeconds: 86_400 }, now, 'invitation_address_rate_limited')
-  await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, 'invitation-organization', input.organizationId), { max: INVITATION_LIMITS.perOrganizationPerHour, windowSeconds: 3_600 }, now, 'invitation_rate_limited')
+  await hitRateLimitTx(trx, bucketKeys(deps, 'invitation-address', input.email), { max: INVITATION_LIMITS.perAddressPerDay, windowSeconds: 86_400 }, now, 'invitation_address_rate_limited')
+  await hitRateLimitTx(trx, bucketKeys(deps, 'invitation-organization', input.organizationId), { max: INVITATION_LIMITS.perOrganizationPerHour, windowSeconds: 3_600 }, now, 'invitation_rate_limited')
 
   const previous = await trx(INVITATIONS).where({ organization_id: input.organizationId, email: input.email, status: 'pending' }).forUpdate().first<{ id: string } | undefined>('id')
   if (previous) await revokeTx(trx, previous.id, now)

@@ -5,7 +5,7 @@ import { startEmbeddedPostgres } from '../db/embedded.ts'
 import { ensureLoginUsers } from '../db/login-users.ts'
 import { release } from '../db/release.ts'
 import type { Logger } from '../logging/logger.ts'
-import { ensureDevKeys, type Keys } from './dev-keys.ts'
+import { ensureDevKeys, keysFromRings, type Keys } from './dev-keys.ts'
 import { providersFromConfig } from './providers.ts'
 import { startSesEmulator } from './ses-emulator.ts'
 import { startWeb } from './web.ts'
@@ -36,8 +36,8 @@ export async function startDevStack(config: Config, logger: Logger): Promise<Dev
       await writeFile(runtimeFile(config.SEALPOST_DATA_DIR), JSON.stringify({ databaseUrl: ownerUrl }), { mode: 0o600 })
     }
     const keys: Keys =
-      config.OUTBOX_ENCRYPTION_KEY && config.CODE_HASH_KEY
-        ? { outboxKey: config.OUTBOX_ENCRYPTION_KEY, codeHashKey: config.CODE_HASH_KEY }
+      config.OUTBOX_ENCRYPTION_KEYS && config.CODE_HASH_KEYS
+        ? keysFromRings(config.OUTBOX_ENCRYPTION_KEYS, config.CODE_HASH_KEYS)
         : await ensureDevKeys(config.SEALPOST_DATA_DIR)
     await release(ownerUrl, config, logger)
     const { apiUrl, workerUrl } =

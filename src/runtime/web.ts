@@ -34,11 +34,12 @@ export async function startWeb(options: {
     const app = createApp({
       db,
       logger,
-      invitations: { boss, outboxKey: options.keys.outboxKey, codeHashKey: options.keys.codeHashKey, invitationTtlSeconds: config.INVITATION_TTL_SECONDS, clock },
+      invitations: { boss, outboxKey: options.keys.outboxKey, codeHashKey: options.keys.codeHashKey, codeHashKeys: options.keys.codeHashKeys, invitationTtlSeconds: config.INVITATION_TTL_SECONDS, clock },
       challenges: {
         boss,
         outboxKey: options.keys.outboxKey,
         codeHashKey: options.keys.codeHashKey,
+        codeHashKeys: options.keys.codeHashKeys,
         challengeTtlSeconds: config.CHALLENGE_TTL_SECONDS,
         clock,
         logger,

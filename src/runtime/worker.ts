@@ -85,7 +85,8 @@ export function deliveryWorkOptions(config: Pick<Config, 'WORKER_CONCURRENCY'>) 
 export async function startWorker(options: {
   config: WorkerConfig
   workerUrl: string
-  keys: Keys
+  /** The worker opens envelopes only: no code-hash key (it never hashes or counts). */
+  keys: Pick<Keys, 'outboxKey'>
   providers: Provider[]
   logger: Logger
   clock?: () => Date
