@@ -20,8 +20,8 @@ export type DeliveryDeps = {
   clock: () => Date
   logger: Logger
   settings: RetrySettings & { sendTimeoutMs: number }
-  /** `<base>/join#token=…`; undefined when unconfigured in staging/production (invitations then wait). */
-  invitationLinkBaseUrl?: string
+  /** `<base>/join#token=…`; a worker without one does not start (no message ever spends attempts on it). */
+  invitationLinkBaseUrl: string
   metrics?: WorkerMetrics
 }
 
@@ -76,10 +76,6 @@ export async function deliverBatch(deps: DeliveryDeps, jobs: readonly DeliveryJo
 /** Opens the envelope and sends; every failure becomes an outcome, nothing throws. */
 async function attempt(deps: DeliveryDeps, claim: Extract<Claim, { kind: 'claimed' }>, context: Record<string, unknown>): Promise<Outcome> {
   const { message } = claim
-  if (message.purpose === 'invitation' && !deps.invitationLinkBaseUrl) {
-    // Retryable, and the token stays sealed: one-time codes never wait on this setting.
-    return { kind: 'failed', failureClass: 'invitation_link_unconfigured', retryAfterAt: null, durationMs: 0 }
-  }
   let secret: Buffer
   try {
     secret = open(deps.outboxKey, claim.envelope, envelopeContext(message.id, message.purpose, message.channel, message.destination))

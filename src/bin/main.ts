@@ -1,9 +1,10 @@
 import { ConfigError, loadConfig, type Config, type ProcessRole } from '../../config/schema.ts'
 import { UnsafeConnectionError } from '../db/connection-guard.ts'
+import { QueueLeaseError } from '../db/queue-lease.ts'
 import { createLogger, describeError, type Logger } from '../logging/logger.ts'
 
 // Errors whose messages we wrote ourselves and that name variables, never values.
-const SAFE_TO_PRINT = [ConfigError, UnsafeConnectionError]
+const SAFE_TO_PRINT = [ConfigError, UnsafeConnectionError, QueueLeaseError]
 
 /**
  * Runs an entry point: reads the configuration once, builds the logger, and turns a startup

@@ -7,6 +7,7 @@ import { createDeliveryHandler } from '../../jobs/deliver.ts'
 import { WORKER_ROLE } from '../../migrations/20261130000100_roles.ts'
 import { createBoss } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
+import { checkQueueLease } from '../db/queue-lease.ts'
 import { createKnex } from '../db/knex.ts'
 import type { Provider } from '../delivery/provider.ts'
 import type { Logger } from '../logging/logger.ts'
@@ -22,7 +23,6 @@ type WorkerConfig = Pick<
   | 'SEND_TIMEOUT_MS'
   | 'MAX_ATTEMPTS'
   | 'RETRY_SCHEDULE'
-  | 'LEASE_SECONDS'
   | 'CHALLENGE_TTL_SECONDS'
   | 'EXPIRY_PURGE_CRON'
   | 'RETENTION_SWEEP_CRON'
@@ -36,12 +36,14 @@ type WorkerConfig = Pick<
 
 /**
  * Where invitation links point: INVITATION_LINK_BASE_URL, or in development the local web. In
- * staging and production there is no default: invitations then fail retryably (and say so at
- * startup) while one-time codes are delivered as usual.
+ * staging and production there is no default and the worker does not start without it: a
+ * configuration gap must never spend a message's attempts (DESIGN §11).
  */
-export function invitationLinkBase(config: Pick<Config, 'INVITATION_LINK_BASE_URL' | 'NODE_ENV' | 'PORT'>): string | undefined {
+export function invitationLinkBase(config: Pick<Config, 'INVITATION_LINK_BASE_URL' | 'NODE_ENV' | 'PORT'>): string {
   if (config.INVITATION_LINK_BASE_URL) return config.INVITATION_LINK_BASE_URL.replace(/\/+$/, '')
-  if (config.NODE_ENV === 'production' || config.NODE_ENV === 'staging') return undefined
+  if (config.NODE_ENV === 'production' || config.NODE_ENV === 'staging') {
+    throw new ConfigError([{ variable: 'INVITATION_LINK_BASE_URL', problem: `is required for the worker process in ${config.NODE_ENV}: invitation links point there` }])
+  }
   return `http://localhost:${config.PORT}`
 }
 
@@ -93,24 +95,28 @@ export async function startWorker(options: {
 }): Promise<RunningWorker> {
   const { config, logger } = options
   const clock = options.clock ?? (() => new Date())
+  const invitationLinkBaseUrl = invitationLinkBase(config)
   const db = createKnex(options.workerUrl, { applicationName: 'sealpost-worker', max: config.WORKER_CONCURRENCY + 4, logger })
   const cron = { purge: cronIntervalSeconds(config.EXPIRY_PURGE_CRON, 'EXPIRY_PURGE_CRON'), sweep: cronIntervalSeconds(config.RETENTION_SWEEP_CRON, 'RETENTION_SWEEP_CRON') }
   if (cron.purge > config.CHALLENGE_TTL_SECONDS) {
     logger.warn('EXPIRY_PURGE_CRON runs less often than challenges expire; expired messages wait longer for the purge (the per-claim expiry check still protects every send)', { purgeIntervalSeconds: cron.purge, challengeTtlSeconds: config.CHALLENGE_TTL_SECONDS })
   }
-  const boss = createBoss(options.workerUrl, 'worker', logger, { leaseSeconds: config.LEASE_SECONDS, shortestCronSeconds: Math.min(cron.purge, cron.sweep) })
-  const providers: Partial<Record<Channel, Provider>> = Object.fromEntries(options.providers.map((provider) => [provider.channel, provider]))
-  const invitationLinkBaseUrl = invitationLinkBase(config)
-  if (!invitationLinkBaseUrl) {
-    logger.warn('INVITATION_LINK_BASE_URL is not set: invitation messages will fail as invitation_link_unconfigured (and retry) until it is; one-time codes are not affected')
+  let leaseSeconds: number
+  try {
+    await assertConnectionRole(db, WORKER_ROLE, 'WORKER_DATABASE_URL')
+    leaseSeconds = await checkQueueLease(db, config.SEND_TIMEOUT_MS)
+  } catch (error) {
+    await db.destroy()
+    throw error
   }
+  const boss = createBoss(options.workerUrl, 'worker', logger, { leaseSeconds, shortestCronSeconds: Math.min(cron.purge, cron.sweep) })
+  const providers: Partial<Record<Channel, Provider>> = Object.fromEntries(options.providers.map((provider) => [provider.channel, provider]))
   for (const channel of CHANNELS) {
     if (!providers[channel]) logger.warn('no provider configured for a channel; its messages will fail as UNAVAILABLE until one is', { channel })
   }
   const metrics = createWorkerMetrics()
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined
   try {
-    await assertConnectionRole(db, WORKER_ROLE, 'WORKER_DATABASE_URL')
     if (config.WORKER_METRICS_PORT !== undefined) metricsServer = await serveMetrics(metrics.registry, config.WORKER_METRICS_PORT)
     await boss.start()
     const handler = createDeliveryHandler({
@@ -139,7 +145,7 @@ export async function startWorker(options: {
     await Promise.allSettled([boss.stop({ graceful: false }), db.destroy(), metricsServer?.stop()])
     throw error
   }
-  logger.info('worker started', { ...deliveryWorkOptions(config), ...(metricsServer ? { metricsUrl: metricsServer.url } : {}) })
+  logger.info('worker started', { ...deliveryWorkOptions(config), leaseSeconds, ...(metricsServer ? { metricsUrl: metricsServer.url } : {}) })
   return {
     metricsUrl: metricsServer?.url,
     async stop() {

@@ -92,6 +92,7 @@ export function productionEnvironment(options: {
     AWS_SECRET_ACCESS_KEY: 'local',
     WASENDER_API_URL: options.wasenderUrl,
     WASENDER_API_KEY: options.wasenderKey,
+    INVITATION_LINK_BASE_URL: 'https://app.sealpost.test',
     ...options.extra,
   })
 }
