@@ -164,4 +164,20 @@ describe('key rotation with live messages', () => {
     expect(await envelopeOf(messageId), 'the ciphertext is gone').to.equal(undefined)
     expect(delivering.output()).to.match(/"security":true/)
   })
+
+  it('keeps counting a rate-limit budget across a CODE_HASH_KEYS rotation: hits under every listed key count, hits under a dropped key no longer do', async function () {
+    this.timeout(90_000)
+    const [c, d] = [{ id: 'c', key: randomBytes(32) }, { id: 'd', key: randomBytes(32) }]
+    const limit = { CLIENT_RATE_LIMIT_PER_MINUTE: '4' }
+    const ask = async (url: string) => (await post(url, '/password-recoveries', { identifier: uniqueEmail('nobody') })).status
+    // Mid-deploy of step 2: one process still on step 1 (new key second), one on step 2 (new key first).
+    const step1 = await web({ ...rings([outbox.b], [c, d]), ...limit })
+    const step2 = await web({ ...rings([outbox.b], [d, c]), ...limit })
+    expect([await ask(step1), await ask(step1), await ask(step2), await ask(step2)]).to.deep.equal([202, 202, 202, 202])
+    expect(await ask(step2), 'hits written under the old key still count').to.equal(429)
+    expect(await ask(step1), 'hits written under the new key count on the old ring too').to.equal(429)
+    // After the drop only the two hits written under the new key count.
+    const dropped = await web({ ...rings([outbox.b], [d]), ...limit })
+    expect([await ask(dropped), await ask(dropped), await ask(dropped)]).to.deep.equal([202, 202, 429])
+  })
 })
