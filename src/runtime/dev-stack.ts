@@ -3,6 +3,7 @@ import path from 'node:path'
 import type { Config } from '../../config/schema.ts'
 import { startEmbeddedPostgres } from '../db/embedded.ts'
 import { ensureLoginUsers } from '../db/login-users.ts'
+import { databaseRoles } from '../db/roles.ts'
 import { release } from '../db/release.ts'
 import type { Logger } from '../logging/logger.ts'
 import { ensureDevKeys, keysFromRings, type Keys } from './dev-keys.ts'
@@ -43,7 +44,7 @@ export async function startDevStack(config: Config, logger: Logger): Promise<Dev
     const { apiUrl, workerUrl } =
       config.API_DATABASE_URL && config.WORKER_DATABASE_URL
         ? { apiUrl: config.API_DATABASE_URL, workerUrl: config.WORKER_DATABASE_URL }
-        : await ensureLoginUsers(ownerUrl)
+        : await ensureLoginUsers(ownerUrl, databaseRoles(config))
 
     let inboxUrl: string | null = null
     if (!config.SES_ENDPOINT && !config.SES_REGION) {

@@ -1,10 +1,10 @@
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Config } from '../../config/schema.ts'
-import { API_ROLE } from '../../migrations/20261130000100_roles.ts'
 import { createBoss } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
 import { createKnex } from '../db/knex.ts'
+import { databaseRoles } from '../db/roles.ts'
 import { createApp } from '../http/app.ts'
 import type { ChallengeDeps } from '../identity/challenges.ts'
 import type { Channel } from '../outbox/constants.ts'
@@ -15,7 +15,7 @@ export type RunningWeb = { url: string; stop: () => Promise<void> }
 
 /** The web process: Express over the api role's pool; pg-boss only to enqueue inside our transactions. */
 export async function startWeb(options: {
-  config: Pick<Config, 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'INVITATION_TTL_SECONDS' | 'WASENDER_API_URL' | 'CLIENT_RATE_LIMIT_PER_MINUTE'>
+  config: Pick<Config, 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'INVITATION_TTL_SECONDS' | 'WASENDER_API_URL' | 'CLIENT_RATE_LIMIT_PER_MINUTE'> & Partial<Pick<Config, 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE'>>
   apiUrl: string
   keys: Keys
   logger: Logger
@@ -28,7 +28,7 @@ export async function startWeb(options: {
   const boss = createBoss(options.apiUrl, 'web', logger)
   let server: Server | undefined
   try {
-    await assertConnectionRole(db, API_ROLE, 'API_DATABASE_URL')
+    await assertConnectionRole(db, databaseRoles(config).api, 'API_DATABASE_URL')
     await boss.start()
     const clock = options.clock ?? (() => new Date())
     const app = createApp({

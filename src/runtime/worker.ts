@@ -4,11 +4,11 @@ import { createExpiryPurgeHandler } from '../../jobs/expiry-purge.ts'
 import { createRetentionSweepHandler } from '../../jobs/retention-sweep.ts'
 import { createDeadLetterQueueHandler } from '../../jobs/dead-letter-queue.ts'
 import { createDeliveryHandler } from '../../jobs/deliver.ts'
-import { WORKER_ROLE } from '../../migrations/20261130000100_roles.ts'
 import { createBoss } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
 import { checkQueueLease } from '../db/queue-lease.ts'
 import { createKnex } from '../db/knex.ts'
+import { databaseRoles } from '../db/roles.ts'
 import type { Provider } from '../delivery/provider.ts'
 import type { Logger } from '../logging/logger.ts'
 import { createWorkerMetrics, serveMetrics } from '../metrics/worker-metrics.ts'
@@ -32,7 +32,7 @@ type WorkerConfig = Pick<
   | 'NODE_ENV'
   | 'PORT'
   | 'WORKER_METRICS_PORT'
->
+> & Partial<Pick<Config, 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE'>>
 
 /**
  * Where invitation links point: INVITATION_LINK_BASE_URL, or in development the local web. In
@@ -103,7 +103,7 @@ export async function startWorker(options: {
   }
   let leaseSeconds: number
   try {
-    await assertConnectionRole(db, WORKER_ROLE, 'WORKER_DATABASE_URL')
+    await assertConnectionRole(db, databaseRoles(config).worker, 'WORKER_DATABASE_URL')
     leaseSeconds = await checkQueueLease(db, config.SEND_TIMEOUT_MS)
   } catch (error) {
     await db.destroy()
