@@ -37,9 +37,10 @@ function createRoleRemedy(owner: string): string {
     'Managed PostgreSQL (Heroku Postgres Standard and above, and the like) creates login roles for you. Make two, name them to the release step, and run it again:',
     '  heroku pg:credentials:create DATABASE --name sealpost_web',
     '  heroku pg:credentials:create DATABASE --name sealpost_worker',
-    '  heroku config:set SEALPOST_API_ROLE=sealpost_web SEALPOST_WORKER_ROLE=sealpost_worker',
     '  heroku addons:attach <database add-on> --credential sealpost_web --as API_DATABASE',
     '  heroku addons:attach <database add-on> --credential sealpost_worker --as WORKER_DATABASE',
+    '  heroku config:set SEALPOST_API_ROLE=sealpost_web SEALPOST_WORKER_ROLE=sealpost_worker',
+    '  (each role is the user= that heroku pg:credentials:url DATABASE --name <credential> shows; Essential plans have no extra credentials)',
     'Elsewhere, create the two group roles once as a role that may (e.g. the platform\'s admin user), then set SEALPOST_API_ROLE=sealpost_api SEALPOST_WORKER_ROLE=sealpost_worker:',
     '  CREATE ROLE sealpost_api NOLOGIN; CREATE ROLE sealpost_worker NOLOGIN;',
     '(README "Deploying" walks through both.)',
@@ -50,7 +51,7 @@ function createRoleRemedy(owner: string): string {
  * Before anything changes: either the owner may create the group roles, or both named roles exist,
  * are not the owner, and have no more power than a web or worker login may have.
  */
-async function checkRolesTx(db: Knex, roles: DatabaseRoles): Promise<void> {
+async function checkRoles(db: Knex, roles: DatabaseRoles): Promise<void> {
   const { rows: [owner] } = await db.raw<{ rows: { rolname: string; rolsuper: boolean; rolcreaterole: boolean }[] }>('SELECT rolname, rolsuper, rolcreaterole FROM pg_roles WHERE rolname = current_user')
   if (!owner) throw new ReleaseError('release: the DATABASE_URL role cannot be inspected')
   if (!roles.named) {
@@ -91,7 +92,7 @@ export async function release(ownerUrl: string, config: Pick<Config, 'LEASE_SECO
   const roles = databaseRoles(config)
   const db = createKnex(ownerUrl, { applicationName: 'sealpost-release', max: 2, logger })
   try {
-    await checkRolesTx(db, roles)
+    await checkRoles(db, roles)
     const [, applied] = (await db.migrate.latest(migrationConfigFor(roles))) as [number, string[]]
     const boss = createBoss(ownerUrl, 'release', logger)
     await boss.start()
