@@ -3,6 +3,7 @@ import { expect } from 'chai'
 import { EnvelopeError, envelopeContext, open, seal, type EnvelopeContext } from '../src/crypto/envelope.ts'
 import { generateCode, hashCode, verifyCode } from '../src/crypto/codes.ts'
 import { parseKeyRing, singleKeyRing, type KeyRing } from '../src/crypto/key-ring.ts'
+import { ENVELOPE_VERSIONS } from '../src/outbox/constants.ts'
 
 /** A v1 envelope exactly as the code before key rings wrote it (AAD `<messageId>:<purpose>`). */
 function sealV1(masterKey: Buffer, plaintext: Buffer, context: EnvelopeContext): string {
@@ -40,6 +41,7 @@ describe('envelope seal/open', () => {
     expect(a).to.match(/^v2\.k1\.[\w-]+\.[\w-]+\.[\w-]+\.[\w-]+$/)
     expect(a).not.to.equal(b)
     expect(a).not.to.include('123456')
+    expect(ENVELOPE_VERSIONS, 'the version the ciphertext CHECK accepts').to.include(a.split('.')[0])
   })
 
   const refusals: [string, () => string, KeyRing?, EnvelopeContext?][] = [
