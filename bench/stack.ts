@@ -7,6 +7,7 @@ import knex, { type Knex } from 'knex'
 import { fromKnex, type PgBoss } from 'pg-boss'
 import { uuidv7 } from 'uuidv7'
 import { envelopeContext, seal } from '../src/crypto/envelope.ts'
+import { singleKeyRing } from '../src/crypto/key-ring.ts'
 import { QUEUES } from '../src/outbox/constants.ts'
 import { createBoss } from '../src/db/boss.ts'
 import { startEmbeddedPostgres } from '../src/db/embedded.ts'
@@ -15,7 +16,7 @@ import { ensureLoginUsers } from '../src/db/login-users.ts'
 import { release } from '../src/db/release.ts'
 import { createLogger, type Logger } from '../src/logging/logger.ts'
 import { enqueueSecurityMessageTx } from '../src/outbox/enqueue.ts'
-import type { Keys } from '../src/runtime/dev-keys.ts'
+import { keysFromRings, type Keys } from '../src/runtime/dev-keys.ts'
 import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
 import { startFakeWasender } from '../test/support/fake-wasender.ts'
 
@@ -43,7 +44,7 @@ export async function startBenchStack() {
   await Promise.all([webBoss.start(), ownerBoss.start()])
   const ses = await startSesEmulator(0)
   const wasender = await startFakeWasender(WASENDER_KEY)
-  const keys: Keys = { outboxKey: randomBytes(32), codeHashKey: randomBytes(32) }
+  const keys: Keys = keysFromRings(singleKeyRing(randomBytes(32)), singleKeyRing(randomBytes(32)))
 
   const environment = (extra: Record<string, string>): NodeJS.ProcessEnv => ({
     PATH: process.env.PATH,
@@ -52,7 +53,7 @@ export async function startBenchStack() {
     PORT: '0',
     API_DATABASE_URL: apiUrl,
     WORKER_DATABASE_URL: workerUrl,
-    OUTBOX_ENCRYPTION_KEY: keys.outboxKey.toString('base64'),
+    OUTBOX_ENCRYPTION_KEY: keys.outboxKey[0].key.toString('base64'),
     CODE_HASH_KEY: keys.codeHashKey.toString('base64'),
     SES_REGION: 'us-east-1',
     SES_FROM_ADDRESS: 'no-reply@sealpost.test',
@@ -105,7 +106,7 @@ export async function startBenchStack() {
             id: row.id, job_id: row.jobId, purpose: 'password_recovery', challenge_id: row.challengeId, channel: 'whatsapp', destination: row.destination, locale: 'en', expires_at: expiresAt,
           })))
           await trx('outbox.security_outbox_ciphertexts').insert(rows.map((row) => ({
-            message_id: row.id, envelope: seal(keys.outboxKey, Buffer.from(String(100_000 + (row.id.charCodeAt(35) % 9) * 11_111)), envelopeContext(row.id, 'password_recovery')),
+            message_id: row.id, envelope: seal(keys.outboxKey, Buffer.from(String(100_000 + (row.id.charCodeAt(35) % 9) * 11_111)), envelopeContext(row.id, 'password_recovery', 'whatsapp', row.destination)),
           })))
           await webBoss.insert(QUEUES.delivery, rows.map((row) => ({ id: row.jobId, data: { messageId: row.id } })), { db: fromKnex(trx) })
         })

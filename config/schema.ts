@@ -1,5 +1,6 @@
 import { isIP } from 'node:net'
 import { z } from 'zod'
+import { parseKeyRing, singleKeyRing, type KeyRing } from '../src/crypto/key-ring.ts'
 
 /** Raised when the environment cannot start a process; its message names variables, never values. */
 export class ConfigError extends Error {
@@ -70,6 +71,18 @@ export function parseTrustProxy(text: string): boolean | number | string[] {
   if (entries.every((entry) => PROXY_PRESETS.has(entry) || isAddressOrRange(entry))) return entries
   throw new Error('must be false, true, a hop count (1 on Heroku) or a comma-separated list of proxy addresses or CIDR ranges')
 }
+const keyRing = (bytes: { min: number; max: number }) =>
+  z.string().transform((text, ctx) => {
+    try {
+      return parseKeyRing(text, bytes)
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: (error as Error).message })
+      return z.NEVER
+    }
+  })
+
+/** An existing PostgreSQL role, written so it needs no quoting anywhere in SQL. */
+const roleName = z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be an existing role name: lower-case letters, digits and _')
 
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback)
 const url = z.url({ protocol: /^(postgres|postgresql|https?)$/ })
@@ -82,7 +95,14 @@ const envSchema = z.object({
   API_DATABASE_URL: url.optional(),
   WORKER_DATABASE_URL: url.optional(),
   OUTBOX_ENCRYPTION_KEY: base64Key(32, 32).optional(),
+  /** `id:base64key,…`: the first key seals, every key opens (key rotation, DESIGN §11). */
+  OUTBOX_ENCRYPTION_KEYS: keyRing({ min: 32, max: 32 }).optional(),
   CODE_HASH_KEY: base64Key(32, 64).optional(),
+  /** `id:base64key,…`: the first key hashes, every key verifies codes and counts budgets. */
+  CODE_HASH_KEYS: keyRing({ min: 32, max: 64 }).optional(),
+  /** Existing roles the release step grants to instead of creating sealpost_api / sealpost_worker. */
+  SEALPOST_API_ROLE: roleName.optional(),
+  SEALPOST_WORKER_ROLE: roleName.optional(),
   SES_REGION: z.string().min(1).optional(),
   SES_FROM_ADDRESS: z.email().optional(),
   SES_ENDPOINT: url.optional(),
@@ -140,21 +160,48 @@ const envSchema = z.object({
 
 type Env = z.output<typeof envSchema>
 
-/** The validated configuration; keys are Buffers so they never print by accident as text. */
-export type Config = Omit<Env, 'OUTBOX_ENCRYPTION_KEY' | 'CODE_HASH_KEY'> & {
+/**
+ * The validated configuration; keys are Buffers so they never print by accident as text. The
+ * `…_KEYS` rings are the ones to use: a single `…_KEY` is read as a one-entry ring.
+ */
+export type Config = Omit<Env, 'OUTBOX_ENCRYPTION_KEY' | 'CODE_HASH_KEY' | 'OUTBOX_ENCRYPTION_KEYS' | 'CODE_HASH_KEYS'> & {
   OUTBOX_ENCRYPTION_KEY?: Buffer
   CODE_HASH_KEY?: Buffer
+  OUTBOX_ENCRYPTION_KEYS?: KeyRing
+  CODE_HASH_KEYS?: KeyRing
 }
 
 /** The process roles of the Procfile plus the CLI; each needs different settings in production. */
 export type ProcessRole = 'release' | 'web' | 'worker' | 'cli' | 'all-in-one'
 
-const REQUIRED_IN_PRODUCTION: Record<ProcessRole, (keyof Env)[]> = {
+// The worker never hashes a code or counts a budget, so it holds no CODE_HASH_KEYS (DESIGN §7).
+const REQUIRED_IN_PRODUCTION: Record<ProcessRole, (keyof Config)[]> = {
   release: ['DATABASE_URL'],
-  cli: ['DATABASE_URL', 'OUTBOX_ENCRYPTION_KEY', 'CODE_HASH_KEY'],
-  web: ['API_DATABASE_URL', 'OUTBOX_ENCRYPTION_KEY', 'CODE_HASH_KEY'],
-  worker: ['WORKER_DATABASE_URL', 'OUTBOX_ENCRYPTION_KEY', 'CODE_HASH_KEY', 'SES_REGION', 'SES_FROM_ADDRESS', 'WASENDER_API_URL', 'WASENDER_API_KEY'],
+  cli: ['DATABASE_URL', 'OUTBOX_ENCRYPTION_KEYS', 'CODE_HASH_KEYS'],
+  web: ['API_DATABASE_URL', 'OUTBOX_ENCRYPTION_KEYS', 'CODE_HASH_KEYS'],
+  worker: ['WORKER_DATABASE_URL', 'OUTBOX_ENCRYPTION_KEYS', 'SES_REGION', 'SES_FROM_ADDRESS', 'WASENDER_API_URL', 'WASENDER_API_KEY', 'INVITATION_LINK_BASE_URL'],
   'all-in-one': [],
+}
+
+const SINGLE_KEY_OF: Partial<Record<keyof Config, string>> = { OUTBOX_ENCRYPTION_KEYS: 'OUTBOX_ENCRYPTION_KEY', CODE_HASH_KEYS: 'CODE_HASH_KEY' }
+
+/**
+ * A ring from `…_KEYS`, or the single `…_KEY` as a one-entry ring. Both may be set while moving
+ * from one to the other, as long as the single key is in the ring (so no process restarted in
+ * between seals or hashes under a key the others do not know).
+ */
+function resolveRing(ring: KeyRing | undefined, single: Buffer | undefined, variable: string, singleVariable: string): KeyRing | undefined {
+  if (ring && single && !ring.some((entry) => entry.key.equals(single))) {
+    throw new ConfigError([{ variable: singleVariable, problem: `is set beside ${variable} with a key that is not in it; keep one of them (the single key is read as ${variable}=0:<key>)` }])
+  }
+  return ring ?? (single ? singleKeyRing(single) : undefined)
+}
+
+/** Provider endpoints may speak plain HTTP only to this machine (a local relay); links never. */
+const HTTPS_ONLY_IN_PRODUCTION = { SES_ENDPOINT: 'loopback', WASENDER_API_URL: 'loopback', INVITATION_LINK_BASE_URL: 'never' } as const
+
+function isLoopback(url: URL): boolean {
+  return url.hostname === 'localhost' || url.hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(url.hostname)
 }
 
 /**
@@ -172,7 +219,19 @@ export function loadConfig(env: NodeJS.ProcessEnv, role: ProcessRole): Config {
       })),
     )
   }
-  const config = parsed.data
+  const data = parsed.data
+  const config: Config = {
+    ...data,
+    OUTBOX_ENCRYPTION_KEYS: resolveRing(data.OUTBOX_ENCRYPTION_KEYS, data.OUTBOX_ENCRYPTION_KEY, 'OUTBOX_ENCRYPTION_KEYS', 'OUTBOX_ENCRYPTION_KEY'),
+    CODE_HASH_KEYS: resolveRing(data.CODE_HASH_KEYS, data.CODE_HASH_KEY, 'CODE_HASH_KEYS', 'CODE_HASH_KEY'),
+  }
+  if ((config.SEALPOST_API_ROLE === undefined) !== (config.SEALPOST_WORKER_ROLE === undefined)) {
+    const missing = config.SEALPOST_API_ROLE === undefined ? 'SEALPOST_API_ROLE' : 'SEALPOST_WORKER_ROLE'
+    throw new ConfigError([{ variable: missing, problem: 'is required when the other of SEALPOST_API_ROLE / SEALPOST_WORKER_ROLE is set: name both existing roles, or neither' }])
+  }
+  if (config.SEALPOST_API_ROLE !== undefined && config.SEALPOST_API_ROLE === config.SEALPOST_WORKER_ROLE) {
+    throw new ConfigError([{ variable: 'SEALPOST_WORKER_ROLE', problem: 'must name another role than SEALPOST_API_ROLE: web and worker hold different privileges' }])
+  }
   const deployed = config.NODE_ENV === 'production' || config.NODE_ENV === 'staging'
   if (deployed) {
     if (role === 'all-in-one') {
@@ -180,11 +239,24 @@ export function loadConfig(env: NodeJS.ProcessEnv, role: ProcessRole): Config {
     }
     const missing = REQUIRED_IN_PRODUCTION[role].filter((name) => config[name] === undefined)
     if (missing.length > 0) {
-      throw new ConfigError(missing.map((variable) => ({ variable, problem: `is required for the ${role} process in ${config.NODE_ENV}` })))
+      throw new ConfigError(missing.map((variable) => {
+        const single = SINGLE_KEY_OF[variable]
+        return { variable, problem: `is required for the ${role} process in ${config.NODE_ENV}${single ? ` (or the single-key ${single})` : ''}` }
+      }))
+    }
+    const insecure = Object.entries(HTTPS_ONLY_IN_PRODUCTION).filter(([variable, allowed]) => {
+      const value = config[variable as keyof typeof HTTPS_ONLY_IN_PRODUCTION]
+      if (value === undefined) return false
+      const url = new URL(value)
+      return url.protocol !== 'https:' && !(allowed === 'loopback' && isLoopback(url))
+    })
+    if (insecure.length > 0) {
+      throw new ConfigError(insecure.map(([variable, allowed]) => ({ variable, problem: `must be an https:// URL in ${config.NODE_ENV}${allowed === 'loopback' ? ' (plain http only to a relay on this machine: localhost, 127.x, [::1])' : ''}` })))
     }
   }
+  // Only the processes that apply LEASE_SECONDS check it; the worker checks the queue's own lease.
   const minLeaseSeconds = (2 * config.SEND_TIMEOUT_MS + 5000) / 1000
-  if (config.LEASE_SECONDS < minLeaseSeconds) {
+  if ((role === 'release' || role === 'all-in-one') && config.LEASE_SECONDS < minLeaseSeconds) {
     throw new ConfigError([
       { variable: 'LEASE_SECONDS', problem: `must be at least 2 × SEND_TIMEOUT_MS + 5 s (${minLeaseSeconds} s) so a slow send never outlives its lease` },
     ])

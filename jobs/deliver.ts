@@ -1,6 +1,7 @@
 import type { Knex } from 'knex'
 import type { Job, PgBoss } from 'pg-boss'
 import { envelopeContext, open } from '../src/crypto/envelope.ts'
+import type { KeyRing } from '../src/crypto/key-ring.ts'
 import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
 import { renderCodeMessage, renderInvitationMessage, renderSecurityNotice, type SecurityNoticeBody } from '../src/delivery/templates.ts'
 import { describeError, type Logger } from '../src/logging/logger.ts'
@@ -13,13 +14,14 @@ import { recordOutcomes, type Outcome, type RecordRequest, type RetrySettings } 
 export type DeliveryDeps = {
   db: Knex
   boss: PgBoss
-  outboxKey: Buffer
+  /** The OUTBOX_ENCRYPTION_KEYS ring: an envelope opens under the key its id names. */
+  outboxKey: KeyRing
   providers: Partial<Record<Channel, Provider>>
   clock: () => Date
   logger: Logger
   settings: RetrySettings & { sendTimeoutMs: number }
-  /** `<base>/join#token=…`; undefined when unconfigured in staging/production (invitations then wait). */
-  invitationLinkBaseUrl?: string
+  /** `<base>/join#token=…`; a worker without one does not start (no message ever spends attempts on it). */
+  invitationLinkBaseUrl: string
   metrics?: WorkerMetrics
 }
 
@@ -74,13 +76,9 @@ export async function deliverBatch(deps: DeliveryDeps, jobs: readonly DeliveryJo
 /** Opens the envelope and sends; every failure becomes an outcome, nothing throws. */
 async function attempt(deps: DeliveryDeps, claim: Extract<Claim, { kind: 'claimed' }>, context: Record<string, unknown>): Promise<Outcome> {
   const { message } = claim
-  if (message.purpose === 'invitation' && !deps.invitationLinkBaseUrl) {
-    // Retryable, and the token stays sealed: one-time codes never wait on this setting.
-    return { kind: 'failed', failureClass: 'invitation_link_unconfigured', retryAfterAt: null, durationMs: 0 }
-  }
   let secret: Buffer
   try {
-    secret = open(deps.outboxKey, claim.envelope, envelopeContext(message.id, message.purpose))
+    secret = open(deps.outboxKey, claim.envelope, envelopeContext(message.id, message.purpose, message.channel, message.destination))
   } catch (error) {
     // A human must look: tampering, a wrong key or a botched deploy, never a flaky network.
     deps.logger.error('SECURITY: security outbox envelope failed to open', { ...context, ...describeError(error), security: true })

@@ -15,6 +15,7 @@ describe('configuration', () => {
     SES_FROM_ADDRESS: 'no-reply@example.com',
     WASENDER_API_URL: 'https://wasender.example.com',
     WASENDER_API_KEY: 'wasender-key',
+    INVITATION_LINK_BASE_URL: 'https://app.example.com',
   }
   const refusal = (env: Record<string, string>, role: Parameters<typeof loadConfig>[1]) => {
     try {
@@ -37,15 +38,66 @@ describe('configuration', () => {
     expect(loadConfig(production, 'worker').SES_REGION).to.equal('eu-west-1')
   })
 
-  for (const [role, variable] of [['web', 'API_DATABASE_URL'], ['worker', 'WORKER_DATABASE_URL'], ['worker', 'SES_FROM_ADDRESS'], ['worker', 'WASENDER_API_KEY'], ['web', 'CODE_HASH_KEY'], ['release', 'DATABASE_URL']] as const) {
+  for (const [role, variable, named] of [
+    ['web', 'API_DATABASE_URL'],
+    ['worker', 'WORKER_DATABASE_URL'],
+    ['worker', 'SES_FROM_ADDRESS'],
+    ['worker', 'WASENDER_API_KEY'],
+    ['worker', 'INVITATION_LINK_BASE_URL'],
+    ['worker', 'OUTBOX_ENCRYPTION_KEY', 'OUTBOX_ENCRYPTION_KEYS'],
+    ['web', 'CODE_HASH_KEY', 'CODE_HASH_KEYS'],
+    ['release', 'DATABASE_URL'],
+  ] as const) {
     it(`stops the ${role} process in production without ${variable}, naming it`, () => {
       const env: Record<string, string> = { ...production }
       delete env[variable]
       const error = refusal(env, role)
-      expect(error.variables).to.deep.equal([variable])
+      expect(error.variables).to.deep.equal([named ?? variable])
       expect(error.message).to.include(variable)
     })
   }
+
+  it('starts a production worker without any code-hash key: the worker never hashes a code', () => {
+    const env: Record<string, string> = { ...production }
+    delete env.CODE_HASH_KEY
+    expect(loadConfig(env, 'worker').CODE_HASH_KEYS).to.equal(undefined)
+  })
+
+  it('reads OUTBOX_ENCRYPTION_KEYS / CODE_HASH_KEYS rings, and a single key as the ring 0:<key>', () => {
+    const other = randomBytes(32).toString('base64')
+    const env: Record<string, string> = { ...production, OUTBOX_ENCRYPTION_KEYS: `new:${other},0:${key}`, CODE_HASH_KEYS: `new:${other},0:${key}` }
+    const config = loadConfig(env, 'web')
+    expect(config.OUTBOX_ENCRYPTION_KEYS!.map((entry) => entry.id)).to.deep.equal(['new', '0'])
+    expect(config.CODE_HASH_KEYS![0].key.toString('base64')).to.equal(other)
+    const single = loadConfig(production, 'web').OUTBOX_ENCRYPTION_KEYS!
+    expect(single.map((entry) => [entry.id, entry.key.toString('base64')])).to.deep.equal([['0', key]])
+  })
+
+  it('refuses a single key set beside a ring that does not hold it, and a malformed ring, without printing a key', () => {
+    const other = randomBytes(32).toString('base64')
+    const mismatch = refusal({ ...production, OUTBOX_ENCRYPTION_KEYS: `new:${other}` }, 'web')
+    expect(mismatch.variables).to.deep.equal(['OUTBOX_ENCRYPTION_KEY'])
+    const malformed = refusal({ ...production, CODE_HASH_KEYS: `${other}` }, 'web')
+    expect(malformed.variables).to.deep.equal(['CODE_HASH_KEYS'])
+    for (const error of [mismatch, malformed]) expect(error.message).not.to.include(other.slice(0, 12)).and.not.to.include(key.slice(0, 12))
+  })
+
+  it('refuses http:// provider and link URLs in staging and production, naming each; plain http only to a relay on this machine', () => {
+    for (const NODE_ENV of ['production', 'staging']) {
+      const error = refusal({ ...production, NODE_ENV, WASENDER_API_URL: 'http://wasender.example.com', SES_ENDPOINT: 'http://email.eu-west-1.amazonaws.com', INVITATION_LINK_BASE_URL: 'http://localhost:3000' }, 'worker')
+      expect(error.variables).to.have.members(['WASENDER_API_URL', 'SES_ENDPOINT', 'INVITATION_LINK_BASE_URL'])
+      expect(error.message).to.include('must be an https:// URL')
+    }
+    expect(loadConfig({ ...production, WASENDER_API_URL: 'http://127.0.0.1:8080', SES_ENDPOINT: 'http://localhost:8005' }, 'worker').SES_ENDPOINT).to.equal('http://localhost:8005')
+    expect(loadConfig({ ...production, NODE_ENV: 'development', INVITATION_LINK_BASE_URL: 'http://localhost:3000' }, 'worker').INVITATION_LINK_BASE_URL).to.equal('http://localhost:3000')
+  })
+
+  it('takes SEALPOST_API_ROLE and SEALPOST_WORKER_ROLE together or not at all, as two different plain role names', () => {
+    expect(loadConfig({ ...production, DATABASE_URL: 'postgres://owner@db.internal/sealpost', SEALPOST_API_ROLE: 'u_web', SEALPOST_WORKER_ROLE: 'u_worker' }, 'release')).to.include({ SEALPOST_API_ROLE: 'u_web', SEALPOST_WORKER_ROLE: 'u_worker' })
+    expect(refusal({ ...production, SEALPOST_API_ROLE: 'u_web' }, 'release').variables).to.deep.equal(['SEALPOST_WORKER_ROLE'])
+    expect(refusal({ ...production, SEALPOST_API_ROLE: 'same', SEALPOST_WORKER_ROLE: 'same' }, 'release').variables).to.deep.equal(['SEALPOST_WORKER_ROLE'])
+    expect(refusal({ ...production, SEALPOST_API_ROLE: 'web"; DROP ROLE x; --', SEALPOST_WORKER_ROLE: 'u_worker' }, 'release').variables).to.deep.equal(['SEALPOST_API_ROLE'])
+  })
 
   it('refuses the all-in-one developer mode in production', () => {
     expect(refusal(production, 'all-in-one').variables).to.deep.equal(['NODE_ENV'])
@@ -59,7 +111,9 @@ describe('configuration', () => {
     expect(error.message).not.to.include('hunter2')
   })
 
-  it('refuses a lease shorter than two send timeouts plus 5 s', () => {
+  it('refuses a lease shorter than two send timeouts plus 5 s where it is applied (release); the worker reads the queue\'s instead', () => {
+    expect(refusal({ SEND_TIMEOUT_MS: '10000', LEASE_SECONDS: '24' }, 'release').variables).to.deep.equal(['LEASE_SECONDS'])
+    expect(loadConfig({ SEND_TIMEOUT_MS: '10000', LEASE_SECONDS: '24' }, 'worker').LEASE_SECONDS).to.equal(24)
     expect(refusal({ SEND_TIMEOUT_MS: '10000', LEASE_SECONDS: '24' }, 'all-in-one').variables).to.deep.equal(['LEASE_SECONDS'])
     expect(loadConfig({ SEND_TIMEOUT_MS: '10000', LEASE_SECONDS: '25' }, 'all-in-one').LEASE_SECONDS).to.equal(25)
   })

@@ -34,7 +34,7 @@ describe('resend and supersede', () => {
   async function codeOf(messageId: string): Promise<string> {
     const message = await rows.message(messageId)
     const { envelope } = await db.owner('outbox.security_outbox_ciphertexts').where({ message_id: messageId }).first()
-    return open(keys.outboxKey, envelope, envelopeContext(messageId, message.purpose)).toString()
+    return open(keys.outboxKey, envelope, envelopeContext(messageId, message.purpose, message.channel, message.destination)).toString()
   }
   const recover = (email: string) => stack.call('POST', '/password-recoveries', { identifier: email })
   const complete = (email: string, code: string) => stack.call('POST', '/password-recoveries/completion', { identifier: email, code, newPassword: 'the new password' })

@@ -88,7 +88,7 @@ describe('enqueue of a password-recovery code', () => {
 
     const message = await db.owner('outbox.security_outbox_messages').first()
     const { envelope } = await db.owner('outbox.security_outbox_ciphertexts').where({ message_id: message.id }).first()
-    const code = open(keys.outboxKey, envelope, envelopeContext(message.id, message.purpose)).toString('utf8')
+    const code = open(keys.outboxKey, envelope, envelopeContext(message.id, message.purpose, message.channel, message.destination)).toString('utf8')
     expect(code).to.match(/^\d{6}$/)
 
     const hits = await columnsContaining(db.owner, code)

@@ -31,7 +31,7 @@ function staffKit(f: ReturnType<typeof useWebStack>) {
   async function sealedCode(messageId: string): Promise<string> {
     const message = await owner()('outbox.security_outbox_messages').where({ id: messageId }).first()
     const { envelope } = await owner()('outbox.security_outbox_ciphertexts').where({ message_id: messageId }).first()
-    return open(f.keys.outboxKey, envelope, envelopeContext(messageId, message.purpose)).toString('utf8')
+    return open(f.keys.outboxKey, envelope, envelopeContext(messageId, message.purpose, message.channel, message.destination)).toString('utf8')
   }
   async function staffMember() {
     const person = await account(uniqueEmail('staff'))

@@ -101,7 +101,7 @@ describe('Procfile processes', () => {
     const web = spawnCollecting('sh', ['-c', procfileCommand('web')], { env })
     expect(await web.exited).to.equal(1)
     expect(web.output()).to.include('API_DATABASE_URL')
-    expect(web.output()).not.to.include(env.OUTBOX_ENCRYPTION_KEY!)
+    expect(web.output()).not.to.include(env.OUTBOX_ENCRYPTION_KEYS!.split(':')[1]!)
   })
 
   it('refuses to start web connected as the database owner', async () => {

@@ -13,7 +13,7 @@ import { scriptedProvider } from './support/scripted-provider.ts'
 
 describe('invitation messages in the worker', () => {
   const f = useOutboxFixture()
-  const { message, attempts, ciphertexts, deadLetter } = f.rows
+  const { message, ciphertexts, deadLetter } = f.rows
 
   /** An organization with one admin, and an invitation from it whose message is queued. */
   async function invite(email = uniqueEmail('invitee')) {
@@ -84,20 +84,6 @@ describe('invitation messages in the worker', () => {
     expect(await ciphertexts(messageId)).to.equal(0)
   })
 
-  it('without a link base, fails the invitation retryably without opening it while codes go out', async () => {
-    const invitation = await invite()
-    const code = await f.harness.enqueue(uniqueEmail('code'))
-    const provider = emailProvider()
-    const deps = { ...f.harness.deps({ email: provider }), invitationLinkBaseUrl: undefined }
-    for (let i = 0; i < 2; i++) await deliverOne(deps, await f.harness.nextJob())
-
-    expect(provider.calls.map((call) => call.messageId)).to.deep.equal([code.messageId])
-    expect(await message(code.messageId)).to.include({ state: 'published' })
-    expect(await message(invitation.messageId)).to.include({ state: 'pending', attempt_count: 1 })
-    expect((await attempts(invitation.messageId))[0]).to.include({ outcome: 'retryable_error', failure_class: 'invitation_link_unconfigured' })
-    expect(await ciphertexts(invitation.messageId), 'the token stays sealed for a later attempt').to.equal(1)
-  })
-
   it('accepts a token once; after a revoke the token no longer accepts', async () => {
     const first = await invite()
     const provider = emailProvider()
@@ -136,27 +122,40 @@ describe('invitation messages in the worker', () => {
     expect(await ciphertexts(unsent.messageId)).to.equal(0)
   })
 
-  it('in production without INVITATION_LINK_BASE_URL: one startup warning, invitations retry, codes keep flowing', async function () {
-    this.timeout(40_000)
+  it('in production without INVITATION_LINK_BASE_URL (or with an http:// one) the worker refuses to start, naming it, and no message spends an attempt', async function () {
+    this.timeout(60_000)
     const fake = await startFakeWasender('key')
     const emulator = await startSesEmulator(0)
     try {
       const invitation = await invite()
       const phone = uniquePhone()
       const code = await f.harness.enqueue(phone)
-      const worker = spawnWorker(productionEnvironment({ apiUrl: f.db.apiUrl, workerUrl: f.db.workerUrl, keys: f.keys, sesEndpoint: emulator.url, wasenderUrl: fake.url, wasenderKey: 'key' }))
+      const environment = (link: string | undefined) => {
+        const env = productionEnvironment({ apiUrl: f.db.apiUrl, workerUrl: f.db.workerUrl, keys: f.keys, sesEndpoint: emulator.url, wasenderUrl: fake.url, wasenderKey: 'key' })
+        if (link === undefined) delete env.INVITATION_LINK_BASE_URL
+        else env.INVITATION_LINK_BASE_URL = link
+        return env
+      }
+      for (const [link, problem] of [[undefined, /INVITATION_LINK_BASE_URL: is required for the worker process in production/], ['http://app.sealpost.test', /INVITATION_LINK_BASE_URL: must be an https:\/\/ URL in production/]] as const) {
+        const refused = spawnWorker(environment(link))
+        expect(await refused.exited, refused.output()).to.equal(1)
+        expect(refused.output()).to.match(problem)
+      }
+      for (const messageId of [invitation.messageId, code.messageId]) {
+        expect(await message(messageId), 'nothing was attempted').to.include({ state: 'pending', attempt_count: 0 })
+      }
+
+      const worker = spawnWorker(environment('https://app.sealpost.test'))
       try {
-        await eventually(async () => ((await message(code.messageId)).state === 'published' ? true : undefined), 'the code to be delivered', 20_000)
-        await eventually(async () => ((await attempts(invitation.messageId)).length > 0 ? true : undefined), 'the invitation attempt', 20_000)
+        for (const messageId of [invitation.messageId, code.messageId]) {
+          await eventually(async () => ((await message(messageId)).state === 'published' ? true : undefined), 'both messages to be delivered', 20_000)
+        }
       } finally {
         worker.child.kill('SIGTERM')
         await worker.exited
       }
       expect(fake.accepted().map((request) => request.to)).to.deep.equal([phone])
-      expect((await attempts(invitation.messageId))[0]).to.include({ outcome: 'retryable_error', failure_class: 'invitation_link_unconfigured' })
-      expect(await message(invitation.messageId)).to.include({ state: 'pending' })
-      expect(await ciphertexts(invitation.messageId)).to.equal(1)
-      expect(worker.output().match(/INVITATION_LINK_BASE_URL is not set/g), 'one startup warning').to.have.length(1)
+      expect(await message(invitation.messageId)).to.include({ attempt_count: 1 })
     } finally {
       await fake.stop()
       await emulator.stop()

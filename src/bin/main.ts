@@ -1,10 +1,12 @@
 import { ConfigError, loadConfig, type Config, type ProcessRole } from '../../config/schema.ts'
 import { UnsafeConnectionError } from '../db/connection-guard.ts'
 import { DatabaseUnavailableError } from '../db/unavailable.ts'
+import { QueueLeaseError } from '../db/queue-lease.ts'
+import { describeReleaseFailure, ReleaseError } from '../db/release-failure.ts'
 import { createLogger, describeError, type Logger } from '../logging/logger.ts'
 
 // Errors whose messages we wrote ourselves and that name variables, never values.
-const SAFE_TO_PRINT = [ConfigError, UnsafeConnectionError, DatabaseUnavailableError]
+const SAFE_TO_PRINT = [ConfigError, UnsafeConnectionError, DatabaseUnavailableError, QueueLeaseError, ReleaseError]
 
 /**
  * Runs an entry point: reads the configuration once, builds the logger, and turns a startup
@@ -18,7 +20,8 @@ export async function main(role: ProcessRole, run: (config: Config, logger: Logg
     await run(config, logger)
   } catch (error) {
     const safe = SAFE_TO_PRINT.some((type) => error instanceof type) || (error instanceof Error && error.message.startsWith('embedded PostgreSQL'))
-    console.error(safe ? (error as Error).message : `${role} failed to start: ${JSON.stringify(describeError(error))}`)
+    // The release step runs once per deploy as the owner: it shows PostgreSQL's own words and a remedy.
+    console.error(safe ? (error as Error).message : role === 'release' ? describeReleaseFailure(error) : `${role} failed to start: ${JSON.stringify(describeError(error))}`)
     logger?.error('startup failed', describeError(error))
     process.exitCode = 1
     setTimeout(() => process.exit(1), 1_000).unref()

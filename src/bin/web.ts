@@ -1,3 +1,4 @@
+import { keysFromRings } from '../runtime/dev-keys.ts'
 import { startWeb } from '../runtime/web.ts'
 import { handleSignals } from '../runtime/signals.ts'
 import { main, required } from './main.ts'
@@ -7,10 +8,10 @@ await main('web', async (config, logger) => {
   const web = await startWeb({
     config,
     apiUrl: required(config.API_DATABASE_URL, 'API_DATABASE_URL', 'the web connects as a member of sealpost_api (use `npm start` for the all-in-one development mode)'),
-    keys: {
-      outboxKey: required(config.OUTBOX_ENCRYPTION_KEY, 'OUTBOX_ENCRYPTION_KEY', 'is required by the web'),
-      codeHashKey: required(config.CODE_HASH_KEY, 'CODE_HASH_KEY', 'is required by the web'),
-    },
+    keys: keysFromRings(
+      required(config.OUTBOX_ENCRYPTION_KEYS, 'OUTBOX_ENCRYPTION_KEYS', 'is required by the web (or the single-key OUTBOX_ENCRYPTION_KEY)'),
+      required(config.CODE_HASH_KEYS, 'CODE_HASH_KEYS', 'is required by the web (or the single-key CODE_HASH_KEY)'),
+    ),
     logger,
   })
   signals.stopWith(web.stop)

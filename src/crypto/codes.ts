@@ -12,8 +12,16 @@ export function hashCode(codeHashKey: Buffer, challengeId: string, code: Buffer 
   return createHmac('sha256', codeHashKey).update(challengeId).update(':').update(code).digest()
 }
 
-/** Constant-time check of a submitted code against the stored hash. */
-export function verifyCode(codeHashKey: Buffer, challengeId: string, code: string, storedHash: Buffer): boolean {
-  const candidate = hashCode(codeHashKey, challengeId, code)
-  return candidate.length === storedHash.length && timingSafeEqual(candidate, storedHash)
+/**
+ * Constant-time check of a submitted code against the stored hash, under every key of the ring
+ * (a code hashed before a CODE_HASH_KEYS rotation still verifies while its key is listed). Every
+ * key is tried, so the time taken does not say which one matched.
+ */
+export function verifyCode(codeHashKeys: Buffer | readonly Buffer[], challengeId: string, code: string, storedHash: Buffer): boolean {
+  let matched = false
+  for (const key of Buffer.isBuffer(codeHashKeys) ? [codeHashKeys] : codeHashKeys) {
+    const candidate = hashCode(key, challengeId, code)
+    if (candidate.length === storedHash.length && timingSafeEqual(candidate, storedHash)) matched = true
+  }
+  return matched
 }

@@ -1,12 +1,13 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto'
+import type { KeyRing } from './key-ring.ts'
 
-const VERSION = 'v1'
-const INFO = Buffer.from('sealpost/security-outbox/v1')
+const VERSION = 'v2'
+const INFO = { v1: Buffer.from('sealpost/security-outbox/v1'), v2: Buffer.from('sealpost/security-outbox/v2') }
 const SALT_BYTES = 16
 const IV_BYTES = 12
 const TAG_BYTES = 16
 
-/** Opening failed: tampered, truncated, wrong key or wrong context. Deliberately says no more. */
+/** Opening failed: tampered, truncated, wrong or retired key, or wrong context. Deliberately says no more. */
 export class EnvelopeError extends Error {
   override name = 'EnvelopeError'
   constructor() {
@@ -14,45 +15,57 @@ export class EnvelopeError extends Error {
   }
 }
 
-/** The additional authenticated data binding an envelope to one message and purpose. */
-export function envelopeContext(messageId: string, purpose: string): string {
-  return `${messageId}:${purpose}`
-}
+/** What an envelope is bound to: one message, its purpose, and where it may be sent. */
+export type EnvelopeContext = Readonly<{ messageId: string; purpose: string; channel: string; destination: string }>
 
-function deriveKey(masterKey: Buffer, salt: Buffer): Buffer {
-  return Buffer.from(hkdfSync('sha256', masterKey, salt, INFO, 32))
+/**
+ * The context of a message's envelope. Sealed into the AAD, so a row whose destination or channel
+ * was edited in the database no longer opens (decryption_failed) instead of sending the secret
+ * elsewhere.
+ */
+export function envelopeContext(messageId: string, purpose: string, channel: string, destination: string): EnvelopeContext {
+  return Object.freeze({ messageId, purpose, channel, destination })
 }
 
 /**
- * Seals a secret under AES-256-GCM with a per-envelope HKDF-derived key:
- * `v1.<salt>.<iv>.<ciphertext>.<tag>`, base64url parts, AAD = context.
+ * v2 binds all four fields; v1 (before key rings) bound only message and purpose. The destination
+ * is last and the other three hold no colon, so the text is unambiguous.
  */
-export function seal(masterKey: Buffer, plaintext: Buffer, context: string): string {
+function additionalData(version: 'v1' | 'v2', context: EnvelopeContext): Buffer {
+  const { messageId, purpose, channel, destination } = context
+  return Buffer.from(version === 'v2' ? `${messageId}:${purpose}:${channel}:${destination}` : `${messageId}:${purpose}`)
+}
+
+function deriveKey(masterKey: Buffer, salt: Buffer, version: 'v1' | 'v2'): Buffer {
+  return Buffer.from(hkdfSync('sha256', masterKey, salt, INFO[version], 32))
+}
+
+/**
+ * Seals a secret under the ring's first key with AES-256-GCM and a per-envelope HKDF-derived key:
+ * `v2.<keyId>.<salt>.<iv>.<ciphertext>.<tag>`, base64url parts, AAD = the context.
+ */
+export function seal(ring: KeyRing, plaintext: Buffer, context: EnvelopeContext): string {
+  const [{ id, key: masterKey }] = ring
   const salt = randomBytes(SALT_BYTES)
   const iv = randomBytes(IV_BYTES)
-  const key = deriveKey(masterKey, salt)
+  const key = deriveKey(masterKey, salt, VERSION)
   try {
     const cipher = createCipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES })
-    cipher.setAAD(Buffer.from(context))
+    cipher.setAAD(additionalData(VERSION, context))
     const body = Buffer.concat([cipher.update(plaintext), cipher.final()])
-    return [VERSION, salt, iv, body, cipher.getAuthTag()]
-      .map((part) => (typeof part === 'string' ? part : part.toString('base64url')))
-      .join('.')
+    return [VERSION, id, ...[salt, iv, body, cipher.getAuthTag()].map((part) => part.toString('base64url'))].join('.')
   } finally {
     key.fill(0)
   }
 }
 
-/** Opens an envelope sealed by `seal` for the same context; throws EnvelopeError on any mismatch. */
-export function open(masterKey: Buffer, envelope: string, context: string): Buffer {
-  const parts = envelope.split('.')
-  if (parts.length !== 5 || parts[0] !== VERSION) throw new EnvelopeError()
-  const [salt, iv, body, tag] = parts.slice(1).map((part) => Buffer.from(part, 'base64url')) as [Buffer, Buffer, Buffer, Buffer]
+function openWith(masterKey: Buffer, version: 'v1' | 'v2', parts: string[], context: EnvelopeContext): Buffer {
+  const [salt, iv, body, tag] = parts.map((part) => Buffer.from(part, 'base64url')) as [Buffer, Buffer, Buffer, Buffer]
   if (salt.length !== SALT_BYTES || iv.length !== IV_BYTES || tag.length !== TAG_BYTES) throw new EnvelopeError()
-  const key = deriveKey(masterKey, salt)
+  const key = deriveKey(masterKey, salt, version)
   try {
     const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES })
-    decipher.setAAD(Buffer.from(context))
+    decipher.setAAD(additionalData(version, context))
     decipher.setAuthTag(tag)
     return Buffer.concat([decipher.update(body), decipher.final()])
   } catch {
@@ -60,4 +73,28 @@ export function open(masterKey: Buffer, envelope: string, context: string): Buff
   } finally {
     key.fill(0)
   }
+}
+
+/**
+ * Opens an envelope for the same context under the key its id names; throws EnvelopeError on any
+ * mismatch, including a key id no longer in the ring. A v1 envelope names no key: during the
+ * transition it is tried under every key of the ring (GCM refuses all but the right one).
+ */
+export function open(ring: KeyRing, envelope: string, context: EnvelopeContext): Buffer {
+  const parts = envelope.split('.')
+  if (parts[0] === 'v2' && parts.length === 6) {
+    const entry = ring.find((candidate) => candidate.id === parts[1])
+    if (!entry) throw new EnvelopeError()
+    return openWith(entry.key, 'v2', parts.slice(2), context)
+  }
+  if (parts[0] === 'v1' && parts.length === 5) {
+    for (const { key } of ring) {
+      try {
+        return openWith(key, 'v1', parts.slice(1), context)
+      } catch {
+        // The next key, or EnvelopeError below.
+      }
+    }
+  }
+  throw new EnvelopeError()
 }

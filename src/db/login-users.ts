@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { API_ROLE, WORKER_ROLE } from '../../migrations/20261130000100_roles.ts'
 import { withLibpqSslModes } from './connection-url.ts'
+import type { DatabaseRoles } from './roles.ts'
 import { withCredentials } from './knex.ts'
 
 export const API_LOGIN = 'sealpost_api_login'
@@ -12,12 +13,12 @@ export const WORKER_LOGIN = 'sealpost_worker_login'
  * roles, with fresh random passwords on every start (nothing to store, nothing to leak).
  * Production creates these by hand, as the README shows.
  */
-export async function ensureLoginUsers(ownerUrl: string): Promise<{ apiUrl: string; workerUrl: string }> {
+export async function ensureLoginUsers(ownerUrl: string, roles: Pick<DatabaseRoles, 'api' | 'worker'> = { api: API_ROLE, worker: WORKER_ROLE }): Promise<{ apiUrl: string; workerUrl: string }> {
   const client = new pg.Client({ connectionString: withLibpqSslModes(ownerUrl) })
   await client.connect()
   try {
     const urls: string[] = []
-    for (const [login, group] of [[API_LOGIN, API_ROLE], [WORKER_LOGIN, WORKER_ROLE]] as const) {
+    for (const [login, group] of [[API_LOGIN, roles.api], [WORKER_LOGIN, roles.worker]] as const) {
       const password = randomBytes(24).toString('base64url')
       const exists = (await client.query('SELECT FROM pg_roles WHERE rolname = $1', [login])).rowCount === 1
       // Identifiers are constants and the password is base64url, so neither needs escaping.

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import { withRoleNames, type DatabaseRoles } from './roles.ts'
 import * as roles from '../../migrations/20261130000100_roles.ts'
 import * as identity from '../../migrations/20261130000200_identity.ts'
 import * as outbox from '../../migrations/20261130000300_outbox.ts'
@@ -15,6 +16,7 @@ import * as securityNotices from '../../migrations/20261201000100_security_notic
 import * as staffSessionFunctions from '../../migrations/20261201000200_staff_session_functions.ts'
 import * as organizationNames from '../../migrations/20261201000210_organization_names.ts'
 import * as providerPauseCap from '../../migrations/20261201000220_provider_pause_cap.ts'
+import * as envelopeV2 from '../../migrations/20261201000350_envelope_v2.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -36,21 +38,31 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261201000200_staff_session_functions': staffSessionFunctions,
   '20261201000210_organization_names': organizationNames,
   '20261201000220_provider_pause_cap': providerPauseCap,
+  '20261201000350_envelope_v2': envelopeV2,
 }
 
-/** knex's migration source over the list above, shared by the release step and knexfile.ts. */
-export const migrationSource: Knex.MigrationSource<string> = {
-  getMigrations: async () => Object.keys(MIGRATIONS).sort(),
-  getMigrationName: (name) => name,
-  getMigration: async (name) => {
-    const migration = MIGRATIONS[name]
-    if (!migration) throw new Error(`unknown migration ${name}`)
-    return migration
-  },
+/**
+ * knex's migration source over the list above, shared by the release step and knexfile.ts. With
+ * named roles (SEALPOST_API_ROLE / SEALPOST_WORKER_ROLE) each migration's SQL grants to them.
+ */
+export function migrationSourceFor(roles?: DatabaseRoles): Knex.MigrationSource<string> {
+  return {
+    getMigrations: async () => Object.keys(MIGRATIONS).sort(),
+    getMigrationName: (name) => name,
+    getMigration: async (name) => {
+      const migration = MIGRATIONS[name]
+      if (!migration) throw new Error(`unknown migration ${name}`)
+      if (!roles?.named) return migration
+      return { up: (knex: Knex) => migration.up(withRoleNames(knex, roles)), down: (knex: Knex) => migration.down(withRoleNames(knex, roles)) }
+    },
+  }
 }
 
-export const MIGRATION_CONFIG: Knex.MigratorConfig = {
-  migrationSource,
-  tableName: 'knex_migrations',
-  schemaName: 'public',
+export const migrationSource: Knex.MigrationSource<string> = migrationSourceFor()
+
+/** The migrator settings for the given roles (the group roles when omitted). */
+export function migrationConfigFor(roles?: DatabaseRoles): Knex.MigratorConfig {
+  return { migrationSource: migrationSourceFor(roles), tableName: 'knex_migrations', schemaName: 'public' }
 }
+
+export const MIGRATION_CONFIG: Knex.MigratorConfig = migrationConfigFor()

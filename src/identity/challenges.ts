@@ -10,11 +10,14 @@ import { ChannelUnavailableError, RateLimitedError } from './errors.ts'
 import { insertClaimTx, insertIdentityTx } from './identities-sql.ts'
 import { canonicalDestination, channelFor, type Identifier } from './identifiers.ts'
 import { budget, hitRateLimitTx, type Limit } from './rate-limits.ts'
-import { bucketKey } from './secrets.ts'
+import { bucketKeys } from './secrets.ts'
 
 /** What the challenge use cases need; the web builds it once from configuration. */
 export type ChallengeDeps = EnqueueDeps & {
+  /** CODE_HASH_KEYS' current key: new code hashes and rate-limit hits are written under it. */
   codeHashKey: Buffer
+  /** Every CODE_HASH_KEYS key, current first: codes and budgets are checked under all of them. */
+  codeHashKeys?: readonly Buffer[]
   challengeTtlSeconds: number
   clock: () => Date
   logger: Logger
@@ -43,8 +46,8 @@ export function assertChannelAvailable(deps: Pick<ChallengeDeps, 'channels'>, id
 }
 
 /** Counts one request of a signed-in identity against an hourly allowance (pumping from one session). */
-export async function limitIdentityTx(trx: Knex.Transaction, deps: Pick<ChallengeDeps, 'codeHashKey'>, action: string, identityId: string, perHour: number, now: Date): Promise<void> {
-  await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, `identity:${action}`, identityId), { max: perHour, windowSeconds: 3_600 }, now, 'identity_rate_limited')
+export async function limitIdentityTx(trx: Knex.Transaction, deps: Pick<ChallengeDeps, 'codeHashKey' | 'codeHashKeys'>, action: string, identityId: string, perHour: number, now: Date): Promise<void> {
+  await hitRateLimitTx(trx, bucketKeys(deps, `identity:${action}`, identityId), { max: perHour, windowSeconds: 3_600 }, now, 'identity_rate_limited')
 }
 
 const REHEARSAL = Symbol('rehearsal')
@@ -115,8 +118,7 @@ export async function issueHiddenTx(
  * hour is refused. The bucket is the canonical mailbox, so `+tag` variants share it.
  */
 async function enforceDestinationLimitTx(trx: Knex.Transaction, deps: ChallengeDeps, identifier: Identifier, now: Date): Promise<void> {
-  const bucket = bucketKey(deps.codeHashKey, `destination:${identifier.kind}`, canonicalDestination(identifier))
-  await hitRateLimitTx(trx, bucket, { max: CHALLENGE_LIMITS.codesPerDestinationPerHour, windowSeconds: 3_600 }, now)
+  await hitRateLimitTx(trx, bucketKeys(deps, `destination:${identifier.kind}`, canonicalDestination(identifier)), { max: CHALLENGE_LIMITS.codesPerDestinationPerHour, windowSeconds: 3_600 }, now)
 }
 
 /**
@@ -176,7 +178,7 @@ export async function issueChallengeTx(
 /** What checking a code decided: the consumed challenge, or a refusal (with a wait when the identity's wrong-code budget is spent). */
 export type CodeCheck = { kind: 'verified'; challenge: ChallengeRow } | { kind: 'refused'; budgetRetryAfterSeconds?: number }
 
-const wrongCodeBucket = (deps: Pick<ChallengeDeps, 'codeHashKey'>, purpose: ChallengePurpose, owner: string) => bucketKey(deps.codeHashKey, `wrong-codes:${purpose}`, owner)
+const wrongCodeBucket = (deps: Pick<ChallengeDeps, 'codeHashKey' | 'codeHashKeys'>, purpose: ChallengePurpose, owner: string) => bucketKeys(deps, `wrong-codes:${purpose}`, owner)
 
 /**
  * Checks a code against the subject's open challenge. Refused outright while the identity's
@@ -188,7 +190,7 @@ const wrongCodeBucket = (deps: Pick<ChallengeDeps, 'codeHashKey'>, purpose: Chal
  */
 export async function checkCodeTx(
   trx: Knex.Transaction,
-  deps: Pick<ChallengeDeps, 'codeHashKey' | 'clock'>,
+  deps: Pick<ChallengeDeps, 'codeHashKey' | 'codeHashKeys' | 'clock'>,
   subject: ChallengeSubject,
   code: string,
   accept: (challenge: ChallengeRow) => boolean = () => true,
@@ -198,7 +200,7 @@ export async function checkCodeTx(
   const budgetRetryAfterSeconds = await budget.checkTx(trx, bucket, WRONG_CODES, now)
   if (budgetRetryAfterSeconds !== undefined) return { kind: 'refused', budgetRetryAfterSeconds }
   const open = await lockOpenChallengeTx(trx, subject, now)
-  if (!open || !/^\d{6}$/.test(code) || !verifyCode(deps.codeHashKey, open.id, code, open.code_hash) || !accept(open)) {
+  if (!open || !/^\d{6}$/.test(code) || !verifyCode(deps.codeHashKeys ?? deps.codeHashKey, open.id, code, open.code_hash) || !accept(open)) {
     await budget.spendTx(trx, bucket, now)
     if (open && (await spendAttemptTx(trx, open.id)) <= 0) await deadLetterChallengeMessagesTx(trx, open.id, 'challenge_consumed')
     return { kind: 'refused' }
@@ -212,7 +214,7 @@ export async function checkCodeTx(
  * A code presented for an identifier nobody can be checked against: spends a unit of a budget kept
  * for the identifier itself, so the refusal writes and commits what a real wrong guess does.
  */
-export async function refuseUnknownCodeTx(trx: Knex.Transaction, deps: Pick<ChallengeDeps, 'codeHashKey' | 'clock'>, purpose: ChallengePurpose, identifier: Identifier): Promise<void> {
+export async function refuseUnknownCodeTx(trx: Knex.Transaction, deps: Pick<ChallengeDeps, 'codeHashKey' | 'codeHashKeys' | 'clock'>, purpose: ChallengePurpose, identifier: Identifier): Promise<void> {
   const now = deps.clock()
   const bucket = wrongCodeBucket(deps, purpose, `identifier:${identifier.kind}:${canonicalDestination(identifier)}`)
   if ((await budget.checkTx(trx, bucket, WRONG_CODES, now)) === undefined) await budget.spendTx(trx, bucket, now)

@@ -35,3 +35,12 @@ export async function verifyPassword(storedHash: string | undefined, password: s
 export function bucketKey(secret: Buffer, kind: string, value: string): Buffer {
   return createHmac('sha256', secret).update(`${kind}:${value}`).digest()
 }
+
+/**
+ * The bucket keys of one bucket under every CODE_HASH_KEYS key, current first: hits are written
+ * under the first and counted under all (rate-limits.ts), so a key rotation resets no budget.
+ */
+export function bucketKeys(keys: { codeHashKey: Buffer; codeHashKeys?: readonly Buffer[] }, kind: string, value: string): Buffer[] {
+  const ring = keys.codeHashKeys ?? [keys.codeHashKey]
+  return ring.map((secret) => bucketKey(secret, kind, value))
+}

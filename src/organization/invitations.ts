@@ -5,7 +5,8 @@ import { uuidv7 } from 'uuidv7'
 import { ConflictError, ForbiddenError, InvalidInvitationError, NotFoundError } from '../identity/errors.ts'
 import { canonicalDestination } from '../identity/identifiers.ts'
 import { hitRateLimitTx } from '../identity/rate-limits.ts'
-import { bucketKey } from '../identity/secrets.ts'
+import type { KeyRing } from '../crypto/key-ring.ts'
+import { bucketKeys } from '../identity/secrets.ts'
 import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
 import { organizationNameOrThrow } from './organization-name.ts'
 import type { Logger } from '../logging/logger.ts'
@@ -30,8 +31,10 @@ export const ORGANIZATION_LIMITS = Object.freeze({ perIdentityPerDay: 5 })
 
 export type InvitationDeps = {
   boss: PgBoss
-  outboxKey: Buffer
+  outboxKey: KeyRing
   codeHashKey: Buffer
+  /** Every CODE_HASH_KEYS key, current first (budgets are counted under all). */
+  codeHashKeys?: readonly Buffer[]
   invitationTtlSeconds: number
   clock: () => Date
   logger?: Logger
@@ -53,7 +56,7 @@ export async function createOrganization(db: Knex, deps: Pick<InvitationDeps, 'c
   const id = uuidv7()
   await db.transaction(async (trx) => {
     const now = deps.clock()
-    await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, 'organization-creator', creatorId), { max: ORGANIZATION_LIMITS.perIdentityPerDay, windowSeconds: 86_400 }, now, 'organization_rate_limited')
+    await hitRateLimitTx(trx, bucketKeys(deps, 'organization-creator', creatorId), { max: ORGANIZATION_LIMITS.perIdentityPerDay, windowSeconds: 86_400 }, now, 'organization_rate_limited')
     await trx('organization.organizations').insert({ id, name, created_by: creatorId, created_at: now })
     await trx('organization.memberships').insert({ organization_id: id, identity_id: creatorId, role: 'admin' })
   })
@@ -93,10 +96,10 @@ export async function inviteTx(
   await lockAsAdminTx(trx, input.organizationId, input.inviterId)
   const mailbox = canonicalDestination({ kind: 'email', value: input.email })
   const day = { windowSeconds: 86_400 }
-  await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, 'invitation-address-organization', `${input.organizationId}:${mailbox}`), { ...day, max: INVITATION_LIMITS.perAddressPerOrganizationPerDay }, now, 'invitation_address_rate_limited')
-  await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, 'invitation-address-inviter', `${input.inviterId}:${mailbox}`), { ...day, max: INVITATION_LIMITS.perAddressPerInviterPerDay }, now, 'invitation_address_rate_limited')
-  await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, 'invitation-inviter', input.inviterId), { ...day, max: INVITATION_LIMITS.perInviterPerDay }, now, 'invitation_inviter_rate_limited')
-  await hitRateLimitTx(trx, bucketKey(deps.codeHashKey, 'invitation-organization', input.organizationId), { max: INVITATION_LIMITS.perOrganizationPerHour, windowSeconds: 3_600 }, now, 'invitation_rate_limited')
+  await hitRateLimitTx(trx, bucketKeys(deps, 'invitation-address-organization', `${input.organizationId}:${mailbox}`), { ...day, max: INVITATION_LIMITS.perAddressPerOrganizationPerDay }, now, 'invitation_address_rate_limited')
+  await hitRateLimitTx(trx, bucketKeys(deps, 'invitation-address-inviter', `${input.inviterId}:${mailbox}`), { ...day, max: INVITATION_LIMITS.perAddressPerInviterPerDay }, now, 'invitation_address_rate_limited')
+  await hitRateLimitTx(trx, bucketKeys(deps, 'invitation-inviter', input.inviterId), { ...day, max: INVITATION_LIMITS.perInviterPerDay }, now, 'invitation_inviter_rate_limited')
+  await hitRateLimitTx(trx, bucketKeys(deps, 'invitation-organization', input.organizationId), { max: INVITATION_LIMITS.perOrganizationPerHour, windowSeconds: 3_600 }, now, 'invitation_rate_limited')
 
   const previous = await trx(INVITATIONS).where({ organization_id: input.organizationId, email: input.email, status: 'pending' }).forUpdate().first<{ id: string } | undefined>('id')
   if (previous) await revokeTx(trx, previous.id, now)

@@ -22,6 +22,8 @@ export const FAILURE_CLASSES = Object.freeze([
   'UNAVAILABLE',
   'INDETERMINATE',
   'unexpected_worker_error',
+  // No longer produced (a staging/production worker without INVITATION_LINK_BASE_URL does not
+  // start); kept because old attempt rows carry it and the CHECK constraint lists it.
   'invitation_link_unconfigured',
 ] as const)
 export type FailureClass = (typeof FAILURE_CLASSES)[number]
@@ -39,6 +41,9 @@ export const DEAD_LETTER_REASONS = Object.freeze([
   'invitation_expired',
 ] as const)
 export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number]
+
+/** Envelope versions the ciphertext CHECK accepts (20261201000350_envelope_v2): v2 names its key. */
+export const ENVELOPE_VERSIONS = Object.freeze(['v1', 'v2'] as const)
 
 /** pg-boss queue names: part of the operator contract (DESIGN §3). */
 export const QUEUES = Object.freeze({

@@ -3,12 +3,14 @@ import type { Knex } from 'knex'
 import { fromKnex, type PgBoss } from 'pg-boss'
 import { uuidv7 } from 'uuidv7'
 import { envelopeContext, seal } from '../crypto/envelope.ts'
+import type { KeyRing } from '../crypto/key-ring.ts'
 import type { Logger } from '../logging/logger.ts'
 import { insertCiphertextTx } from './ciphertexts-sql.ts'
 import { QUEUES, type DeliveryJobData } from './constants.ts'
 import { insertMessageTx, type NewMessage } from './messages-sql.ts'
 
-export type EnqueueDeps = { boss: PgBoss; outboxKey: Buffer; logger?: Logger }
+/** `outboxKey` is the OUTBOX_ENCRYPTION_KEYS ring: its first key seals. */
+export type EnqueueDeps = { boss: PgBoss; outboxKey: KeyRing; logger?: Logger }
 
 /**
  * Writes a security message, its sealed secret and its pg-boss job inside the caller's
@@ -24,7 +26,7 @@ export async function enqueueSecurityMessageTx(
   const messageId = uuidv7()
   let envelope: string
   try {
-    envelope = seal(deps.outboxKey, secret, envelopeContext(messageId, message.purpose))
+    envelope = seal(deps.outboxKey, secret, envelopeContext(messageId, message.purpose, message.channel, message.destination))
   } finally {
     secret.fill(0)
   }

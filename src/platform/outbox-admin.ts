@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
 import { generateCode, hashCode } from '../crypto/codes.ts'
+import type { KeyRing } from '../crypto/key-ring.ts'
 import { requireElevationTx } from '../identity/elevation.ts'
 import { ConflictError, DomainError, ForbiddenError, NotFoundError } from '../identity/errors.ts'
 import type { SessionContext } from '../identity/sessions.ts'
@@ -105,7 +106,7 @@ export async function deadLetterPage(db: Knex, staff: Pick<StaffSession, 'tokenH
   }
 }
 
-export type ReissueDeps = { boss: PgBoss; outboxKey: Buffer; codeHashKey: Buffer; clock: () => Date; logger?: Logger }
+export type ReissueDeps = { boss: PgBoss; outboxKey: KeyRing; codeHashKey: Buffer; clock: () => Date; logger?: Logger }
 
 /**
  * OX-O2 / OB10, one transaction: claim the idempotency key, check and lock the dead letter and its

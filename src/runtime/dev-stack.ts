@@ -3,9 +3,10 @@ import path from 'node:path'
 import type { Config } from '../../config/schema.ts'
 import { startEmbeddedPostgres } from '../db/embedded.ts'
 import { ensureLoginUsers } from '../db/login-users.ts'
+import { databaseRoles } from '../db/roles.ts'
 import { release } from '../db/release.ts'
 import type { Logger } from '../logging/logger.ts'
-import { ensureDevKeys, type Keys } from './dev-keys.ts'
+import { ensureDevKeys, keysFromRings, type Keys } from './dev-keys.ts'
 import { providersFromConfig } from './providers.ts'
 import { startSesEmulator } from './ses-emulator.ts'
 import { startWeb } from './web.ts'
@@ -36,14 +37,14 @@ export async function startDevStack(config: Config, logger: Logger): Promise<Dev
       await writeFile(runtimeFile(config.SEALPOST_DATA_DIR), JSON.stringify({ databaseUrl: ownerUrl }), { mode: 0o600 })
     }
     const keys: Keys =
-      config.OUTBOX_ENCRYPTION_KEY && config.CODE_HASH_KEY
-        ? { outboxKey: config.OUTBOX_ENCRYPTION_KEY, codeHashKey: config.CODE_HASH_KEY }
+      config.OUTBOX_ENCRYPTION_KEYS && config.CODE_HASH_KEYS
+        ? keysFromRings(config.OUTBOX_ENCRYPTION_KEYS, config.CODE_HASH_KEYS)
         : await ensureDevKeys(config.SEALPOST_DATA_DIR)
     await release(ownerUrl, config, logger)
     const { apiUrl, workerUrl } =
       config.API_DATABASE_URL && config.WORKER_DATABASE_URL
         ? { apiUrl: config.API_DATABASE_URL, workerUrl: config.WORKER_DATABASE_URL }
-        : await ensureLoginUsers(ownerUrl)
+        : await ensureLoginUsers(ownerUrl, databaseRoles(config))
 
     let inboxUrl: string | null = null
     if (!config.SES_ENDPOINT && !config.SES_REGION) {

@@ -1,11 +1,11 @@
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Config } from '../../config/schema.ts'
-import { API_ROLE } from '../../migrations/20261130000100_roles.ts'
 import { createBoss } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
 import { createKnex } from '../db/knex.ts'
 import { waitForDatabase } from '../db/unavailable.ts'
+import { databaseRoles } from '../db/roles.ts'
 import { createApp } from '../http/app.ts'
 import { metricsAccess } from '../metrics/access.ts'
 import type { ChallengeDeps } from '../identity/challenges.ts'
@@ -17,7 +17,7 @@ export type RunningWeb = { url: string; stop: () => Promise<void> }
 
 /** The web process: Express over the api role's pool; pg-boss only to enqueue inside our transactions. */
 export async function startWeb(options: {
-  config: Pick<Config, 'NODE_ENV' | 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'INVITATION_TTL_SECONDS' | 'WASENDER_API_URL' | 'CLIENT_RATE_LIMIT_PER_MINUTE' | 'METRICS_TOKEN'> & Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS'>>
+  config: Pick<Config, 'NODE_ENV' | 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'INVITATION_TTL_SECONDS' | 'WASENDER_API_URL' | 'CLIENT_RATE_LIMIT_PER_MINUTE' | 'METRICS_TOKEN'> & Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE'>>
   apiUrl: string
   keys: Keys
   logger: Logger
@@ -31,17 +31,18 @@ export async function startWeb(options: {
   let server: Server | undefined
   try {
     await waitForDatabase(db, { variable: 'API_DATABASE_URL', timeoutSeconds: config.DATABASE_WAIT_SECONDS ?? 60, logger })
-    await assertConnectionRole(db, API_ROLE, 'API_DATABASE_URL')
+    await assertConnectionRole(db, databaseRoles(config).api, 'API_DATABASE_URL')
     await boss.start()
     const clock = options.clock ?? (() => new Date())
     const app = createApp({
       db,
       logger,
-      invitations: { boss, outboxKey: options.keys.outboxKey, codeHashKey: options.keys.codeHashKey, invitationTtlSeconds: config.INVITATION_TTL_SECONDS, clock, logger },
+      invitations: { boss, outboxKey: options.keys.outboxKey, codeHashKey: options.keys.codeHashKey, codeHashKeys: options.keys.codeHashKeys, invitationTtlSeconds: config.INVITATION_TTL_SECONDS, clock, logger },
       challenges: {
         boss,
         outboxKey: options.keys.outboxKey,
         codeHashKey: options.keys.codeHashKey,
+        codeHashKeys: options.keys.codeHashKeys,
         challengeTtlSeconds: config.CHALLENGE_TTL_SECONDS,
         clock,
         logger,

@@ -4,11 +4,12 @@ import { createExpiryPurgeHandler } from '../../jobs/expiry-purge.ts'
 import { createRetentionSweepHandler } from '../../jobs/retention-sweep.ts'
 import { createDeadLetterQueueHandler } from '../../jobs/dead-letter-queue.ts'
 import { createDeliveryHandler } from '../../jobs/deliver.ts'
-import { WORKER_ROLE } from '../../migrations/20261130000100_roles.ts'
 import { createBoss } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
+import { checkQueueLease } from '../db/queue-lease.ts'
 import { createKnex } from '../db/knex.ts'
 import { waitForDatabase } from '../db/unavailable.ts'
+import { databaseRoles } from '../db/roles.ts'
 import type { Provider } from '../delivery/provider.ts'
 import type { Logger } from '../logging/logger.ts'
 import { metricsAccess } from '../metrics/access.ts'
@@ -25,7 +26,6 @@ type WorkerConfig = Pick<
   | 'MAX_ATTEMPTS'
   | 'MAX_PROVIDER_PAUSE_SECONDS'
   | 'RETRY_SCHEDULE'
-  | 'LEASE_SECONDS'
   | 'CHALLENGE_TTL_SECONDS'
   | 'EXPIRY_PURGE_CRON'
   | 'RETENTION_SWEEP_CRON'
@@ -36,16 +36,18 @@ type WorkerConfig = Pick<
   | 'PORT'
   | 'WORKER_METRICS_PORT'
   | 'METRICS_TOKEN'
-> & Partial<Pick<Config, 'DATABASE_WAIT_SECONDS'>>
+> & Partial<Pick<Config, 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE'>>
 
 /**
  * Where invitation links point: INVITATION_LINK_BASE_URL, or in development the local web. In
- * staging and production there is no default: invitations then fail retryably (and say so at
- * startup) while one-time codes are delivered as usual.
+ * staging and production there is no default and the worker does not start without it: a
+ * configuration gap must never spend a message's attempts (DESIGN §11).
  */
-export function invitationLinkBase(config: Pick<Config, 'INVITATION_LINK_BASE_URL' | 'NODE_ENV' | 'PORT'>): string | undefined {
+export function invitationLinkBase(config: Pick<Config, 'INVITATION_LINK_BASE_URL' | 'NODE_ENV' | 'PORT'>): string {
   if (config.INVITATION_LINK_BASE_URL) return config.INVITATION_LINK_BASE_URL.replace(/\/+$/, '')
-  if (config.NODE_ENV === 'production' || config.NODE_ENV === 'staging') return undefined
+  if (config.NODE_ENV === 'production' || config.NODE_ENV === 'staging') {
+    throw new ConfigError([{ variable: 'INVITATION_LINK_BASE_URL', problem: `is required for the worker process in ${config.NODE_ENV}: invitation links point there` }])
+  }
   return `http://localhost:${config.PORT}`
 }
 
@@ -89,24 +91,30 @@ export function deliveryWorkOptions(config: Pick<Config, 'WORKER_CONCURRENCY'>) 
 export async function startWorker(options: {
   config: WorkerConfig
   workerUrl: string
-  keys: Keys
+  /** The worker opens envelopes only: no code-hash key (it never hashes or counts). */
+  keys: Pick<Keys, 'outboxKey'>
   providers: Provider[]
   logger: Logger
   clock?: () => Date
 }): Promise<RunningWorker> {
   const { config, logger } = options
   const clock = options.clock ?? (() => new Date())
+  const invitationLinkBaseUrl = invitationLinkBase(config)
   const db = createKnex(options.workerUrl, { applicationName: 'sealpost-worker', max: config.WORKER_CONCURRENCY + 4, logger })
   const cron = { purge: cronIntervalSeconds(config.EXPIRY_PURGE_CRON, 'EXPIRY_PURGE_CRON'), sweep: cronIntervalSeconds(config.RETENTION_SWEEP_CRON, 'RETENTION_SWEEP_CRON') }
   if (cron.purge > config.CHALLENGE_TTL_SECONDS) {
     logger.warn('EXPIRY_PURGE_CRON runs less often than challenges expire; expired messages wait longer for the purge (the per-claim expiry check still protects every send)', { purgeIntervalSeconds: cron.purge, challengeTtlSeconds: config.CHALLENGE_TTL_SECONDS })
   }
-  const boss = createBoss(options.workerUrl, 'worker', logger, { leaseSeconds: config.LEASE_SECONDS, shortestCronSeconds: Math.min(cron.purge, cron.sweep) })
-  const providers: Partial<Record<Channel, Provider>> = Object.fromEntries(options.providers.map((provider) => [provider.channel, provider]))
-  const invitationLinkBaseUrl = invitationLinkBase(config)
-  if (!invitationLinkBaseUrl) {
-    logger.warn('INVITATION_LINK_BASE_URL is not set: invitation messages will fail as invitation_link_unconfigured (and retry) until it is; one-time codes are not affected')
+  let leaseSeconds: number
+  try {
+    await assertConnectionRole(db, databaseRoles(config).worker, 'WORKER_DATABASE_URL')
+    leaseSeconds = await checkQueueLease(db, config.SEND_TIMEOUT_MS)
+  } catch (error) {
+    await db.destroy()
+    throw error
   }
+  const boss = createBoss(options.workerUrl, 'worker', logger, { leaseSeconds, shortestCronSeconds: Math.min(cron.purge, cron.sweep) })
+  const providers: Partial<Record<Channel, Provider>> = Object.fromEntries(options.providers.map((provider) => [provider.channel, provider]))
   for (const channel of CHANNELS) {
     if (!providers[channel]) logger.warn('no provider configured for a channel; its messages will fail as UNAVAILABLE until one is', { channel })
   }
@@ -114,7 +122,6 @@ export async function startWorker(options: {
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined
   try {
     await waitForDatabase(db, { variable: 'WORKER_DATABASE_URL', timeoutSeconds: config.DATABASE_WAIT_SECONDS ?? 60, logger })
-    await assertConnectionRole(db, WORKER_ROLE, 'WORKER_DATABASE_URL')
     if (config.WORKER_METRICS_PORT !== undefined) metricsServer = await serveMetrics(metrics.registry, config.WORKER_METRICS_PORT, metricsAccess(config))
     await boss.start()
     const handler = createDeliveryHandler({
@@ -143,7 +150,7 @@ export async function startWorker(options: {
     await Promise.allSettled([boss.stop({ graceful: false }), db.destroy(), metricsServer?.stop()])
     throw error
   }
-  logger.info('worker started', { ...deliveryWorkOptions(config), ...(metricsServer ? { metricsUrl: metricsServer.url } : {}) })
+  logger.info('worker started', { ...deliveryWorkOptions(config), leaseSeconds, ...(metricsServer ? { metricsUrl: metricsServer.url } : {}) })
   return {
     metricsUrl: metricsServer?.url,
     async stop() {

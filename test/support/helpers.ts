@@ -8,10 +8,16 @@ import { newToken } from '../../src/identity/secrets.ts'
 import { insertElevationTx, insertSessionTx } from '../../src/identity/sessions-sql.ts'
 import { parseIdentifier } from '../../src/identity/identifiers.ts'
 import { createLogger, type Logger } from '../../src/logging/logger.ts'
-import type { Keys } from '../../src/runtime/dev-keys.ts'
+import { singleKeyRing, type KeyRing } from '../../src/crypto/key-ring.ts'
+import { keysFromRings, type Keys } from '../../src/runtime/dev-keys.ts'
 
 export function testKeys(): Keys {
-  return { outboxKey: randomBytes(32), codeHashKey: randomBytes(32) }
+  return keysFromRings(singleKeyRing(randomBytes(32)), singleKeyRing(randomBytes(32)))
+}
+
+/** A ring as OUTBOX_ENCRYPTION_KEYS / CODE_HASH_KEYS spell it: `id:base64key,…`. */
+export function ringSetting(ring: KeyRing): string {
+  return ring.map(({ id, key }) => `${id}:${key.toString('base64')}`).join(',')
 }
 
 /** A logger whose every line is kept, to assert on what would have reached stdout. */

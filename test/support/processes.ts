@@ -83,8 +83,8 @@ export function productionEnvironment(options: {
     PORT: '0',
     API_DATABASE_URL: options.apiUrl,
     WORKER_DATABASE_URL: options.workerUrl,
-    OUTBOX_ENCRYPTION_KEY: options.keys.outboxKey.toString('base64'),
-    CODE_HASH_KEY: options.keys.codeHashKey.toString('base64'),
+    OUTBOX_ENCRYPTION_KEYS: options.keys.outboxKey.map(({ id, key }) => `${id}:${key.toString('base64')}`).join(','),
+    CODE_HASH_KEYS: options.keys.codeHashKeys.map((key, index) => `${index}:${key.toString('base64')}`).join(','),
     SES_REGION: 'us-east-1',
     SES_FROM_ADDRESS: 'no-reply@sealpost.test',
     SES_ENDPOINT: options.sesEndpoint,
@@ -92,6 +92,7 @@ export function productionEnvironment(options: {
     AWS_SECRET_ACCESS_KEY: 'local',
     WASENDER_API_URL: options.wasenderUrl,
     WASENDER_API_KEY: options.wasenderKey,
+    INVITATION_LINK_BASE_URL: 'https://app.sealpost.test',
     ...options.extra,
   })
 }

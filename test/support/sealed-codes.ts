@@ -12,9 +12,9 @@ export async function newestSealed(db: TestDatabase, keys: Keys, destination: st
     .where({ 'm.destination': destination })
     .select('m.id', 'm.purpose', 'm.channel', 'm.destination', 'c.envelope')
     .orderBy('m.id', 'desc')
-  const row = await (purpose ? query.andWhere({ 'm.purpose': purpose }) : query).first<{ id: string; purpose: string; envelope: string } | undefined>()
+  const row = await (purpose ? query.andWhere({ 'm.purpose': purpose }) : query).first<{ id: string; purpose: string; channel: string; destination: string; envelope: string } | undefined>()
   if (!row) throw new Error('no sealed message to that destination')
-  return { messageId: row.id, purpose: row.purpose, text: open(keys.outboxKey, row.envelope, envelopeContext(row.id, row.purpose)).toString('utf8') }
+  return { messageId: row.id, purpose: row.purpose, text: open(keys.outboxKey, row.envelope, envelopeContext(row.id, row.purpose, row.channel, row.destination)).toString('utf8') }
 }
 
 /** The code of the newest sealed message to `destination`. */

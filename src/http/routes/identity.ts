@@ -38,7 +38,7 @@ export type IdentityRouteOptions = { db: Knex; challenges: ChallengeDeps; client
 /** The four security flows and sessions (DESIGN §8): thin routes over the use cases. */
 export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: IdentityRouteOptions): Router {
   const router = Router()
-  const countClient = limitPerClient(db, deps.codeHashKey, clientLimitPerMinute, deps.clock)
+  const countClient = limitPerClient(db, deps.codeHashKeys ?? deps.codeHashKey, clientLimitPerMinute, deps.clock)
   const signedIn = requireSession(db, deps.clock)
 
   router.post('/sign-ups', async (req, res) => {

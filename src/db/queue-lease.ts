@@ -1,0 +1,34 @@
+import type { Knex } from 'knex'
+import { fromKnex, PgBoss } from 'pg-boss'
+import { QUEUES } from '../outbox/constants.ts'
+
+/** The queue's lease is too short for this worker's send timeout, or the queue is missing. */
+export class QueueLeaseError extends Error {
+  override name = 'QueueLeaseError'
+}
+
+/** The shortest lease under which a send bounded by `sendTimeoutMs` can never outlive its job. */
+export function minimumLeaseSeconds(sendTimeoutMs: number): number {
+  return (2 * sendTimeoutMs + 5_000) / 1000
+}
+
+/**
+ * One lease truth (DESIGN §11): the lease is what the release step wrote into the delivery queue
+ * (LEASE_SECONDS), never a worker's own setting. Read at start through pg-boss (over the worker's
+ * pool, no second pool): a lease below 2 × SEND_TIMEOUT_MS + 5 s would let a job expire mid-send
+ * and be handed to another worker (a duplicate code), so the worker refuses to start.
+ */
+export async function checkQueueLease(db: Knex, sendTimeoutMs: number): Promise<number> {
+  const probe = new PgBoss({ db: fromKnex(db), supervise: false, schedule: false, migrate: false })
+  const queue = await probe.getQueue(QUEUES.delivery)
+  if (!queue) throw new QueueLeaseError(`the queue ${QUEUES.delivery} does not exist: run the release step`)
+  const lease = queue.expireInSeconds
+  const needed = minimumLeaseSeconds(sendTimeoutMs)
+  if (lease === undefined || lease < needed) {
+    throw new QueueLeaseError(
+      `the queue ${QUEUES.delivery} leases a job for ${lease ?? 'an unknown number of'} s (expireInSeconds), below 2 × SEND_TIMEOUT_MS + 5 s = ${needed} s for SEND_TIMEOUT_MS=${sendTimeoutMs}: ` +
+        `run the release step with LEASE_SECONDS of at least ${Math.ceil(needed)} (or lower SEND_TIMEOUT_MS)`,
+    )
+  }
+  return lease
+}
