@@ -56,11 +56,22 @@ export async function recordOutcomes(
   requests: readonly RecordRequest[],
   now: Date,
 ): Promise<Recorded[]> {
-  const results = await batchOrEach(requests, (batch) => recordBatch(db, boss, settings, batch, now))
+  const results = await recordOutcomesEach(db, boss, settings, requests, now)
   // The rest are recorded; the caller learns of a failure once they are.
   const failed = results.find((result): result is Failed => result.kind === 'failed')
   if (failed) throw failed.error
   return results as Recorded[]
+}
+
+/** As `recordOutcomes`, but a failure is reported per request instead of thrown (the group commit of the pipeline). */
+export async function recordOutcomesEach(
+  db: Knex,
+  boss: PgBoss,
+  settings: RetrySettings,
+  requests: readonly RecordRequest[],
+  now: Date,
+): Promise<(Recorded | Failed)[]> {
+  return await batchOrEach(requests, (batch) => recordBatch(db, boss, settings, batch, now))
 }
 
 async function recordBatch(
