@@ -76,6 +76,8 @@ export async function startBenchStack() {
     wasender,
     ownerUrl: embedded.ownerUrl,
     environment,
+    /** Destinations for which an ambiguous outcome (the provider sent, the worker could not know) was injected. */
+    ambiguous: new Set<string>(),
     /** `count` active identities with a verified phone and an open recovery challenge each. */
     seedChallenges: (count: number) => seedChallenges(owner, nextPrefix(), count),
     /** `count` active identities with a verified email each, for the HTTP enqueue benchmark. */

@@ -7,9 +7,11 @@ import { recordOutcomesEach, type Recorded } from '../outbox/record.ts'
 
 /** How the pipeline paces itself (README "Delivery settings"). */
 export type PipelineOptions = {
-  /** Sends in flight at most: WORKER_CONCURRENCY. A slot is taken at fetch and freed once its job is settled. */
+  /** Sends in flight at most: WORKER_CONCURRENCY. */
   concurrency: number
-  /** Fetch only once this many slots are free (or the worker is at most half busy): fewer, fuller fetches. */
+  /** Claimed messages kept ready for the next free send slot (default a quarter of `concurrency`). */
+  prefetch?: number
+  /** Fetch only once there is room for this many jobs: fewer, fuller fetches. */
   minFetch?: number
   /** The floor when no notification arrives: a fetch at least this often while slots are free. */
   pollMs?: number
@@ -26,7 +28,7 @@ export type DeliveryPipeline = {
   wake(): void
   /** No new fetches; resolves once every send in flight has finished and its outcome is recorded. */
   stop(): Promise<void>
-  /** Slots taken right now (tests, metrics). */
+  /** Jobs fetched and not yet settled (tests, metrics). */
   readonly inFlight: number
 }
 
@@ -52,7 +54,17 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
   const { logger, boss } = deps
   const queue = QUEUES.delivery
 
-  let inFlight = 0
+  // Slots: `sending` sends in flight (at most `concurrency`); `ready` claimed messages waiting for
+  // one; `claiming` jobs fetched and being claimed; `held` every job fetched and not yet settled
+  // (recording included). A send slot is freed when its send returns, not when it is recorded, so
+  // the record's round trips never cost provider concurrency; `prefetch` claimed messages wait
+  // ready so a freed slot starts its next send at once, without waiting for a fetch and a claim.
+  let sending = 0
+  let claiming = 0
+  let held = 0
+  const ready: (() => void)[] = []
+  const prefetch = Math.max(1, Math.min(concurrency, options.prefetch ?? concurrency))
+  const maxHeld = 4 * concurrency + prefetch
   let stopping = false
   /** A fetch may find jobs: set by a wake-up, the poll, a due timer, or a fetch that came back full. */
   let wanted = true
@@ -71,10 +83,33 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
     wanted = true
     kick()
   }
-  const release = (slots: number) => {
-    inFlight -= slots
+  const sendSlot = () => new Promise<void>((resolve) => {
+    account()
+    if (sending < concurrency) {
+      sending += 1
+      resolve()
+    } else {
+      ready.push(() => {
+        sending += 1
+        resolve()
+      })
+    }
+  })
+  const sendDone = () => {
+    account()
+    sending -= 1
+    ready.shift()?.()
     kick()
   }
+  // Counters for the log line at stop (and bench/README.md): how busy the send slots were, and why not.
+  const stats = { fetches: 0, fetched: 0, fetchMs: 0, claimMs: 0, commits: 0, recorded: 0, recordMs: 0, busySlotMs: 0, starvedMs: 0, since: performance.now(), last: performance.now() }
+  const account = () => {
+    const now = performance.now()
+    stats.busySlotMs += sending * (now - stats.last)
+    if (sending < concurrency && ready.length === 0) stats.starvedMs += now - stats.last
+    stats.last = now
+  }
+  const room = () => Math.min(concurrency + prefetch - (claiming + ready.length + sending), maxHeld - held)
 
   // The earliest deferred job this worker knows of: one timer, re-armed when an earlier one appears.
   let dueTimer: NodeJS.Timeout | undefined
@@ -94,7 +129,16 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
   }
 
   const recorder = groupCommit<PendingRecord, Recorded>(
-    (entries) => recordOutcomesEach(deps.db, boss, deps.settings, entries, deps.clock()),
+    async (entries) => {
+      const started = performance.now()
+      try {
+        return await recordOutcomesEach(deps.db, boss, deps.settings, entries, deps.clock())
+      } finally {
+        stats.commits += 1
+        stats.recorded += entries.length
+        stats.recordMs += performance.now() - started
+      }
+    },
     { windowMs: options.groupWindowMs ?? 2, maxGroup: options.maxGroup ?? 128, maxCommits: options.maxCommits ?? 2 },
   )
 
@@ -114,7 +158,13 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
         if (claim.nextAttemptAt) noteDue(claim.nextAttemptAt)
         return
       }
-      const entry = await sendClaimed(deps, request, claim)
+      await sendSlot()
+      let entry: PendingRecord
+      try {
+        entry = await sendClaimed(deps, request, claim)
+      } finally {
+        sendDone()
+      }
       let result: Recorded
       try {
         result = await recorder.add(entry)
@@ -129,16 +179,21 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
     } catch (error) {
       logger.error('delivery step failed unexpectedly', { messageId: job.data.messageId, ...describeError(error) })
     } finally {
-      release(1)
+      held -= 1
+      kick()
     }
   }
 
   const claimAndSend = async (jobs: DeliveryJob[]) => {
     let claims: Awaited<ReturnType<typeof claimMessages>>
+    const started = performance.now()
     try {
       claims = await claimMessages(deps.db, boss, jobs.map(claimRequestOf), deps.clock())
+      stats.claimMs += performance.now() - started
     } catch (error) {
       claims = jobs.map(() => ({ kind: 'failed', error }))
+    } finally {
+      claiming -= jobs.length
     }
     await Promise.all(jobs.map((job, index) => settleOne(job, claims[index]!)))
   }
@@ -158,7 +213,7 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
   let lastFetch = 0
   const loop = async () => {
     while (!stopping) {
-      const free = concurrency - inFlight
+      const free = room()
       const sincePoll = performance.now() - lastFetch
       // The poll floor counts from the last fetch, so a busy worker's slot releases never postpone it.
       if (sincePoll >= pollMs) wanted = true
@@ -171,7 +226,11 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
       lastFetch = performance.now()
       let jobs: DeliveryJob[]
       try {
+        const started = performance.now()
         jobs = await boss.fetch<DeliveryJobData>(queue, { batchSize: free })
+        stats.fetches += 1
+        stats.fetched += jobs.length
+        stats.fetchMs += performance.now() - started
       } catch (error) {
         logger.error('delivery fetch failed; retrying in 1 s', describeError(error))
         await pause(1_000)
@@ -181,7 +240,8 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
       if (jobs.length === 0) continue
       // A full batch: more are probably waiting.
       if (jobs.length >= free) wanted = true
-      inFlight += jobs.length
+      claiming += jobs.length
+      held += jobs.length
       track(claimAndSend(jobs))
     }
   }
@@ -190,7 +250,7 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
   return {
     wake,
     get inFlight() {
-      return inFlight
+      return held
     },
     async stop() {
       stopping = true
@@ -199,6 +259,21 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
       await looping
       while (tasks.size > 0) await Promise.allSettled([...tasks])
       await recorder.drain()
+      account()
+      const seconds = (performance.now() - stats.since) / 1000
+      const round = (value: number) => Math.round(value * 10) / 10
+      logger.info('delivery pipeline stopped', {
+        seconds: round(seconds),
+        meanSending: round(stats.busySlotMs / 1000 / seconds),
+        starvedShare: round(stats.starvedMs / 1000 / seconds),
+        fetches: stats.fetches,
+        meanFetch: round(stats.fetched / Math.max(1, stats.fetches)),
+        meanFetchMs: round(stats.fetchMs / Math.max(1, stats.fetches)),
+        meanClaimMs: round(stats.claimMs / Math.max(1, stats.fetches)),
+        commits: stats.commits,
+        meanGroup: round(stats.recorded / Math.max(1, stats.commits)),
+        meanCommitMs: round(stats.recordMs / Math.max(1, stats.commits)),
+      })
     },
   }
 }
