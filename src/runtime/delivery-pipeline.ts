@@ -119,12 +119,13 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
     if (stopping || when >= dueAt) return
     if (dueTimer) clearTimeout(dueTimer)
     dueAt = when
-    // pg-boss compares start_after with the database's clock: a few ms late rather than early.
+    // pg-boss compares start_after with the database's clock (real time, whatever clock the
+    // worker was given): a few ms late rather than early.
     dueTimer = setTimeout(() => {
       dueTimer = undefined
       dueAt = Infinity
       wake()
-    }, Math.max(0, when - deps.clock().getTime()) + 5)
+    }, Math.max(0, when - Date.now()) + 5)
     dueTimer.unref()
   }
 
