@@ -130,6 +130,10 @@ export async function delivery(stack: BenchStack, options: { count: number; work
   const before = stack.wasender.requests.length
   const processes: BenchProcess[] = await Promise.all(Array.from({ length: options.workers }, () => spawnProcess('worker', env)))
   let peakRssMb = 0
+  let workerCpu: number
+  const workerCpuAtStart = (await Promise.all(processes.map((worker) => worker.cpuSeconds()))).reduce((sum, value) => sum + value, 0)
+  const postgresCpuAtStart = await stack.postgresCpuSeconds()
+  let postgresCpu: number
   try {
     // Watch the provider's count (free), then confirm in the database once: polling the database
     // every 100 ms would itself take a share of the two cores being measured.
@@ -138,6 +142,8 @@ export async function delivery(stack: BenchStack, options: { count: number; work
       const { rows } = await stack.owner.raw(`SELECT count(*) FROM outbox.security_outbox_messages WHERE id = ANY(?) AND state = 'published'`, [ids])
       return Number(rows[0].count) >= options.count
     }, 60_000, 'every message to be recorded published')
+    postgresCpu = (await stack.postgresCpuSeconds()) - postgresCpuAtStart
+    workerCpu = (await Promise.all(processes.map((worker) => worker.cpuSeconds()))).reduce((sum, value) => sum + value, 0) - workerCpuAtStart
     for (const worker of processes) peakRssMb = Math.max(peakRssMb, await worker.peakRssMb())
   } finally {
     await Promise.all(processes.map((worker) => worker.stop()))
@@ -146,7 +152,8 @@ export async function delivery(stack: BenchStack, options: { count: number; work
     `SELECT extract(epoch FROM max(published_at) - min(leased_at)) AS seconds FROM outbox.security_outbox_messages WHERE id = ANY(?)`,
     [ids],
   )
-  return { perSecond: options.count / Number(rows[0].seconds), peakRssMb }
+  // CPU per message from the workers' start (idle start-up excluded) to the last publish confirmed.
+  return { perSecond: options.count / Number(rows[0].seconds), peakRssMb, workerCpuUs: (1e6 * workerCpu) / options.count, postgresCpuUs: (1e6 * postgresCpu) / options.count }
 }
 
 /** A seeded PRNG (mulberry32), so every run draws the same provider behaviour. */

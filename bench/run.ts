@@ -59,6 +59,8 @@ try {
       record(`delivery ${workers} worker(s) ÷ raw consume`, '%', (100 * result.perSecond) / rawJobs,
         target && only.has('raw') ? { text: '≥ 20', pass: (median) => median >= 20 } : undefined)
       record('worker peak RSS', 'MB', result.peakRssMb, rssTarget)
+      record(`CPU per message, ${workers} worker(s): worker processes`, 'µs', result.workerCpuUs)
+      record(`CPU per message, ${workers} worker(s): PostgreSQL`, 'µs', result.postgresCpuUs)
     }
     for (const concurrency of only.has('slow') ? slowConcurrencies : []) {
       step(`delivery, provider 100 ms, WORKER_CONCURRENCY ${concurrency}`)
