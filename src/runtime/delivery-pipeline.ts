@@ -63,6 +63,9 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
   let claiming = 0
   let held = 0
   const ready: (() => void)[] = []
+  // At most `concurrency` ready: a ready message waits for at most one round of the sends ahead of
+  // it (each ends within SEND_TIMEOUT_MS), then sends within SEND_TIMEOUT_MS itself, which is what
+  // the config's LEASE_SECONDS ≥ 2 × SEND_TIMEOUT_MS + 5 s keeps inside the lease.
   const prefetch = Math.max(1, Math.min(concurrency, options.prefetch ?? concurrency))
   const maxHeld = 4 * concurrency + prefetch
   let stopping = false
