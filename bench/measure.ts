@@ -133,7 +133,10 @@ export async function delivery(stack: BenchStack, options: { count: number; work
   let workerCpu: number
   const workerCpuAtStart = (await Promise.all(processes.map((worker) => worker.cpuSeconds()))).reduce((sum, value) => sum + value, 0)
   const postgresCpuAtStart = await stack.postgresCpuSeconds()
+  // The bench process is the fake provider's host: its CPU is the provider's share of the cores.
+  const benchCpuAtStart = process.cpuUsage()
   let postgresCpu: number
+  let benchCpu: number
   try {
     // Watch the provider's count (free), then confirm in the database once: polling the database
     // every 100 ms would itself take a share of the two cores being measured.
@@ -143,6 +146,8 @@ export async function delivery(stack: BenchStack, options: { count: number; work
       return Number(rows[0].count) >= options.count
     }, 60_000, 'every message to be recorded published')
     postgresCpu = (await stack.postgresCpuSeconds()) - postgresCpuAtStart
+    const bench = process.cpuUsage(benchCpuAtStart)
+    benchCpu = (bench.user + bench.system) / 1e6
     workerCpu = (await Promise.all(processes.map((worker) => worker.cpuSeconds()))).reduce((sum, value) => sum + value, 0) - workerCpuAtStart
     for (const worker of processes) peakRssMb = Math.max(peakRssMb, await worker.peakRssMb())
   } finally {
@@ -153,7 +158,7 @@ export async function delivery(stack: BenchStack, options: { count: number; work
     [ids],
   )
   // CPU per message from the workers' start (idle start-up excluded) to the last publish confirmed.
-  return { perSecond: options.count / Number(rows[0].seconds), peakRssMb, workerCpuUs: (1e6 * workerCpu) / options.count, postgresCpuUs: (1e6 * postgresCpu) / options.count }
+  return { perSecond: options.count / Number(rows[0].seconds), peakRssMb, workerCpuUs: (1e6 * workerCpu) / options.count, postgresCpuUs: (1e6 * postgresCpu) / options.count, benchCpuUs: (1e6 * benchCpu) / options.count }
 }
 
 /** A seeded PRNG (mulberry32), so every run draws the same provider behaviour. */

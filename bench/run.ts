@@ -61,6 +61,7 @@ try {
       record('worker peak RSS', 'MB', result.peakRssMb, rssTarget)
       record(`CPU per message, ${workers} worker(s): worker processes`, 'µs', result.workerCpuUs)
       record(`CPU per message, ${workers} worker(s): PostgreSQL`, 'µs', result.postgresCpuUs)
+      record(`CPU per message, ${workers} worker(s): bench process (fake provider)`, 'µs', result.benchCpuUs)
     }
     for (const concurrency of only.has('slow') ? slowConcurrencies : []) {
       step(`delivery, provider 100 ms, WORKER_CONCURRENCY ${concurrency}`)

@@ -61,6 +61,8 @@ export async function startBenchStack() {
     AWS_SECRET_ACCESS_KEY: 'local',
     WASENDER_API_URL: wasender.url,
     WASENDER_API_KEY: WASENDER_KEY,
+    // A production worker needs it (and will refuse to start without it); the bench sends codes only.
+    INVITATION_LINK_BASE_URL: 'https://app.sealpost.test',
     // BENCH_PROFILE_DIR=<dir>: every web and worker process writes a V8 CPU profile there on exit.
     ...(process.env.BENCH_PROFILE_DIR ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}` } : {}),
     ...extra,

@@ -1,3 +1,4 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { claimRequestOf, logSettled, reportRecorded, sendClaimed, type DeliveryDeps, type DeliveryJob, type PendingRecord } from '../../jobs/deliver.ts'
 import { describeError } from '../logging/logger.ts'
 import type { Failed } from '../outbox/batch-or-each.ts'
@@ -112,6 +113,10 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
     if (sending < concurrency && ready.length === 0) stats.starvedMs += now - stats.last
     stats.last = now
   }
+  // Event-loop delay: a send slot is busy from the worker's side until its answer is handled, so a
+  // starved process shows here (the bench's figures are read against it).
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 })
+  loopDelay.enable()
   const room = () => Math.min(concurrency + prefetch - (claiming + ready.length + sending), maxHeld - held)
 
   // The earliest deferred job this worker knows of: one timer, re-armed when an earlier one appears.
@@ -277,7 +282,10 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
         commits: stats.commits,
         meanGroup: round(stats.recorded / Math.max(1, stats.commits)),
         meanCommitMs: round(stats.recordMs / Math.max(1, stats.commits)),
+        eventLoopDelayP50Ms: round(loopDelay.percentile(50) / 1e6),
+        eventLoopDelayP99Ms: round(loopDelay.percentile(99) / 1e6),
       })
+      loopDelay.disable()
     },
   }
 }
