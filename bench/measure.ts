@@ -76,15 +76,15 @@ export async function rawConsume(stack: BenchStack, count: number): Promise<numb
   return count / Number(rows[0].seconds)
 }
 
-/** POST /password-recoveries for known identifiers through HTTP at concurrency 16. */
-export async function httpEnqueue(stack: BenchStack, seconds: number): Promise<{ perSecond: number; p50: number; p99: number; non202: number }> {
+/** POST /password-recoveries for known identifiers through HTTP at `concurrency` connections. */
+export async function httpEnqueue(stack: BenchStack, seconds: number, concurrency: number): Promise<{ perSecond: number; p50: number; p99: number; non202: number }> {
   const identifiers = await stack.seedEmailIdentities(Math.ceil(seconds * 1500))
   const web = await spawnProcess('web', stack.environment({ CLIENT_RATE_LIMIT_PER_MINUTE: '100000000' }))
-  const pool = new Pool(web.url!, { connections: 16 })
+  const pool = new Pool(web.url!, { connections: concurrency })
   const latencies: number[] = []
   let non202 = 0
   try {
-    const { perSecond } = await closedLoop(16, seconds, async (n) => {
+    const { perSecond } = await closedLoop(concurrency, seconds, async (n) => {
       const started = performance.now()
       const response = await pool.request({ method: 'POST', path: '/password-recoveries', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: identifiers[n % identifiers.length] }) })
       await response.body.dump()
@@ -130,6 +130,13 @@ export async function delivery(stack: BenchStack, options: { count: number; work
   const before = stack.wasender.requests.length
   const processes: BenchProcess[] = await Promise.all(Array.from({ length: options.workers }, () => spawnProcess('worker', env)))
   let peakRssMb = 0
+  let workerCpu: number
+  const workerCpuAtStart = (await Promise.all(processes.map((worker) => worker.cpuSeconds()))).reduce((sum, value) => sum + value, 0)
+  const postgresCpuAtStart = await stack.postgresCpuSeconds()
+  // The bench process is the fake provider's host: its CPU is the provider's share of the cores.
+  const benchCpuAtStart = process.cpuUsage()
+  let postgresCpu: number
+  let benchCpu: number
   try {
     // Watch the provider's count (free), then confirm in the database once: polling the database
     // every 100 ms would itself take a share of the two cores being measured.
@@ -138,6 +145,10 @@ export async function delivery(stack: BenchStack, options: { count: number; work
       const { rows } = await stack.owner.raw(`SELECT count(*) FROM outbox.security_outbox_messages WHERE id = ANY(?) AND state = 'published'`, [ids])
       return Number(rows[0].count) >= options.count
     }, 60_000, 'every message to be recorded published')
+    postgresCpu = (await stack.postgresCpuSeconds()) - postgresCpuAtStart
+    const bench = process.cpuUsage(benchCpuAtStart)
+    benchCpu = (bench.user + bench.system) / 1e6
+    workerCpu = (await Promise.all(processes.map((worker) => worker.cpuSeconds()))).reduce((sum, value) => sum + value, 0) - workerCpuAtStart
     for (const worker of processes) peakRssMb = Math.max(peakRssMb, await worker.peakRssMb())
   } finally {
     await Promise.all(processes.map((worker) => worker.stop()))
@@ -146,7 +157,84 @@ export async function delivery(stack: BenchStack, options: { count: number; work
     `SELECT extract(epoch FROM max(published_at) - min(leased_at)) AS seconds FROM outbox.security_outbox_messages WHERE id = ANY(?)`,
     [ids],
   )
-  return { perSecond: options.count / Number(rows[0].seconds), peakRssMb }
+  // CPU per message from the workers' start (idle start-up excluded) to the last publish confirmed.
+  return { perSecond: options.count / Number(rows[0].seconds), peakRssMb, workerCpuUs: (1e6 * workerCpu) / options.count, postgresCpuUs: (1e6 * postgresCpu) / options.count, benchCpuUs: (1e6 * benchCpu) / options.count }
+}
+
+/** A seeded PRNG (mulberry32), so every run draws the same provider behaviour. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0
+    let t = state
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
+  }
+}
+
+/** The realistic provider: latency log-normal with this median and 99th percentile; `hangShare` of calls never answer. */
+export function realisticProvider(options: { p50Ms: number; p99Ms: number; hangShare: number; seed?: number }) {
+  const random = seededRandom(options.seed ?? 16)
+  const mu = Math.log(options.p50Ms)
+  const sigma = Math.log(options.p99Ms / options.p50Ms) / 2.326_348
+  const normal = () => Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random())
+  return () => (random() < options.hangShare ? ({ kind: 'hang' } as const) : ({ kind: 'accept', delayMs: Math.exp(mu + sigma * normal()) } as const))
+}
+
+/**
+ * The realistic provider row: `count` queued codes, one worker at `concurrency`, every call drawn
+ * from `realisticProvider` (a hang lasts until the worker gives up at SEND_TIMEOUT_MS, then the
+ * message is retried). Measured while fresh messages were still waiting (from the first call to
+ * the first call of the last fresh message), from the provider's side: calls finished per second,
+ * and the ideal for that window, concurrency ÷ the mean duration of those calls (a hang counts
+ * as the time until the worker hung up).
+ */
+export async function realisticDelivery(stack: BenchStack, options: { count: number; concurrency: number; sendTimeoutMs: number }) {
+  const ids = await stack.enqueue(await stack.seedChallenges(options.count))
+  await stack.owner.raw('VACUUM ANALYZE outbox.security_outbox_messages, outbox.security_outbox_ciphertexts')
+  await stack.owner.raw('ANALYZE pgboss.job')
+  const draw = realisticProvider({ p50Ms: 80, p99Ms: 800, hangShare: 0.03 })
+  // Every other hang is one where the provider did send (the ambiguous case): a retry of that
+  // message may reach the person twice, and the spot-check allows exactly those duplicates.
+  let hangs = 0
+  stack.wasender.behave((_call, request) => {
+    const behaviour = draw()
+    if (behaviour.kind !== 'hang' || hangs++ % 2 === 0) return behaviour
+    stack.ambiguous.add(request.to)
+    return { kind: 'accept-then-hang' }
+  })
+  const before = stack.wasender.requests.length
+  const worker = await spawnProcess('worker', stack.environment({
+    WORKER_CONCURRENCY: String(options.concurrency),
+    SEND_TIMEOUT_MS: String(options.sendTimeoutMs),
+    RETRY_SCHEDULE: '100ms,200ms,400ms,800ms',
+  }))
+  let peakRssMb: number
+  try {
+    await waitFor(async () => {
+      const { rows } = await stack.owner.raw(`SELECT count(*) FROM outbox.security_outbox_messages WHERE id = ANY(?) AND state IN ('pending', 'leased')`, [ids])
+      return Number(rows[0].count) === 0
+    }, 600_000, 'every realistic-provider message to be final')
+    peakRssMb = await worker.peakRssMb()
+  } finally {
+    await worker.stop()
+  }
+  const calls = stack.wasender.requests.slice(before)
+  const seen = new Set<string>()
+  let lastFresh = 0
+  for (const call of calls) {
+    if (!seen.has(call.to)) lastFresh = Math.max(lastFresh, call.at)
+    seen.add(call.to)
+  }
+  const start = Math.min(...calls.map((call) => call.at))
+  const finished = calls.filter((call) => call.finishedAt !== undefined && call.finishedAt <= lastFresh)
+  const seconds = (lastFresh - start) / 1000
+  const perSecond = finished.length / seconds
+  const meanServiceMs = finished.reduce((sum, call) => sum + (call.finishedAt! - call.at), 0) / finished.length
+  const ideal = options.concurrency / (meanServiceMs / 1000)
+  const { rows } = await stack.owner.raw(`SELECT count(*) FILTER (WHERE state = 'published') AS published, count(*) AS total FROM outbox.security_outbox_messages WHERE id = ANY(?)`, [ids])
+  return { perSecond, ideal, meanServiceMs, published: Number(rows[0].published), total: Number(rows[0].total), peakRssMb }
 }
 
 /**

@@ -24,12 +24,20 @@ export async function spotCheck(stack: BenchStack) {
        WHERE m.channel = 'whatsapp' GROUP BY m.destination`)).rows.map((row: { destination: string; attempts: number }) => [row.destination, row.attempts]),
   )
   const callsByDestination = new Map<string, number>()
-  for (const request of stack.wasender.requests) callsByDestination.set(request.to, (callsByDestination.get(request.to) ?? 0) + 1)
+  const acceptedByDestination = new Map<string, number>()
+  for (const request of stack.wasender.requests) {
+    callsByDestination.set(request.to, (callsByDestination.get(request.to) ?? 0) + 1)
+    if (request.accepted) acceptedByDestination.set(request.to, (acceptedByDestination.get(request.to) ?? 0) + 1)
+  }
+  // Sent twice: the provider took the message on more than once. Allowed only where the bench
+  // injected an ambiguous outcome (the provider sent, then never answered).
+  const sentTwice = [...acceptedByDestination].filter(([destination, accepted]) => accepted > 1 && !stack.ambiguous.has(destination)).length
+  const sentTwiceAmbiguous = [...acceptedByDestination].filter(([destination, accepted]) => accepted > 1 && stack.ambiguous.has(destination)).length
   let callMismatches = 0
   for (const destination of new Set([...attemptsByDestination.keys(), ...callsByDestination.keys()])) {
     if ((attemptsByDestination.get(destination) ?? 0) !== (callsByDestination.get(destination) ?? 0)) callMismatches += 1
   }
-  const ok = published > 0 && wrongAttempts === 0 && ciphertextLeft === 0 && callMismatches === 0
+  const ok = published > 0 && wrongAttempts === 0 && ciphertextLeft === 0 && callMismatches === 0 && sentTwice === 0
   return {
     ok,
     published,
@@ -37,7 +45,10 @@ export async function spotCheck(stack: BenchStack) {
     ciphertextLeft,
     providerCalls: stack.wasender.requests.length,
     callMismatches,
+    sentTwice,
+    sentTwiceAmbiguous,
     summary: `${ok ? 'OK' : 'FAILED'}: ${published} published; ${wrongAttempts} with attempts out of step; ${ciphertextLeft} final messages with a ciphertext; ` +
-      `${stack.wasender.requests.length} provider calls, ${callMismatches} destinations whose calls ≠ attempt rows`,
+      `${stack.wasender.requests.length} provider calls, ${callMismatches} destinations whose calls ≠ attempt rows; ` +
+      `${sentTwice} messages sent twice without an injected ambiguous outcome (${sentTwiceAmbiguous} after one, allowed)`,
   }
 }

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
-import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises'
+import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import knex, { type Knex } from 'knex'
@@ -62,6 +62,8 @@ export async function startBenchStack() {
     AWS_SECRET_ACCESS_KEY: 'local',
     WASENDER_API_URL: wasender.url,
     WASENDER_API_KEY: WASENDER_KEY,
+    // A production worker needs it (and will refuse to start without it); the bench sends codes only.
+    INVITATION_LINK_BASE_URL: 'https://app.sealpost.test',
     // BENCH_PROFILE_DIR=<dir>: every web and worker process writes a V8 CPU profile there on exit.
     ...(process.env.BENCH_PROFILE_DIR ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}` } : {}),
     ...extra,
@@ -77,6 +79,21 @@ export async function startBenchStack() {
     wasender,
     ownerUrl: embedded.ownerUrl,
     environment,
+    /** CPU seconds PostgreSQL has used so far: the postmaster, its reaped children and its live ones. */
+    async postgresCpuSeconds(): Promise<number> {
+      const postmaster = Number((await readFile(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0])
+      let ticks = 0
+      for (const entry of await readdir('/proc')) {
+        if (!/^\d+$/.test(entry)) continue
+        const fields = await procStat(Number(entry))
+        if (!fields) continue
+        if (Number(entry) === postmaster) ticks += fields.utime + fields.stime + fields.cutime + fields.cstime
+        else if (fields.ppid === postmaster) ticks += fields.utime + fields.stime
+      }
+      return ticks / CLOCK_TICKS
+    },
+    /** Destinations for which an ambiguous outcome (the provider sent, the worker could not know) was injected. */
+    ambiguous: new Set<string>(),
     /** `count` active identities with a verified phone and an open recovery challenge each. */
     seedChallenges: (count: number) => seedChallenges(owner, nextPrefix(), count),
     /** `count` active identities with a verified email each, for the HTTP enqueue benchmark. */
@@ -158,8 +175,24 @@ async function seedChallenges(owner: Knex, run: number, count: number): Promise<
 
 export type BenchStack = Awaited<ReturnType<typeof startBenchStack>>
 
+/** Linux's USER_HZ: /proc times are in these ticks. */
+const CLOCK_TICKS = 100
+
+/** Fields of /proc/<pid>/stat (after the command name, which may hold spaces), or undefined once the process is gone. */
+async function procStat(pid: number): Promise<{ ppid: number; utime: number; stime: number; cutime: number; cstime: number } | undefined> {
+  let text: string
+  try {
+    text = await readFile(`/proc/${pid}/stat`, 'utf8')
+  } catch {
+    return undefined
+  }
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ')
+  // After the name: state(0) ppid(1) … utime(11) stime(12) cutime(13) cstime(14).
+  return { ppid: Number(fields[1]), utime: Number(fields[11]), stime: Number(fields[12]), cutime: Number(fields[13]), cstime: Number(fields[14]) }
+}
+
 /** A web or worker process as the Procfile runs it; its log lines are drained, the tail kept for errors. */
-export type BenchProcess = { child: ChildProcess; peakRssMb: () => Promise<number>; stop: () => Promise<void>; url?: string }
+export type BenchProcess = { child: ChildProcess; peakRssMb: () => Promise<number>; cpuSeconds: () => Promise<number>; stop: () => Promise<void>; url?: string }
 
 export async function spawnProcess(kind: 'web' | 'worker', env: NodeJS.ProcessEnv): Promise<BenchProcess> {
   const child = spawn(process.execPath, [`src/bin/${kind}.ts`], { env, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -187,6 +220,11 @@ export async function spawnProcess(kind: 'web' | 'worker', env: NodeJS.ProcessEn
   return {
     child,
     url: url || undefined,
+    /** CPU seconds the process has used so far (user + system). */
+    async cpuSeconds() {
+      const fields = await procStat(child.pid!)
+      return fields ? (fields.utime + fields.stime) / CLOCK_TICKS : NaN
+    },
     /** VmHWM: the process's peak resident set, read from the kernel. */
     async peakRssMb() {
       const status = await readFile(`/proc/${child.pid}/status`, 'utf8')

@@ -5,10 +5,10 @@ import type { KeyRing } from '../src/crypto/key-ring.ts'
 import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
 import { renderCodeMessage, renderInvitationMessage, renderSecurityNotice, type SecurityNoticeBody } from '../src/delivery/templates.ts'
 import { describeError, type Logger } from '../src/logging/logger.ts'
-import { claimMessages, type Claim } from '../src/outbox/claim.ts'
+import { claimMessages, type Claim, type ClaimRequest } from '../src/outbox/claim.ts'
 import type { WorkerMetrics } from '../src/metrics/worker-metrics.ts'
 import type { Channel, DeliveryJobData } from '../src/outbox/constants.ts'
-import { recordOutcomes, type Outcome, type RecordRequest, type RetrySettings } from '../src/outbox/record.ts'
+import { recordOutcomes, type Outcome, type RecordRequest, type Recorded, type RetrySettings } from '../src/outbox/record.ts'
 
 /** Everything a delivery needs, injected so tests drive the clock and the providers. */
 export type DeliveryDeps = {
@@ -25,52 +25,69 @@ export type DeliveryDeps = {
   metrics?: WorkerMetrics
 }
 
-type DeliveryJob = Pick<Job<DeliveryJobData>, 'id' | 'retryCount' | 'data'>
+export type DeliveryJob = Pick<Job<DeliveryJobData>, 'id' | 'retryCount' | 'data'>
+
+/** A claimed message's outcome on its way to the record step, with what its log lines carry. */
+export type PendingRecord = RecordRequest & { context: Record<string, unknown> }
 
 /** A single job: the batch path with a batch of one (tests drive it as a runOnce). */
 export async function deliverOne(deps: DeliveryDeps, job: DeliveryJob): Promise<void> {
   await deliverBatch(deps, [job])
 }
 
+/** What a job asks the claim step for: its message, under its own pg-boss attempt. */
+export function claimRequestOf(job: DeliveryJob): ClaimRequest {
+  return { messageId: job.data.messageId, lease: { jobId: job.id, retryCount: job.retryCount } }
+}
+
 /**
- * A batch of jobs, one message each: claim (one short transaction for the batch) → open and send
- * each message (no transaction open) → record (one short transaction for the batch). Returns
- * normally whenever every outcome is recorded; throws only when recording itself failed, so
- * pg-boss fails the jobs still active and retries them (the next holder takes the lease over); a
- * worker that dies instead leaves its jobs to expire after their lease.
+ * A batch of jobs in lockstep, for tests and tools driving one batch by hand (the worker runs the
+ * pipeline of src/runtime/delivery-pipeline.ts, where no send waits for another): claim → send
+ * each (no transaction open) → record the batch. Returns normally whenever every outcome is
+ * recorded; throws only when claiming or recording itself failed.
  */
 export async function deliverBatch(deps: DeliveryDeps, jobs: readonly DeliveryJob[]): Promise<void> {
-  const requests = jobs.map((job) => ({ messageId: job.data.messageId, lease: { jobId: job.id, retryCount: job.retryCount } }))
+  const requests = jobs.map(claimRequestOf)
   const claims = await claimMessages(deps.db, deps.boss, requests, deps.clock())
-  const toRecord: (RecordRequest & { context: Record<string, unknown> })[] = []
+  const toRecord: PendingRecord[] = []
   const unclaimed: unknown[] = []
   await Promise.all(claims.map(async (claim, index) => {
-    const { messageId, lease } = requests[index]!
     if (claim.kind === 'failed') {
       unclaimed.push(claim.error)
       return
     }
     if (claim.kind === 'settled') {
-      deps.logger.info('delivery settled without sending', { messageId, why: claim.why })
+      logSettled(deps, requests[index]!, claim)
       return
     }
-    const { message } = claim
-    const context = { messageId, purpose: message.purpose, channel: message.channel, attempt: message.attempt_count + 1 }
-    toRecord.push({ messageId, lease, outcome: await attempt(deps, claim, context), context })
+    toRecord.push(await sendClaimed(deps, requests[index]!, claim))
   }))
   const recorded = await recordOutcomes(deps.db, deps.boss, deps.settings, toRecord, deps.clock())
-  recorded.forEach((result, index) => {
-    const { context } = toRecord[index]!
-    if (result.kind === 'lease_lost') deps.logger.warn('lease lost: result not recorded', context)
-    else deps.logger.info('delivery recorded', { ...context, ...result })
-    const { outcome } = toRecord[index]!
-    if (result.kind !== 'lease_lost' && outcome.kind !== 'dead_letter') {
-      deps.metrics?.attempt(result.kind === 'published' ? 'published' : result.kind === 'retry_scheduled' ? 'retryable_error' : 'failed', outcome.kind === 'failed' ? outcome.failureClass : null)
-    }
-    if (result.kind === 'dead_lettered') deps.metrics?.deadLettered(result.reason)
-  })
+  recorded.forEach((result, index) => reportRecorded(deps, toRecord[index]!, result))
   // The others are recorded; now let pg-boss retry the jobs that could not even be claimed.
   if (unclaimed.length > 0) throw unclaimed[0]
+}
+
+export function logSettled(deps: Pick<DeliveryDeps, 'logger'>, request: ClaimRequest, claim: Extract<Claim, { kind: 'settled' }>): void {
+  deps.logger.info('delivery settled without sending', { messageId: request.messageId, why: claim.why })
+}
+
+/** The per-message steps after a claim: open, render, send, classify. Never throws. */
+export async function sendClaimed(deps: DeliveryDeps, request: ClaimRequest, claim: Extract<Claim, { kind: 'claimed' }>): Promise<PendingRecord> {
+  const { message } = claim
+  const context = { messageId: request.messageId, purpose: message.purpose, channel: message.channel, attempt: message.attempt_count + 1 }
+  return { messageId: request.messageId, lease: request.lease, outcome: await attempt(deps, claim, context), context }
+}
+
+/** Logs and counts what the record step decided for one message. */
+export function reportRecorded(deps: Pick<DeliveryDeps, 'logger' | 'metrics'>, entry: PendingRecord, result: Recorded): void {
+  const { context, outcome } = entry
+  if (result.kind === 'lease_lost') deps.logger.warn('lease lost: result not recorded', context)
+  else deps.logger.info('delivery recorded', { ...context, ...result })
+  if (result.kind !== 'lease_lost' && outcome.kind !== 'dead_letter') {
+    deps.metrics?.attempt(result.kind === 'published' ? 'published' : result.kind === 'retry_scheduled' ? 'retryable_error' : 'failed', outcome.kind === 'failed' ? outcome.failureClass : null)
+  }
+  if (result.kind === 'dead_lettered') deps.metrics?.deadLettered(result.reason)
 }
 
 /** Opens the envelope and sends; every failure becomes an outcome, nothing throws. */

@@ -10,7 +10,8 @@ import { activeJobsTx, completeJobsTx, scheduleNextAttemptTx } from './settle.ts
 export type Claim =
   /** An invitation's message also carries its organization's name, for the email. */
   | { kind: 'claimed'; message: MessageRow; envelope: string; organizationName?: string }
-  | { kind: 'settled'; why: 'missing' | 'final' | 'expired' | 'no_ciphertext' | 'held_by_another_job' | 'channel_paused' | 'invitation_closed' }
+  /** `nextAttemptAt`: when the message was put back for a later job (a paused channel). */
+  | { kind: 'settled'; why: 'missing' | 'final' | 'expired' | 'no_ciphertext' | 'held_by_another_job' | 'channel_paused' | 'invitation_closed'; nextAttemptAt?: Date }
 
 /** A job of a batch whose own claim failed even alone: its job is left to pg-boss to retry. */
 export type FailedClaim = Failed
@@ -126,6 +127,8 @@ async function claimBatch(db: Knex, boss: PgBoss, requests: readonly ClaimReques
         } else {
           toReschedule.push({ messageId, at: pausedUntil })
           message.state = 'pending'
+          toComplete.push(lease)
+          return { kind: 'settled', why: 'channel_paused', nextAttemptAt: pausedUntil }
         }
         return settle('channel_paused')
       }

@@ -58,12 +58,81 @@ export async function recordOutcomes(
   requests: readonly RecordRequest[],
   now: Date,
 ): Promise<Recorded[]> {
-  const results = await batchOrEach(requests, (batch) => recordBatch(db, boss, settings, batch, now))
+  const results = await recordOutcomesEach(db, boss, settings, requests, now)
   // The rest are recorded; the caller learns of a failure once they are.
   const failed = results.find((result): result is Failed => result.kind === 'failed')
   if (failed) throw failed.error
   return results as Recorded[]
 }
+
+/** As `recordOutcomes`, but a failure is reported per request instead of thrown (the group commit of the pipeline). */
+export async function recordOutcomesEach(
+  db: Knex,
+  boss: PgBoss,
+  settings: RetrySettings,
+  requests: readonly RecordRequest[],
+  now: Date,
+): Promise<(Recorded | Failed)[]> {
+  // Publications, the common case, take one statement; anything else goes through the full path.
+  const published = requests.filter((request) => request.outcome.kind === 'published')
+  const others = requests.filter((request) => request.outcome.kind !== 'published')
+  const [fast, full] = await Promise.all([
+    batchOrEach(published, (batch) => recordPublishedBatch(db, boss, batch, now)),
+    batchOrEach(others, (batch) => recordBatch(db, boss, settings, batch, now)),
+  ])
+  return requests.map((request) => (request.outcome.kind === 'published' ? fast[published.indexOf(request)]! : full[others.indexOf(request)]!))
+}
+
+/**
+ * Publications in one statement inside a short transaction (BEGIN, the statement, pg-boss's
+ * complete, COMMIT): lock in id order the messages still leased to these very job attempts, insert
+ * their attempt rows, publish them and delete their ciphertexts; then complete exactly those jobs
+ * with their `{id, retryCount}`. A message no longer leased to its attempt records nothing.
+ */
+async function recordPublishedBatch(db: Knex, boss: PgBoss, requests: readonly RecordRequest[], now: Date): Promise<Recorded[]> {
+  if (new Set(requests.map((request) => request.messageId)).size !== requests.length) throw new Error('one message twice in a record batch')
+  return await db.transaction(async (trx): Promise<Recorded[]> => {
+    const { rows } = await trx.raw<{ rows: { id: string; attempt_count: number }[] }>(PUBLISH_SQL, [
+      requests.map((request) => request.messageId),
+      requests.map((request) => request.lease.jobId),
+      requests.map((request) => request.lease.retryCount),
+      requests.map((request) => (request.outcome.kind === 'published' ? request.outcome.providerMessageId : '')),
+      requests.map((request) => (request.outcome.kind === 'dead_letter' ? 0 : Math.max(0, Math.round(request.outcome.durationMs)))),
+      now,
+      now,
+    ])
+    const attemptNo = new Map(rows.map((row) => [row.id, row.attempt_count + 1]))
+    await completeJobsTx(trx, boss, requests.filter((request) => attemptNo.has(request.messageId)).map((request) => request.lease))
+    return requests.map((request): Recorded => {
+      const no = attemptNo.get(request.messageId)
+      return no === undefined ? { kind: 'lease_lost' } : { kind: 'published', attemptNo: no }
+    })
+  })
+}
+
+const PUBLISH_SQL = `
+  WITH req AS (
+    SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::integer[], ?::text[], ?::integer[]) AS r (id, job_id, retry_count, provider_message_id, duration_ms)
+  ), locked AS (
+    SELECT m.id, m.attempt_count FROM outbox.security_outbox_messages m JOIN req ON req.id = m.id
+     WHERE m.state = 'leased' AND m.lease_job_id = req.job_id AND m.lease_retry_count = req.retry_count
+     ORDER BY m.id
+     FOR UPDATE OF m
+  ), attempts AS (
+    INSERT INTO outbox.security_outbox_attempts (message_id, attempt_no, outcome, failure_class, provider_message_id, retry_after_at, duration_ms, attempted_at)
+    SELECT locked.id, locked.attempt_count + 1, 'published', NULL, req.provider_message_id, NULL, req.duration_ms, ?
+      FROM locked JOIN req ON req.id = locked.id
+    RETURNING message_id
+  ), published AS (
+    -- Reads the attempts' output, so each attempt (and its trigger's lease check) comes first.
+    UPDATE outbox.security_outbox_messages m
+       SET state = 'published', published_at = ?, attempt_count = m.attempt_count + 1
+      FROM attempts
+     WHERE m.id = attempts.message_id
+  ), deleted AS (
+    DELETE FROM outbox.security_outbox_ciphertexts c USING locked WHERE c.message_id = locked.id
+  )
+  SELECT id, attempt_count FROM locked`
 
 async function recordBatch(
   db: Knex,

@@ -3,7 +3,6 @@ import { ConfigError, type Config } from '../../config/schema.ts'
 import { createExpiryPurgeHandler } from '../../jobs/expiry-purge.ts'
 import { createRetentionSweepHandler } from '../../jobs/retention-sweep.ts'
 import { createDeadLetterQueueHandler } from '../../jobs/dead-letter-queue.ts'
-import { createDeliveryHandler } from '../../jobs/deliver.ts'
 import { createBoss } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
 import { checkQueueLease } from '../db/queue-lease.ts'
@@ -15,6 +14,7 @@ import type { Logger } from '../logging/logger.ts'
 import { metricsAccess } from '../metrics/access.ts'
 import { createWorkerMetrics, serveMetrics } from '../metrics/worker-metrics.ts'
 import { CHANNELS, QUEUES, type Channel, type DeliveryJobData } from '../outbox/constants.ts'
+import { startDeliveryPipeline, type DeliveryPipeline } from './delivery-pipeline.ts'
 import type { Keys } from './dev-keys.ts'
 
 export type RunningWorker = { stop: () => Promise<void>; metricsUrl?: string }
@@ -71,21 +71,24 @@ export function cronIntervalSeconds(cron: string, variable: string): number {
 }
 
 /**
- * pg-boss fetch settings for one-time codes (README "Delivery settings"): LISTEN/NOTIFY wakes a
- * worker within milliseconds of a commit; two local fetch loops of half the concurrency each mean
- * a wake-up that lands while one loop is mid-fetch is taken by the other instead of waiting for
- * the poll; burst mode keeps fetching while batches come back full; the 2 s poll is the floor.
+ * Delivery pacing (README "Delivery settings"): up to WORKER_CONCURRENCY sends in flight, a fetch
+ * once an eighth of the slots are free, outcomes recorded in group commits of whatever arrived
+ * within 2 ms (two commits in flight at most), LISTEN/NOTIFY to wake within milliseconds of a
+ * commit, a local timer for retries this worker scheduled, and a 2 s poll as the floor.
  */
-export function deliveryWorkOptions(config: Pick<Config, 'WORKER_CONCURRENCY'>) {
-  const loops = config.WORKER_CONCURRENCY >= 2 ? 2 : 1
+export function deliveryPipelineOptions(config: Pick<Config, 'WORKER_CONCURRENCY'>) {
   return {
-    localConcurrency: loops,
-    batchSize: Math.ceil(config.WORKER_CONCURRENCY / loops),
-    burstWhenBatchFull: true,
-    pollingIntervalSeconds: 2,
-    notifyPollingIntervalSeconds: 2,
+    concurrency: config.WORKER_CONCURRENCY,
+    minFetch: Math.max(1, Math.floor(config.WORKER_CONCURRENCY / 8)),
+    pollMs: 2_000,
+    groupWindowMs: 2,
+    maxGroup: 128,
+    maxCommits: 2,
   }
 }
+
+/** The channel pg-boss NOTIFYs on (its notifier's own expression for the default `pgboss` schema). */
+const NOTIFY_CHANNEL_SQL = `SELECT ('pgboss_' || left(encode(sha224('pgboss'::bytea), 'hex'), 24)) AS channel`
 
 /** The worker process: delivery and crash-loop handlers over the worker role's pool. */
 export async function startWorker(options: {
@@ -107,6 +110,7 @@ export async function startWorker(options: {
   }
   let leaseSeconds: number
   try {
+    await waitForDatabase(db, { variable: 'WORKER_DATABASE_URL', timeoutSeconds: config.DATABASE_WAIT_SECONDS ?? 60, logger })
     await assertConnectionRole(db, databaseRoles(config).worker, 'WORKER_DATABASE_URL')
     leaseSeconds = await checkQueueLease(db, config.SEND_TIMEOUT_MS)
   } catch (error) {
@@ -119,12 +123,13 @@ export async function startWorker(options: {
     if (!providers[channel]) logger.warn('no provider configured for a channel; its messages will fail as UNAVAILABLE until one is', { channel })
   }
   const metrics = createWorkerMetrics()
+  let pipeline: DeliveryPipeline | undefined
+  let listener: { close: () => Promise<void> } | undefined
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined
   try {
-    await waitForDatabase(db, { variable: 'WORKER_DATABASE_URL', timeoutSeconds: config.DATABASE_WAIT_SECONDS ?? 60, logger })
     if (config.WORKER_METRICS_PORT !== undefined) metricsServer = await serveMetrics(metrics.registry, config.WORKER_METRICS_PORT, metricsAccess(config))
     await boss.start()
-    const handler = createDeliveryHandler({
+    pipeline = startDeliveryPipeline({
       db,
       boss,
       outboxKey: options.keys.outboxKey,
@@ -134,8 +139,11 @@ export async function startWorker(options: {
       settings: { maxAttempts: config.MAX_ATTEMPTS, retrySchedule: config.RETRY_SCHEDULE, sendTimeoutMs: config.SEND_TIMEOUT_MS, providerPause: { maxPauseSeconds: config.MAX_PROVIDER_PAUSE_SECONDS, random: Math.random } },
       invitationLinkBaseUrl,
       metrics,
-    })
-    await boss.work<DeliveryJobData>(QUEUES.delivery, deliveryWorkOptions(config), handler)
+    }, deliveryPipelineOptions(config))
+    // A commit anywhere in the fleet wakes this worker; a reconnect fetches once for what it missed.
+    const running = pipeline
+    const { rows } = await boss.getDb().executeSql(NOTIFY_CHANNEL_SQL)
+    listener = await boss.getDb().listen?.(rows[0].channel, (payload) => payload === QUEUES.delivery && running.wake(), () => running.wake())
     await boss.work<DeliveryJobData>(QUEUES.deadLetter, { batchSize: 10 }, createDeadLetterQueueHandler({ db, boss, clock, logger }))
     // Registered by every worker; pg-boss sends each tick once for the whole fleet (UTC).
     await boss.schedule(QUEUES.expiryPurge, config.EXPIRY_PURGE_CRON, null, { tz: 'UTC' })
@@ -147,15 +155,19 @@ export async function startWorker(options: {
       createRetentionSweepHandler({ db, clock, logger, metrics, publishedDays: config.RETENTION_PUBLISHED_DAYS, deadLetteredDays: config.RETENTION_DEAD_LETTERED_DAYS }),
     )
   } catch (error) {
+    await Promise.allSettled([listener?.close(), pipeline?.stop()])
     await Promise.allSettled([boss.stop({ graceful: false }), db.destroy(), metricsServer?.stop()])
     throw error
   }
-  logger.info('worker started', { ...deliveryWorkOptions(config), leaseSeconds, ...(metricsServer ? { metricsUrl: metricsServer.url } : {}) })
+  logger.info('worker started', { ...deliveryPipelineOptions(config), leaseSeconds, ...(metricsServer ? { metricsUrl: metricsServer.url } : {}) })
   return {
     metricsUrl: metricsServer?.url,
     async stop() {
       await metricsServer?.stop()
-      // Graceful: no new fetches, in-flight sends finish and record (bounded by the send timeout).
+      // Graceful: no new fetches, in-flight sends finish and record (bounded by the send timeout),
+      // then pg-boss's own handlers drain.
+      await listener?.close()
+      await pipeline?.stop()
       await boss.stop({ graceful: true, timeout: config.SEND_TIMEOUT_MS + 5_000 })
       await db.destroy()
       logger.info('worker stopped')

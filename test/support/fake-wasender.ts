@@ -11,7 +11,8 @@ export type WasenderBehavior =
   | { kind: 'reset' }
   | { kind: 'garbage' }
 
-export type WasenderRequest = { to: string; text: string; authorization: string | undefined; at: number; accepted: boolean }
+/** `finishedAt`: when the exchange ended (answered, or the caller gave up on a hang), Date.now() like `at`. */
+export type WasenderRequest = { to: string; text: string; authorization: string | undefined; at: number; accepted: boolean; finishedAt?: number }
 
 /**
  * A local Wasender that speaks its API (`POST /api/send-message`, bearer key, `{to, text}` →
@@ -39,6 +40,7 @@ export async function startFakeWasender(apiKey: string) {
     }
     const entry: WasenderRequest = { to: parsed.to ?? '', text: parsed.text ?? '', authorization: req.headers.authorization, at: Date.now(), accepted: false }
     requests.push(entry)
+    res.once('close', () => (entry.finishedAt = Date.now()))
     if (req.headers.authorization !== `Bearer ${apiKey}`) {
       res.writeHead(401, { 'content-type': 'application/json' }).end('{"success":false,"message":"Unauthenticated"}')
       return

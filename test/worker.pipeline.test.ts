@@ -1,0 +1,150 @@
+import { expect } from 'chai'
+import { DeliveryFailure, type OutgoingMessage, type Provider } from '../src/delivery/provider.ts'
+import { groupCommit, startDeliveryPipeline, type DeliveryPipeline } from '../src/runtime/delivery-pipeline.ts'
+import { eventually, uniqueEmail } from './support/helpers.ts'
+import { SCHEDULE, useOutboxFixture } from './support/outbox-harness.ts'
+
+/** A provider that answers at once, except for the messages the test holds until it lets them go. */
+function gatedProvider() {
+  const calls: OutgoingMessage[] = []
+  const held = new Map<string, () => void>()
+  const holding = new Set<string>()
+  const provider: Provider = {
+    id: 'gated',
+    channel: 'email',
+    async dispatch(message) {
+      calls.push(message)
+      if (holding.has(message.destination)) await new Promise<void>((resolve) => held.set(message.destination, resolve))
+      return { providerMessageId: `p-${calls.length}` }
+    },
+  }
+  return {
+    provider,
+    calls,
+    hold: (destination: string) => holding.add(destination),
+    release: (destination: string) => held.get(destination)?.(),
+    isHeld: (destination: string) => held.has(destination),
+  }
+}
+
+describe('delivery pipeline', () => {
+  const f = useOutboxFixture()
+  const { message, attempts } = f.rows
+  let pipeline: DeliveryPipeline | undefined
+  afterEach(async () => {
+    await pipeline?.stop()
+    pipeline = undefined
+  })
+
+  const idOf = async (email: string): Promise<string> => (await f.db.owner('outbox.security_outbox_messages').where({ destination: email }).first()).id
+
+  it('records every other message of a fetch while one send of it still hangs (no head-of-line blocking)', async () => {
+    const emails = Array.from({ length: 8 }, () => uniqueEmail())
+    await f.harness.enqueueMany(emails)
+    const gate = gatedProvider()
+    gate.hold(emails[3]!)
+    pipeline = startDeliveryPipeline(f.harness.deps({ email: gate.provider }), { concurrency: 16, pollMs: 60_000 })
+
+    // All eight are fetched and claimed together; seven are published while the eighth is out.
+    await eventually(async () => {
+      const states = await Promise.all(emails.map(async (email) => (await message(await idOf(email))).state))
+      return states.filter((state) => state === 'published').length === 7 ? true : undefined
+    }, 'the seven others to be published')
+    expect(gate.isHeld(emails[3]!)).to.equal(true)
+    const stuck = await idOf(emails[3]!)
+    expect(await message(stuck)).to.include({ state: 'leased', attempt_count: 0 })
+
+    gate.release(emails[3]!)
+    await eventually(async () => ((await message(stuck)).state === 'published' ? true : undefined), 'the held one to be published')
+    expect(gate.calls).to.have.length(8)
+  })
+
+  it('records outcomes that arrive together in shared transactions, not one per message', async () => {
+    const emails = Array.from({ length: 32 }, () => uniqueEmail())
+    await f.harness.enqueueMany(emails)
+    let begins = 0
+    const count = (query: { sql: string }) => {
+      if (/^begin/i.test(query.sql)) begins += 1
+    }
+    f.harness.worker.on('query', count)
+    const gate = gatedProvider()
+    try {
+      pipeline = startDeliveryPipeline(f.harness.deps({ email: gate.provider }), { concurrency: 32, pollMs: 60_000 })
+      await eventually(async () => {
+        const [row] = await f.db.owner('outbox.security_outbox_messages').where({ state: 'published' }).count({ n: '*' })
+        return Number(row?.n) === 32 ? true : undefined
+      }, 'all 32 to be published')
+    } finally {
+      f.harness.worker.off('query', count)
+    }
+    // One claim statement needs no transaction; the records of 32 instant sends land in a few group commits.
+    expect(begins).to.be.at.least(1).and.at.most(8)
+  })
+
+  it('wakes for a retry it scheduled when it falls due, without waiting for a poll', async () => {
+    const email = uniqueEmail()
+    await f.harness.enqueue(email)
+    const id = await idOf(email)
+    // The worker's clock runs 4.7 s behind the database's: the first retry (SCHEDULE[0] = 5 s after
+    // the failure by the worker's clock) is due 0.3 s after the failure in real time.
+    f.now = new Date(Date.now() - SCHEDULE[0]! + 300)
+    let calls = 0
+    const provider: Provider = {
+      id: 'fails-once',
+      channel: 'email',
+      async dispatch() {
+        calls += 1
+        if (calls === 1) throw new DeliveryFailure('UNAVAILABLE', 'ServiceUnavailable')
+        return { providerMessageId: 'second' }
+      },
+    }
+    const started = Date.now()
+    // A one-minute poll: only the local due timer can bring the retry back within the wait below.
+    pipeline = startDeliveryPipeline(f.harness.deps({ email: provider }), { concurrency: 4, pollMs: 60_000 })
+    await eventually(async () => ((await message(id)).state === 'published' ? true : undefined), 'the retry to be published', 20_000)
+    expect(Date.now() - started).to.be.below(20_000)
+    expect((await attempts(id)).map((row) => row.outcome)).to.deep.equal(['retryable_error', 'published'])
+  })
+
+  it('drains on stop: a send in flight finishes and is recorded before stop resolves, and nothing new is fetched', async () => {
+    const [first, second] = [uniqueEmail(), uniqueEmail()]
+    await f.harness.enqueue(first)
+    const gate = gatedProvider()
+    gate.hold(first)
+    pipeline = startDeliveryPipeline(f.harness.deps({ email: gate.provider }), { concurrency: 4, pollMs: 60_000 })
+    await eventually(async () => (gate.isHeld(first) ? true : undefined), 'the send to start')
+    const stopping = pipeline.stop()
+    await f.harness.enqueue(second)
+    pipeline.wake()
+    setTimeout(() => gate.release(first), 50)
+    await stopping
+    pipeline = undefined
+    expect(await message(await idOf(first))).to.include({ state: 'published', attempt_count: 1 })
+    expect(await message(await idOf(second))).to.include({ state: 'pending' })
+    expect(gate.calls).to.have.length(1)
+  })
+})
+
+describe('group commit', () => {
+  it('commits what arrives within the window together, never waits for items added later, and fails items alone', async () => {
+    const groups: number[][] = []
+    let releaseFirst: () => void = () => {}
+    const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve))
+    const committer = groupCommit<number, string>(async (items) => {
+      groups.push(items)
+      if (groups.length === 1) await firstHeld
+      return items.map((item) => (item === 13 ? { kind: 'failed' as const, error: new Error('thirteen') } : `ok-${item}`))
+    }, { windowMs: 5, maxGroup: 3, maxCommits: 1 })
+
+    const first = [1, 2].map((item) => committer.add(item))
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    // The first group is in its commit; these wait for the next one, filling it to maxGroup.
+    const later = [11, 12, 13, 14].map((item) => committer.add(item))
+    const thirteen = later[2]!.catch((error: Error) => error.message)
+    releaseFirst()
+    expect(await Promise.all(first)).to.deep.equal(['ok-1', 'ok-2'])
+    expect(await Promise.all([later[0], later[1], thirteen, later[3]])).to.deep.equal(['ok-11', 'ok-12', 'thirteen', 'ok-14'])
+    await committer.drain()
+    expect(groups).to.deep.equal([[1, 2], [11, 12, 13], [14]])
+  })
+})
