@@ -4,6 +4,7 @@ import pg from 'pg'
 import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
 import { withCredentials } from '../src/db/knex.ts'
 import { createKnex } from '../src/db/knex.ts'
+import { createTestDatabase } from './support/database.ts'
 import { testCluster } from './support/root-hooks.ts'
 import { startFakeWasender } from './support/fake-wasender.ts'
 import { createVerifiedIdentity, eventually, inbox, testKeys, uniqueEmail } from './support/helpers.ts'
@@ -138,5 +139,17 @@ describe('managed PostgreSQL without CREATEROLE', () => {
     // A second release (every deploy runs one) is a no-op that still succeeds.
     const again = run('release', releaseEnv(names.database, namedRoles))
     expect(await again.exited, again.output()).to.equal(0)
+  })
+
+  it('stops a release that switches a database installed for the group roles to named roles that do not hold their grants, saying what to grant', async function () {
+    this.timeout(60_000)
+    const installed = await createTestDatabase()
+    try {
+      const release = run('release', bareEnvironment({ NODE_ENV: 'production', DATABASE_URL: installed.ownerUrl, ...namedRoles }))
+      expect(await release.exited).to.equal(1)
+      expect(release.output()).to.include(`GRANT sealpost_api TO ${names.web}; GRANT sealpost_worker TO ${names.worker};`)
+    } finally {
+      await installed.drop()
+    }
   })
 })

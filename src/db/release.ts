@@ -69,7 +69,7 @@ async function checkRoles(db: Knex, roles: DatabaseRoles): Promise<void> {
 }
 
 /**
- * After the grants: a database installed for other roles (e.g. first released with the group
+ * Before migrating an installed database, and after the grants: a database installed for other roles (e.g. first released with the group
  * roles, now with named ones) would leave the named roles without the grants of the older
  * migrations. Stop and say how to carry them over instead of starting processes that fail later.
  */
@@ -118,6 +118,8 @@ export async function release(ownerUrl: string, config: Pick<Config, 'LEASE_SECO
   const db = createKnex(ownerUrl, { applicationName: 'sealpost-release', max: 2, logger })
   try {
     await checkRoles(db, roles)
+    // An installed database is checked before anything changes, too.
+    if ((await db.raw("SELECT to_regclass('outbox.security_outbox_ciphertexts') IS NOT NULL AS installed")).rows[0].installed) await checkGrantsLanded(db, roles)
     const [, applied] = (await db.migrate.latest(migrationConfigFor(roles))) as [number, string[]]
     const boss = createBoss(ownerUrl, 'release', logger)
     await boss.start()
