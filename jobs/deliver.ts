@@ -134,7 +134,8 @@ async function attempt(deps: DeliveryDeps, claim: Extract<Claim, { kind: 'claime
 }
 
 /**
- * The pg-boss handler for a batch. If the batch could not be recorded it throws, and pg-boss
+ * A pg-boss batch handler over `deliverBatch`, for tests and tools (the worker runs the pipeline
+ * of src/runtime/delivery-pipeline.ts). If the batch could not be recorded it throws, and pg-boss
  * retries only the jobs not already settled.
  */
 export function createDeliveryHandler(deps: DeliveryDeps) {
