@@ -1,4 +1,4 @@
-import type { RequestHandler, Response } from 'express'
+import type { Request, RequestHandler, Response } from 'express'
 import type { Knex } from 'knex'
 import { ForbiddenError, UnauthenticatedError } from '../identity/errors.ts'
 import { isActiveStaff } from '../platform/staff.ts'
@@ -17,6 +17,11 @@ export function requireSession(db: Knex, clock: () => Date): RequestHandler {
     res.locals.session = { sessionId: session.id, identityId: session.identity_id } satisfies SessionContext
     next()
   }
+}
+
+/** After requireSession: the SHA-256 of the caller's session token, which staff SECURITY DEFINER functions verify themselves (DESIGN §7). */
+export function sessionTokenHashOf(req: Request): Buffer {
+  return hashToken(BEARER.exec(req.get('authorization') ?? '')![1]!)
 }
 
 export function sessionOf(res: Response): SessionContext {

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { Config } from '../../config/schema.ts'
+import { apiDocsEnabled, type Config } from '../../config/schema.ts'
 import { API_ROLE } from '../../migrations/20261130000100_roles.ts'
 import { createBoss } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
@@ -15,7 +15,7 @@ export type RunningWeb = { url: string; stop: () => Promise<void> }
 
 /** The web process: Express over the api role's pool; pg-boss only to enqueue inside our transactions. */
 export async function startWeb(options: {
-  config: Pick<Config, 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'INVITATION_TTL_SECONDS' | 'WASENDER_API_URL' | 'CLIENT_RATE_LIMIT_PER_MINUTE'>
+  config: Pick<Config, 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'INVITATION_TTL_SECONDS' | 'WASENDER_API_URL' | 'CLIENT_RATE_LIMIT_PER_MINUTE'> & Partial<Pick<Config, 'NODE_ENV' | 'API_DOCS'>>
   apiUrl: string
   keys: Keys
   logger: Logger
@@ -47,6 +47,7 @@ export async function startWeb(options: {
         afterEnqueueTx: options.afterEnqueueTx,
       },
       clientLimitPerMinute: config.CLIENT_RATE_LIMIT_PER_MINUTE,
+      apiDocs: apiDocsEnabled(config),
     })
     server = await new Promise<Server>((resolve, reject) => {
       const listening = app.listen(config.PORT, options.host ?? '0.0.0.0', (error?: Error) => (error ? reject(error) : resolve(listening)))
