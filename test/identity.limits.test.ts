@@ -3,6 +3,7 @@ import { createSessionTx } from '../src/identity/sessions.ts'
 import { createVerifiedIdentity, uniqueEmail } from './support/helpers.ts'
 import { useProcessFixture } from './support/process-fixture.ts'
 import { useWebStack } from './support/web-stack.ts'
+import { checkedFetch } from './support/api-check.ts'
 
 describe('per-destination limit across web processes', () => {
   const f = useProcessFixture()
@@ -18,7 +19,7 @@ describe('per-destination limit across web processes', () => {
     for (let i = 0; i < 6; i++) {
       const { identityId } = await createVerifiedIdentity(f.db.owner, uniqueEmail(`person${i}`))
       const { token } = await f.db.owner.transaction((trx) => createSessionTx(trx, identityId, new Date()))
-      const response = await fetch(`${urls[i % 2]}/sign-in-methods`, {
+      const response = await checkedFetch(`${urls[i % 2]}/sign-in-methods`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
         body: JSON.stringify({ identifier: target }),
@@ -72,7 +73,7 @@ describe('password recovery and account enumeration', () => {
         while (next < requests.length) {
           const { kind, email } = requests[next++]!
           const started = performance.now()
-          const response = await fetch(`${f.stack.web.url}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: email }) })
+          const response = await checkedFetch(`${f.stack.web.url}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: email }) })
           const body = (await response.json()) as Record<string, unknown>
           samples[kind].push(performance.now() - started)
           shapes.add(JSON.stringify([response.status, response.headers.get('content-type'), response.headers.get('content-length'), response.headers.get('cache-control'), Object.keys(body)]))

@@ -1,5 +1,4 @@
 // Renders /openapi.json with Swagger UI (served from the swagger-ui-dist package, no CDN).
-/* global SwaggerUIBundle */
 window.ui = SwaggerUIBundle({
   url: '../openapi.json',
   dom_id: '#swagger-ui',
