@@ -38,6 +38,7 @@ function notify(text, isError = false) {
   notice.textContent = text
   notice.classList.toggle('error', isError)
   notice.hidden = false
+  notice.scrollIntoView({ block: 'nearest' })
 }
 
 /** One JSON call with the session; 401 and not_staff end the session here, other answers go back. */
@@ -140,6 +141,16 @@ async function openMessage(messageId) {
     return row
   }))
   show('attempts-empty', attempts.length === 0)
+  // Provider delivery events (bounces, complaints, deliveries) where the server records them.
+  const events = Array.isArray(body.events) ? body.events : []
+  $('event-rows').replaceChildren(...events.map((event) => {
+    const row = document.createElement('tr')
+    cell(row, when(event.occurredAt))
+    cell(row, event.event ?? '—')
+    cell(row, event.subtype ?? '—')
+    return row
+  }))
+  show('events-box', events.length > 0)
   $('dead-letter-facts').textContent = deadLetter
     ? `${deadLetter.reason} at ${when(deadLetter.deadLetteredAt)}${deadLetter.lastFailureClass ? `, last failure ${deadLetter.lastFailureClass}` : ''}`
     : 'Not dead-lettered.'
@@ -147,6 +158,7 @@ async function openMessage(messageId) {
   $('reissue').onclick = () => reissue(message.messageId, crypto.randomUUID())
   for (const row of $('dead-letter-rows').children) row.classList.toggle('selected', row.dataset.messageId === message.messageId)
   show('message')
+  $('message').scrollIntoView({ block: 'start' })
 }
 
 // Step-up: an action that needs X-Elevation-Token waits here until the operator has typed a code.
@@ -158,6 +170,7 @@ function withElevation(why, action) {
   $('step-up-why').textContent = why
   show('step-up-form', false)
   show('step-up')
+  $('step-up').scrollIntoView({ block: 'start' })
   $('send-step-up').focus()
 }
 async function sendStepUp() {
@@ -188,9 +201,9 @@ function reissue(messageId, idempotencyKey) {
     })
     if (status === 403 && body?.code === 'elevation_required') { store.set('elevation', null); return reissue(messageId, idempotencyKey) }
     if (status !== 201) return notify(explain(body), true)
-    notify(`Reissued: new message ${body.messageId}; its code expires at ${when(body.challengeExpiresAt)}.`)
     await Promise.all([loadBacklog(), loadDeadLetters()])
     await openMessage(body.messageId)
+    notify(`Reissued: new message ${body.messageId} (shown below); its code expires at ${when(body.challengeExpiresAt)}.`)
   })
 }
 
