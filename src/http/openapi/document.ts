@@ -81,7 +81,7 @@ function operationObject(operation: ApiOperation, tag: string): ZodOpenApiOperat
     tags: [tag],
     security: SECURITY[operation.auth],
     ...(Object.keys(requestParams).length > 0 ? { requestParams } : {}),
-    ...(operation.body ? { requestBody: { required: !operation.bodyOptional, content: { 'application/json': { schema: operation.body } } } } : {}),
+    ...(operation.body ? { requestBody: { required: !operation.bodyOptional, content: { [operation.bodyContentType ?? 'application/json']: { schema: operation.body } } } } : {}),
     responses: responsesOf(operation),
   }
 }

@@ -9,7 +9,17 @@ export type Problems = Partial<Record<number, readonly string[]>>
 
 /**
  * One route as the API document describes it, written next to its handler. `path` uses Express
- * syntax (`/organizations/:id`); the document turns it into `{id}`.
+ * syntax (`/organizations/:id`); the document turns it into `{id}`. Adding a route:
+ *
+ *   const api = { lift: suppressionApi.add({ operationId: 'liftSuppression', method: 'delete',
+ *     path: '/platform-admin/suppressions/:id', auth: 'staff-elevated', summary: '…',
+ *     params: z.object({ id: z.string() }), success: { status: 204, description: 'Lifted' },
+ *     problems: { 404: ['suppression_not_found'] } }) }
+ *   route(router, api.lift, ...staff, handler)
+ *
+ * and, for a new route module, its registry in API_REGISTRIES (src/http/openapi.ts). Credentials
+ * imply their problems and headers (`elevated` adds X-Elevation-Token and 403 elevation_required);
+ * list only the route's own `problems`. Then `npm run client:generate`.
  */
 export type ApiOperation = {
   operationId: string
@@ -24,6 +34,8 @@ export type ApiOperation = {
   /** Request headers other than Authorization and X-Elevation-Token (which `auth` implies). */
   headers?: z.ZodObject
   body?: z.ZodType
+  /** The body's media type when it is not `application/json` (SNS posts JSON as `text/plain`). */
+  bodyContentType?: string
   /** A body is optional (POST /step-ups takes none or `{}`). */
   bodyOptional?: true
   success: { status: number; description: string; body?: z.ZodType; contentType?: string; headers?: z.ZodObject }
