@@ -126,6 +126,14 @@ describe('operator console in headless Chromium', function () {
     expect(await f.db.owner('platform.audit_records').where({ action: 'security_outbox.dead_letter_reissued', subject: dead.messageId })).to.have.length(1)
     await eventually(async () => ((await inbox(f.stack.emulator.url, alice)).length === 1 ? true : undefined), 'the reissued code reaches alice')
     await shot('07-reissued')
+    // Any message opens by id, e.g. one a log line named; an unknown id is said so.
+    await page.click('#close-message')
+    await page.fill('#open-form input[name=messageId]', dead.messageId)
+    await page.click('#open-form button')
+    await page.waitForSelector(`#message-id:text-is("${dead.messageId}")`)
+    await page.fill('#open-form input[name=messageId]', 'not-a-message')
+    await page.click('#open-form button')
+    await page.waitForSelector('#notice.error:has-text("no message with that id")')
 
     // Sign out: the session token stops working.
     const token = (await page.evaluate(() => sessionStorage.getItem('sealpost.session')))!

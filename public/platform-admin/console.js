@@ -27,6 +27,7 @@ const REFUSALS = {
   invitation_message: 'Invitations are not reissued; the admin invites again.',
   provider_rejected: 'The provider rejected this destination; fix the cause before reissuing.',
   too_many_requests: 'Too many requests; wait a moment.',
+  message_not_found: 'There is no message with that id.',
   rate_limited: 'Too many codes; wait a moment.',
   resend_too_soon: 'A code was sent moments ago; wait before asking again.',
 }
@@ -288,6 +289,7 @@ document.addEventListener('DOMContentLoaded', () => {
   $('refresh').addEventListener('click', () => Promise.all([loadBacklog(), loadDeadLetters()]))
   $('older').addEventListener('click', () => loadDeadLetters(`limit=10&after=${encodeURIComponent(page.info.endCursor)}`, page.number + 1))
   $('newer').addEventListener('click', () => loadDeadLetters(`limit=10&before=${encodeURIComponent(page.info.startCursor)}`, page.number - 1))
+  $('open-form').addEventListener('submit', (event) => { event.preventDefault(); openMessage(event.target.elements.messageId.value.trim()) })
   $('close-message').addEventListener('click', () => show('message', false))
   $('send-step-up').addEventListener('click', sendStepUp)
   $('step-up-form').addEventListener('submit', confirmStepUp)
