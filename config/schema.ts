@@ -152,6 +152,8 @@ const envSchema = z.object({
   RETENTION_SWEEP_CRON: z.string().min(1).default('17 3 * * *'),
   RETENTION_PUBLISHED_DAYS: positiveInt(30),
   RETENTION_DEAD_LETTERED_DAYS: positiveInt(90),
+  /** `GET /docs` (the rendered API reference): on in development and test, off in staging and production unless `on`. */
+  API_DOCS: z.enum(['on', 'off']).optional(),
   /** Development only: where the in-process SES emulator listens (0 = any free port). */
   SES_EMULATOR_PORT: z.coerce.number().int().min(0).max(65535).default(8005),
   /** Development only: where `.data/` (embedded PostgreSQL, generated keys) lives. */
@@ -169,6 +171,12 @@ export type Config = Omit<Env, 'OUTBOX_ENCRYPTION_KEY' | 'CODE_HASH_KEY' | 'OUTB
   CODE_HASH_KEY?: Buffer
   OUTBOX_ENCRYPTION_KEYS?: KeyRing
   CODE_HASH_KEYS?: KeyRing
+}
+
+/** Whether the web serves `GET /docs`: `API_DOCS` when set, else only outside staging and production. */
+export function apiDocsEnabled(config: { NODE_ENV?: Config['NODE_ENV']; API_DOCS?: Config['API_DOCS'] }): boolean {
+  if (config.API_DOCS !== undefined) return config.API_DOCS === 'on'
+  return config.NODE_ENV !== 'staging' && config.NODE_ENV !== 'production'
 }
 
 /** The process roles of the Procfile plus the CLI; each needs different settings in production. */

@@ -6,6 +6,7 @@ import { startWeb, type RunningWeb } from '../src/runtime/web.ts'
 import { startWorker, type RunningWorker } from '../src/runtime/worker.ts'
 import { createTestDatabase, type TestDatabase } from './support/database.ts'
 import { capturingLogger, createVerifiedIdentity, eventually, inbox, testKeys, uniqueEmail, workerConfig } from './support/helpers.ts'
+import { checkedFetch } from './support/api-check.ts'
 
 const WORKER_CONFIG = workerConfig()
 
@@ -33,7 +34,7 @@ describe('password recovery, from HTTP request to inbox', () => {
   })
 
   const requestRecovery = (identifier: string) =>
-    fetch(`${web.url}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier }) })
+    checkedFetch(`${web.url}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier }) })
 
   it('delivers a 6-digit code that verifies, publishes the message, deletes its ciphertext and completes the job', async () => {
     const email = uniqueEmail('alice')

@@ -7,6 +7,7 @@ import { freePort } from '../src/db/embedded.ts'
 import { createKnex } from '../src/db/knex.ts'
 import { createApp } from '../src/http/app.ts'
 import { capturingLogger, testKeys } from './support/helpers.ts'
+import { checkedFetch } from './support/api-check.ts'
 
 /** Request handling that never reaches a healthy database: validation and unavailability. */
 describe('HTTP contract of POST /password-recoveries', () => {
@@ -38,7 +39,7 @@ describe('HTTP contract of POST /password-recoveries', () => {
   })
 
   const post = (body: string, contentType = 'application/json') =>
-    fetch(`${url}/password-recoveries`, { method: 'POST', headers: { 'content-type': contentType }, body })
+    checkedFetch(`${url}/password-recoveries`, { method: 'POST', headers: { 'content-type': contentType }, body })
 
   async function expectProblem(response: Response, status: number, code: string) {
     expect(response.status).to.equal(status)
@@ -73,12 +74,12 @@ describe('HTTP contract of POST /password-recoveries', () => {
     const response = await post(JSON.stringify({ identifier: 'someone@example.com' }))
     await expectProblem(response, 503, 'service_unavailable')
     expect(response.headers.get('retry-after')).to.equal('5')
-    await expectProblem(await fetch(`${url}/readyz`), 503, 'database_unavailable')
-    expect((await fetch(`${url}/healthz`)).status).to.equal(200)
+    await expectProblem(await checkedFetch(`${url}/readyz`), 503, 'database_unavailable')
+    expect((await checkedFetch(`${url}/healthz`)).status).to.equal(200)
     expect(logs.text()).not.to.include('someone@example.com')
   })
 
   it('answers an unknown route with a 404 problem', async () => {
-    await expectProblem(await fetch(`${url}/nope`), 404, 'not_found')
+    await expectProblem(await checkedFetch(`${url}/nope`), 404, 'not_found')
   })
 })

@@ -2,6 +2,7 @@ import { expect } from 'chai'
 import { createElevatedSession, createVerifiedIdentity, uniqueEmail } from './support/helpers.ts'
 import { useProcessFixture } from './support/process-fixture.ts'
 import { useWebStack } from './support/web-stack.ts'
+import { checkedFetch } from './support/api-check.ts'
 
 describe('per-destination limit across web processes', () => {
   const f = useProcessFixture()
@@ -16,7 +17,7 @@ describe('per-destination limit across web processes', () => {
     let retryAfter: string | null = null
     for (let i = 0; i < 6; i++) {
       const { identityId } = await createVerifiedIdentity(f.db.owner, uniqueEmail(`person${i}`))
-      const response = await fetch(`${urls[i % 2]}/sign-in-methods`, {
+      const response = await checkedFetch(`${urls[i % 2]}/sign-in-methods`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...(await createElevatedSession(f.db.owner, identityId)) },
         body: JSON.stringify({ identifier: target }),
@@ -85,7 +86,7 @@ describe('account enumeration through timing and answers, at concurrency 16', ()
           while (next < requests.length) {
             const { kind, email, headers } = requests[next++]!
             const started = performance.now()
-            const response = await fetch(`${f.stack.web.url}${flow.route}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(flow.body(email)) })
+            const response = await checkedFetch(`${f.stack.web.url}${flow.route}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(flow.body(email)) })
             const body = (await response.json()) as Record<string, unknown>
             samples[kind].push(performance.now() - started)
             shapes.add(JSON.stringify([response.status, response.headers.get('content-type'), response.headers.get('content-length'), response.headers.get('cache-control'), Object.keys(body)]))

@@ -3,6 +3,7 @@ import { createSesConnector } from '../src/delivery/ses-connector.ts'
 import { startWorker } from '../src/runtime/worker.ts'
 import { eventually, uniqueEmail, workerConfig } from './support/helpers.ts'
 import { useWebStack } from './support/web-stack.ts'
+import { checkedFetch } from './support/api-check.ts'
 
 const WEB_METRICS = ['sealpost_outbox_messages', 'sealpost_outbox_oldest_due_pending_age_seconds', 'sealpost_outbox_dead_letters_last_24h', 'sealpost_outbox_queue_jobs', 'sealpost_outbox_metrics_scrape_ok']
 const WORKER_METRICS = ['sealpost_delivery_attempts_total', 'sealpost_dead_letters_total', 'sealpost_send_duration_seconds', 'sealpost_commit_to_send_seconds', 'sealpost_maintenance_rows_total']
@@ -13,7 +14,7 @@ describe('metrics', () => {
   const f = useWebStack({ worker: false, clock: () => new Date(Date.now() + offsetMs) })
   const lag = (text: string) => Number(/^sealpost_outbox_oldest_due_pending_age_seconds (\S+)$/m.exec(text)?.[1])
   const scrape = async () => {
-    const response = await fetch(`${f.stack.web.url}/metrics`)
+    const response = await checkedFetch(`${f.stack.web.url}/metrics`)
     expect(response.status).to.equal(200)
     expect(response.headers.get('content-type')).to.match(/^text\/plain/)
     return await response.text()

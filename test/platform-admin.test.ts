@@ -166,8 +166,8 @@ describe('staff: refusals come before any outbox row is read', () => {
     expect(unelevated.status).to.equal(403)
     expect(unelevated.body).to.include({ code: 'elevation_required' })
     // The trap is live: staff reach the functions and fail on them.
-    expect((await f.stack.call('GET', `${BASE}/backlog`, undefined, staff.auth)).status).to.equal(500)
-    expect((await f.stack.call('POST', reissue, undefined, { ...staff.auth, 'idempotency-key': 'k3', 'x-elevation-token': await kit.elevate(staff) })).status).to.equal(500)
+    expect((await f.stack.rawCall('GET', `${BASE}/backlog`, undefined, staff.auth)).status).to.equal(500)
+    expect((await f.stack.rawCall('POST', reissue, undefined, { ...staff.auth, 'idempotency-key': 'k3', 'x-elevation-token': await kit.elevate(staff) })).status).to.equal(500)
   })
 })
 

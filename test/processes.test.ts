@@ -7,6 +7,7 @@ import { createTestDatabase, type TestDatabase } from './support/database.ts'
 import { createVerifiedIdentity, eventually, inbox, testKeys, uniqueEmail } from './support/helpers.ts'
 import { startFakeWasender } from './support/fake-wasender.ts'
 import { bareEnvironment, procfileCommand, productionEnvironment, spawnCollecting } from './support/processes.ts'
+import { checkedFetch } from './support/api-check.ts'
 
 describe('npm start on a fresh checkout', () => {
   let dataDir: string
@@ -32,14 +33,14 @@ describe('npm start on a fresh checkout', () => {
       expect(await identity.exited, identity.output()).to.equal(0)
       expect(identity.output()).to.include('created a verified email identity')
 
-      const response = await fetch(`${apiUrl}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: email }) })
+      const response = await checkedFetch(`${apiUrl}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: email }) })
       expect(response.status).to.equal(202)
       const [mail] = await eventually(async () => {
         const mails = await inbox(inboxUrl!, email)
         return mails.length > 0 ? mails : undefined
       }, 'the code to reach the emulator inbox')
       expect(mail!.body.text).to.match(/\b\d{6}\b/)
-      expect((await fetch(`${apiUrl}/readyz`)).status).to.equal(200)
+      expect((await checkedFetch(`${apiUrl}/readyz`)).status).to.equal(200)
     } finally {
       // The whole group, as a terminal's Ctrl-C would: npm and the node process under it.
       try {
@@ -81,8 +82,8 @@ describe('Procfile processes', () => {
 
     const email = uniqueEmail('procfile')
     await createVerifiedIdentity(db.owner, email)
-    expect((await fetch(`${url}/healthz`)).status).to.equal(200)
-    const response = await fetch(`${url}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: email }) })
+    expect((await checkedFetch(`${url}/healthz`)).status).to.equal(200)
+    const response = await checkedFetch(`${url}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: email }) })
     expect(response.status).to.equal(202)
     await eventually(async () => ((await inbox(emulator.url, email)).length > 0 ? true : undefined), 'the worker process to deliver')
 

@@ -1,3 +1,4 @@
+import { apiDocsEnabled } from '../../config/schema.ts'
 import { startDevStack } from '../runtime/dev-stack.ts'
 import { handleSignals } from '../runtime/signals.ts'
 import { main } from './main.ts'
@@ -8,5 +9,7 @@ await main('all-in-one', async (config, logger) => {
   signals.stopWith(stack.stop)
   console.log(`Sealpost API listening on ${stack.apiUrl}`)
   if (stack.inboxUrl) console.log(`SES emulator inbox viewer on ${stack.inboxUrl}`)
+  if (apiDocsEnabled(config)) console.log(`API reference on ${stack.apiUrl}/docs/`)
+  console.log(`Operator console on ${stack.apiUrl}/platform-admin/ (staff: npm run staff -- grant <identifier>)`)
   console.log('Try: npm run dev:identity -- alice@example.com, then see README.md "Try it".')
 })

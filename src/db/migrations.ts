@@ -17,6 +17,7 @@ import * as staffSessionFunctions from '../../migrations/20261201000200_staff_se
 import * as organizationNames from '../../migrations/20261201000210_organization_names.ts'
 import * as providerPauseCap from '../../migrations/20261201000220_provider_pause_cap.ts'
 import * as envelopeV2 from '../../migrations/20261201000350_envelope_v2.ts'
+import * as messageHistory from '../../migrations/20261201000600_message_history.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -39,6 +40,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261201000210_organization_names': organizationNames,
   '20261201000220_provider_pause_cap': providerPauseCap,
   '20261201000350_envelope_v2': envelopeV2,
+  '20261201000600_message_history': messageHistory,
 }
 
 /**

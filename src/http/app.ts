@@ -13,8 +13,11 @@ import { decideMetricsAccess, type MetricsAccess } from '../metrics/access.ts'
 import { createWebMetrics } from '../metrics/web-metrics.ts'
 import type { InvitationDeps } from '../organization/invitations.ts'
 import { openApiDocument } from './openapi.ts'
+import { route } from './openapi/registry.ts'
+import { apiDocsPage, operatorConsole } from './pages.ts'
+import { serviceOperations } from './routes/service.ts'
 
-export type WebDeps = { db: Knex; challenges: ChallengeDeps; invitations: InvitationDeps; logger: Logger; clientLimitPerMinute: number; metrics: MetricsAccess; trustProxy?: boolean | number | string[] }
+export type WebDeps = { db: Knex; challenges: ChallengeDeps; invitations: InvitationDeps; logger: Logger; clientLimitPerMinute: number; metrics: MetricsAccess; trustProxy?: boolean | number | string[]; apiDocs?: boolean }
 
 /** The Express app: thin routes over use cases, every error mapped by problemHandler. */
 export function createApp(deps: WebDeps): express.Express {
@@ -41,7 +44,7 @@ export function createApp(deps: WebDeps): express.Express {
   app.use(express.json({ limit: '16kb', strict: true }))
   app.use(healthRoutes(deps.db))
   const openapi = openApiDocument()
-  app.get('/openapi.json', (_req, res) => {
+  route(app, serviceOperations.openapi, (_req, res) => {
     res.json(openapi)
   })
   app.use(identityRoutes({ db: deps.db, challenges: deps.challenges, clientLimitPerMinute: deps.clientLimitPerMinute }))
@@ -54,6 +57,9 @@ export function createApp(deps: WebDeps): express.Express {
     if (decision === 'unauthenticated') throw new HttpProblem(401, 'unauthenticated', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.')
     res.type(metrics.registry.contentType).send(await metrics.render())
   })
+  // Static pages (middleware, not API routes): the operator console always, the API reference where enabled.
+  app.use('/platform-admin', operatorConsole())
+  if (deps.apiDocs) app.use('/docs', apiDocsPage())
   app.use((_req, res) => sendProblem(res, new HttpProblem(404, 'not_found', 'No such route.')))
   app.use(problemHandler(deps.logger))
   return app

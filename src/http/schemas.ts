@@ -15,10 +15,11 @@ export const PasswordRecoveryCompletionRequest = z.strictObject({ identifier, co
 export const StepUpRequest = z.strictObject({}).optional()
 export const StepUpConfirmationRequest = z.strictObject({ code })
 
-export const ChallengeAccepted = z.object({ challengeExpiresAt: z.iso.datetime() })
-export const SessionCreated = z.object({ token: z.string(), expiresAt: z.iso.datetime() })
-export const SignInMethodAdded = z.object({ identifier: z.string(), kind: z.enum(['email', 'phone']) })
-export const ElevationCreated = z.object({ elevationToken: z.string(), expiresAt: z.iso.datetime() })
+// Response bodies: `id` makes each a named component of the OpenAPI document (and a named type in client/).
+export const ChallengeAccepted = z.object({ challengeExpiresAt: z.iso.datetime() }).meta({ id: 'ChallengeAccepted', description: 'Accepted for delivery (not delivered yet); the code expires at this time' })
+export const SessionCreated = z.object({ token: z.string(), expiresAt: z.iso.datetime() }).meta({ id: 'SessionCreated' })
+export const SignInMethodAdded = z.object({ identifier: z.string(), kind: z.enum(['email', 'phone']) }).meta({ id: 'SignInMethodAdded' })
+export const ElevationCreated = z.object({ elevationToken: z.string(), expiresAt: z.iso.datetime() }).meta({ id: 'ElevationCreated' })
 
 // A name shown in invitation emails; src/organization/organization-name.ts refuses links, addresses,
 // separators and invisible characters (422 invalid_organization_name).
@@ -26,6 +27,6 @@ const organizationName = z.string().max(400).describe('Plain text, 1–100 chara
 export const OrganizationRequest = z.strictObject({ name: organizationName })
 export const InvitationRequest = z.strictObject({ email: z.string().min(3).max(320).describe('The address the invitation goes to') })
 export const InvitationAcceptanceRequest = z.strictObject({ token: z.string().min(1).max(128).describe('The token from the #token= part of the invitation link') })
-export const OrganizationCreated = z.object({ id: z.uuid() })
-export const InvitationAccepted = z.object({ invitationId: z.uuid(), expiresAt: z.iso.datetime() })
-export const MembershipCreated = z.object({ organizationId: z.uuid() })
+export const OrganizationCreated = z.object({ id: z.uuid() }).meta({ id: 'OrganizationCreated' })
+export const InvitationAccepted = z.object({ invitationId: z.uuid(), expiresAt: z.iso.datetime() }).meta({ id: 'InvitationAccepted' })
+export const MembershipCreated = z.object({ organizationId: z.uuid() }).meta({ id: 'MembershipCreated' })

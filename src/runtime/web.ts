@@ -1,6 +1,6 @@
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { Config } from '../../config/schema.ts'
+import { apiDocsEnabled, type Config } from '../../config/schema.ts'
 import { createBoss } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
 import { createKnex } from '../db/knex.ts'
@@ -17,7 +17,7 @@ export type RunningWeb = { url: string; stop: () => Promise<void> }
 
 /** The web process: Express over the api role's pool; pg-boss only to enqueue inside our transactions. */
 export async function startWeb(options: {
-  config: Pick<Config, 'NODE_ENV' | 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'INVITATION_TTL_SECONDS' | 'WASENDER_API_URL' | 'CLIENT_RATE_LIMIT_PER_MINUTE' | 'METRICS_TOKEN'> & Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE'>>
+  config: Pick<Config, 'NODE_ENV' | 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'INVITATION_TTL_SECONDS' | 'WASENDER_API_URL' | 'CLIENT_RATE_LIMIT_PER_MINUTE' | 'METRICS_TOKEN'> & Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'API_DOCS'>>
   apiUrl: string
   keys: Keys
   logger: Logger
@@ -53,6 +53,7 @@ export async function startWeb(options: {
       clientLimitPerMinute: config.CLIENT_RATE_LIMIT_PER_MINUTE,
       metrics: metricsAccess(config),
       trustProxy: config.TRUST_PROXY,
+      apiDocs: apiDocsEnabled(config),
     })
     server = await new Promise<Server>((resolve, reject) => {
       const listening = app.listen(config.PORT, options.host ?? '0.0.0.0', (error?: Error) => (error ? reject(error) : resolve(listening)))

@@ -1,3 +1,4 @@
+import { assertDocumentedAnswer } from './api-check.ts'
 import { createSesConnector } from '../../src/delivery/ses-connector.ts'
 import { createWasenderConnector } from '../../src/delivery/wasender-connector.ts'
 import type { Logger } from '../../src/logging/logger.ts'
@@ -40,14 +41,21 @@ export async function startWebStack(
   })
 
   /** JSON request to the API; returns status, headers and parsed body. */
-  async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  async function rawCall(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
     const response = await fetch(`${web.url}${path}`, {
       method,
       headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     })
     const text = await response.text()
-    return { status: response.status, headers: response.headers, body: (text ? JSON.parse(text) : undefined) as Record<string, unknown> | undefined }
+    return { status: response.status, headers: response.headers, text, body: (text ? JSON.parse(text) : undefined) as Record<string, unknown> | undefined }
+  }
+
+  /** rawCall, with the answer checked against the API document first: the description cannot drift from the behaviour. */
+  async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+    const { text, ...answer } = await rawCall(method, path, body, headers)
+    assertDocumentedAnswer({ method, url: path }, { status: answer.status, headers: answer.headers, text })
+    return answer
   }
 
   return {
@@ -55,6 +63,8 @@ export async function startWebStack(
     emulator,
     wasender,
     call,
+    /** Unchecked: only for answers a test provokes on purpose outside the contract (a booby-trapped database). */
+    rawCall,
     bearer: (token: unknown) => ({ authorization: `Bearer ${String(token)}` }),
     async stop() {
       await web.stop()

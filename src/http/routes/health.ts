@@ -1,14 +1,30 @@
 import { Router } from 'express'
 import type { Knex } from 'knex'
+import { z } from 'zod'
+import { apiRegistry, route } from '../openapi/registry.ts'
 import { HttpProblem, sendProblem } from '../problem.ts'
+
+/** The API document's description of each route below. */
+export const healthApi = apiRegistry('Health', 'Liveness and readiness for the platform router')
+const api = {
+  liveness: healthApi.add({
+    operationId: 'liveness', method: 'get', path: '/healthz', auth: 'none', summary: 'Liveness: the process runs (never touches the database)',
+    success: { status: 200, description: 'Alive', body: z.object({ status: z.literal('ok') }) },
+  }),
+  readiness: healthApi.add({
+    operationId: 'readiness', method: 'get', path: '/readyz', auth: 'none', summary: 'Readiness: the database answers',
+    success: { status: 200, description: 'Ready', body: z.object({ status: z.literal('ready') }) },
+    problems: { 503: ['database_unavailable'] },
+  }),
+}
 
 /** Liveness never touches the database; readiness answers 503 when it is unreachable. */
 export function healthRoutes(db: Knex): Router {
   const router = Router()
-  router.get('/healthz', (_req, res) => {
+  route(router, api.liveness, (_req, res) => {
     res.json({ status: 'ok' })
   })
-  router.get('/readyz', async (_req, res) => {
+  route(router, api.readiness, async (_req, res) => {
     try {
       await db.raw('SELECT 1')
       res.json({ status: 'ready' })

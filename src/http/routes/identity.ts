@@ -10,9 +10,14 @@ import { confirmSignUp, signUp } from '../../identity/sign-up.ts'
 import { confirmStepUp, startStepUp } from '../../identity/step-up.ts'
 import { requireSession, sessionOf } from '../auth.ts'
 import { limitPerClient, withMinimumDuration } from '../client-limit.ts'
+import { apiRegistry, route } from '../openapi/registry.ts'
 import { HttpProblem } from '../problem.ts'
 import {
+  ChallengeAccepted,
   ConfirmationRequest,
+  ElevationCreated,
+  SessionCreated,
+  SignInMethodAdded,
   IdentifierRequest,
   SignUpConfirmationRequest,
   PasswordRecoveryCompletionRequest,
@@ -33,6 +38,75 @@ function identifierFrom(raw: string): Identifier {
 
 const iso = (date: Date) => date.toISOString()
 
+// What a request for a code can be refused with (DESIGN §8 rules: resends, per-destination budget).
+const CODE_LIMITS = ['rate_limited', 'resend_too_soon', 'too_many_resends'] as const
+const codeSent = { status: 202, description: 'Accepted: a code is on its way (not yet delivered)', body: ChallengeAccepted }
+
+/** The API document's description of each route below, in the same order. */
+export const identityApi = apiRegistry('Identity', 'Sign-up, sessions, sign-in methods, password recovery and step-up')
+const api = {
+  signUp: identityApi.add({
+    operationId: 'startSignUp', method: 'post', path: '/sign-ups', auth: 'none', clientLimited: true,
+    summary: 'Start a sign-up: a code goes to the identifier',
+    description: 'The same 202, body and timing whether or not the identifier already has an account (an existing owner gets a password-recovery code instead).',
+    body: SignUpRequest, success: codeSent,
+    problems: { 422: ['invalid_identifier', 'channel_unavailable'], 429: CODE_LIMITS },
+  }),
+  confirmSignUp: identityApi.add({
+    operationId: 'confirmSignUp', method: 'post', path: '/sign-ups/confirmation', auth: 'none', clientLimited: true,
+    summary: 'Confirm a sign-up with its code; answers a session',
+    body: ConfirmationRequest, success: { status: 201, description: 'Signed up and signed in', body: SessionCreated },
+    problems: { 409: ['identifier_taken'], 422: ['invalid_identifier', 'invalid_code'] },
+  }),
+  signIn: identityApi.add({
+    operationId: 'signIn', method: 'post', path: '/sessions', auth: 'none', clientLimited: true,
+    summary: 'Sign in with a verified identifier and the password',
+    body: SignInRequest, success: { status: 201, description: 'Signed in', body: SessionCreated },
+    problems: { 401: ['invalid_credentials'], 422: ['invalid_identifier'] },
+  }),
+  signOut: identityApi.add({
+    operationId: 'signOut', method: 'delete', path: '/sessions/current', auth: 'bearer',
+    summary: 'Sign out: the session token stops working', success: { status: 204, description: 'Signed out' },
+  }),
+  addSignInMethod: identityApi.add({
+    operationId: 'addSignInMethod', method: 'post', path: '/sign-in-methods', auth: 'bearer',
+    summary: 'Add a sign-in method: a code goes to it',
+    body: IdentifierRequest, success: codeSent,
+    problems: { 409: ['identifier_already_added'], 422: ['invalid_identifier', 'channel_unavailable'], 429: CODE_LIMITS },
+  }),
+  confirmSignInMethod: identityApi.add({
+    operationId: 'confirmSignInMethod', method: 'post', path: '/sign-in-methods/confirmation', auth: 'bearer',
+    summary: 'Confirm a new sign-in method with its code',
+    body: ConfirmationRequest, success: { status: 201, description: 'Added', body: SignInMethodAdded },
+    problems: { 409: ['identifier_taken'], 422: ['invalid_identifier', 'invalid_code'] },
+  }),
+  requestPasswordRecovery: identityApi.add({
+    operationId: 'requestPasswordRecovery', method: 'post', path: '/password-recoveries', auth: 'none', clientLimited: true,
+    summary: 'Ask for a recovery code',
+    description: 'The same 202, body and timing for unknown identifiers.',
+    body: IdentifierRequest, success: codeSent,
+    problems: { 422: ['invalid_identifier', 'channel_unavailable'], 429: CODE_LIMITS },
+  }),
+  completePasswordRecovery: identityApi.add({
+    operationId: 'completePasswordRecovery', method: 'post', path: '/password-recoveries/completion', auth: 'none', clientLimited: true,
+    summary: 'Set a new password with the recovery code; revokes every session',
+    body: PasswordRecoveryCompletionRequest, success: { status: 204, description: 'Password changed' },
+    problems: { 422: ['invalid_identifier', 'invalid_code'] },
+  }),
+  startStepUp: identityApi.add({
+    operationId: 'startStepUp', method: 'post', path: '/step-ups', auth: 'bearer',
+    summary: 'Ask for a step-up code (to the first verified identifier)',
+    body: StepUpRequest.unwrap(), bodyOptional: true, success: codeSent,
+    problems: { 409: ['no_verified_identifier'], 429: CODE_LIMITS },
+  }),
+  confirmStepUp: identityApi.add({
+    operationId: 'confirmStepUp', method: 'post', path: '/step-ups/confirmation', auth: 'bearer',
+    summary: 'Exchange the step-up code for an elevation token (5 minutes, this session only)',
+    body: StepUpConfirmationRequest, success: { status: 201, description: 'Elevated', body: ElevationCreated },
+    problems: { 422: ['invalid_code'] },
+  }),
+}
+
 export type IdentityRouteOptions = { db: Knex; challenges: ChallengeDeps; clientLimitPerMinute: number }
 
 /** The four security flows and sessions (DESIGN §8): thin routes over the use cases. */
@@ -41,7 +115,7 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
   const countClient = limitPerClient(db, deps.codeHashKeys ?? deps.codeHashKey, clientLimitPerMinute, deps.clock)
   const signedIn = requireSession(db, deps.clock)
 
-  router.post('/sign-ups', async (req, res) => {
+  route(router, api.signUp, async (req, res) => {
     const body = SignUpRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
     await countClient(req)
@@ -49,7 +123,7 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
 
-  router.post('/sign-ups/confirmation', async (req, res) => {
+  route(router, api.confirmSignUp, async (req, res) => {
     const body = SignUpConfirmationRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
     await countClient(req)
@@ -57,7 +131,7 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
     res.status(201).json({ token: session.token, expiresAt: iso(session.expiresAt) })
   })
 
-  router.post('/sessions', async (req, res) => {
+  route(router, api.signIn, async (req, res) => {
     const body = SignInRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
     await countClient(req)
@@ -65,24 +139,24 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
     res.status(201).json({ token: session.token, expiresAt: iso(session.expiresAt) })
   })
 
-  router.delete('/sessions/current', signedIn, async (_req, res) => {
+  route(router, api.signOut, signedIn, async (_req, res) => {
     await revokeSession(db, sessionOf(res).sessionId, deps.clock())
     res.status(204).end()
   })
 
-  router.post('/sign-in-methods', signedIn, async (req, res) => {
+  route(router, api.addSignInMethod, signedIn, async (req, res) => {
     const body = IdentifierRequest.parse(req.body)
     const input = { identifier: identifierFrom(body.identifier), elevationToken: req.get('x-elevation-token') }
     const { challengeExpiresAt } = await addSignInMethod(db, deps, sessionOf(res), input)
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
 
-  router.post('/sign-in-methods/confirmation', signedIn, async (req, res) => {
+  route(router, api.confirmSignInMethod, signedIn, async (req, res) => {
     const body = ConfirmationRequest.parse(req.body)
     res.status(201).json(await confirmSignInMethod(db, deps, sessionOf(res), { identifier: identifierFrom(body.identifier), code: body.code }))
   })
 
-  router.post('/password-recoveries', async (req, res) => {
+  route(router, api.requestPasswordRecovery, async (req, res) => {
     const body = IdentifierRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
     await countClient(req)
@@ -90,7 +164,7 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
 
-  router.post('/password-recoveries/completion', async (req, res) => {
+  route(router, api.completePasswordRecovery, async (req, res) => {
     const body = PasswordRecoveryCompletionRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
     await countClient(req)
@@ -98,13 +172,13 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
     res.status(204).end()
   })
 
-  router.post('/step-ups', signedIn, async (req, res) => {
+  route(router, api.startStepUp, signedIn, async (req, res) => {
     StepUpRequest.parse(req.body)
     const { challengeExpiresAt } = await startStepUp(db, deps, sessionOf(res))
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
 
-  router.post('/step-ups/confirmation', signedIn, async (req, res) => {
+  route(router, api.confirmStepUp, signedIn, async (req, res) => {
     const body = StepUpConfirmationRequest.parse(req.body)
     const elevation = await confirmStepUp(db, deps, sessionOf(res), body.code)
     res.status(201).json({ elevationToken: elevation.elevationToken, expiresAt: iso(elevation.expiresAt) })

@@ -4,8 +4,9 @@ import { z } from 'zod'
 import { parseIdentifier } from '../../identity/identifiers.ts'
 import { acceptInvitation, createOrganization, invitationNotFound, inviteTx, notOrganizationAdmin, revokeInvitation, type InvitationDeps } from '../../organization/invitations.ts'
 import { requireSession, sessionOf } from '../auth.ts'
+import { apiRegistry, route } from '../openapi/registry.ts'
 import { HttpProblem } from '../problem.ts'
-import { InvitationAcceptanceRequest, InvitationRequest, OrganizationRequest } from '../schemas.ts'
+import { InvitationAccepted, InvitationAcceptanceRequest, InvitationRequest, MembershipCreated, OrganizationCreated, OrganizationRequest } from '../schemas.ts'
 
 const uuid = z.uuid()
 const param = (params: Record<string, string | string[] | undefined>, name: string): string => String(params[name] ?? '')
@@ -16,18 +17,50 @@ function organizationIdFrom(raw: string | undefined): string {
   return raw!
 }
 
+const OrganizationPath = z.object({ id: z.string().meta({ description: 'The organization id (a uuid; anything else answers 403 like an organization you do not administer)' }) })
+const InvitationPath = OrganizationPath.extend({ invitationId: z.string().meta({ description: 'The invitation id (a uuid)' }) })
+
+/** The API document's description of each route below, in the same order. */
+export const organizationApi = apiRegistry('Organizations', 'Organizations, invitations and their acceptance')
+const api = {
+  createOrganization: organizationApi.add({
+    operationId: 'createOrganization', method: 'post', path: '/organizations', auth: 'bearer',
+    summary: 'Create an organization; the caller becomes its admin',
+    body: OrganizationRequest, success: { status: 201, description: 'Created', body: OrganizationCreated },
+  }),
+  invite: organizationApi.add({
+    operationId: 'inviteToOrganization', method: 'post', path: '/organizations/:id/invitations', auth: 'bearer',
+    summary: 'Invite an email address (organization admins); a join link goes to it',
+    params: OrganizationPath, body: InvitationRequest,
+    success: { status: 202, description: 'Accepted: the invitation email is on its way', body: InvitationAccepted },
+    problems: { 403: ['not_organization_admin'], 409: ['pending_invitation_limit'], 422: ['invalid_email'], 429: ['invitation_rate_limited', 'invitation_address_rate_limited'] },
+  }),
+  revoke: organizationApi.add({
+    operationId: 'revokeInvitation', method: 'delete', path: '/organizations/:id/invitations/:invitationId', auth: 'bearer',
+    summary: 'Revoke an invitation (organization admins); its unsent message is dead-lettered',
+    params: InvitationPath, success: { status: 204, description: 'Revoked' },
+    problems: { 403: ['not_organization_admin'], 404: ['invitation_not_found'], 409: ['invitation_accepted'] },
+  }),
+  accept: organizationApi.add({
+    operationId: 'acceptInvitation', method: 'post', path: '/invitations/acceptance', auth: 'bearer',
+    summary: 'Accept an invitation with the token from its link; the caller becomes a member',
+    body: InvitationAcceptanceRequest, success: { status: 201, description: 'Now a member', body: MembershipCreated },
+    problems: { 422: ['invalid_invitation'] },
+  }),
+}
+
 /** Organizations and invitations (DESIGN §8, seed 000 OB12). */
 export function organizationRoutes({ db, invitations: deps }: { db: Knex; invitations: InvitationDeps }): Router {
   const router = Router()
   const signedIn = requireSession(db, deps.clock)
 
-  router.post('/organizations', signedIn, async (req, res) => {
+  route(router, api.createOrganization, signedIn, async (req, res) => {
     const body = OrganizationRequest.parse(req.body)
     const { id } = await createOrganization(db, deps, sessionOf(res).identityId, body.name)
     res.status(201).json({ id })
   })
 
-  router.post('/organizations/:id/invitations', signedIn, async (req, res) => {
+  route(router, api.invite, signedIn, async (req, res) => {
     const organizationId = organizationIdFrom(param(req.params, 'id'))
     const body = InvitationRequest.parse(req.body)
     const email = parseIdentifier(body.email)
@@ -36,7 +69,7 @@ export function organizationRoutes({ db, invitations: deps }: { db: Knex; invita
     res.status(202).json({ invitationId, expiresAt: expiresAt.toISOString() })
   })
 
-  router.delete('/organizations/:id/invitations/:invitationId', signedIn, async (req, res) => {
+  route(router, api.revoke, signedIn, async (req, res) => {
     const organizationId = organizationIdFrom(param(req.params, 'id'))
     const invitationId = param(req.params, 'invitationId')
     if (!uuid.safeParse(invitationId).success) throw invitationNotFound()
@@ -44,7 +77,7 @@ export function organizationRoutes({ db, invitations: deps }: { db: Knex; invita
     res.status(204).end()
   })
 
-  router.post('/invitations/acceptance', signedIn, async (req, res) => {
+  route(router, api.accept, signedIn, async (req, res) => {
     const body = InvitationAcceptanceRequest.parse(req.body)
     const { organizationId } = await acceptInvitation(db, { identityId: sessionOf(res).identityId, token: body.token }, deps.clock())
     res.status(201).json({ organizationId })

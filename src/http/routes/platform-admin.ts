@@ -2,36 +2,72 @@ import { Router } from 'express'
 import type { Knex } from 'knex'
 import { z } from 'zod'
 import { NotFoundError } from '../../identity/errors.ts'
+import { messageHistory } from '../../platform/message-history.ts'
 import { backlog, deadLetterPage, decodeCursor, reissueDeadLetter, type ReissueDeps } from '../../platform/outbox-admin.ts'
 import { requireSession, requireStaff, staffSessionOf } from '../auth.ts'
+import { IdempotencyKeyHeader, IdempotentReplayedHeader } from '../openapi/common.ts'
+import { apiRegistry, route } from '../openapi/registry.ts'
 import { HttpProblem } from '../problem.ts'
+import { Backlog, DeadLetterPage, DeadLetterQuery, MessageHistory, MessagePath, Reissued } from '../staff-schemas.ts'
 
-const DeadLetterQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(100).default(50),
-  after: z.string().min(1).max(200).optional(),
-  before: z.string().min(1).max(200).optional(),
-})
-const IdempotencyKey = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
+const REISSUE_REFUSALS = ['invitation_message', 'superseded_by_resend', 'challenge_expired', 'challenge_consumed', 'own_message', 'challenge_revoked', 'challenge_out_of_attempts', 'newer_message_exists', 'idempotency_key_in_use'] as const
+
+/** The API document's description of each route below, in the same order. */
+export const platformAdminApi = apiRegistry('Platform admin', 'Staff views of the security outbox (active staff members only; `npm run staff -- grant`)')
+const api = {
+  backlog: platformAdminApi.add({
+    operationId: 'getOutboxBacklog', method: 'get', path: '/platform-admin/security-outbox/backlog', auth: 'staff',
+    summary: 'Is delivery healthy? Messages per state, the oldest due age, dead letters of the last 24 h, the queue',
+    success: { status: 200, description: 'The backlog', body: Backlog },
+  }),
+  deadLetters: platformAdminApi.add({
+    operationId: 'listDeadLetters', method: 'get', path: '/platform-admin/security-outbox/dead-letters', auth: 'staff',
+    summary: 'A keyset page of dead letters, newest first, destinations masked',
+    query: DeadLetterQuery, success: { status: 200, description: 'One page', body: DeadLetterPage },
+    problems: { 400: ['invalid_cursor'] },
+  }),
+  message: platformAdminApi.add({
+    operationId: 'getOutboxMessage', method: 'get', path: '/platform-admin/security-outbox/messages/:messageId', auth: 'staff',
+    summary: "One message's history: the message (destination masked), its attempts and its dead letter",
+    params: MessagePath, success: { status: 200, description: 'The history', body: MessageHistory },
+    problems: { 404: ['message_not_found'] },
+  }),
+  reissue: platformAdminApi.add({
+    operationId: 'reissueDeadLetter', method: 'post', path: '/platform-admin/security-outbox/dead-letters/:messageId/reissues', auth: 'staff-elevated',
+    summary: 'Send a dead-lettered code again with a fresh code (audited, idempotent)',
+    description: 'Needs a fresh elevation token of this staff session and an Idempotency-Key; a repeat of the key answers the first result with `Idempotent-Replayed: true`.',
+    params: MessagePath, headers: z.object({ 'Idempotency-Key': IdempotencyKeyHeader }),
+    success: { status: 201, description: 'Reissued (or the replay of an earlier reissue with this key)', body: Reissued, headers: z.object({ 'Idempotent-Replayed': IdempotentReplayedHeader.optional() }) },
+    problems: { 400: ['idempotency_key_reused'], 404: ['dead_letter_not_found'], 409: REISSUE_REFUSALS, 422: ['idempotency_key_required'] },
+  }),
+}
 
 /** Staff views of the security outbox and the audited reissue (DESIGN §8, seed 000 OX-O1, OX-O2). */
 export function platformAdminRoutes({ db, reissue: deps }: { db: Knex; reissue: ReissueDeps }): Router {
   const router = Router()
   const staff = [requireSession(db, deps.clock), requireStaff(db)]
 
-  router.get('/platform-admin/security-outbox/backlog', ...staff, async (_req, res) => {
+  route(router, api.backlog, ...staff, async (_req, res) => {
     res.json(await backlog(db, staffSessionOf(res), deps.clock()))
   })
 
-  router.get('/platform-admin/security-outbox/dead-letters', ...staff, async (req, res) => {
+  route(router, api.deadLetters, ...staff, async (req, res) => {
     const query = DeadLetterQuery.parse(req.query)
     if (query.after && query.before) throw new HttpProblem(422, 'invalid_request', 'Give `after` or `before`, not both.')
     res.json(await deadLetterPage(db, staffSessionOf(res), { limit: query.limit, after: query.after ? decodeCursor(query.after) : undefined, before: query.before ? decodeCursor(query.before) : undefined }, deps.clock()))
   })
 
-  router.post('/platform-admin/security-outbox/dead-letters/:messageId/reissues', ...staff, async (req, res) => {
+  route(router, api.message, ...staff, async (req, res) => {
+    const messageId = String(req.params.messageId ?? '')
+    const history = z.uuid().safeParse(messageId).success ? await messageHistory(db, staffSessionOf(res).tokenHash, messageId) : undefined
+    if (!history) throw new NotFoundError('message_not_found', 'There is no such message.')
+    res.json(history)
+  })
+
+  route(router, api.reissue, ...staff, async (req, res) => {
     const messageId = String(req.params.messageId ?? '')
     if (!z.uuid().safeParse(messageId).success) throw new NotFoundError('dead_letter_not_found', 'There is no such dead letter.')
-    const key = IdempotencyKey.safeParse(req.get('idempotency-key'))
+    const key = IdempotencyKeyHeader.safeParse(req.get('idempotency-key'))
     if (!key.success) throw new HttpProblem(422, 'idempotency_key_required', 'An Idempotency-Key header (1–200 printable characters) is required.')
     const result = await reissueDeadLetter(db, deps, { staff: staffSessionOf(res), elevationToken: req.get('x-elevation-token'), idempotencyKey: key.data, messageId })
     res.status(201).set(result.replayed ? { 'Idempotent-Replayed': 'true' } : {}).json({ messageId: result.messageId, challengeExpiresAt: result.challengeExpiresAt })

@@ -1,0 +1,3445 @@
+// Generated from the API document by `npm run client:generate` (openapi-typescript); do not edit.
+// test/client.test.ts fails when this file and the document disagree.
+
+export interface paths {
+    "/sign-ups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a sign-up: a code goes to the identifier
+         * @description The same 202, body and timing whether or not the identifier already has an account (an existing owner gets a password-recovery code instead).
+         */
+        post: operations["startSignUp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sign-ups/confirmation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Confirm a sign-up with its code; answers a session */
+        post: operations["confirmSignUp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Sign in with a verified identifier and the password */
+        post: operations["signIn"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sessions/current": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Sign out: the session token stops working */
+        delete: operations["signOut"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sign-in-methods": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Add a sign-in method: a code goes to it */
+        post: operations["addSignInMethod"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sign-in-methods/confirmation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Confirm a new sign-in method with its code */
+        post: operations["confirmSignInMethod"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/password-recoveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for a recovery code
+         * @description The same 202, body and timing for unknown identifiers.
+         */
+        post: operations["requestPasswordRecovery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/password-recoveries/completion": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Set a new password with the recovery code; revokes every session */
+        post: operations["completePasswordRecovery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/step-ups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Ask for a step-up code (to the first verified identifier) */
+        post: operations["startStepUp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/step-ups/confirmation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Exchange the step-up code for an elevation token (5 minutes, this session only) */
+        post: operations["confirmStepUp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organizations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create an organization; the caller becomes its admin */
+        post: operations["createOrganization"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organizations/{id}/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Invite an email address (organization admins); a join link goes to it */
+        post: operations["inviteToOrganization"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organizations/{id}/invitations/{invitationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke an invitation (organization admins); its unsent message is dead-lettered */
+        delete: operations["revokeInvitation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/invitations/acceptance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Accept an invitation with the token from its link; the caller becomes a member */
+        post: operations["acceptInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/platform-admin/security-outbox/backlog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Is delivery healthy? Messages per state, the oldest due age, dead letters of the last 24 h, the queue */
+        get: operations["getOutboxBacklog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/platform-admin/security-outbox/dead-letters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A keyset page of dead letters, newest first, destinations masked */
+        get: operations["listDeadLetters"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/platform-admin/security-outbox/messages/{messageId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One message's history: the message (destination masked), its attempts and its dead letter */
+        get: operations["getOutboxMessage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/platform-admin/security-outbox/dead-letters/{messageId}/reissues": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a dead-lettered code again with a fresh code (audited, idempotent)
+         * @description Needs a fresh elevation token of this staff session and an Idempotency-Key; a repeat of the key answers the first result with `Idempotent-Replayed: true`.
+         */
+        post: operations["reissueDeadLetter"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/healthz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Liveness: the process runs (never touches the database) */
+        get: operations["liveness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Readiness: the database answers */
+        get: operations["readiness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** This OpenAPI 3.1 document (rendered at /docs where enabled) */
+        get: operations["getOpenApiDocument"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Prometheus metrics of the web process, with the database-derived outbox gauges */
+        get: operations["getMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
+export type webhooks = Record<string, never>;
+export interface components {
+    schemas: {
+        /** @description Accepted for delivery (not delivered yet); the code expires at this time */
+        ChallengeAccepted: {
+            /** Format: date-time */
+            challengeExpiresAt: string;
+        };
+        /** @description RFC 9457 problem details */
+        Problem: {
+            /** @description `https://sealpost.dev/problems/<code>` */
+            type: string;
+            title: string;
+            status: number;
+            /** @description Stable machine-readable reason */
+            code: string;
+            /** @description For `invalid_request`: which fields are wrong */
+            errors?: {
+                pointer: string;
+                detail: string;
+            }[];
+        };
+        SessionCreated: {
+            token: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        SignInMethodAdded: {
+            identifier: string;
+            /** @enum {string} */
+            kind: "email" | "phone";
+        };
+        ElevationCreated: {
+            elevationToken: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        OrganizationCreated: {
+            /** Format: uuid */
+            id: string;
+        };
+        InvitationAccepted: {
+            /** Format: uuid */
+            invitationId: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        MembershipCreated: {
+            /** Format: uuid */
+            organizationId: string;
+        };
+        Backlog: {
+            states: {
+                pending: number;
+                leased: number;
+                published: number;
+                dead_lettered: number;
+            };
+            /** @description Age of the oldest pending message that is due; null when none is */
+            oldestDuePendingAgeSeconds: number | null;
+            deadLettersLast24h: {
+                provider_rejected: number;
+                retries_exhausted: number;
+                challenge_expired: number;
+                challenge_consumed: number;
+                decryption_failed: number;
+                superseded_by_resend: number;
+                worker_crash_loop: number;
+                invitation_revoked: number;
+                invitation_accepted: number;
+                invitation_expired: number;
+            };
+            /** @description pg-boss jobs of the delivery queue */
+            queue: {
+                queued: number;
+                deferred: number;
+                active: number;
+                failed: number;
+            };
+        };
+        DeadLetterPage: {
+            items: {
+                /** Format: uuid */
+                messageId: string;
+                /** @enum {string} */
+                purpose: "sign_up" | "add_sign_in_method" | "password_recovery" | "step_up" | "invitation";
+                /** @enum {string} */
+                channel: "email" | "whatsapp";
+                /**
+                 * @description The destination with most characters replaced by •, masked in the database
+                 * @example a•••e@e•••.com
+                 */
+                maskedDestination: string;
+                attemptCount: number;
+                /** @enum {string} */
+                reason: "provider_rejected" | "retries_exhausted" | "challenge_expired" | "challenge_consumed" | "decryption_failed" | "superseded_by_resend" | "worker_crash_loop" | "invitation_revoked" | "invitation_accepted" | "invitation_expired";
+                lastFailureClass: ("REJECTED" | "THROTTLED" | "UNAVAILABLE" | "INDETERMINATE" | "unexpected_worker_error" | "invitation_link_unconfigured") | null;
+                /** Format: date-time */
+                deadLetteredAt: string;
+                /** Format: date-time */
+                expiresAt: string;
+            }[];
+            pageInfo: {
+                hasNextPage: boolean;
+                hasPreviousPage: boolean;
+                startCursor: string | null;
+                endCursor: string | null;
+            };
+        };
+        MessageHistory: {
+            message: {
+                /** Format: uuid */
+                messageId: string;
+                /** @enum {string} */
+                purpose: "sign_up" | "add_sign_in_method" | "password_recovery" | "step_up" | "invitation";
+                /** @enum {string} */
+                channel: "email" | "whatsapp";
+                /**
+                 * @description The destination with most characters replaced by •, masked in the database
+                 * @example a•••e@e•••.com
+                 */
+                maskedDestination: string;
+                locale: string;
+                /** @enum {string} */
+                state: "pending" | "leased" | "published" | "dead_lettered";
+                attemptCount: number;
+                /** Format: date-time */
+                createdAt: string;
+                /** Format: date-time */
+                availableAt: string;
+                publishedAt: string | null;
+                deadLetteredAt: string | null;
+                /** Format: date-time */
+                expiresAt: string;
+            };
+            attempts: {
+                attemptNo: number;
+                /** @enum {string} */
+                outcome: "published" | "retryable_error" | "failed";
+                failureClass: ("REJECTED" | "THROTTLED" | "UNAVAILABLE" | "INDETERMINATE" | "unexpected_worker_error" | "invitation_link_unconfigured") | null;
+                providerMessageId: string | null;
+                retryAfterAt: string | null;
+                durationMs: number;
+                /** Format: date-time */
+                attemptedAt: string;
+            }[];
+            deadLetter: {
+                /** @enum {string} */
+                reason: "provider_rejected" | "retries_exhausted" | "challenge_expired" | "challenge_consumed" | "decryption_failed" | "superseded_by_resend" | "worker_crash_loop" | "invitation_revoked" | "invitation_accepted" | "invitation_expired";
+                lastFailureClass: ("REJECTED" | "THROTTLED" | "UNAVAILABLE" | "INDETERMINATE" | "unexpected_worker_error" | "invitation_link_unconfigured") | null;
+                /** Format: date-time */
+                deadLetteredAt: string;
+            } | null;
+        };
+        /** @description The new message, accepted for delivery with a fresh code */
+        Reissued: {
+            /** Format: uuid */
+            messageId: string;
+            /** Format: date-time */
+            challengeExpiresAt: string;
+        };
+    };
+    responses: never;
+    parameters: never;
+    requestBodies: never;
+    headers: never;
+    pathItems: never;
+}
+export type $defs = Record<string, never>;
+export interface operations {
+    startSignUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description An email address or an E.164 phone number (+ and 8–15 digits) */
+                    identifier: string;
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted: a code is on its way (not yet delivered) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChallengeAccepted"];
+                };
+            };
+            /** @description Refused: `malformed_json`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_request`, `invalid_identifier`, `channel_unavailable` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_identifier" | "channel_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `too_many_requests`, `rate_limited`, `resend_too_soon`, `too_many_resends` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "too_many_requests" | "rate_limited" | "resend_too_soon" | "too_many_resends";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    confirmSignUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description An email address or an E.164 phone number (+ and 8–15 digits) */
+                    identifier: string;
+                    /** @description The 6-digit code */
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Signed up and signed in */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionCreated"];
+                };
+            };
+            /** @description Refused: `malformed_json`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `identifier_taken` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 409;
+                        /** @enum {string} */
+                        code: "identifier_taken";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_request`, `invalid_identifier`, `invalid_code` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_identifier" | "invalid_code";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `too_many_requests` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "too_many_requests";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    signIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description An email address or an E.164 phone number (+ and 8–15 digits) */
+                    identifier: string;
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Signed in */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionCreated"];
+                };
+            };
+            /** @description Refused: `malformed_json`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_credentials` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "invalid_credentials";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_request`, `invalid_identifier` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_identifier";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `too_many_requests` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "too_many_requests";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    signOut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Refused: `malformed_json`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `unauthenticated` */
+            401: {
+                headers: {
+                    /** @description The bearer scheme is expected */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "unauthenticated";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    addSignInMethod: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description An email address or an E.164 phone number (+ and 8–15 digits) */
+                    identifier: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted: a code is on its way (not yet delivered) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChallengeAccepted"];
+                };
+            };
+            /** @description Refused: `malformed_json`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `unauthenticated` */
+            401: {
+                headers: {
+                    /** @description The bearer scheme is expected */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "unauthenticated";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `identifier_already_added` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 409;
+                        /** @enum {string} */
+                        code: "identifier_already_added";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_request`, `invalid_identifier`, `channel_unavailable` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_identifier" | "channel_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `rate_limited`, `resend_too_soon`, `too_many_resends` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "rate_limited" | "resend_too_soon" | "too_many_resends";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    confirmSignInMethod: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description An email address or an E.164 phone number (+ and 8–15 digits) */
+                    identifier: string;
+                    /** @description The 6-digit code */
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Added */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignInMethodAdded"];
+                };
+            };
+            /** @description Refused: `malformed_json`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `unauthenticated` */
+            401: {
+                headers: {
+                    /** @description The bearer scheme is expected */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "unauthenticated";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `identifier_taken` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 409;
+                        /** @enum {string} */
+                        code: "identifier_taken";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_request`, `invalid_identifier`, `invalid_code` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_identifier" | "invalid_code";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    requestPasswordRecovery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description An email address or an E.164 phone number (+ and 8–15 digits) */
+                    identifier: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted: a code is on its way (not yet delivered) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChallengeAccepted"];
+                };
+            };
+            /** @description Refused: `malformed_json`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_request`, `invalid_identifier`, `channel_unavailable` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_identifier" | "channel_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `too_many_requests`, `rate_limited`, `resend_too_soon`, `too_many_resends` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "too_many_requests" | "rate_limited" | "resend_too_soon" | "too_many_resends";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    completePasswordRecovery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description An email address or an E.164 phone number (+ and 8–15 digits) */
+                    identifier: string;
+                    /** @description The 6-digit code */
+                    code: string;
+                    newPassword: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Password changed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Refused: `malformed_json`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_request`, `invalid_identifier`, `invalid_code` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_identifier" | "invalid_code";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `too_many_requests` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "too_many_requests";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    startStepUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Accepted: a code is on its way (not yet delivered) */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChallengeAccepted"];
+                };
+            };
+            /** @description Refused: `malformed_json`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `unauthenticated` */
+            401: {
+                headers: {
+                    /** @description The bearer scheme is expected */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "unauthenticated";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `no_verified_identifier` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 409;
+                        /** @enum {string} */
+                        code: "no_verified_identifier";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_request` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "invalid_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `rate_limited`, `resend_too_soon`, `too_many_resends` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "rate_limited" | "resend_too_soon" | "too_many_resends";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    confirmStepUp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The 6-digit code */
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Elevated */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ElevationCreated"];
+                };
+            };
+            /** @description Refused: `malformed_json`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `unauthenticated` */
+            401: {
+                headers: {
+                    /** @description The bearer scheme is expected */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "unauthenticated";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_request`, `invalid_code` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_code";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    createOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationCreated"];
+                };
+            };
+            /** @description Refused: `malformed_json`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `unauthenticated` */
+            401: {
+                headers: {
+                    /** @description The bearer scheme is expected */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "unauthenticated";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_request` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "invalid_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    inviteToOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id (a uuid; anything else answers 403 like an organization you do not administer) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The address the invitation goes to */
+                    email: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted: the invitation email is on its way */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationAccepted"];
+                };
+            };
+            /** @description Refused: `malformed_json`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `unauthenticated` */
+            401: {
+                headers: {
+                    /** @description The bearer scheme is expected */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "unauthenticated";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `not_organization_admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "not_organization_admin";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `pending_invitation_limit` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 409;
+                        /** @enum {string} */
+                        code: "pending_invitation_limit";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_request`, `invalid_email` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_email";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invitation_rate_limited`, `invitation_address_rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "invitation_rate_limited" | "invitation_address_rate_limited";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    revokeInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization id (a uuid; anything else answers 403 like an organization you do not administer) */
+                id: string;
+                /** @description The invitation id (a uuid) */
+                invitationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Refused: `malformed_json`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `unauthenticated` */
+            401: {
+                headers: {
+                    /** @description The bearer scheme is expected */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "unauthenticated";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `not_organization_admin` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "not_organization_admin";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invitation_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 404;
+                        /** @enum {string} */
+                        code: "invitation_not_found";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invitation_accepted` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 409;
+                        /** @enum {string} */
+                        code: "invitation_accepted";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    acceptInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The token from the #token= part of the invitation link */
+                    token: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Now a member */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MembershipCreated"];
+                };
+            };
+            /** @description Refused: `malformed_json`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `unauthenticated` */
+            401: {
+                headers: {
+                    /** @description The bearer scheme is expected */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "unauthenticated";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_request`, `invalid_invitation` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "invalid_request" | "invalid_invitation";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    getOutboxBacklog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The backlog */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Backlog"];
+                };
+            };
+            /** @description Refused: `malformed_json`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `unauthenticated` */
+            401: {
+                headers: {
+                    /** @description The bearer scheme is expected */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "unauthenticated";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `not_staff` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "not_staff";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    listDeadLetters: {
+        parameters: {
+            query?: {
+                /** @description Items per page */
+                limit?: number;
+                /** @description An `endCursor`: the page of older dead letters after it */
+                after?: string;
+                /** @description A `startCursor`: the page of newer dead letters before it */
+                before?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeadLetterPage"];
+                };
+            };
+            /** @description Refused: `malformed_json`, `bad_request`, `invalid_cursor` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request" | "invalid_cursor";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `unauthenticated` */
+            401: {
+                headers: {
+                    /** @description The bearer scheme is expected */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "unauthenticated";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `not_staff` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "not_staff";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_request` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "invalid_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    getOutboxMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The message id (a uuid) */
+                messageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The history */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageHistory"];
+                };
+            };
+            /** @description Refused: `malformed_json`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `unauthenticated` */
+            401: {
+                headers: {
+                    /** @description The bearer scheme is expected */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "unauthenticated";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `not_staff` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "not_staff";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `message_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 404;
+                        /** @enum {string} */
+                        code: "message_not_found";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    reissueDeadLetter: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Any 1–200 printable characters chosen by the caller; a repeat of the same key answers the first result without doing the work again. */
+                "Idempotency-Key": string;
+                /** @description The elevation token from POST /step-ups/confirmation (valid 5 minutes, bound to the session). */
+                "X-Elevation-Token": string;
+            };
+            path: {
+                /** @description The message id (a uuid) */
+                messageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Reissued (or the replay of an earlier reissue with this key) */
+            201: {
+                headers: {
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reissued"];
+                };
+            };
+            /** @description Refused: `malformed_json`, `bad_request`, `idempotency_key_reused` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request" | "idempotency_key_reused";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `unauthenticated` */
+            401: {
+                headers: {
+                    /** @description The bearer scheme is expected */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "unauthenticated";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `not_staff`, `elevation_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "not_staff" | "elevation_required";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `dead_letter_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 404;
+                        /** @enum {string} */
+                        code: "dead_letter_not_found";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invitation_message`, `superseded_by_resend`, `challenge_expired`, `challenge_consumed`, `own_message`, `challenge_revoked`, `challenge_out_of_attempts`, `newer_message_exists`, `idempotency_key_in_use` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 409;
+                        /** @enum {string} */
+                        code: "invitation_message" | "superseded_by_resend" | "challenge_expired" | "challenge_consumed" | "own_message" | "challenge_revoked" | "challenge_out_of_attempts" | "newer_message_exists" | "idempotency_key_in_use";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `idempotency_key_required` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "idempotency_key_required";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    liveness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Alive */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "ok";
+                    };
+                };
+            };
+            /** @description Refused: `malformed_json`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    readiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ready */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        status: "ready";
+                    };
+                };
+            };
+            /** @description Refused: `malformed_json`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable`, `database_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable" | "database_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    getOpenApiDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The document */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        openapi: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Refused: `malformed_json`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    getMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Prometheus text exposition format */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Refused: `malformed_json`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+}

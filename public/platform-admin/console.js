@@ -1,0 +1,299 @@
+// Sealpost operator console: a static page over the staff JSON routes. The session token lives in
+// this tab's sessionStorage and travels in the Authorization header (never a cookie, so no CSRF);
+// every value from the server is written with textContent, never parsed as HTML.
+'use strict'
+
+const BASE = '/platform-admin/security-outbox'
+const store = {
+  get: (key) => JSON.parse(sessionStorage.getItem(`sealpost.${key}`) ?? 'null'),
+  set: (key, value) => sessionStorage.setItem(`sealpost.${key}`, JSON.stringify(value)),
+  clear: () => ['session', 'who', 'elevation'].forEach((key) => sessionStorage.removeItem(`sealpost.${key}`)),
+}
+const $ = (id) => document.getElementById(id)
+const show = (id, visible = true) => { $(id).hidden = !visible }
+
+const REFUSALS = {
+  invalid_credentials: 'The identifier or the password is wrong.',
+  not_staff: 'This account is not staff (npm run staff -- grant <identifier>).',
+  invalid_code: 'That code is wrong or no longer valid.',
+  elevation_required: 'A fresh step-up is needed.',
+  own_message: 'You cannot reissue a message of your own account.',
+  newer_message_exists: 'A newer code went to this destination since; reissuing would replace it.',
+  challenge_expired: 'The code’s challenge has expired: the person must ask again.',
+  challenge_consumed: 'The challenge was already used.',
+  challenge_revoked: 'The challenge was revoked.',
+  challenge_out_of_attempts: 'The challenge has no attempts left.',
+  superseded_by_resend: 'This message was replaced by a resend.',
+  invitation_message: 'Invitations are not reissued; the admin invites again.',
+  provider_rejected: 'The provider rejected this destination; fix the cause before reissuing.',
+  too_many_requests: 'Too many requests; wait a moment.',
+  message_not_found: 'There is no message with that id.',
+  rate_limited: 'Too many codes; wait a moment.',
+  resend_too_soon: 'A code was sent moments ago; wait before asking again.',
+}
+const explain = (problem) => (problem && (REFUSALS[problem.code] ?? `Refused: ${problem.code ?? 'unknown error'}`)) || 'The server did not answer.'
+const when = (iso) => (iso ? `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC` : '—')
+
+function notify(text, isError = false) {
+  const notice = $('notice')
+  notice.textContent = text
+  notice.classList.toggle('error', isError)
+  notice.hidden = false
+  notice.scrollIntoView({ block: 'nearest' })
+}
+
+/** One JSON call with the session; 401 and not_staff end the session here, other answers go back. */
+async function api(method, path, { body, headers = {} } = {}) {
+  const session = store.get('session')
+  const response = await fetch(path, {
+    method,
+    headers: { ...(session ? { Authorization: `Bearer ${session}` } : {}), ...(body ? { 'Content-Type': 'application/json' } : {}), ...headers },
+    body: body ? JSON.stringify(body) : undefined,
+  })
+  const text = await response.text()
+  const answer = { status: response.status, body: text ? JSON.parse(text) : undefined }
+  if (session && response.status === 401) { endSession('Your session ended; sign in again.'); throw answer }
+  if (response.status === 403 && answer.body?.code === 'not_staff') { await signOut(explain(answer.body)); throw answer }
+  return answer
+}
+
+function cell(row, text, className) {
+  const td = document.createElement('td')
+  td.textContent = text
+  if (className) td.className = className
+  row.append(td)
+  return td
+}
+function tag(text, kind) {
+  const span = document.createElement('span')
+  span.className = kind ? `tag ${kind}` : 'tag'
+  span.textContent = text
+  return span
+}
+function facts(dl, entries) {
+  dl.replaceChildren(...entries.flatMap(([name, value]) => {
+    const dt = document.createElement('dt')
+    dt.textContent = name
+    const dd = document.createElement('dd')
+    if (value instanceof Node) dd.append(value)
+    else dd.textContent = String(value)
+    return [dt, dd]
+  }))
+}
+
+async function loadBacklog() {
+  const { status, body } = await api('GET', `${BASE}/backlog`)
+  if (status !== 200) return notify(explain(body), true)
+  facts($('states'), Object.entries(body.states).map(([state, n]) => [state.replace('_', ' '), n]))
+  facts($('queue'), Object.entries(body.queue))
+  const reasons = Object.entries(body.deadLettersLast24h).filter(([, n]) => n > 0)
+  facts($('reasons'), reasons.length ? reasons : [['none', 0]])
+  $('oldest').textContent = body.oldestDuePendingAgeSeconds === null ? 'none due' : `${body.oldestDuePendingAgeSeconds} s`
+}
+
+let page = { query: 'limit=10', info: undefined, number: 1 }
+async function loadDeadLetters(query = page.query, number = page.number) {
+  const { status, body } = await api('GET', `${BASE}/dead-letters?${query}`)
+  if (status !== 200) return notify(explain(body), true)
+  page = { query, info: body.pageInfo, number }
+  $('dead-letter-rows').replaceChildren(...body.items.map((item) => {
+    const row = document.createElement('tr')
+    row.dataset.messageId = item.messageId
+    cell(row, when(item.deadLetteredAt))
+    cell(row, item.purpose)
+    cell(row, item.channel)
+    cell(row, item.maskedDestination)
+    cell(row, '').append(tag(item.reason, 'bad'))
+    cell(row, item.lastFailureClass ?? '—')
+    cell(row, String(item.attemptCount), 'num')
+    const open = document.createElement('button')
+    open.type = 'button'
+    open.className = 'small'
+    open.textContent = 'History'
+    open.addEventListener('click', () => openMessage(item.messageId))
+    cell(row, '').append(open)
+    return row
+  }))
+  show('dead-letters-empty', body.items.length === 0)
+  $('newer').disabled = !body.pageInfo.hasPreviousPage
+  $('older').disabled = !body.pageInfo.hasNextPage
+  $('page-label').textContent = `page ${number}`
+}
+
+async function openMessage(messageId) {
+  const { status, body } = await api('GET', `${BASE}/messages/${encodeURIComponent(messageId)}`)
+  if (status !== 200) return notify(explain(body), true)
+  const { message, attempts, deadLetter } = body
+  $('message-id').textContent = message.messageId
+  facts($('message-facts'), [
+    ['state', tag(message.state, message.state === 'published' ? 'good' : message.state === 'dead_lettered' ? 'bad' : '')],
+    ['purpose', message.purpose], ['channel', message.channel], ['destination', message.maskedDestination], ['locale', message.locale],
+    ['created', when(message.createdAt)], ['published', when(message.publishedAt)], ['expires', when(message.expiresAt)], ['attempts', message.attemptCount],
+  ])
+  $('attempt-rows').replaceChildren(...attempts.map((attempt) => {
+    const row = document.createElement('tr')
+    cell(row, String(attempt.attemptNo), 'num')
+    cell(row, when(attempt.attemptedAt))
+    cell(row, '').append(tag(attempt.outcome, attempt.outcome === 'published' ? 'good' : 'bad'))
+    cell(row, attempt.failureClass ?? '—')
+    cell(row, when(attempt.retryAfterAt))
+    cell(row, `${attempt.durationMs} ms`, 'num')
+    cell(row, attempt.providerMessageId ?? '—')
+    return row
+  }))
+  show('attempts-empty', attempts.length === 0)
+  // Provider delivery events (bounces, complaints, deliveries) where the server records them.
+  const events = Array.isArray(body.events) ? body.events : []
+  $('event-rows').replaceChildren(...events.map((event) => {
+    const row = document.createElement('tr')
+    cell(row, when(event.occurredAt))
+    cell(row, event.event ?? '—')
+    cell(row, event.subtype ?? '—')
+    return row
+  }))
+  show('events-box', events.length > 0)
+  $('dead-letter-facts').textContent = deadLetter
+    ? `${deadLetter.reason} at ${when(deadLetter.deadLetteredAt)}${deadLetter.lastFailureClass ? `, last failure ${deadLetter.lastFailureClass}` : ''}`
+    : 'Not dead-lettered.'
+  show('reissue-box', Boolean(deadLetter) && message.purpose !== 'invitation')
+  $('reissue').onclick = () => reissue(message.messageId, crypto.randomUUID())
+  for (const row of $('dead-letter-rows').children) row.classList.toggle('selected', row.dataset.messageId === message.messageId)
+  show('message')
+  $('message').scrollIntoView({ block: 'start' })
+}
+
+// Step-up: an action that needs X-Elevation-Token waits here until the operator has typed a code.
+let pending
+function withElevation(why, action) {
+  const elevation = store.get('elevation')
+  if (elevation && Date.parse(elevation.expiresAt) - Date.now() > 15_000) return action(elevation.token)
+  pending = action
+  $('step-up-why').textContent = why
+  show('step-up-form', false)
+  show('step-up')
+  $('step-up').scrollIntoView({ block: 'start' })
+  $('send-step-up').focus()
+}
+async function sendStepUp() {
+  const { status, body } = await api('POST', '/step-ups', { body: {} })
+  if (status !== 202) return notify(explain(body), true)
+  notify(`A step-up code is on its way to your verified address (valid until ${when(body.challengeExpiresAt)}).`)
+  show('step-up-form')
+  $('step-up-form').elements.code.focus()
+}
+async function confirmStepUp(event) {
+  event.preventDefault()
+  const form = event.target
+  const { status, body } = await api('POST', '/step-ups/confirmation', { body: { code: form.elements.code.value.trim() } })
+  if (status !== 201) return notify(explain(body), true)
+  form.reset()
+  store.set('elevation', { token: body.elevationToken, expiresAt: body.expiresAt })
+  show('step-up', false)
+  const action = pending
+  pending = undefined
+  await action?.(body.elevationToken)
+}
+
+/** One reissue intent keeps its Idempotency-Key across step-up and retries, so it happens once. */
+function reissue(messageId, idempotencyKey) {
+  return withElevation('Reissuing sends a new code to the person; confirm with a step-up code first.', async (elevationToken) => {
+    const { status, body } = await api('POST', `${BASE}/dead-letters/${encodeURIComponent(messageId)}/reissues`, {
+      headers: { 'X-Elevation-Token': elevationToken, 'Idempotency-Key': idempotencyKey },
+    })
+    if (status === 403 && body?.code === 'elevation_required') { store.set('elevation', null); return reissue(messageId, idempotencyKey) }
+    if (status !== 201) return notify(explain(body), true)
+    await Promise.all([loadBacklog(), loadDeadLetters()])
+    await openMessage(body.messageId)
+    notify(`Reissued: new message ${body.messageId} (shown below); its code expires at ${when(body.challengeExpiresAt)}.`)
+  })
+}
+
+// Suppressions: shown only when the server has the route.
+let suppressionsAfter
+async function loadSuppressions(more = false) {
+  const query = more && suppressionsAfter ? `limit=20&after=${encodeURIComponent(suppressionsAfter)}` : 'limit=20'
+  const { status, body } = await api('GET', `/platform-admin/suppressions?${query}`)
+  if (status !== 200) return show('suppressions', false)
+  const rows = body.items.map((item) => {
+    const row = document.createElement('tr')
+    cell(row, when(item.since))
+    cell(row, item.channel ?? '—')
+    cell(row, item.maskedDestination)
+    cell(row, item.reason)
+    const lift = document.createElement('button')
+    lift.type = 'button'
+    lift.className = 'small'
+    lift.textContent = 'Lift'
+    lift.addEventListener('click', () => liftSuppression(item.id))
+    cell(row, '').append(lift)
+    return row
+  })
+  if (more) $('suppression-rows').append(...rows)
+  else $('suppression-rows').replaceChildren(...rows)
+  suppressionsAfter = body.pageInfo?.endCursor
+  show('more-suppressions', Boolean(body.pageInfo?.hasNextPage))
+  show('suppressions-empty', $('suppression-rows').children.length === 0)
+  show('suppressions')
+}
+function liftSuppression(id) {
+  return withElevation('Lifting a suppression lets messages go to that destination again; confirm with a step-up code first.', async (elevationToken) => {
+    const { status, body } = await api('DELETE', `/platform-admin/suppressions/${encodeURIComponent(id)}`, { headers: { 'X-Elevation-Token': elevationToken } })
+    if (status === 403 && body?.code === 'elevation_required') { store.set('elevation', null); return liftSuppression(id) }
+    if (status !== 204) return notify(explain(body), true)
+    notify('Suppression lifted.')
+    await loadSuppressions()
+  })
+}
+
+async function enter() {
+  show('sign-in', false)
+  $('who-text').textContent = `Signed in as ${store.get('who') ?? 'staff'}`
+  show('who')
+  try {
+    await loadBacklog()
+    show('console')
+    await Promise.all([loadDeadLetters('limit=10', 1), loadSuppressions()])
+  } catch {
+    // api() has already ended the session and said why.
+  }
+}
+function endSession(text) {
+  store.clear()
+  show('console', false)
+  show('message', false)
+  show('who', false)
+  show('sign-in')
+  if (text) notify(text, true)
+}
+async function signOut(text) {
+  if (store.get('session')) await fetch('/sessions/current', { method: 'DELETE', headers: { Authorization: `Bearer ${store.get('session')}` } }).catch(() => undefined)
+  endSession(text)
+  if (!text) notify('Signed out.')
+}
+async function signIn(event) {
+  event.preventDefault()
+  const form = event.target
+  const identifier = form.elements.identifier.value.trim()
+  const { status, body } = await api('POST', '/sessions', { body: { identifier, password: form.elements.password.value } })
+  if (status !== 201) return notify(explain(body), true)
+  form.reset()
+  store.set('session', body.token)
+  store.set('who', identifier)
+  $('notice').hidden = true
+  await enter()
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  $('sign-in-form').addEventListener('submit', signIn)
+  $('sign-out').addEventListener('click', () => signOut())
+  $('refresh').addEventListener('click', () => Promise.all([loadBacklog(), loadDeadLetters()]))
+  $('older').addEventListener('click', () => loadDeadLetters(`limit=10&after=${encodeURIComponent(page.info.endCursor)}`, page.number + 1))
+  $('newer').addEventListener('click', () => loadDeadLetters(`limit=10&before=${encodeURIComponent(page.info.startCursor)}`, page.number - 1))
+  $('open-form').addEventListener('submit', (event) => { event.preventDefault(); openMessage(event.target.elements.messageId.value.trim()) })
+  $('close-message').addEventListener('click', () => show('message', false))
+  $('send-step-up').addEventListener('click', sendStepUp)
+  $('step-up-form').addEventListener('submit', confirmStepUp)
+  $('cancel-step-up').addEventListener('click', () => { pending = undefined; show('step-up', false) })
+  $('more-suppressions').addEventListener('click', () => loadSuppressions(true))
+  if (store.get('session')) enter()
+})

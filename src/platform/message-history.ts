@@ -1,0 +1,27 @@
+import type { Knex } from 'knex'
+
+type Stamp = string | null
+type HistoryRow = {
+  message: Record<string, unknown> & { createdAt: string; availableAt: string; publishedAt: Stamp; deadLetteredAt: Stamp; expiresAt: string }
+  attempts: (Record<string, unknown> & { retryAfterAt: Stamp; attemptedAt: string })[]
+  deadLetter: (Record<string, unknown> & { deadLetteredAt: string }) | null
+}
+
+const iso = <T extends Stamp>(value: T): T => (value === null ? value : (new Date(value).toISOString() as T))
+
+/**
+ * `GET /platform-admin/security-outbox/messages/:id`: one message, its attempts and its dead letter,
+ * through `outbox.message_history`, which checks the staff session from its token hash itself.
+ * Undefined when there is no such message.
+ */
+export async function messageHistory(db: Knex, sessionTokenHash: Buffer, messageId: string) {
+  const { rows } = await db.raw<{ rows: { history: HistoryRow | null }[] }>('SELECT outbox.message_history(?, ?) AS history', [sessionTokenHash, messageId])
+  const history = rows[0]?.history
+  if (!history) return undefined
+  const { message, attempts, deadLetter } = history
+  return {
+    message: { ...message, createdAt: iso(message.createdAt), availableAt: iso(message.availableAt), publishedAt: iso(message.publishedAt), deadLetteredAt: iso(message.deadLetteredAt), expiresAt: iso(message.expiresAt) },
+    attempts: attempts.map((attempt) => ({ ...attempt, retryAfterAt: iso(attempt.retryAfterAt), attemptedAt: iso(attempt.attemptedAt) })),
+    deadLetter: deadLetter && { ...deadLetter, deadLetteredAt: iso(deadLetter.deadLetteredAt) },
+  }
+}
