@@ -31,7 +31,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Confirm a sign-up with its code; answers a session */
+        /**
+         * Confirm a sign-up with its code and the password of the latest sign-up request; answers a session
+         * @description The password must be the one the latest sign-up request for the identifier gave (whoever asked last chose the candidate), so a code alone never activates an account with somebody else's password. A wrong code, a wrong password, an expired or used code, and a code past the identity's daily wrong-code budget all answer the same 422 invalid_code and spend an attempt.
+         */
         post: operations["confirmSignUp"];
         delete?: never;
         options?: never;
@@ -82,7 +85,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Add a sign-in method: a code goes to it */
+        /**
+         * Add a sign-in method: a code goes to it (needs a fresh step-up of this session)
+         * @description An identifier another account verified takes exactly the path of a free one (claim, challenge, resend interval, destination budget, a code to the address), so no answer tells whether it belongs to someone. At most 10 additions an hour per identity.
+         */
         post: operations["addSignInMethod"];
         delete?: never;
         options?: never;
@@ -99,7 +105,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Confirm a new sign-in method with its code */
+        /** Confirm a new sign-in method with its code; the identity's other verified identifiers get a security notice */
         post: operations["confirmSignInMethod"];
         delete?: never;
         options?: never;
@@ -136,7 +142,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Set a new password with the recovery code; revokes every session */
+        /** Set a new password with the recovery code; revokes every session and sends a security notice to the other verified identifiers */
         post: operations["completePasswordRecovery"];
         delete?: never;
         options?: never;
@@ -187,7 +193,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create an organization; the caller becomes its admin */
+        /**
+         * Create an organization; the caller becomes its admin
+         * @description The name is stored in its NFKC form and mailed in invitations, so a name with a URL, a scheme, www., a domain (also with look-alike or defanged dots), an e-mail address, a line or paragraph separator, a bidi control or an invisible character is refused. At most 5 organizations per identity per day.
+         */
         post: operations["createOrganization"];
         delete?: never;
         options?: never;
@@ -238,7 +247,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Accept an invitation with the token from its link; the caller becomes a member */
+        /**
+         * Accept an invitation with the token from its link; the caller becomes a member
+         * @description Only an identity that holds the invited email as a verified identifier can accept; a forwarded link answers the same 422 invalid_invitation as a used, revoked or expired token.
+         */
         post: operations["acceptInvitation"];
         delete?: never;
         options?: never;
@@ -471,7 +483,7 @@ export interface components {
                 /** Format: uuid */
                 messageId: string;
                 /** @enum {string} */
-                purpose: "sign_up" | "add_sign_in_method" | "password_recovery" | "step_up" | "invitation";
+                purpose: "sign_up" | "add_sign_in_method" | "password_recovery" | "step_up" | "invitation" | "security_notice";
                 /** @enum {string} */
                 channel: "email" | "whatsapp";
                 /**
@@ -500,7 +512,7 @@ export interface components {
                 /** Format: uuid */
                 messageId: string;
                 /** @enum {string} */
-                purpose: "sign_up" | "add_sign_in_method" | "password_recovery" | "step_up" | "invitation";
+                purpose: "sign_up" | "add_sign_in_method" | "password_recovery" | "step_up" | "invitation" | "security_notice";
                 /** @enum {string} */
                 channel: "email" | "whatsapp";
                 /**
@@ -698,6 +710,7 @@ export interface operations {
                     identifier: string;
                     /** @description The 6-digit code */
                     code: string;
+                    password: string;
                 };
             };
         };
@@ -1078,7 +1091,10 @@ export interface operations {
     addSignInMethod: {
         parameters: {
             query?: never;
-            header?: never;
+            header: {
+                /** @description The elevation token from POST /step-ups/confirmation (valid 5 minutes, bound to the session). */
+                "X-Elevation-Token": string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1129,6 +1145,22 @@ export interface operations {
                         status: 401;
                         /** @enum {string} */
                         code: "unauthenticated";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `elevation_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "elevation_required";
                     } & {
                         [key: string]: unknown;
                     });
@@ -1198,7 +1230,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `rate_limited`, `resend_too_soon`, `too_many_resends` */
+            /** @description Refused: `rate_limited`, `resend_too_soon`, `too_many_resends`, `identity_rate_limited` */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again. */
@@ -1210,7 +1242,7 @@ export interface operations {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited" | "resend_too_soon" | "too_many_resends";
+                        code: "rate_limited" | "resend_too_soon" | "too_many_resends" | "identity_rate_limited";
                     } & {
                         [key: string]: unknown;
                     });
@@ -1356,6 +1388,24 @@ export interface operations {
                         status: 422;
                         /** @enum {string} */
                         code: "invalid_request" | "invalid_identifier" | "invalid_code";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `too_many_wrong_codes` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "too_many_wrong_codes";
                     } & {
                         [key: string]: unknown;
                     });
@@ -1756,7 +1806,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `rate_limited`, `resend_too_soon`, `too_many_resends` */
+            /** @description Refused: `rate_limited`, `resend_too_soon`, `too_many_resends`, `identity_rate_limited` */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again. */
@@ -1768,7 +1818,7 @@ export interface operations {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited" | "resend_too_soon" | "too_many_resends";
+                        code: "rate_limited" | "resend_too_soon" | "too_many_resends" | "identity_rate_limited";
                     } & {
                         [key: string]: unknown;
                     });
@@ -1901,6 +1951,24 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `too_many_wrong_codes` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "too_many_wrong_codes";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -1931,6 +1999,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description Plain text, 1–100 characters after NFKC normalisation: no URLs, schemes, web or e-mail addresses, line or paragraph separators, bidi controls or invisible characters */
                     name: string;
                 };
             };
@@ -2011,7 +2080,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request` */
+            /** @description Refused: `invalid_request`, `invalid_organization_name` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2021,7 +2090,25 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request";
+                        code: "invalid_request" | "invalid_organization_name";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `organization_rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "organization_rate_limited";
                     } & {
                         [key: string]: unknown;
                     });
@@ -2189,7 +2276,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invitation_rate_limited`, `invitation_address_rate_limited` */
+            /** @description Refused: `invitation_rate_limited`, `invitation_address_rate_limited`, `invitation_inviter_rate_limited` */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again. */
@@ -2201,7 +2288,7 @@ export interface operations {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "invitation_rate_limited" | "invitation_address_rate_limited";
+                        code: "invitation_rate_limited" | "invitation_address_rate_limited" | "invitation_inviter_rate_limited";
                     } & {
                         [key: string]: unknown;
                     });
@@ -3004,7 +3091,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invitation_message`, `superseded_by_resend`, `challenge_expired`, `challenge_consumed`, `own_message`, `challenge_revoked`, `challenge_out_of_attempts`, `newer_message_exists`, `idempotency_key_in_use` */
+            /** @description Refused: `invitation_message`, `security_notice_message`, `reissue_refused_provider_rejected`, `superseded_by_resend`, `challenge_expired`, `challenge_consumed`, `own_message`, `challenge_revoked`, `challenge_out_of_attempts`, `newer_message_exists`, `idempotency_key_in_use` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3014,7 +3101,7 @@ export interface operations {
                         /** @constant */
                         status: 409;
                         /** @enum {string} */
-                        code: "invitation_message" | "superseded_by_resend" | "challenge_expired" | "challenge_consumed" | "own_message" | "challenge_revoked" | "challenge_out_of_attempts" | "newer_message_exists" | "idempotency_key_in_use";
+                        code: "invitation_message" | "security_notice_message" | "reissue_refused_provider_rejected" | "superseded_by_resend" | "challenge_expired" | "challenge_consumed" | "own_message" | "challenge_revoked" | "challenge_out_of_attempts" | "newer_message_exists" | "idempotency_key_in_use";
                     } & {
                         [key: string]: unknown;
                     });

@@ -29,7 +29,7 @@ describe('operator console in headless Chromium', function () {
   }
   async function account(email: string) {
     expect((await f.stack.call('POST', '/sign-ups', { identifier: email, password })).status).to.equal(202)
-    expect((await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: await codeFor(email, 1) })).status).to.equal(201)
+    expect((await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: await codeFor(email, 1), password })).status).to.equal(201)
   }
   async function signInThroughTheForm(page: Page, email: string) {
     await page.fill('#sign-in-form input[name=identifier]', email)

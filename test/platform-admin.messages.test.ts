@@ -19,7 +19,7 @@ describe("staff: one message's history", () => {
     expect((await f.stack.call('POST', '/sign-ups', { identifier: email, password })).status).to.equal(202)
     const [mail] = await eventually(async () => ((await inbox(f.stack.emulator.url, email)).length ? inbox(f.stack.emulator.url, email) : undefined), 'sign-up code')
     const code = /\b(\d{6})\b/.exec(mail!.body.text ?? '')![1]!
-    expect((await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code })).status).to.equal(201)
+    expect((await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code, password })).status).to.equal(201)
     const token = String((await f.stack.call('POST', '/sessions', { identifier: email, password })).body!.token)
     return { email, token, auth: f.stack.bearer(token) }
   }

@@ -54,8 +54,9 @@ const api = {
   }),
   confirmSignUp: identityApi.add({
     operationId: 'confirmSignUp', method: 'post', path: '/sign-ups/confirmation', auth: 'none', clientLimited: true,
-    summary: 'Confirm a sign-up with its code; answers a session',
-    body: ConfirmationRequest, success: { status: 201, description: 'Signed up and signed in', body: SessionCreated },
+    summary: 'Confirm a sign-up with its code and the password of the latest sign-up request; answers a session',
+    description: 'The password must be the one the latest sign-up request for the identifier gave (whoever asked last chose the candidate), so a code alone never activates an account with somebody else\'s password. A wrong code, a wrong password, an expired or used code, and a code past the identity\'s daily wrong-code budget all answer the same 422 invalid_code and spend an attempt.',
+    body: SignUpConfirmationRequest, success: { status: 201, description: 'Signed up and signed in', body: SessionCreated },
     problems: { 409: ['identifier_taken'], 422: ['invalid_identifier', 'invalid_code'] },
   }),
   signIn: identityApi.add({
@@ -69,16 +70,17 @@ const api = {
     summary: 'Sign out: the session token stops working', success: { status: 204, description: 'Signed out' },
   }),
   addSignInMethod: identityApi.add({
-    operationId: 'addSignInMethod', method: 'post', path: '/sign-in-methods', auth: 'bearer',
-    summary: 'Add a sign-in method: a code goes to it',
+    operationId: 'addSignInMethod', method: 'post', path: '/sign-in-methods', auth: 'elevated',
+    summary: 'Add a sign-in method: a code goes to it (needs a fresh step-up of this session)',
+    description: 'An identifier another account verified takes exactly the path of a free one (claim, challenge, resend interval, destination budget, a code to the address), so no answer tells whether it belongs to someone. At most 10 additions an hour per identity.',
     body: IdentifierRequest, success: codeSent,
-    problems: { 409: ['identifier_already_added'], 422: ['invalid_identifier', 'channel_unavailable'], 429: CODE_LIMITS },
+    problems: { 409: ['identifier_already_added'], 422: ['invalid_identifier', 'channel_unavailable'], 429: [...CODE_LIMITS, 'identity_rate_limited'] },
   }),
   confirmSignInMethod: identityApi.add({
     operationId: 'confirmSignInMethod', method: 'post', path: '/sign-in-methods/confirmation', auth: 'bearer',
-    summary: 'Confirm a new sign-in method with its code',
+    summary: 'Confirm a new sign-in method with its code; the identity\'s other verified identifiers get a security notice',
     body: ConfirmationRequest, success: { status: 201, description: 'Added', body: SignInMethodAdded },
-    problems: { 409: ['identifier_taken'], 422: ['invalid_identifier', 'invalid_code'] },
+    problems: { 409: ['identifier_taken'], 422: ['invalid_identifier', 'invalid_code'], 429: ['too_many_wrong_codes'] },
   }),
   requestPasswordRecovery: identityApi.add({
     operationId: 'requestPasswordRecovery', method: 'post', path: '/password-recoveries', auth: 'none', clientLimited: true,
@@ -89,7 +91,7 @@ const api = {
   }),
   completePasswordRecovery: identityApi.add({
     operationId: 'completePasswordRecovery', method: 'post', path: '/password-recoveries/completion', auth: 'none', clientLimited: true,
-    summary: 'Set a new password with the recovery code; revokes every session',
+    summary: 'Set a new password with the recovery code; revokes every session and sends a security notice to the other verified identifiers',
     body: PasswordRecoveryCompletionRequest, success: { status: 204, description: 'Password changed' },
     problems: { 422: ['invalid_identifier', 'invalid_code'] },
   }),
@@ -97,13 +99,13 @@ const api = {
     operationId: 'startStepUp', method: 'post', path: '/step-ups', auth: 'bearer',
     summary: 'Ask for a step-up code (to the first verified identifier)',
     body: StepUpRequest.unwrap(), bodyOptional: true, success: codeSent,
-    problems: { 409: ['no_verified_identifier'], 429: CODE_LIMITS },
+    problems: { 409: ['no_verified_identifier'], 429: [...CODE_LIMITS, 'identity_rate_limited'] },
   }),
   confirmStepUp: identityApi.add({
     operationId: 'confirmStepUp', method: 'post', path: '/step-ups/confirmation', auth: 'bearer',
     summary: 'Exchange the step-up code for an elevation token (5 minutes, this session only)',
     body: StepUpConfirmationRequest, success: { status: 201, description: 'Elevated', body: ElevationCreated },
-    problems: { 422: ['invalid_code'] },
+    problems: { 422: ['invalid_code'], 429: ['too_many_wrong_codes'] },
   }),
 }
 

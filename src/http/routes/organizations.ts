@@ -26,14 +26,16 @@ const api = {
   createOrganization: organizationApi.add({
     operationId: 'createOrganization', method: 'post', path: '/organizations', auth: 'bearer',
     summary: 'Create an organization; the caller becomes its admin',
+    description: 'The name is stored in its NFKC form and mailed in invitations, so a name with a URL, a scheme, www., a domain (also with look-alike or defanged dots), an e-mail address, a line or paragraph separator, a bidi control or an invisible character is refused. At most 5 organizations per identity per day.',
     body: OrganizationRequest, success: { status: 201, description: 'Created', body: OrganizationCreated },
+    problems: { 422: ['invalid_organization_name'], 429: ['organization_rate_limited'] },
   }),
   invite: organizationApi.add({
     operationId: 'inviteToOrganization', method: 'post', path: '/organizations/:id/invitations', auth: 'bearer',
     summary: 'Invite an email address (organization admins); a join link goes to it',
     params: OrganizationPath, body: InvitationRequest,
     success: { status: 202, description: 'Accepted: the invitation email is on its way', body: InvitationAccepted },
-    problems: { 403: ['not_organization_admin'], 409: ['pending_invitation_limit'], 422: ['invalid_email'], 429: ['invitation_rate_limited', 'invitation_address_rate_limited'] },
+    problems: { 403: ['not_organization_admin'], 409: ['pending_invitation_limit'], 422: ['invalid_email'], 429: ['invitation_rate_limited', 'invitation_address_rate_limited', 'invitation_inviter_rate_limited'] },
   }),
   revoke: organizationApi.add({
     operationId: 'revokeInvitation', method: 'delete', path: '/organizations/:id/invitations/:invitationId', auth: 'bearer',
@@ -43,6 +45,7 @@ const api = {
   }),
   accept: organizationApi.add({
     operationId: 'acceptInvitation', method: 'post', path: '/invitations/acceptance', auth: 'bearer',
+    description: 'Only an identity that holds the invited email as a verified identifier can accept; a forwarded link answers the same 422 invalid_invitation as a used, revoked or expired token.',
     summary: 'Accept an invitation with the token from its link; the caller becomes a member',
     body: InvitationAcceptanceRequest, success: { status: 201, description: 'Now a member', body: MembershipCreated },
     problems: { 422: ['invalid_invitation'] },

@@ -10,7 +10,7 @@ import { apiRegistry, route } from '../openapi/registry.ts'
 import { HttpProblem } from '../problem.ts'
 import { Backlog, DeadLetterPage, DeadLetterQuery, MessageHistory, MessagePath, Reissued } from '../staff-schemas.ts'
 
-const REISSUE_REFUSALS = ['invitation_message', 'superseded_by_resend', 'challenge_expired', 'challenge_consumed', 'own_message', 'challenge_revoked', 'challenge_out_of_attempts', 'newer_message_exists', 'idempotency_key_in_use'] as const
+const REISSUE_REFUSALS = ['invitation_message', 'security_notice_message', 'reissue_refused_provider_rejected', 'superseded_by_resend', 'challenge_expired', 'challenge_consumed', 'own_message', 'challenge_revoked', 'challenge_out_of_attempts', 'newer_message_exists', 'idempotency_key_in_use'] as const
 
 /** The API document's description of each route below, in the same order. */
 export const platformAdminApi = apiRegistry('Platform admin', 'Staff views of the security outbox (active staff members only; `npm run staff -- grant`)')
