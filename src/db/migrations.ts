@@ -11,6 +11,7 @@ import * as deliveryWritePath from '../../migrations/20261130000900_delivery_wri
 import * as organizations from '../../migrations/20261130001000_organizations.ts'
 import * as attemptCountAtCommit from '../../migrations/20261130001100_attempt_count_at_commit.ts'
 import * as operability from '../../migrations/20261130001200_operability.ts'
+import * as deliveryEvents from '../../migrations/20261201000500_delivery_events.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -28,6 +29,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261130001000_organizations': organizations,
   '20261130001100_attempt_count_at_commit': attemptCountAtCommit,
   '20261130001200_operability': operability,
+  '20261201000500_delivery_events': deliveryEvents,
 }
 
 /** knex's migration source over the list above, shared by the release step and knexfile.ts. */

@@ -36,8 +36,17 @@ export const DEAD_LETTER_REASONS = Object.freeze([
   'invitation_revoked',
   'invitation_accepted',
   'invitation_expired',
+  'destination_suppressed',
 ] as const)
 export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number]
+
+/** What a provider told us after it accepted a message (DESIGN §12); mirrored by a CHECK. */
+export const DELIVERY_EVENTS = Object.freeze(['delivered', 'bounced', 'complained', 'rejected', 'delayed'] as const)
+export type DeliveryEvent = (typeof DELIVERY_EVENTS)[number]
+
+/** Why a destination is on `outbox.suppressed_destinations`; mirrored by a CHECK. */
+export const SUPPRESSION_REASONS = Object.freeze(['permanent_bounce', 'complaint'] as const)
+export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number]
 
 /** pg-boss queue names: part of the operator contract (DESIGN §3). */
 export const QUEUES = Object.freeze({

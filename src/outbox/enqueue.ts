@@ -5,9 +5,11 @@ import { uuidv7 } from 'uuidv7'
 import { envelopeContext, seal } from '../crypto/envelope.ts'
 import { insertCiphertextTx } from './ciphertexts-sql.ts'
 import { QUEUES, type DeliveryJobData } from './constants.ts'
+import { destinationHmac } from './destination.ts'
 import { insertMessageTx, type NewMessage } from './messages-sql.ts'
 
-export type EnqueueDeps = { boss: PgBoss; outboxKey: Buffer }
+/** `codeHashKey` keys the destination's HMAC, which the suppression list is matched on. */
+export type EnqueueDeps = { boss: PgBoss; outboxKey: Buffer; codeHashKey: Buffer }
 
 /**
  * Writes a security message, its sealed secret and its pg-boss job inside the caller's
@@ -17,7 +19,7 @@ export type EnqueueDeps = { boss: PgBoss; outboxKey: Buffer }
 export async function enqueueSecurityMessageTx(
   trx: Knex.Transaction,
   deps: EnqueueDeps,
-  message: Omit<NewMessage, 'id' | 'jobId'>,
+  message: Omit<NewMessage, 'id' | 'jobId' | 'destinationHmac'>,
   secret: Buffer,
 ): Promise<{ messageId: string }> {
   const messageId = uuidv7()
@@ -28,7 +30,7 @@ export async function enqueueSecurityMessageTx(
     secret.fill(0)
   }
   const jobId = randomUUID()
-  await insertMessageTx(trx, { ...message, id: messageId, jobId })
+  await insertMessageTx(trx, { ...message, id: messageId, jobId, destinationHmac: destinationHmac(deps.codeHashKey, message.channel, message.destination) })
   await insertCiphertextTx(trx, messageId, envelope)
   const data: DeliveryJobData = { messageId }
   await deps.boss.send(QUEUES.delivery, data, { db: fromKnex(trx), id: jobId })

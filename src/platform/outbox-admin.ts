@@ -115,7 +115,7 @@ export async function reissueDeadLetter(
     await trx('identity.challenges').where({ id: candidate.challenge_id }).update({ code_hash: hashCode(deps.codeHashKey, candidate.challenge_id, code), last_sent_at: now })
     const { messageId } = await enqueueSecurityMessageTx(
       trx,
-      { boss: deps.boss, outboxKey: deps.outboxKey },
+      { boss: deps.boss, outboxKey: deps.outboxKey, codeHashKey: deps.codeHashKey },
       { purpose: candidate.purpose, challengeId: candidate.challenge_id, channel: candidate.channel, destination: candidate.destination, locale: candidate.locale, expiresAt: candidate.expires_at },
       code,
     )
