@@ -10,8 +10,19 @@ import { platformAdminRoutes } from './routes/platform-admin.ts'
 import { createWebMetrics } from '../metrics/web-metrics.ts'
 import type { InvitationDeps } from '../organization/invitations.ts'
 import { openApiDocument } from './openapi.ts'
+import type { WebhookDeps } from '../delivery/webhooks.ts'
+import { webhookRoutes } from './routes/webhooks.ts'
+import { suppressionRoutes } from './routes/suppressions.ts'
+import { negotiatedLocale } from './locale.ts'
+import type { Locale } from '../delivery/locales.ts'
 
-export type WebDeps = { db: Knex; challenges: ChallengeDeps; invitations: InvitationDeps; logger: Logger; clientLimitPerMinute: number }
+export type WebDeps = {
+  db: Knex; challenges: ChallengeDeps; invitations: InvitationDeps; logger: Logger; clientLimitPerMinute: number
+  /** Provider webhooks (DESIGN §12); each refuses everything while unconfigured. */
+  webhooks?: Pick<WebhookDeps, 'ses' | 'wasender'>
+  /** The locale of messages whose request's Accept-Language names none we ship. */
+  defaultLocale?: Locale
+}
 
 /** The Express app: thin routes over use cases, every error mapped by problemHandler. */
 export function createApp(deps: WebDeps): express.Express {
@@ -25,7 +36,11 @@ export function createApp(deps: WebDeps): express.Express {
     })
     next()
   })
+  const metrics = createWebMetrics(deps.db, deps.challenges.clock)
+  // Before the JSON parser: the webhooks read their bodies as their providers send them.
+  app.use(webhookRoutes({ db: deps.db, clock: deps.challenges.clock, logger: deps.logger, count: metrics.webhook, ...deps.webhooks }))
   app.use(express.json({ limit: '16kb', strict: true }))
+  app.use(negotiatedLocale(deps.defaultLocale ?? 'en'))
   app.use(healthRoutes(deps.db))
   const openapi = openApiDocument()
   app.get('/openapi.json', (_req, res) => {
@@ -34,7 +49,7 @@ export function createApp(deps: WebDeps): express.Express {
   app.use(identityRoutes({ db: deps.db, challenges: deps.challenges, clientLimitPerMinute: deps.clientLimitPerMinute }))
   app.use(organizationRoutes({ db: deps.db, invitations: deps.invitations }))
   app.use(platformAdminRoutes({ db: deps.db, reissue: { boss: deps.challenges.boss, outboxKey: deps.challenges.outboxKey, codeHashKey: deps.challenges.codeHashKey, clock: deps.challenges.clock } }))
-  const metrics = createWebMetrics(deps.db, deps.challenges.clock)
+  app.use(suppressionRoutes({ db: deps.db, clock: deps.challenges.clock }))
   app.get('/metrics', async (_req, res) => {
     res.type(metrics.registry.contentType).send(await metrics.render())
   })

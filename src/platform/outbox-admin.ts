@@ -5,7 +5,8 @@ import { generateCode, hashCode } from '../crypto/codes.ts'
 import { ConflictError, DomainError, ForbiddenError, NotFoundError } from '../identity/errors.ts'
 import { hashToken } from '../identity/secrets.ts'
 import type { SessionContext } from '../identity/sessions.ts'
-import { DEAD_LETTER_REASONS, type Channel, type Purpose } from '../outbox/constants.ts'
+import { DEAD_LETTER_REASONS, DELIVERY_EVENTS, type Channel, type Purpose } from '../outbox/constants.ts'
+import { deliveryEventsSince } from '../outbox/delivery-events-sql.ts'
 import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
 import { auditTx } from './staff.ts'
 
@@ -16,11 +17,18 @@ export async function backlog(db: Knex, now: Date) {
   const since = await db.raw('SELECT * FROM outbox.dead_letters_since(?)', [new Date(now.getTime() - 24 * 3_600_000)])
   const deadLettersLast24h = Object.fromEntries(DEAD_LETTER_REASONS.map((reason) => [reason, 0])) as Record<string, number>
   for (const entry of since.rows as { reason: string; count: number }[]) deadLettersLast24h[entry.reason] = Number(entry.count)
+  // Per purpose: what the providers reported after "published" (DESIGN §12).
+  const deliveryEventsLast24h: Record<string, Record<string, number>> = {}
+  for (const entry of await deliveryEventsSince(db, new Date(now.getTime() - 24 * 3_600_000))) {
+    deliveryEventsLast24h[entry.purpose] ??= Object.fromEntries(DELIVERY_EVENTS.map((event) => [event, 0]))
+    deliveryEventsLast24h[entry.purpose]![entry.event] = entry.count
+  }
   const age = row.oldest_due_pending_age_seconds
   return {
     states: { pending: Number(row.pending), leased: Number(row.leased), published: Number(row.published), dead_lettered: Number(row.dead_lettered) },
     oldestDuePendingAgeSeconds: age === null ? null : Math.max(0, Math.floor(Number(age))),
     deadLettersLast24h,
+    deliveryEventsLast24h,
     queue: { queued: Number(row.queued), deferred: Number(row.deferred), active: Number(row.active), failed: Number(row.failed) },
   }
 }

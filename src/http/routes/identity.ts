@@ -11,6 +11,7 @@ import { confirmStepUp, startStepUp } from '../../identity/step-up.ts'
 import { requireSession, sessionOf } from '../auth.ts'
 import { limitPerClient, withMinimumDuration } from '../client-limit.ts'
 import { HttpProblem } from '../problem.ts'
+import { localized } from '../locale.ts'
 import {
   ConfirmationRequest,
   IdentifierRequest,
@@ -44,7 +45,7 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
     const body = SignUpRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
     await countClient(req)
-    const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () => signUp(db, deps, { identifier, password: body.password }))
+    const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () => signUp(db, localized(deps, res), { identifier, password: body.password }))
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
 
@@ -71,7 +72,7 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
 
   router.post('/sign-in-methods', signedIn, async (req, res) => {
     const body = IdentifierRequest.parse(req.body)
-    const { challengeExpiresAt } = await addSignInMethod(db, deps, sessionOf(res), identifierFrom(body.identifier))
+    const { challengeExpiresAt } = await addSignInMethod(db, localized(deps, res), sessionOf(res), identifierFrom(body.identifier))
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
 
@@ -84,7 +85,7 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
     const body = IdentifierRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
     await countClient(req)
-    const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () => db.transaction((trx) => requestPasswordRecoveryTx(trx, deps, identifier)))
+    const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () => db.transaction((trx) => requestPasswordRecoveryTx(trx, localized(deps, res), identifier)))
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
 
@@ -98,7 +99,7 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
 
   router.post('/step-ups', signedIn, async (req, res) => {
     StepUpRequest.parse(req.body)
-    const { challengeExpiresAt } = await startStepUp(db, deps, sessionOf(res))
+    const { challengeExpiresAt } = await startStepUp(db, localized(deps, res), sessionOf(res))
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
 
