@@ -2,7 +2,9 @@ import type { Knex } from 'knex'
 import type { Job, PgBoss } from 'pg-boss'
 import { envelopeContext, open } from '../src/crypto/envelope.ts'
 import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
-import { renderCodeMessage, renderInvitationMessage } from '../src/delivery/templates.ts'
+import { composeMessage, defaultTemplates, UnreadableBodyError } from '../src/delivery/compose.ts'
+import type { Templates } from '../src/delivery/templates.ts'
+import { suppressedAmong } from '../src/outbox/delivery-events-sql.ts'
 import { describeError, type Logger } from '../src/logging/logger.ts'
 import { claimMessages, type Claim } from '../src/outbox/claim.ts'
 import type { WorkerMetrics } from '../src/metrics/worker-metrics.ts'
@@ -21,6 +23,8 @@ export type DeliveryDeps = {
   /** `<base>/join#token=…`; undefined when unconfigured in staging/production (invitations then wait). */
   invitationLinkBaseUrl?: string
   metrics?: WorkerMetrics
+  /** The message templates with this deployment's branding (default: PRODUCT_NAME Sealpost, en). */
+  templates?: Templates
 }
 
 type DeliveryJob = Pick<Job<DeliveryJobData>, 'id' | 'retryCount' | 'data'>
@@ -42,6 +46,7 @@ export async function deliverBatch(deps: DeliveryDeps, jobs: readonly DeliveryJo
   const claims = await claimMessages(deps.db, deps.boss, requests, deps.clock())
   const toRecord: (RecordRequest & { context: Record<string, unknown> })[] = []
   const unclaimed: unknown[] = []
+  const suppressed = await suppressedClaims(deps, claims)
   await Promise.all(claims.map(async (claim, index) => {
     const { messageId, lease } = requests[index]!
     if (claim.kind === 'failed') {
@@ -54,7 +59,9 @@ export async function deliverBatch(deps: DeliveryDeps, jobs: readonly DeliveryJo
     }
     const { message } = claim
     const context = { messageId, purpose: message.purpose, channel: message.channel, attempt: message.attempt_count + 1 }
-    toRecord.push({ messageId, lease, outcome: await attempt(deps, claim, context), context })
+    // A suppressed destination (a permanent bounce or a complaint) is never sent to again.
+    const outcome: Outcome = suppressed.has(messageId) ? { kind: 'dead_letter', reason: 'destination_suppressed' } : await attempt(deps, claim, context)
+    toRecord.push({ messageId, lease, outcome, context })
   }))
   const recorded = await recordOutcomes(deps.db, deps.boss, deps.settings, toRecord, deps.clock())
   recorded.forEach((result, index) => {
@@ -69,6 +76,11 @@ export async function deliverBatch(deps: DeliveryDeps, jobs: readonly DeliveryJo
   })
   // The others are recorded; now let pg-boss retry the jobs that could not even be claimed.
   if (unclaimed.length > 0) throw unclaimed[0]
+}
+
+/** The claimed messages whose destination is on the suppression list (DESIGN §12), checked before any send. */
+async function suppressedClaims(deps: DeliveryDeps, claims: readonly (Claim | { kind: 'failed' })[]): Promise<Set<string>> {
+  return await suppressedAmong(deps.db, claims.flatMap((claim) => (claim.kind === 'claimed' ? [claim.message.id] : [])))
 }
 
 /** Opens the envelope and sends; every failure becomes an outcome, nothing throws. */
@@ -92,11 +104,16 @@ async function attempt(deps: DeliveryDeps, claim: Extract<Claim, { kind: 'claime
   const started = performance.now()
   try {
     if (!provider) throw new DeliveryFailure('UNAVAILABLE', 'ChannelNotConfigured')
-    const content = message.purpose === 'invitation'
-      ? renderInvitationMessage(claim.organizationName ?? '', `${deps.invitationLinkBaseUrl}/join#token=${secret.toString('base64url')}`, message.expires_at, deps.clock())
-      : renderCodeMessage(message.purpose, secret.toString('utf8'), message.expires_at, deps.clock())
+    let content: ReturnType<typeof composeMessage>
+    try {
+      content = composeMessage(deps.templates ?? defaultTemplates(), message, secret, { organizationName: claim.organizationName, invitationLinkBaseUrl: deps.invitationLinkBaseUrl, now: deps.clock() })
+    } catch (error) {
+      if (!(error instanceof UnreadableBodyError)) throw error
+      deps.logger.error('SECURITY: a sealed message body is unreadable', { ...context, ...describeError(error), security: true })
+      return { kind: 'dead_letter', reason: 'decryption_failed' }
+    }
     const { providerMessageId } = await provider.dispatch(
-      { messageId: message.id, destination: message.destination, ...content },
+      { messageId: message.id, destination: message.destination, purpose: message.purpose, ...content },
       AbortSignal.timeout(deps.settings.sendTimeoutMs),
     )
     deps.metrics?.sent(message.channel, (performance.now() - started) / 1000)

@@ -9,6 +9,7 @@ import { createBoss } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
 import { createKnex } from '../db/knex.ts'
 import type { Provider } from '../delivery/provider.ts'
+import { loadTemplates } from '../delivery/templates.ts'
 import type { Logger } from '../logging/logger.ts'
 import { createWorkerMetrics, serveMetrics } from '../metrics/worker-metrics.ts'
 import { CHANNELS, QUEUES, type Channel, type DeliveryJobData } from '../outbox/constants.ts'
@@ -32,7 +33,7 @@ type WorkerConfig = Pick<
   | 'NODE_ENV'
   | 'PORT'
   | 'WORKER_METRICS_PORT'
->
+> & Partial<Pick<Config, 'PRODUCT_NAME' | 'SUPPORT_URL' | 'DEFAULT_LOCALE'>>
 
 /**
  * Where invitation links point: INVITATION_LINK_BASE_URL, or in development the local web. In
@@ -122,6 +123,7 @@ export async function startWorker(options: {
       settings: { maxAttempts: config.MAX_ATTEMPTS, retrySchedule: config.RETRY_SCHEDULE, sendTimeoutMs: config.SEND_TIMEOUT_MS },
       invitationLinkBaseUrl,
       metrics,
+      templates: loadTemplates({ productName: config.PRODUCT_NAME ?? 'Sealpost', supportUrl: config.SUPPORT_URL, defaultLocale: config.DEFAULT_LOCALE ?? 'en' }),
     })
     await boss.work<DeliveryJobData>(QUEUES.delivery, deliveryWorkOptions(config), handler)
     await boss.work<DeliveryJobData>(QUEUES.deadLetter, { batchSize: 10 }, createDeadLetterQueueHandler({ db, boss, clock, logger }))
