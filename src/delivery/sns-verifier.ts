@@ -138,10 +138,11 @@ export async function verifySnsEnvelope(envelope: SnsEnvelope, options: { topicA
   const now = options.now.getTime()
   if (Date.parse(certificate.validFrom) > now || Date.parse(certificate.validTo) < now) throw new SnsRefused('invalid_signature')
   const signature = Buffer.from(envelope.Signature, 'base64')
-  let valid = false
+  let valid: boolean
   try {
     valid = verifySignature(algorithm, Buffer.from(snsStringToSign(envelope), 'utf8'), certificate.publicKey, signature)
   } catch {
+    // A key the certificate holds that cannot verify this (not RSA, a malformed signature).
     valid = false
   }
   if (!valid) throw new SnsRefused('invalid_signature')

@@ -1,3 +1,4 @@
+import type { Config } from '../../config/schema.ts'
 import { createSesConnector } from '../../src/delivery/ses-connector.ts'
 import { createWasenderConnector } from '../../src/delivery/wasender-connector.ts'
 import type { Logger } from '../../src/logging/logger.ts'
@@ -12,7 +13,12 @@ import { capturingLogger, testKeys, workerConfig } from './helpers.ts'
 /** Web and (optionally) worker in this process against one test database, the SES emulator and the fake Wasender. */
 export async function startWebStack(
   db: TestDatabase,
-  options: { keys: Keys; logger: Logger; clock?: () => Date; worker?: boolean; whatsapp?: boolean; clientLimitPerMinute?: number; invitationTtlSeconds?: number; invitationLinkBaseUrl?: string },
+  options: {
+    keys: Keys; logger: Logger; clock?: () => Date; worker?: boolean; whatsapp?: boolean; clientLimitPerMinute?: number; invitationTtlSeconds?: number; invitationLinkBaseUrl?: string
+    /** Delivery-feedback settings of the web (webhooks, DEFAULT_LOCALE) and how it confirms SNS subscriptions. */
+    webhooks?: Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>>
+    confirmSubscription?: (url: string) => Promise<void>
+  },
 ) {
   const emulator = await startSesEmulator(0)
   const wasender = await startFakeWasender('stack-key')
@@ -31,7 +37,8 @@ export async function startWebStack(
     })
   }
   const web: RunningWeb = await startWeb({
-    config: { PORT: 0, CHALLENGE_TTL_SECONDS: 600, INVITATION_TTL_SECONDS: options.invitationTtlSeconds ?? 3_600, CLIENT_RATE_LIMIT_PER_MINUTE: options.clientLimitPerMinute ?? 10_000, WASENDER_API_URL: options.whatsapp === false ? undefined : wasender.url },
+    config: { PORT: 0, CHALLENGE_TTL_SECONDS: 600, INVITATION_TTL_SECONDS: options.invitationTtlSeconds ?? 3_600, CLIENT_RATE_LIMIT_PER_MINUTE: options.clientLimitPerMinute ?? 10_000, WASENDER_API_URL: options.whatsapp === false ? undefined : wasender.url, ...options.webhooks },
+    confirmSubscription: options.confirmSubscription,
     apiUrl: db.apiUrl,
     keys: options.keys,
     logger: options.logger,
