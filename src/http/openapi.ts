@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import * as schemas from './schemas.ts'
 
-type Operation = { method: 'get' | 'post' | 'delete'; path: string; summary: string; auth?: true; request?: z.ZodType; status: number; response?: z.ZodType }
+type Operation = { method: 'get' | 'post' | 'delete'; path: string; summary: string; auth?: true; request?: z.ZodType; requestType?: string; status: number; response?: z.ZodType }
 
 const OPERATIONS: Operation[] = [
   { method: 'post', path: '/sign-ups', summary: 'Start a sign-up: a code goes to the identifier', request: schemas.SignUpRequest, status: 202, response: schemas.ChallengeAccepted },
@@ -18,6 +18,10 @@ const OPERATIONS: Operation[] = [
   { method: 'post', path: '/organizations/{id}/invitations', summary: 'Invite an email address (organization admins); a join link goes to it', auth: true, request: schemas.InvitationRequest, status: 202, response: schemas.InvitationAccepted },
   { method: 'delete', path: '/organizations/{id}/invitations/{invitationId}', summary: 'Revoke an invitation (organization admins)', auth: true, status: 204 },
   { method: 'post', path: '/invitations/acceptance', summary: 'Accept an invitation with the token from its link; the caller becomes a member', auth: true, request: schemas.InvitationAcceptanceRequest, status: 201, response: schemas.MembershipCreated },
+  { method: 'post', path: '/webhooks/ses', summary: 'Amazon SNS deliveries of SES events (signature verified; SubscriptionConfirmation only for SES_EVENTS_TOPIC_ARN); 403 for a bad signature, certificate URL, topic or a message over an hour old', request: schemas.SnsDelivery, requestType: 'text/plain', status: 200, response: schemas.SesWebhookAnswer },
+  { method: 'post', path: '/webhooks/wasender', summary: 'Wasender message status updates (X-Webhook-Signature = WASENDER_WEBHOOK_SECRET, else 403)', request: schemas.WasenderStatusUpdate, status: 200, response: schemas.WasenderWebhookAnswer },
+  { method: 'get', path: '/platform-admin/suppressions', summary: 'Staff: suppressed destinations, masked, newest first (?limit=1–100&after=<endCursor>)', auth: true, status: 200, response: schemas.SuppressionPage },
+  { method: 'delete', path: '/platform-admin/suppressions/{id}', summary: 'Staff with X-Elevation-Token: lift a suppression (audited)', auth: true, status: 204 },
   { method: 'get', path: '/healthz', summary: 'Liveness', status: 200 },
   { method: 'get', path: '/readyz', summary: 'Readiness: 503 when the database is unreachable', status: 200 },
 ]
@@ -32,7 +36,7 @@ export function openApiDocument(): Record<string, unknown> {
     paths[operation.path]![operation.method] = {
       summary: operation.summary,
       ...(operation.auth ? { security: [{ bearer: [] }] } : {}),
-      ...(operation.request ? { requestBody: { required: true, content: { 'application/json': { schema: z.toJSONSchema(operation.request, { io: 'input' }) } } } } : {}),
+      ...(operation.request ? { requestBody: { required: true, content: { [operation.requestType ?? 'application/json']: { schema: z.toJSONSchema(operation.request, { io: 'input' }) } } } } : {}),
       responses: {
         [operation.status]: operation.response
           ? { description: 'Success', content: { 'application/json': { schema: z.toJSONSchema(operation.response) } } }
