@@ -8,6 +8,7 @@ import type { Logger } from '../logging/logger.ts'
 import { ensureDevKeys, type Keys } from './dev-keys.ts'
 import { providersFromConfig } from './providers.ts'
 import { startSesEmulator } from './ses-emulator.ts'
+import { DEV_TOPIC_ARN, devSnsSigner } from './dev-sns-signer.ts'
 import { startWeb } from './web.ts'
 import { startWorker } from './worker.ts'
 
@@ -55,8 +56,14 @@ export async function startDevStack(config: Config, logger: Logger): Promise<Dev
     stops.push(async () => providers.forEach((provider) => provider.close()))
     const worker = await startWorker({ config, workerUrl, keys, providers, logger })
     stops.push(worker.stop)
-    const web = await startWeb({ config, apiUrl, keys, logger })
+    // Development: SES events from `npm run dev:ses-event`, signed with a local key (DESIGN §12).
+    const events = {
+      SES_EVENTS_TOPIC_ARN: config.SES_EVENTS_TOPIC_ARN ?? DEV_TOPIC_ARN,
+      SNS_TEST_SIGNING_CERT: config.SNS_TEST_SIGNING_CERT ?? (await devSnsSigner(config.SEALPOST_DATA_DIR)).certificatePath,
+    }
+    const web = await startWeb({ config: { ...config, ...events }, apiUrl, keys, logger })
     stops.push(web.stop)
+    if (!config.DATABASE_URL) await writeFile(runtimeFile(config.SEALPOST_DATA_DIR), JSON.stringify({ databaseUrl: ownerUrl, apiUrl: web.url, sesEventsTopicArn: events.SES_EVENTS_TOPIC_ARN }), { mode: 0o600 })
     return { apiUrl: web.url, inboxUrl, stop: stopAll }
   } catch (error) {
     await stopAll()
