@@ -4,7 +4,7 @@ import type { Config } from '../../config/schema.ts'
 import { startEmbeddedPostgres } from '../db/embedded.ts'
 import { ensureLoginUsers } from '../db/login-users.ts'
 import { release } from '../db/release.ts'
-import type { Logger } from '../logging/logger.ts'
+import { describeError, type Logger } from '../logging/logger.ts'
 import { ensureDevKeys, type Keys } from './dev-keys.ts'
 import { providersFromConfig } from './providers.ts'
 import { startSesEmulator } from './ses-emulator.ts'
@@ -23,7 +23,7 @@ async function devSesEvents(config: Config, logger: Logger): Promise<Pick<Config
   try {
     return { SES_EVENTS_TOPIC_ARN: DEV_TOPIC_ARN, SNS_TEST_SIGNING_CERT: (await devSnsSigner(config.SEALPOST_DATA_DIR)).certificatePath }
   } catch (error) {
-    logger.warn('no local SNS signing certificate: POST /webhooks/ses refuses everything in this run', { errorName: (error as Error).name })
+    logger.warn('no local SNS signing certificate: POST /webhooks/ses refuses everything in this run', describeError(error))
     return {}
   }
 }
