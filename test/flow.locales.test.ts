@@ -51,7 +51,7 @@ describe('Accept-Language → the locale of the message', () => {
         const found = await inbox(f.stack.emulator.url, email)
         return found.length > 0 ? found : undefined
       }, 'the email')
-      expect(mail!.subject).to.equal('Your Sealpost sign-up code')
+      expect(mail!.subject).to.equal('Confirm your Sealpost sign-up')
     })
   })
 })
