@@ -70,6 +70,12 @@ describe('SES delivery events through SNS (POST /webhooks/ses)', () => {
     }, 'the next message dead-lettered')
     expect(dead).to.deep.equal({ reason: 'destination_suppressed', attempt_count: 0 })
     expect(await inbox(f.stack.emulator.url, tagged)).to.have.length(0)
+
+    // Once the suppression is lifted (staff, DELETE /platform-admin/suppressions/:id), mail flows again.
+    await f.db.owner.raw('DELETE FROM outbox.suppressed_destinations WHERE id = ?', [suppressed.id])
+    const third = `${local}+third@${domain}`
+    await published(third)
+    expect(await inbox(f.stack.emulator.url, third)).to.have.length(1)
   })
 
   it('stores a transient bounce, a delivery, a reject and a delay as events only (SignatureVersion 1 and 2)', async () => {
@@ -144,5 +150,8 @@ describe('SES delivery events through SNS (POST /webhooks/ses)', () => {
     expect((await post(subscribe(good, 'arn:aws:sns:eu-west-1:123456789012:someone-else'))).body?.code).to.equal('unknown_topic')
     expect((await post(subscribe(good), 'SubscriptionConfirmation')).body).to.deep.equal({ outcome: 'subscription_confirmed' })
     expect(confirmed).to.deep.equal([good])
+    const unsubscribed = signer.envelope({ Type: 'UnsubscribeConfirmation', TopicArn: TOPIC, Message: 'You have unsubscribed.', Token: 'token-2', SubscribeURL: good })
+    expect((await post(unsubscribed)).body, 'an unsubscription changes nothing here').to.deep.equal({ outcome: 'ignored' })
+    expect(confirmed).to.have.length(1)
   })
 })
