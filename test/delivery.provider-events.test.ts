@@ -1,7 +1,10 @@
 import { expect } from 'chai'
 import { sesEventFrom, wasenderEventsFrom } from '../src/delivery/provider-events.ts'
-import { isSnsUrl, snsStringToSign, topicRegion, type SnsEnvelope } from '../src/delivery/sns-verifier.ts'
-import { sesEventMessage } from '../src/runtime/dev-sns-signer.ts'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { fetchedCertificates, isSnsUrl, snsStringToSign, topicRegion, type SnsEnvelope } from '../src/delivery/sns-verifier.ts'
+import { devSnsSigner, sesEventMessage } from '../src/runtime/dev-sns-signer.ts'
 
 const AT = new Date('2026-12-01T08:00:00Z')
 
@@ -66,5 +69,32 @@ describe('SNS signature inputs', () => {
       'https://sns.eu-west-1.amazonaws.com/a.txt',
       'not a url',
     ]) expect(isSnsUrl(url, 'eu-west-1', pem), url).to.equal(false)
+  })
+
+  it('fetches each certificate URL once, keeps a failure a while, and caps new URLs a minute', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'sealpost-cert-'))
+    try {
+      const pem = await readFile((await devSnsSigner(dir)).certificatePath, 'utf8')
+      const fetched: string[] = []
+      let now = Date.now()
+      const certificates = fetchedCertificates({ newUrlsPerMinute: 3, clock: () => new Date(now), fetch: async (url) => {
+        fetched.push(url)
+        if (url.includes('missing')) throw new Error('404')
+        return pem
+      } })
+      await certificates('https://sns.eu-west-1.amazonaws.com/a.pem')
+      await certificates('https://sns.eu-west-1.amazonaws.com/a.pem')
+      await certificates('https://sns.eu-west-1.amazonaws.com/missing.pem').catch(() => undefined)
+      await certificates('https://sns.eu-west-1.amazonaws.com/missing.pem').catch(() => undefined)
+      expect(fetched).to.deep.equal(['https://sns.eu-west-1.amazonaws.com/a.pem', 'https://sns.eu-west-1.amazonaws.com/missing.pem'])
+      await certificates('https://sns.eu-west-1.amazonaws.com/b.pem')
+      const refused = await certificates('https://sns.eu-west-1.amazonaws.com/c.pem').then(() => 'fetched', () => 'refused')
+      expect(refused, 'the fourth new URL within a minute').to.equal('refused')
+      now += 60_000
+      await certificates('https://sns.eu-west-1.amazonaws.com/c.pem')
+      expect(fetched).to.have.length(4)
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
   })
 })

@@ -69,25 +69,37 @@ const CERT_PATH = /^\/[A-Za-z0-9_-]+\.pem$/
 /** Where signing certificates come from: an HTTPS fetch, or in tests a local PEM file. */
 export type CertificateSource = (url: string) => Promise<X509Certificate>
 
-/** Fetches a certificate over HTTPS (bounded in time and size) and keeps it, so each URL is fetched once. */
-export function fetchedCertificates(options: { timeoutMs?: number; maxEntries?: number } = {}): CertificateSource {
+/** GETs a PEM over HTTPS, bounded in time and size; undici follows no redirects, so it comes from that host or not at all. */
+async function fetchPem(url: string, timeoutMs: number): Promise<string> {
+  const response = await request(url, { method: 'GET', signal: AbortSignal.timeout(timeoutMs) })
+  if (response.statusCode !== 200) {
+    await response.body.dump()
+    throw new Error(`certificate fetch answered ${response.statusCode}`)
+  }
+  const pem = await response.body.text()
+  if (pem.length > 16_384) throw new Error('certificate too large')
+  return pem
+}
+
+/**
+ * Certificates fetched once per URL and kept (SNS uses a handful). A failed fetch is kept for a
+ * minute, and at most `newUrlsPerMinute` URLs never seen before are fetched a minute, so forged
+ * deliveries naming made-up certificate files on the SNS host cannot make the web fetch at will.
+ */
+export function fetchedCertificates(options: { timeoutMs?: number; maxEntries?: number; newUrlsPerMinute?: number; fetch?: (url: string) => Promise<string>; clock?: () => Date } = {}): CertificateSource {
   const cache = new Map<string, Promise<X509Certificate>>()
+  const clock = options.clock ?? (() => new Date())
+  const fetchOne = options.fetch ?? ((url: string) => fetchPem(url, options.timeoutMs ?? 5_000))
+  let window = { startedAt: 0, fetches: 0 }
   return (url) => {
     const cached = cache.get(url)
     if (cached) return cached
-    const loading = (async () => {
-      // undici's request follows no redirects: the certificate comes from the SNS host or not at all.
-      const response = await request(url, { method: 'GET', signal: AbortSignal.timeout(options.timeoutMs ?? 5_000) })
-      if (response.statusCode !== 200) {
-        await response.body.dump()
-        throw new Error(`certificate fetch answered ${response.statusCode}`)
-      }
-      const pem = await response.body.text()
-      if (pem.length > 16_384) throw new Error('certificate too large')
-      return new X509Certificate(pem)
-    })()
-    // A failed fetch is not kept: the next delivery tries again.
-    loading.catch(() => cache.delete(url))
+    const now = clock().getTime()
+    if (now - window.startedAt >= 60_000) window = { startedAt: now, fetches: 0 }
+    if (window.fetches >= (options.newUrlsPerMinute ?? 10)) return Promise.reject(new Error('too many new certificate URLs this minute'))
+    window.fetches += 1
+    const loading = fetchOne(url).then((pem) => new X509Certificate(pem))
+    loading.catch(() => setTimeout(() => cache.delete(url), 60_000).unref())
     if (cache.size >= (options.maxEntries ?? 32)) cache.delete(cache.keys().next().value!)
     cache.set(url, loading)
     return loading
