@@ -148,7 +148,7 @@ export async function startBenchStack() {
   async function enqueueOne(trx: Knex.Transaction, challenge: { challengeId: string; destination: string }) {
     return await enqueueSecurityMessageTx(
       trx,
-      { boss: webBoss, outboxKey: keys.outboxKey },
+      { boss: webBoss, outboxKey: keys.outboxKey, codeHashKey: keys.codeHashKey },
       { purpose: 'password_recovery', challengeId: challenge.challengeId, channel: 'whatsapp', destination: challenge.destination, locale: 'en', expiresAt: new Date(Date.now() + 3_600_000) },
       Buffer.from(String(100_000 + Math.floor(Math.random() * 900_000))),
     )

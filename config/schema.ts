@@ -158,6 +158,21 @@ const envSchema = z.object({
   SES_EMULATOR_PORT: z.coerce.number().int().min(0).max(65535).default(8005),
   /** Development only: where `.data/` (embedded PostgreSQL, generated keys) lives. */
   SEALPOST_DATA_DIR: z.string().min(1).default('.data'),
+  /** SES configuration set named on every SendEmail (its event destination publishes to the SNS topic). */
+  SES_CONFIGURATION_SET: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - (at most 64)').optional(),
+  /** The SNS topic whose deliveries POST /webhooks/ses accepts; unset = the route refuses everything. */
+  SES_EVENTS_TOPIC_ARN: z.string().regex(/^arn:aws:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/, 'an SNS topic ARN').optional(),
+  /** Tests and local runs only: a PEM certificate that replaces the fetch of SNS signing certificates. */
+  SNS_TEST_SIGNING_CERT: z.string().min(1).optional(),
+  /** The webhook secret of the Wasender session; unset = POST /webhooks/wasender refuses everything. */
+  WASENDER_WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** The locale of messages whose request named none we ship. */
+  DEFAULT_LOCALE: z.enum(['en', 'de', 'es']).default('en'),
+  PRODUCT_NAME: z.string().trim().min(1).max(60).regex(/^[^\p{Cc}\p{Cf}]+$/u, 'must not contain control characters').default('Sealpost'),
+  /** The sender's display name in the From header (default: PRODUCT_NAME). */
+  SES_FROM_NAME: z.string().trim().min(1).max(60).regex(/^[^\p{Cc}\p{Cf}]+$/u, 'must not contain control characters').optional(),
+  /** Shown as plain text in every message ("contact support"); unset = the sentence is left out. */
+  SUPPORT_URL: z.url({ protocol: /^https?$/ }).optional(),
 })
 
 type Env = z.output<typeof envSchema>
@@ -263,6 +278,9 @@ export function loadConfig(env: NodeJS.ProcessEnv, role: ProcessRole): Config {
     }
   }
   // Only the processes that apply LEASE_SECONDS check it; the worker checks the queue's own lease.
+  if (deployed && config.SNS_TEST_SIGNING_CERT !== undefined) {
+    throw new ConfigError([{ variable: 'SNS_TEST_SIGNING_CERT', problem: `is for tests and local runs only and is refused in ${config.NODE_ENV}` }])
+  }
   const minLeaseSeconds = (2 * config.SEND_TIMEOUT_MS + 5000) / 1000
   if ((role === 'release' || role === 'all-in-one') && config.LEASE_SECONDS < minLeaseSeconds) {
     throw new ConfigError([

@@ -3,7 +3,9 @@ import type { Job, PgBoss } from 'pg-boss'
 import { envelopeContext, open } from '../src/crypto/envelope.ts'
 import type { KeyRing } from '../src/crypto/key-ring.ts'
 import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
-import { renderCodeMessage, renderInvitationMessage, renderSecurityNotice, type SecurityNoticeBody } from '../src/delivery/templates.ts'
+import { composeMessage, defaultTemplates, UnreadableBodyError } from '../src/delivery/compose.ts'
+import type { Templates } from '../src/delivery/templates.ts'
+import { suppressedAmong } from '../src/outbox/delivery-events-sql.ts'
 import { describeError, type Logger } from '../src/logging/logger.ts'
 import { claimMessages, type Claim, type ClaimRequest } from '../src/outbox/claim.ts'
 import type { WorkerMetrics } from '../src/metrics/worker-metrics.ts'
@@ -23,6 +25,8 @@ export type DeliveryDeps = {
   /** `<base>/join#token=…`; a worker without one does not start (no message ever spends attempts on it). */
   invitationLinkBaseUrl: string
   metrics?: WorkerMetrics
+  /** The message templates with this deployment's branding (default: PRODUCT_NAME Sealpost, en). */
+  templates?: Templates
 }
 
 export type DeliveryJob = Pick<Job<DeliveryJobData>, 'id' | 'retryCount' | 'data'>
@@ -51,6 +55,7 @@ export async function deliverBatch(deps: DeliveryDeps, jobs: readonly DeliveryJo
   const claims = await claimMessages(deps.db, deps.boss, requests, deps.clock())
   const toRecord: PendingRecord[] = []
   const unclaimed: unknown[] = []
+  const suppressed = await suppressedClaims(deps, claims)
   await Promise.all(claims.map(async (claim, index) => {
     if (claim.kind === 'failed') {
       unclaimed.push(claim.error)
@@ -60,7 +65,7 @@ export async function deliverBatch(deps: DeliveryDeps, jobs: readonly DeliveryJo
       logSettled(deps, requests[index]!, claim)
       return
     }
-    toRecord.push(await sendClaimed(deps, requests[index]!, claim))
+    toRecord.push(await sendClaimed(deps, requests[index]!, claim, suppressed.has(claim.message.id)))
   }))
   const recorded = await recordOutcomes(deps.db, deps.boss, deps.settings, toRecord, deps.clock())
   recorded.forEach((result, index) => reportRecorded(deps, toRecord[index]!, result))
@@ -72,11 +77,17 @@ export function logSettled(deps: Pick<DeliveryDeps, 'logger'>, request: ClaimReq
   deps.logger.info('delivery settled without sending', { messageId: request.messageId, why: claim.why })
 }
 
-/** The per-message steps after a claim: open, render, send, classify. Never throws. */
-export async function sendClaimed(deps: DeliveryDeps, request: ClaimRequest, claim: Extract<Claim, { kind: 'claimed' }>): Promise<PendingRecord> {
+/** The claimed messages whose destination is on the suppression list (a permanent bounce or a complaint), checked before any send: one statement per claimed batch. */
+export async function suppressedClaims(deps: Pick<DeliveryDeps, 'db'>, claims: readonly (Claim | { kind: 'failed' })[]): Promise<Set<string>> {
+  return await suppressedAmong(deps.db, claims.flatMap((claim) => (claim.kind === 'claimed' ? [claim.message.id] : [])))
+}
+
+/** The per-message steps after a claim: open, render, send, classify. Never throws. A suppressed destination is never sent to again. */
+export async function sendClaimed(deps: DeliveryDeps, request: ClaimRequest, claim: Extract<Claim, { kind: 'claimed' }>, suppressed = false): Promise<PendingRecord> {
   const { message } = claim
   const context = { messageId: request.messageId, purpose: message.purpose, channel: message.channel, attempt: message.attempt_count + 1 }
-  return { messageId: request.messageId, lease: request.lease, outcome: await attempt(deps, claim, context), context }
+  const outcome: Outcome = suppressed ? { kind: 'dead_letter', reason: 'destination_suppressed' } : await attempt(deps, claim, context)
+  return { messageId: request.messageId, lease: request.lease, outcome, context }
 }
 
 /** Logs and counts what the record step decided for one message. */
@@ -107,13 +118,16 @@ async function attempt(deps: DeliveryDeps, claim: Extract<Claim, { kind: 'claime
   const started = performance.now()
   try {
     if (!provider) throw new DeliveryFailure('UNAVAILABLE', 'ChannelNotConfigured')
-    const content = message.purpose === 'invitation'
-      ? renderInvitationMessage(claim.organizationName ?? '', `${deps.invitationLinkBaseUrl}/join#token=${secret.toString('base64url')}`, message.expires_at, deps.clock())
-      : message.purpose === 'security_notice'
-        ? renderSecurityNotice(JSON.parse(secret.toString('utf8')) as SecurityNoticeBody)
-        : renderCodeMessage(message.purpose, secret.toString('utf8'), message.expires_at, deps.clock())
+    let content: ReturnType<typeof composeMessage>
+    try {
+      content = composeMessage(deps.templates ?? defaultTemplates(), message, secret, { organizationName: claim.organizationName, invitationLinkBaseUrl: deps.invitationLinkBaseUrl, now: deps.clock() })
+    } catch (error) {
+      if (!(error instanceof UnreadableBodyError)) throw error
+      deps.logger.error('SECURITY: a sealed message body is unreadable', { ...context, ...describeError(error), security: true })
+      return { kind: 'dead_letter', reason: 'decryption_failed' }
+    }
     const { providerMessageId } = await provider.dispatch(
-      { messageId: message.id, destination: message.destination, ...content },
+      { messageId: message.id, destination: message.destination, purpose: message.purpose, ...content },
       AbortSignal.timeout(deps.settings.sendTimeoutMs),
     )
     deps.metrics?.sent(message.channel, (performance.now() - started) / 1000)

@@ -27,6 +27,25 @@ describe('configuration', () => {
     throw new Error('expected a ConfigError')
   }
 
+  it('refuses SNS_TEST_SIGNING_CERT in staging and production, naming it and not its value', () => {
+    for (const NODE_ENV of ['staging', 'production']) {
+      const error = refusal({ ...production, NODE_ENV, SNS_TEST_SIGNING_CERT: '/tmp/secret-path.pem' }, 'web')
+      expect(error.variables).to.deep.equal(['SNS_TEST_SIGNING_CERT'])
+      expect(error.message).to.not.include('secret-path')
+    }
+    expect(loadConfig({ NODE_ENV: 'test', SNS_TEST_SIGNING_CERT: '/tmp/x.pem' }, 'web').SNS_TEST_SIGNING_CERT).to.equal('/tmp/x.pem')
+  })
+
+  it('checks the delivery-feedback and branding settings', () => {
+    expect(refusal({ SES_EVENTS_TOPIC_ARN: 'arn:aws:sqs:eu-west-1:123456789012:q' }, 'web').variables).to.deep.equal(['SES_EVENTS_TOPIC_ARN'])
+    expect(refusal({ DEFAULT_LOCALE: 'fr' }, 'web').variables).to.deep.equal(['DEFAULT_LOCALE'])
+    expect(refusal({ PRODUCT_NAME: 'Evil\nBcc: x' }, 'worker').variables).to.deep.equal(['PRODUCT_NAME'])
+    expect(refusal({ WASENDER_WEBHOOK_SECRET: 'short' }, 'web').variables).to.deep.equal(['WASENDER_WEBHOOK_SECRET'])
+    expect(refusal({ SUPPORT_URL: 'javascript:alert(1)' }, 'worker').variables).to.deep.equal(['SUPPORT_URL'])
+    const config = loadConfig({ SES_EVENTS_TOPIC_ARN: 'arn:aws:sns:eu-west-1:123456789012:sealpost-events', SES_CONFIGURATION_SET: 'sealpost', DEFAULT_LOCALE: 'de' }, 'web')
+    expect(config).to.include({ DEFAULT_LOCALE: 'de', PRODUCT_NAME: 'Sealpost', SES_CONFIGURATION_SET: 'sealpost' })
+  })
+
   it('has working development defaults with an empty environment', () => {
     const config = loadConfig({}, 'all-in-one')
     expect(config).to.include({ NODE_ENV: 'development', CHALLENGE_TTL_SECONDS: 600, MAX_ATTEMPTS: 5, SEND_TIMEOUT_MS: 10_000, LEASE_SECONDS: 60 })

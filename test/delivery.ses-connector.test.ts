@@ -1,5 +1,7 @@
 import { expect } from 'chai'
-import { classifySesError } from '../src/delivery/ses-connector.ts'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { classifySesError, createSesConnector, fromHeader } from '../src/delivery/ses-connector.ts'
 
 describe('SES failure classification', () => {
   const cases: [string, unknown, string][] = [
@@ -23,4 +25,40 @@ describe('SES failure classification', () => {
       expect(classifySesError(error).failureClass).to.equal(expected)
     })
   }
+})
+
+describe('SES SendEmail request', () => {
+  it('carries the configuration set, the purpose and message id tags, both bodies and the From display name', async () => {
+    let captured: Record<string, unknown> | undefined
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = []
+      req.on('data', (chunk: Buffer) => chunks.push(chunk))
+      req.on('end', () => {
+        captured = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"MessageId":"ses-1"}')
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const { port } = server.address() as AddressInfo
+    const ses = createSesConnector({ region: 'eu-west-1', fromAddress: 'no-reply@sealpost.test', fromName: 'Sealpost "Beta"', configurationSet: 'sealpost-events', endpoint: `http://127.0.0.1:${port}`, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } })
+    try {
+      const id = '01a22d1f-4e0c-7711-8dbc-3725e1d0239f'
+      const result = await ses.dispatch({ messageId: id, destination: 'a@example.com', subject: 'S', text: 'T', html: '<p>H</p>', purpose: 'sign_up' }, AbortSignal.timeout(5_000))
+      expect(result.providerMessageId).to.equal('ses-1')
+      expect(captured).to.deep.include({
+        FromEmailAddress: '"Sealpost \\"Beta\\"" <no-reply@sealpost.test>',
+        ConfigurationSetName: 'sealpost-events',
+        EmailTags: [{ Name: 'purpose', Value: 'sign_up' }, { Name: 'message_id', Value: id }],
+      })
+      expect(captured!.Content).to.deep.equal({ Simple: { Subject: { Data: 'S', Charset: 'UTF-8' }, Body: { Text: { Data: 'T', Charset: 'UTF-8' }, Html: { Data: '<p>H</p>', Charset: 'UTF-8' } } } })
+    } finally {
+      ses.close()
+      server.close()
+    }
+  })
+
+  it('encodes a display name that is not printable ASCII as an RFC 2047 word', () => {
+    expect(fromHeader('a@b.test', undefined)).to.equal('a@b.test')
+    expect(fromHeader('a@b.test', 'Größe')).to.equal(`=?UTF-8?B?${Buffer.from('Größe').toString('base64')}?= <a@b.test>`)
+  })
 })

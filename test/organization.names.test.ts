@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import { uuidv7 } from 'uuidv7'
 import { createKnex } from '../src/db/knex.ts'
-import { renderInvitationMessage } from '../src/delivery/templates.ts'
+import { composeMessage, defaultTemplates } from '../src/delivery/compose.ts'
 import { checkOrganizationName } from '../src/organization/organization-name.ts'
 import { createTestDatabase } from './support/database.ts'
 import { createVerifiedIdentity, uniqueEmail } from './support/helpers.ts'
@@ -88,13 +88,16 @@ describe('organization names', () => {
 })
 
 describe('organization names after the web', () => {
-  it('the plain-text invitation mails no stored name that fails the rule, and quotes one that passes', () => {
+  it('the invitation mails no stored name that fails the rule, in text or HTML', () => {
     const now = new Date()
     const later = new Date(now.getTime() + 86_400_000)
-    const legacy = renderInvitationMessage('Acme\nSecurity team: verify at https://evil.example', 'https://app.sealpost.test/join#token=x', later, now)
-    expect(legacy.text).to.not.include('evil')
+    const render = (organizationName: string, locale = 'en') =>
+      composeMessage(defaultTemplates(), { id: 'm', purpose: 'invitation', channel: 'email', locale, expires_at: later }, Buffer.from('token'), { organizationName, invitationLinkBaseUrl: 'https://app.sealpost.test', now })
+    const legacy = render('Acme\nSecurity team: verify at https://evil.example')
+    expect(legacy.text + (legacy.html ?? '')).to.not.include('evil')
     expect(legacy.text.split('\n')[0]).to.equal('You have been invited to join an organization on Sealpost.')
-    expect(renderInvitationMessage('Acme Research', 'https://app.sealpost.test/join#token=x', later, now).text).to.include('join "Acme Research" on Sealpost')
+    expect(render('Acme\u202Eevil', 'de').text.split('\n')[0]).to.equal('Sie wurden eingeladen, einer Organisation auf Sealpost beizutreten.')
+    expect(render('Acme Research').text).to.include('join Acme Research on Sealpost')
   })
 
   it('the database refuses a name with a line separator, a bidi control or a zero-width space from the api login', async () => {

@@ -1,7 +1,16 @@
 import type { Channel, FailureClass } from '../outbox/constants.ts'
 
 /** What a connector is asked to deliver; the text holds the secret and lives in memory only. */
-export type OutgoingMessage = { messageId: string; destination: string; subject: string; text: string }
+export type OutgoingMessage = {
+  messageId: string
+  destination: string
+  subject: string
+  text: string
+  /** Email only: the HTML alternative of `text`. */
+  html?: string
+  /** Email only: sent as the SES `purpose` tag, so events can be counted per purpose. */
+  purpose?: string
+}
 
 /** A provider port (Kratos courier's shape): an id for logs and one dispatch call. */
 export interface Provider {

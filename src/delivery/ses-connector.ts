@@ -28,7 +28,26 @@ export function classifySesError(error: unknown): { failureClass: FailureClass; 
   return { failureClass: 'INDETERMINATE', providerCode }
 }
 
-export type SesSettings = { region: string; fromAddress: string; endpoint?: string; credentials?: { accessKeyId: string; secretAccessKey: string } }
+export type SesSettings = {
+  region: string
+  fromAddress: string
+  /** SES_FROM_NAME: the display name of the From header. */
+  fromName?: string
+  /** SES_CONFIGURATION_SET: named on every SendEmail, so its event destination publishes our events. */
+  configurationSet?: string
+  endpoint?: string
+  credentials?: { accessKeyId: string; secretAccessKey: string }
+}
+
+/**
+ * `"Name" <address>`: a display name of printable ASCII is quoted (its quotes and backslashes
+ * escaped); any other is an RFC 2047 encoded word, so no name can break the header.
+ */
+export function fromHeader(address: string, name: string | undefined): string {
+  if (!name) return address
+  if (/^[\x20-\x7e]+$/.test(name)) return `"${name.replace(/["\\]/g, (char) => `\\${char}`)}" <${address}>`
+  return `=?UTF-8?B?${Buffer.from(name, 'utf8').toString('base64')}?= <${address}>`
+}
 
 /** Email through SES v2 `SendEmail`, one provider request per attempt (SDK retries off). */
 export function createSesConnector(settings: SesSettings): Provider & { close(): void } {
@@ -45,12 +64,21 @@ export function createSesConnector(settings: SesSettings): Provider & { close():
       try {
         const result = await client.send(
           new SendEmailCommand({
-            FromEmailAddress: settings.fromAddress,
+            FromEmailAddress: fromHeader(settings.fromAddress, settings.fromName),
+            ...(settings.configurationSet ? { ConfigurationSetName: settings.configurationSet } : {}),
+            // Tag values allow letters, digits, _ - . @: a purpose name and a UUID qualify.
+            EmailTags: [
+              ...(message.purpose ? [{ Name: 'purpose', Value: message.purpose }] : []),
+              { Name: 'message_id', Value: message.messageId },
+            ],
             Destination: { ToAddresses: [message.destination] },
             Content: {
               Simple: {
                 Subject: { Data: message.subject, Charset: 'UTF-8' },
-                Body: { Text: { Data: message.text, Charset: 'UTF-8' } },
+                Body: {
+                  Text: { Data: message.text, Charset: 'UTF-8' },
+                  ...(message.html ? { Html: { Data: message.html, Charset: 'UTF-8' } } : {}),
+                },
               },
             },
           }),

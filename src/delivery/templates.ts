@@ -1,74 +1,106 @@
-import { checkOrganizationName } from '../organization/organization-name.ts'
-import type { Purpose } from '../outbox/constants.ts'
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
+import Handlebars from 'handlebars'
+import { IntlMessageFormat } from 'intl-messageformat'
+import type { Channel, Purpose } from '../outbox/constants.ts'
+import { isLocale, LOCALES, type Locale } from './locales.ts'
 
-const SUBJECTS: Record<Purpose, string> = {
-  sign_up: 'Confirm your Sealpost sign-up',
-  add_sign_in_method: 'Confirm your new sign-in method',
-  password_recovery: 'Your password recovery code',
-  step_up: 'Your verification code',
-  invitation: 'You have been invited to an organization',
-  security_notice: 'A change to your Sealpost account',
+/** Every purpose a template exists for: the outbox's, plus the lead's `security_notice` (TEAM contract). */
+export const TEMPLATE_PURPOSES = Object.freeze(['sign_up', 'add_sign_in_method', 'password_recovery', 'step_up', 'invitation', 'security_notice'] as const)
+export type TemplatePurpose = Purpose | (typeof TEMPLATE_PURPOSES)[number]
+
+/** Deployment-wide text: PRODUCT_NAME, SUPPORT_URL (shown as plain text), DEFAULT_LOCALE. */
+export type Branding = { productName: string; supportUrl?: string; defaultLocale: Locale }
+
+/** What one message needs rendered; which fields a purpose uses is up to its templates. */
+export type MessageValues = {
+  code?: string
+  link?: string
+  organizationName?: string
+  notice?: { event: string; at: Date; identifier: string }
+  expiresAt: Date
+  now: Date
 }
 
-type CodePurpose = Exclude<Purpose, 'invitation' | 'security_notice'>
+/** A rendered message: the subject and text always; HTML for email. */
+export type Rendered = { subject: string; text: string; html?: string }
 
-const ACTIONS: Record<CodePurpose, string> = {
-  sign_up: 'finish signing up',
-  add_sign_in_method: 'add this sign-in method',
-  password_recovery: 'reset your password',
-  step_up: 'confirm it is you',
+export const TEMPLATES_DIR = path.join(import.meta.dirname, '..', '..', 'templates')
+
+// Plain-text media have no markup to escape, but a value must never start a line of its own or
+// hide behind bidirectional overrides: control, format and line-separator characters become a space.
+const UNSAFE_IN_TEXT = /[\p{Cc}\p{Cf}\u2028\u2029]/gu
+export function plainText(value: string): string {
+  return value.replace(UNSAFE_IN_TEXT, ' ')
 }
 
-/** The plain-text message for a one-time code. */
-export function renderCodeMessage(purpose: CodePurpose, code: string, expiresAt: Date, now: Date): { subject: string; text: string } {
-  const minutes = Math.max(1, Math.round((expiresAt.getTime() - now.getTime()) / 60_000))
-  return {
-    subject: SUBJECTS[purpose],
-    text:
-      `Your code to ${ACTIONS[purpose]} is ${code}.\n\n` +
-      `It expires in ${minutes} minute${minutes === 1 ? '' : 's'}. ` +
-      'If you did not ask for it, you can ignore this message; nobody can use it without your inbox.\n',
-  }
-}
+type Compiled = (context: Record<string, unknown>) => string
 
 /**
- * The plain-text invitation email: it names the organization and carries the join link. The
- * token travels in the fragment (`#token=`), which browsers never send to a server or a log. A
- * name that would fail today's rule (stored before it, or edited in the database) is not mailed:
- * the message says "an organization" instead, so no stored name can add a link or a line.
+ * The templates of templates/ (Handlebars; one file per purpose × channel × locale, README
+ * "Message templates") with their ICU MessageFormat catalogs, compiled once. HTML is rendered
+ * with Handlebars' escaping on; text and WhatsApp with every value passed through `plainText`.
+ * A missing file, a missing value or an unknown catalog key is an error, never a blank.
  */
-export function renderInvitationMessage(organizationName: string, link: string, expiresAt: Date, now: Date): { subject: string; text: string } {
-  const days = Math.max(1, Math.round((expiresAt.getTime() - now.getTime()) / 86_400_000))
-  const checked = checkOrganizationName(organizationName)
-  const organization = checked.ok ? `"${checked.name}"` : 'an organization'
+export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR): { render(purpose: TemplatePurpose, channel: Channel, locale: string, values: MessageValues): Rendered } {
+  const catalogs = Object.fromEntries(LOCALES.map((locale) => [locale, JSON.parse(readFileSync(path.join(dir, 'catalog', `${locale}.json`), 'utf8')) as Record<string, string>]))
+  const formats = new Map<string, IntlMessageFormat>()
+  const translate = (locale: Locale, key: string, values: Record<string, unknown>): string => {
+    const message = catalogs[locale]![key]
+    if (message === undefined) throw new Error(`no message ${key} in the ${locale} catalog`)
+    let format = formats.get(`${locale}:${key}`)
+    if (!format) formats.set(`${locale}:${key}`, (format = new IntlMessageFormat(message, locale)))
+    return String(format.format(values as Record<string, string | number>))
+  }
+  const environment = (escapeHtml: boolean) => {
+    const env = Handlebars.create()
+    env.registerHelper('t', function (this: unknown, key: string, options: Handlebars.HelperOptions) {
+      const root = options.data.root as Record<string, unknown>
+      return translate(root.locale as Locale, key, { ...root, ...options.hash })
+    })
+    const partial = escapeHtml ? 'layout.html.hbs' : 'footer.txt.hbs'
+    env.registerPartial(escapeHtml ? 'layout' : 'footer', readFileSync(path.join(dir, 'partials', partial), 'utf8'))
+    return (file: string): Compiled => env.compile(readFileSync(path.join(dir, file), 'utf8'), { strict: true, noEscape: !escapeHtml })
+  }
+  const html = environment(true)
+  const text = environment(false)
+  const compiled = new Map<string, { text: Compiled; html?: Compiled }>()
+  for (const locale of LOCALES) {
+    for (const purpose of TEMPLATE_PURPOSES) {
+      compiled.set(`${locale}/${purpose}.email`, { text: text(`${locale}/${purpose}.email.txt.hbs`), html: html(`${locale}/${purpose}.email.html.hbs`) })
+      compiled.set(`${locale}/${purpose}.whatsapp`, { text: text(`${locale}/${purpose}.whatsapp.txt.hbs`) })
+    }
+  }
+
   return {
-    subject: SUBJECTS.invitation,
-    text:
-      `You have been invited to join ${organization} on Sealpost.\n\n` +
-      `Open this link to accept: ${link}\n\n` +
-      `The invitation expires in ${days} day${days === 1 ? '' : 's'} and works once. ` +
-      'If you do not know this organization, you can ignore this message.\n',
+    render(purpose, channel, requestedLocale, values) {
+      const locale: Locale = isLocale(requestedLocale) ? requestedLocale : branding.defaultLocale
+      const templates = compiled.get(`${locale}/${purpose}.${channel}`)
+      if (!templates) throw new Error(`no template for ${purpose} on ${channel}`)
+      const remainingMs = values.expiresAt.getTime() - values.now.getTime()
+      const raw = {
+        locale,
+        product: branding.productName,
+        supportUrl: branding.supportUrl ?? '',
+        code: values.code ?? '',
+        link: values.link ?? '',
+        organizationName: values.organizationName ?? '',
+        event: values.notice?.event ?? '',
+        identifier: values.notice?.identifier ?? '',
+        at: values.notice ? new Intl.DateTimeFormat(locale, { dateStyle: 'long', timeStyle: 'short', timeZone: 'UTC' }).format(values.notice.at) : '',
+        minutes: Math.max(1, Math.round(remainingMs / 60_000)),
+        days: Math.max(1, Math.round(remainingMs / 86_400_000)),
+      }
+      const safe = Object.fromEntries(Object.entries(raw).map(([key, value]) => [key, typeof value === 'string' ? plainText(value) : value]))
+      const subject = translate(locale, `subject.${purpose}`, safe)
+      return {
+        subject,
+        text: templates.text({ ...safe, subject }),
+        // Handlebars escapes every value here (& < > " ' ` =) on top.
+        ...(templates.html ? { html: templates.html({ ...safe, subject }) } : {}),
+      }
+    },
   }
 }
 
-/** The sealed body of a security notice: what changed, when, and the identifier involved, masked. */
-export type SecurityNoticeBody = { event: 'sign_in_method_added' | 'password_changed'; at: string; identifier: string }
-
-const CHANGES: Record<SecurityNoticeBody['event'], string> = {
-  sign_in_method_added: 'A new sign-in method was added to your account',
-  password_changed: 'The password of your account was changed',
-}
-
-/**
- * A security notice: says what changed and when, names the identifier only masked, and carries no
- * link or code, so there is nothing in it a phisher could copy to look like us.
- */
-export function renderSecurityNotice(body: SecurityNoticeBody): { subject: string; text: string } {
-  return {
-    subject: SUBJECTS.security_notice,
-    text:
-      `${CHANGES[body.event]} (${body.identifier}) at ${body.at} (UTC).\n\n` +
-      'If this was you, there is nothing to do. If it was not, sign in with another of your sign-in methods, ' +
-      'change your password and contact our support from our website; we never ask for codes or passwords.\n',
-  }
-}
+export type Templates = ReturnType<typeof loadTemplates>

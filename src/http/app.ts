@@ -16,8 +16,21 @@ import { openApiDocument } from './openapi.ts'
 import { route } from './openapi/registry.ts'
 import { apiDocsPage, operatorConsole } from './pages.ts'
 import { serviceOperations } from './routes/service.ts'
+import type { WebhookDeps } from '../delivery/webhooks.ts'
+import { webhookRoutes } from './routes/webhooks.ts'
+import { suppressionRoutes } from './routes/suppressions.ts'
+import { negotiatedLocale } from './locale.ts'
+import type { Locale } from '../delivery/locales.ts'
 
-export type WebDeps = { db: Knex; challenges: ChallengeDeps; invitations: InvitationDeps; logger: Logger; clientLimitPerMinute: number; metrics: MetricsAccess; trustProxy?: boolean | number | string[]; apiDocs?: boolean }
+export type WebDeps = {
+  db: Knex; challenges: ChallengeDeps; invitations: InvitationDeps; logger: Logger; clientLimitPerMinute: number; metrics: MetricsAccess
+  trustProxy?: boolean | number | string[]
+  apiDocs?: boolean
+  /** Provider webhooks; each refuses everything while unconfigured. */
+  webhooks?: Pick<WebhookDeps, 'ses' | 'wasender'>
+  /** The locale of messages whose request's Accept-Language names none we ship. */
+  defaultLocale?: Locale
+}
 
 /** The Express app: thin routes over use cases, every error mapped by problemHandler. */
 export function createApp(deps: WebDeps): express.Express {
@@ -41,7 +54,11 @@ export function createApp(deps: WebDeps): express.Express {
     })
     next()
   })
+  const metrics = createWebMetrics(deps.db, deps.challenges.clock)
+  // Before the JSON parser: the webhooks read their bodies as their providers send them.
+  app.use(webhookRoutes({ db: deps.db, clock: deps.challenges.clock, logger: deps.logger, count: metrics.webhook, ...deps.webhooks }))
   app.use(express.json({ limit: '16kb', strict: true }))
+  app.use(negotiatedLocale(deps.defaultLocale ?? 'en'))
   app.use(healthRoutes(deps.db))
   const openapi = openApiDocument()
   route(app, serviceOperations.openapi, (_req, res) => {
@@ -50,7 +67,7 @@ export function createApp(deps: WebDeps): express.Express {
   app.use(identityRoutes({ db: deps.db, challenges: deps.challenges, clientLimitPerMinute: deps.clientLimitPerMinute }))
   app.use(organizationRoutes({ db: deps.db, invitations: deps.invitations }))
   app.use(platformAdminRoutes({ db: deps.db, reissue: { boss: deps.challenges.boss, outboxKey: deps.challenges.outboxKey, codeHashKey: deps.challenges.codeHashKey, clock: deps.challenges.clock, logger: deps.logger } }))
-  const metrics = createWebMetrics(deps.db, deps.challenges.clock)
+  app.use(suppressionRoutes({ db: deps.db, clock: deps.challenges.clock }))
   app.get('/metrics', async (req, res) => {
     const decision = decideMetricsAccess(deps.metrics, req.get('authorization'))
     if (decision === 'not_served') throw new HttpProblem(404, 'not_found', 'No such route.')

@@ -30,3 +30,26 @@ export const InvitationAcceptanceRequest = z.strictObject({ token: z.string().mi
 export const OrganizationCreated = z.object({ id: z.uuid() }).meta({ id: 'OrganizationCreated' })
 export const InvitationAccepted = z.object({ invitationId: z.uuid(), expiresAt: z.iso.datetime() }).meta({ id: 'InvitationAccepted' })
 export const MembershipCreated = z.object({ organizationId: z.uuid() }).meta({ id: 'MembershipCreated' })
+
+/** Delivery feedback (DESIGN §12): the webhooks' answers and the staff suppression views. */
+export const SnsDelivery = z.object({
+  Type: z.enum(['Notification', 'SubscriptionConfirmation', 'UnsubscribeConfirmation']),
+  MessageId: z.string(), TopicArn: z.string(), Message: z.string(), Timestamp: z.string(),
+  SignatureVersion: z.enum(['1', '2']), Signature: z.string(), SigningCertURL: z.string(),
+  Subject: z.string().optional(), SubscribeURL: z.string().optional(), Token: z.string().optional(),
+}).describe('An Amazon SNS HTTP(S) delivery, posted as text/plain JSON with an x-amz-sns-message-type header')
+export const WasenderStatusUpdate = z.object({
+  event: z.string().describe('messages.update; other events are ignored'),
+  data: z.unknown().describe('{key: {id}, update: {status}} or a list of them'),
+  timestamp: z.number().optional(),
+}).describe('Wasender webhook; X-Webhook-Signature must equal WASENDER_WEBHOOK_SECRET')
+const webhookOutcome = z.enum(['stored', 'duplicate', 'unknown_message', 'ignored', 'subscription_confirmed'])
+export const SesWebhookAnswer = z.object({ outcome: webhookOutcome })
+export const WasenderWebhookAnswer = z.object({ outcomes: z.array(webhookOutcome) })
+export const SuppressionPage = z.object({
+  items: z.array(z.object({
+    id: z.uuid(), channel: z.enum(['email', 'whatsapp']), maskedDestination: z.string(), reason: z.enum(['permanent_bounce', 'complaint']),
+    since: z.iso.datetime(), messageId: z.uuid().nullable(),
+  })),
+  pageInfo: z.object({ hasNextPage: z.boolean(), endCursor: z.string().nullable() }),
+})

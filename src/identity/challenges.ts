@@ -25,6 +25,8 @@ export type ChallengeDeps = EnqueueDeps & {
   channels: ReadonlySet<Channel>
   /** A step run after the enqueue, inside the same transaction (tests force failures with it). */
   afterEnqueueTx?: (trx: Knex.Transaction) => Promise<void>
+  /** The request's locale (src/http/locale.ts), stored on the message for its template; else `en`. */
+  locale?: string
 }
 
 /**
@@ -165,7 +167,7 @@ export async function issueChallengeTx(
     await enqueueSecurityMessageTx(
       trx,
       deps,
-      { purpose: subject.purpose, challengeId, channel: channelFor(subject.identifier), destination: subject.identifier.value, locale: 'en', expiresAt },
+      { purpose: subject.purpose, challengeId, channel: channelFor(subject.identifier), destination: subject.identifier.value, locale: deps.locale ?? 'en', expiresAt },
       code,
     )
     await deps.afterEnqueueTx?.(trx)

@@ -19,7 +19,7 @@ export const SECURITY_NOTICE_TTL_SECONDS = 24 * 3600
  */
 export async function notifyOtherIdentifiersTx(
   trx: Knex.Transaction,
-  deps: Pick<ChallengeDeps, 'boss' | 'outboxKey' | 'channels' | 'logger'>,
+  deps: Pick<ChallengeDeps, 'boss' | 'outboxKey' | 'codeHashKey' | 'channels' | 'logger' | 'locale'>,
   input: { identityId: string; exceptLoginIdentifierId: string; event: SecurityEvent; identifier: Identifier; now: Date },
 ): Promise<void> {
   const expiresAt = new Date(input.now.getTime() + SECURITY_NOTICE_TTL_SECONDS * 1000)
@@ -31,7 +31,7 @@ export async function notifyOtherIdentifiersTx(
       deps.logger.warn('security notice skipped: channel not configured', { identityId: input.identityId, channel, event: input.event })
       continue
     }
-    const { messageId } = await enqueueSecurityMessageTx(trx, deps, { purpose: 'security_notice', channel, destination: other.value, locale: 'en', expiresAt }, Buffer.from(body, 'utf8'))
+    const { messageId } = await enqueueSecurityMessageTx(trx, deps, { purpose: 'security_notice', channel, destination: other.value, locale: deps.locale ?? 'en', expiresAt }, Buffer.from(body, 'utf8'))
     deps.logger.info('security notice enqueued', { identityId: input.identityId, messageId, event: input.event })
   }
 }

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex'
-import { Gauge, Registry } from 'prom-client'
+import { Counter, Gauge, Registry } from 'prom-client'
 import { gauges } from '../platform/outbox-admin.ts'
 
 /**
@@ -12,15 +12,24 @@ export function createWebMetrics(db: Knex, clock: () => Date) {
   const lag = new Gauge({ name: 'sealpost_outbox_oldest_due_pending_age_seconds', help: 'Age of the oldest pending message already due (0 when none): the outbox lag', registers: [registry] })
   const deadLetters = new Gauge({ name: 'sealpost_outbox_dead_letters_last_24h', help: 'Messages dead-lettered in the last 24 hours, by reason', labelNames: ['reason'], registers: [registry] })
   const queue = new Gauge({ name: 'sealpost_outbox_queue_jobs', help: 'Jobs of the security-outbox pg-boss queue, by state', labelNames: ['state'], registers: [registry] })
+  const deliveryEvents = new Gauge({ name: 'sealpost_delivery_events_last_24h', help: 'Provider delivery events received in the last 24 hours, by purpose and event', labelNames: ['purpose', 'event'], registers: [registry] })
+  const webhooks = new Counter({ name: 'sealpost_webhook_events_total', help: 'Provider webhook deliveries handled by this web process, by provider, outcome and refusal reason', labelNames: ['provider', 'outcome', 'reason'], registers: [registry] })
   const scrapeOk = new Gauge({ name: 'sealpost_outbox_metrics_scrape_ok', help: '1 when the last scrape could read the database', registers: [registry] })
   function backlogOf(summary: Awaited<ReturnType<typeof gauges>>) {
     for (const [state, count] of Object.entries(summary.states)) messages.set({ state }, count)
     lag.set(summary.oldestDuePendingAgeSeconds ?? 0)
     for (const [reason, count] of Object.entries(summary.deadLettersLast24h)) deadLetters.set({ reason }, count)
     for (const [state, count] of Object.entries(summary.queue)) queue.set({ state }, count)
+    for (const [purpose, events] of Object.entries(summary.deliveryEventsLast24h)) {
+      for (const [event, count] of Object.entries(events)) deliveryEvents.set({ purpose, event }, count)
+    }
   }
   return {
     registry,
+    /** One webhook outcome (stored, duplicate, unknown_message, ignored, refused with its reason…). */
+    webhook(provider: string, outcome: string, reason?: string) {
+      webhooks.inc({ provider, outcome, reason: reason ?? '' })
+    },
     /** Reads the database, then renders: call once per scrape. */
     async render(): Promise<string> {
       try {

@@ -90,7 +90,7 @@ async function lockAsAdminTx(trx: Knex.Transaction, organizationId: string, iden
 export async function inviteTx(
   trx: Knex.Transaction,
   deps: InvitationDeps,
-  input: { organizationId: string; inviterId: string; email: string },
+  input: { organizationId: string; inviterId: string; email: string; locale?: string },
 ): Promise<{ invitationId: string; expiresAt: Date }> {
   const now = deps.clock()
   await lockAsAdminTx(trx, input.organizationId, input.inviterId)
@@ -125,8 +125,8 @@ export async function inviteTx(
   })
   await enqueueSecurityMessageTx(
     trx,
-    { boss: deps.boss, outboxKey: deps.outboxKey, logger: deps.logger },
-    { purpose: 'invitation', invitationId, channel: 'email', destination: input.email, locale: 'en', expiresAt },
+    { boss: deps.boss, outboxKey: deps.outboxKey, codeHashKey: deps.codeHashKey, logger: deps.logger },
+    { purpose: 'invitation', invitationId, channel: 'email', destination: input.email, locale: input.locale ?? 'en', expiresAt },
     token,
   )
   return { invitationId, expiresAt }

@@ -7,10 +7,14 @@ import type { KeyRing } from '../crypto/key-ring.ts'
 import type { Logger } from '../logging/logger.ts'
 import { insertCiphertextTx } from './ciphertexts-sql.ts'
 import { QUEUES, type DeliveryJobData } from './constants.ts'
+import { destinationHmac } from './destination.ts'
 import { insertMessageTx, type NewMessage } from './messages-sql.ts'
 
-/** `outboxKey` is the OUTBOX_ENCRYPTION_KEYS ring: its first key seals. */
-export type EnqueueDeps = { boss: PgBoss; outboxKey: KeyRing; logger?: Logger }
+/**
+ * `outboxKey` is the OUTBOX_ENCRYPTION_KEYS ring: its first key seals. `codeHashKey` (CODE_HASH_KEYS'
+ * current key) keys the destination's HMAC, which the suppression list is matched on.
+ */
+export type EnqueueDeps = { boss: PgBoss; outboxKey: KeyRing; codeHashKey: Buffer; logger?: Logger }
 
 /**
  * Writes a security message, its sealed secret and its pg-boss job inside the caller's
@@ -20,7 +24,7 @@ export type EnqueueDeps = { boss: PgBoss; outboxKey: KeyRing; logger?: Logger }
 export async function enqueueSecurityMessageTx(
   trx: Knex.Transaction,
   deps: EnqueueDeps,
-  message: Omit<NewMessage, 'id' | 'jobId'>,
+  message: Omit<NewMessage, 'id' | 'jobId' | 'destinationHmac'>,
   secret: Buffer,
 ): Promise<{ messageId: string }> {
   const messageId = uuidv7()
@@ -31,7 +35,7 @@ export async function enqueueSecurityMessageTx(
     secret.fill(0)
   }
   const jobId = randomUUID()
-  await insertMessageTx(trx, { ...message, id: messageId, jobId })
+  await insertMessageTx(trx, { ...message, id: messageId, jobId, destinationHmac: destinationHmac(deps.codeHashKey, message.channel, message.destination) })
   await insertCiphertextTx(trx, messageId, envelope)
   const data: DeliveryJobData = { messageId }
   await deps.boss.send(QUEUES.delivery, data, { db: fromKnex(trx), id: jobId })

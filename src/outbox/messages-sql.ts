@@ -29,6 +29,8 @@ export type NewMessage = {
   channel: Channel
   destination: string
   locale: string
+  /** HMAC of the canonical destination (destination.ts): what the suppression list matches. */
+  destinationHmac: Buffer
   expiresAt: Date
 }
 
@@ -45,6 +47,7 @@ export async function insertMessageTx(trx: Knex.Transaction, message: NewMessage
     channel: message.channel,
     destination: message.destination,
     locale: message.locale,
+    destination_hmac: message.destinationHmac,
     expires_at: message.expiresAt,
   })
 }

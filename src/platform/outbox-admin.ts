@@ -6,7 +6,8 @@ import type { KeyRing } from '../crypto/key-ring.ts'
 import { requireElevationTx } from '../identity/elevation.ts'
 import { ConflictError, DomainError, ForbiddenError, NotFoundError } from '../identity/errors.ts'
 import type { SessionContext } from '../identity/sessions.ts'
-import { DEAD_LETTER_REASONS, type Channel, type Purpose } from '../outbox/constants.ts'
+import { DEAD_LETTER_REASONS, DELIVERY_EVENTS, type Channel, type Purpose } from '../outbox/constants.ts'
+import { deliveryEventsSince } from '../outbox/delivery-events-sql.ts'
 import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
 import { auditTx } from './staff.ts'
 import type { Logger } from '../logging/logger.ts'
@@ -32,14 +33,21 @@ type CountsRow = {
   queued: number; deferred: number; active: number; failed: number; dead_letters_last_24h: Record<string, number>
 }
 
-function summaryOf(row: CountsRow) {
+function summaryOf(row: CountsRow, events: Awaited<ReturnType<typeof deliveryEventsSince>>) {
   const deadLettersLast24h = Object.fromEntries(DEAD_LETTER_REASONS.map((reason) => [reason, 0])) as Record<string, number>
   for (const [reason, count] of Object.entries(row.dead_letters_last_24h ?? {})) deadLettersLast24h[reason] = Number(count)
+  // Per purpose: what the providers reported after "published".
+  const deliveryEventsLast24h: Record<string, Record<string, number>> = {}
+  for (const entry of events) {
+    deliveryEventsLast24h[entry.purpose] ??= Object.fromEntries(DELIVERY_EVENTS.map((event) => [event, 0]))
+    deliveryEventsLast24h[entry.purpose]![entry.event] = entry.count
+  }
   const age = row.oldest_due_pending_age_seconds
   return {
     states: { pending: Number(row.pending), leased: Number(row.leased), published: Number(row.published), dead_lettered: Number(row.dead_lettered) },
     oldestDuePendingAgeSeconds: age === null ? null : Math.max(0, Math.floor(Number(age))),
     deadLettersLast24h,
+    deliveryEventsLast24h,
     queue: { queued: Number(row.queued), deferred: Number(row.deferred), active: Number(row.active), failed: Number(row.failed) },
   }
 }
@@ -49,13 +57,13 @@ export type BacklogSummary = ReturnType<typeof summaryOf>
 /** `GET /platform-admin/security-outbox/backlog` (DESIGN §8): one request answers "is delivery healthy?". */
 export async function backlog(db: Knex, staff: Pick<StaffSession, 'tokenHash'>, now: Date): Promise<BacklogSummary> {
   const { rows } = await asStaff(() => db.raw<{ rows: CountsRow[] }>('SELECT * FROM outbox.backlog_summary(?, ?)', [staff.tokenHash, now]))
-  return summaryOf(rows[0]!)
+  return summaryOf(rows[0]!, await deliveryEventsSince(db, new Date(now.getTime() - 24 * 3_600_000)))
 }
 
 /** The same counts for the web's /metrics gauges, which no staff session scrapes: counts only, never a row. */
 export async function gauges(db: Knex, now: Date): Promise<BacklogSummary> {
   const { rows } = await db.raw<{ rows: CountsRow[] }>('SELECT * FROM outbox.gauge_summary(?)', [now])
-  return summaryOf(rows[0]!)
+  return summaryOf(rows[0]!, await deliveryEventsSince(db, new Date(now.getTime() - 24 * 3_600_000)))
 }
 
 type Cursor = { at: Date; id: string }
@@ -147,7 +155,7 @@ export async function reissueDeadLetter(
     await trx('identity.challenges').where({ id: candidate.challenge_id }).update({ code_hash: hashCode(deps.codeHashKey, candidate.challenge_id, code), last_sent_at: now })
     const { messageId } = await enqueueSecurityMessageTx(
       trx,
-      { boss: deps.boss, outboxKey: deps.outboxKey, logger: deps.logger },
+      { boss: deps.boss, outboxKey: deps.outboxKey, codeHashKey: deps.codeHashKey, logger: deps.logger },
       { purpose: candidate.purpose, challengeId: candidate.challenge_id, channel: candidate.channel, destination: candidate.destination, locale: candidate.locale, expiresAt: candidate.expires_at },
       code,
     )

@@ -1,5 +1,5 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
-import { claimRequestOf, logSettled, reportRecorded, sendClaimed, type DeliveryDeps, type DeliveryJob, type PendingRecord } from '../../jobs/deliver.ts'
+import { claimRequestOf, logSettled, reportRecorded, sendClaimed, suppressedClaims, type DeliveryDeps, type DeliveryJob, type PendingRecord } from '../../jobs/deliver.ts'
 import { describeError } from '../logging/logger.ts'
 import type { Failed } from '../outbox/batch-or-each.ts'
 import { claimMessages } from '../outbox/claim.ts'
@@ -158,7 +158,7 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
   }
 
   /** One job from claim to settlement; its slot is freed at the end whatever happened. */
-  const settleOne = async (job: DeliveryJob, claim: Awaited<ReturnType<typeof claimMessages>>[number]) => {
+  const settleOne = async (job: DeliveryJob, claim: Awaited<ReturnType<typeof claimMessages>>[number], suppressed: boolean) => {
     try {
       const request = claimRequestOf(job)
       if (claim.kind === 'failed') return await failJob(job, claim.error, 'claimed')
@@ -170,7 +170,7 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
       await sendSlot()
       let entry: PendingRecord
       try {
-        entry = await sendClaimed(deps, request, claim)
+        entry = await sendClaimed(deps, request, claim, suppressed)
       } finally {
         sendDone()
       }
@@ -195,16 +195,22 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
 
   const claimAndSend = async (jobs: DeliveryJob[]) => {
     let claims: Awaited<ReturnType<typeof claimMessages>>
+    let suppressed = new Set<string>()
     const started = performance.now()
     try {
       claims = await claimMessages(deps.db, boss, jobs.map(claimRequestOf), deps.clock())
+      // Before any send: destinations on the suppression list are dead-lettered, never sent to.
+      suppressed = await suppressedClaims(deps, claims)
       stats.claimMs += performance.now() - started
     } catch (error) {
       claims = jobs.map(() => ({ kind: 'failed', error }))
     } finally {
       claiming -= jobs.length
     }
-    await Promise.all(jobs.map((job, index) => settleOne(job, claims[index]!)))
+    await Promise.all(jobs.map((job, index) => {
+      const claim = claims[index]!
+      return settleOne(job, claim, claim.kind === 'claimed' && suppressed.has(claim.message.id))
+    }))
   }
 
   const pause = (ms: number) => new Promise<void>((resolve) => {

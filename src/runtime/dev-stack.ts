@@ -5,14 +5,29 @@ import { startEmbeddedPostgres } from '../db/embedded.ts'
 import { ensureLoginUsers } from '../db/login-users.ts'
 import { databaseRoles } from '../db/roles.ts'
 import { release } from '../db/release.ts'
-import type { Logger } from '../logging/logger.ts'
+import { describeError, type Logger } from '../logging/logger.ts'
 import { ensureDevKeys, keysFromRings, type Keys } from './dev-keys.ts'
 import { providersFromConfig } from './providers.ts'
 import { startSesEmulator } from './ses-emulator.ts'
+import { DEV_TOPIC_ARN, devSnsSigner } from './dev-sns-signer.ts'
 import { startWeb } from './web.ts'
 import { startWorker } from './worker.ts'
 
 export type DevStack = { apiUrl: string; inboxUrl: string | null; stop: () => Promise<void> }
+
+/**
+ * The SES event settings of `npm start`: the configured ones, else a local topic and a certificate
+ * made on first start (through a dev dependency: without it, events are simply off).
+ */
+async function devSesEvents(config: Config, logger: Logger): Promise<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT'>> {
+  if (config.SNS_TEST_SIGNING_CERT || config.SES_EVENTS_TOPIC_ARN) return { SES_EVENTS_TOPIC_ARN: config.SES_EVENTS_TOPIC_ARN, SNS_TEST_SIGNING_CERT: config.SNS_TEST_SIGNING_CERT }
+  try {
+    return { SES_EVENTS_TOPIC_ARN: DEV_TOPIC_ARN, SNS_TEST_SIGNING_CERT: (await devSnsSigner(config.SEALPOST_DATA_DIR)).certificatePath }
+  } catch (error) {
+    logger.warn('no local SNS signing certificate: POST /webhooks/ses refuses everything in this run', describeError(error))
+    return {}
+  }
+}
 
 /** Where `npm run dev:identity` finds the embedded database `npm start` is running. */
 export function runtimeFile(dataDir: string): string {
@@ -56,8 +71,11 @@ export async function startDevStack(config: Config, logger: Logger): Promise<Dev
     stops.push(async () => providers.forEach((provider) => provider.close()))
     const worker = await startWorker({ config, workerUrl, keys, providers, logger })
     stops.push(worker.stop)
-    const web = await startWeb({ config, apiUrl, keys, logger })
+    // Development: SES events from `npm run dev:ses-event`, signed with a local key (DESIGN §12).
+    const events = await devSesEvents(config, logger)
+    const web = await startWeb({ config: { ...config, ...events }, apiUrl, keys, logger })
     stops.push(web.stop)
+    if (!config.DATABASE_URL) await writeFile(runtimeFile(config.SEALPOST_DATA_DIR), JSON.stringify({ databaseUrl: ownerUrl, apiUrl: web.url, sesEventsTopicArn: events.SES_EVENTS_TOPIC_ARN }), { mode: 0o600 })
     return { apiUrl: web.url, inboxUrl, stop: stopAll }
   } catch (error) {
     await stopAll()

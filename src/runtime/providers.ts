@@ -12,7 +12,8 @@ const DEV_FROM_ADDRESS = 'no-reply@sealpost.test'
  * WhatsApp is off unless configured (the worker warns at startup).
  */
 export function providersFromConfig(
-  config: Pick<Config, 'NODE_ENV' | 'SES_REGION' | 'SES_FROM_ADDRESS' | 'SES_ENDPOINT' | 'SES_EMULATOR_PORT' | 'WASENDER_API_URL' | 'WASENDER_API_KEY'>,
+  config: Pick<Config, 'NODE_ENV' | 'SES_REGION' | 'SES_FROM_ADDRESS' | 'SES_ENDPOINT' | 'SES_EMULATOR_PORT' | 'WASENDER_API_URL' | 'WASENDER_API_KEY'>
+    & Partial<Pick<Config, 'SES_CONFIGURATION_SET' | 'SES_FROM_NAME' | 'PRODUCT_NAME'>>,
   logger: Logger,
   emulatorEndpoint?: string,
 ): (Provider & { close(): void })[] {
@@ -21,6 +22,8 @@ export function providersFromConfig(
   const ses = createSesConnector({
     region: config.SES_REGION ?? 'us-east-1',
     fromAddress: config.SES_FROM_ADDRESS ?? DEV_FROM_ADDRESS,
+    fromName: config.SES_FROM_NAME ?? config.PRODUCT_NAME,
+    configurationSet: config.SES_CONFIGURATION_SET,
     endpoint,
     // The emulator accepts any credentials; real SES uses the default AWS credential chain.
     credentials: local && !config.SES_REGION ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined,

@@ -12,18 +12,23 @@ import type { ChallengeDeps } from '../identity/challenges.ts'
 import type { Channel } from '../outbox/constants.ts'
 import type { Logger } from '../logging/logger.ts'
 import type { Keys } from './dev-keys.ts'
+import { fetchedCertificates, fileCertificate } from '../delivery/sns-verifier.ts'
 
 export type RunningWeb = { url: string; stop: () => Promise<void> }
 
 /** The web process: Express over the api role's pool; pg-boss only to enqueue inside our transactions. */
 export async function startWeb(options: {
-  config: Pick<Config, 'NODE_ENV' | 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'INVITATION_TTL_SECONDS' | 'WASENDER_API_URL' | 'CLIENT_RATE_LIMIT_PER_MINUTE' | 'METRICS_TOKEN'> & Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'API_DOCS'>>
+  config: Pick<Config, 'NODE_ENV' | 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'INVITATION_TTL_SECONDS' | 'WASENDER_API_URL' | 'CLIENT_RATE_LIMIT_PER_MINUTE' | 'METRICS_TOKEN'>
+    & Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'API_DOCS'>>
+    & Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>>
   apiUrl: string
   keys: Keys
   logger: Logger
   clock?: () => Date
   host?: string
   afterEnqueueTx?: ChallengeDeps['afterEnqueueTx']
+  /** Tests: how a confirmed SNS subscription's SubscribeURL is visited (default: an HTTPS GET). */
+  confirmSubscription?: (url: string) => Promise<void>
 }): Promise<RunningWeb> {
   const { config, logger } = options
   const db = createKnex(options.apiUrl, { applicationName: 'sealpost-web', max: 20, logger })
@@ -54,6 +59,13 @@ export async function startWeb(options: {
       metrics: metricsAccess(config),
       trustProxy: config.TRUST_PROXY,
       apiDocs: apiDocsEnabled(config),
+      defaultLocale: config.DEFAULT_LOCALE ?? 'en',
+      webhooks: {
+        ses: config.SES_EVENTS_TOPIC_ARN
+          ? { topicArn: config.SES_EVENTS_TOPIC_ARN, certificates: config.SNS_TEST_SIGNING_CERT ? fileCertificate(config.SNS_TEST_SIGNING_CERT) : fetchedCertificates(), confirmSubscription: options.confirmSubscription }
+          : undefined,
+        wasender: config.WASENDER_WEBHOOK_SECRET ? { secret: config.WASENDER_WEBHOOK_SECRET } : undefined,
+      },
     })
     server = await new Promise<Server>((resolve, reject) => {
       const listening = app.listen(config.PORT, options.host ?? '0.0.0.0', (error?: Error) => (error ? reject(error) : resolve(listening)))

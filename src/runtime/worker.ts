@@ -10,6 +10,7 @@ import { createKnex } from '../db/knex.ts'
 import { waitForDatabase } from '../db/unavailable.ts'
 import { databaseRoles } from '../db/roles.ts'
 import type { Provider } from '../delivery/provider.ts'
+import { loadTemplates } from '../delivery/templates.ts'
 import type { Logger } from '../logging/logger.ts'
 import { metricsAccess } from '../metrics/access.ts'
 import { createWorkerMetrics, serveMetrics } from '../metrics/worker-metrics.ts'
@@ -36,7 +37,7 @@ type WorkerConfig = Pick<
   | 'PORT'
   | 'WORKER_METRICS_PORT'
   | 'METRICS_TOKEN'
-> & Partial<Pick<Config, 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE'>>
+> & Partial<Pick<Config, 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'PRODUCT_NAME' | 'SUPPORT_URL' | 'DEFAULT_LOCALE'>>
 
 /**
  * Where invitation links point: INVITATION_LINK_BASE_URL, or in development the local web. In
@@ -139,6 +140,7 @@ export async function startWorker(options: {
       settings: { maxAttempts: config.MAX_ATTEMPTS, retrySchedule: config.RETRY_SCHEDULE, sendTimeoutMs: config.SEND_TIMEOUT_MS, providerPause: { maxPauseSeconds: config.MAX_PROVIDER_PAUSE_SECONDS, random: Math.random } },
       invitationLinkBaseUrl,
       metrics,
+      templates: loadTemplates({ productName: config.PRODUCT_NAME ?? 'Sealpost', supportUrl: config.SUPPORT_URL, defaultLocale: config.DEFAULT_LOCALE ?? 'en' }),
     }, deliveryPipelineOptions(config))
     // A commit anywhere in the fleet wakes this worker; a reconnect fetches once for what it missed.
     const running = pipeline

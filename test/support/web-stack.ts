@@ -1,4 +1,5 @@
 import { assertDocumentedAnswer } from './api-check.ts'
+import type { Config } from '../../config/schema.ts'
 import { createSesConnector } from '../../src/delivery/ses-connector.ts'
 import { createWasenderConnector } from '../../src/delivery/wasender-connector.ts'
 import type { Logger } from '../../src/logging/logger.ts'
@@ -13,7 +14,13 @@ import { capturingLogger, testKeys, workerConfig } from './helpers.ts'
 /** Web and (optionally) worker in this process against one test database, the SES emulator and the fake Wasender. */
 export async function startWebStack(
   db: TestDatabase,
-  options: { keys: Keys; logger: Logger; clock?: () => Date; worker?: boolean; whatsapp?: boolean; clientLimitPerMinute?: number; trustProxy?: boolean | number | string[]; invitationTtlSeconds?: number; invitationLinkBaseUrl?: string; metricsToken?: string },
+  options: {
+    keys: Keys; logger: Logger; clock?: () => Date; worker?: boolean; whatsapp?: boolean; clientLimitPerMinute?: number; trustProxy?: boolean | number | string[]
+    invitationTtlSeconds?: number; invitationLinkBaseUrl?: string; metricsToken?: string
+    /** Delivery-feedback settings of the web (webhooks, DEFAULT_LOCALE) and how it confirms SNS subscriptions. */
+    webhooks?: Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>>
+    confirmSubscription?: (url: string) => Promise<void>
+  },
 ) {
   const emulator = await startSesEmulator(0)
   const wasender = await startFakeWasender('stack-key')
@@ -32,7 +39,8 @@ export async function startWebStack(
     })
   }
   const web: RunningWeb = await startWeb({
-    config: { NODE_ENV: 'test', METRICS_TOKEN: options.metricsToken, PORT: 0, CHALLENGE_TTL_SECONDS: 600, INVITATION_TTL_SECONDS: options.invitationTtlSeconds ?? 3_600, CLIENT_RATE_LIMIT_PER_MINUTE: options.clientLimitPerMinute ?? 10_000, WASENDER_API_URL: options.whatsapp === false ? undefined : wasender.url, TRUST_PROXY: options.trustProxy },
+    config: { NODE_ENV: 'test', METRICS_TOKEN: options.metricsToken, PORT: 0, CHALLENGE_TTL_SECONDS: 600, INVITATION_TTL_SECONDS: options.invitationTtlSeconds ?? 3_600, CLIENT_RATE_LIMIT_PER_MINUTE: options.clientLimitPerMinute ?? 10_000, WASENDER_API_URL: options.whatsapp === false ? undefined : wasender.url, TRUST_PROXY: options.trustProxy, ...options.webhooks },
+    confirmSubscription: options.confirmSubscription,
     apiUrl: db.apiUrl,
     keys: options.keys,
     logger: options.logger,

@@ -12,6 +12,7 @@ import { requireSession, sessionOf } from '../auth.ts'
 import { limitPerClient, withMinimumDuration } from '../client-limit.ts'
 import { apiRegistry, route } from '../openapi/registry.ts'
 import { HttpProblem } from '../problem.ts'
+import { localized } from '../locale.ts'
 import {
   ChallengeAccepted,
   ConfirmationRequest,
@@ -121,7 +122,7 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
     const body = SignUpRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
     await countClient(req)
-    const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () => signUp(db, deps, { identifier, password: body.password }))
+    const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () => signUp(db, localized(deps, res), { identifier, password: body.password }))
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
 
@@ -149,7 +150,7 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
   route(router, api.addSignInMethod, signedIn, async (req, res) => {
     const body = IdentifierRequest.parse(req.body)
     const input = { identifier: identifierFrom(body.identifier), elevationToken: req.get('x-elevation-token') }
-    const { challengeExpiresAt } = await addSignInMethod(db, deps, sessionOf(res), input)
+    const { challengeExpiresAt } = await addSignInMethod(db, localized(deps, res), sessionOf(res), input)
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
 
@@ -162,7 +163,7 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
     const body = IdentifierRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
     await countClient(req)
-    const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () => db.transaction((trx) => requestPasswordRecoveryTx(trx, deps, identifier)))
+    const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () => db.transaction((trx) => requestPasswordRecoveryTx(trx, localized(deps, res), identifier)))
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
 
@@ -176,7 +177,7 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
 
   route(router, api.startStepUp, signedIn, async (req, res) => {
     StepUpRequest.parse(req.body)
-    const { challengeExpiresAt } = await startStepUp(db, deps, sessionOf(res))
+    const { challengeExpiresAt } = await startStepUp(db, localized(deps, res), sessionOf(res))
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
 

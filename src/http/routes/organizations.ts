@@ -6,6 +6,7 @@ import { acceptInvitation, createOrganization, invitationNotFound, inviteTx, not
 import { requireSession, sessionOf } from '../auth.ts'
 import { apiRegistry, route } from '../openapi/registry.ts'
 import { HttpProblem } from '../problem.ts'
+import { localeOf } from '../locale.ts'
 import { InvitationAccepted, InvitationAcceptanceRequest, InvitationRequest, MembershipCreated, OrganizationCreated, OrganizationRequest } from '../schemas.ts'
 
 const uuid = z.uuid()
@@ -68,7 +69,7 @@ export function organizationRoutes({ db, invitations: deps }: { db: Knex; invita
     const body = InvitationRequest.parse(req.body)
     const email = parseIdentifier(body.email)
     if (email?.kind !== 'email') throw new HttpProblem(422, 'invalid_email', 'Invitations go to an email address.')
-    const { invitationId, expiresAt } = await db.transaction((trx) => inviteTx(trx, deps, { organizationId, inviterId: sessionOf(res).identityId, email: email.value }))
+    const { invitationId, expiresAt } = await db.transaction((trx) => inviteTx(trx, deps, { organizationId, inviterId: sessionOf(res).identityId, email: email.value, locale: localeOf(res) }))
     res.status(202).json({ invitationId, expiresAt: expiresAt.toISOString() })
   })
 

@@ -1,0 +1,7 @@
+/** The locales whose templates ship in templates/ (DESIGN §12). */
+export const LOCALES = Object.freeze(['en', 'de', 'es'] as const)
+export type Locale = (typeof LOCALES)[number]
+
+export function isLocale(value: string): value is Locale {
+  return (LOCALES as readonly string[]).includes(value)
+}

@@ -1,0 +1,79 @@
+import type { DeliveryEvent, SuppressionReason } from '../outbox/constants.ts'
+
+/** One provider event as stored: matched later to a message by the provider's message id. */
+export type ProviderEvent = {
+  providerMessageId: string
+  event: DeliveryEvent
+  subtype: string | null
+  occurredAt: Date
+  /** A permanent bounce or a complaint puts the destination on the suppression list. */
+  suppress: SuppressionReason | null
+}
+
+const text = (value: unknown, max = 100): string | null => (typeof value === 'string' && value.length > 0 ? value.slice(0, max) : null)
+const date = (...candidates: unknown[]): Date | undefined => {
+  for (const candidate of candidates) {
+    if (typeof candidate !== 'string' && typeof candidate !== 'number') continue
+    // Wasender sends milliseconds on some events and seconds on others.
+    const parsed = new Date(typeof candidate === 'number' && candidate < 1e12 ? candidate * 1000 : candidate)
+    if (!Number.isNaN(parsed.getTime())) return parsed
+  }
+  return undefined
+}
+
+/**
+ * An SES event (event publishing's `eventType`, or the older identity notifications'
+ * `notificationType`) as one of ours; null for the kinds we do not record (Send, Open, Click,
+ * Rendering Failure, Subscription) and for anything unreadable. Pure, table-tested.
+ */
+export function sesEventFrom(message: unknown, fallbackTime: Date): ProviderEvent | null {
+  const record = (message ?? {}) as Record<string, Record<string, unknown> | undefined> & { eventType?: unknown; notificationType?: unknown }
+  const kind = record.eventType ?? record.notificationType
+  const providerMessageId = text(record.mail?.messageId, 200)
+  if (!providerMessageId || typeof kind !== 'string') return null
+  const at = (section: Record<string, unknown> | undefined) => date(section?.timestamp, record.mail?.timestamp) ?? fallbackTime
+  switch (kind) {
+    case 'Delivery':
+      return { providerMessageId, event: 'delivered', subtype: null, occurredAt: at(record.delivery), suppress: null }
+    case 'Bounce': {
+      const bounceType = text(record.bounce?.bounceType, 40)
+      const subtype = [bounceType, text(record.bounce?.bounceSubType, 59)].filter(Boolean).join('/') || null
+      return { providerMessageId, event: 'bounced', subtype, occurredAt: at(record.bounce), suppress: bounceType === 'Permanent' ? 'permanent_bounce' : null }
+    }
+    case 'Complaint':
+      return { providerMessageId, event: 'complained', subtype: text(record.complaint?.complaintFeedbackType), occurredAt: at(record.complaint), suppress: 'complaint' }
+    case 'Reject':
+      return { providerMessageId, event: 'rejected', subtype: text(record.reject?.reason), occurredAt: at(record.reject), suppress: null }
+    case 'DeliveryDelay':
+      return { providerMessageId, event: 'delayed', subtype: text(record.deliveryDelay?.delayType), occurredAt: at(record.deliveryDelay), suppress: null }
+    default:
+      return null
+  }
+}
+
+// Wasender's message status codes (its "Webhook: Message Status Update" page): 0 ERROR, 1 PENDING,
+// 2 SENT, 3 DELIVERED, 4 READ, 5 PLAYED. Pending and sent say nothing new after "published".
+const WASENDER_STATUSES: Record<number, { event: DeliveryEvent; subtype: string | null } | undefined> = {
+  0: { event: 'rejected', subtype: 'error' },
+  3: { event: 'delivered', subtype: null },
+  4: { event: 'delivered', subtype: 'read' },
+  5: { event: 'delivered', subtype: 'played' },
+}
+
+/**
+ * The events of a Wasender `messages.update` webhook (`data` is one update or a list of them:
+ * `{key: {id}, update: {status}}`); other webhook events, and statuses we do not record, give none.
+ */
+export function wasenderEventsFrom(body: unknown, fallbackTime: Date): ProviderEvent[] {
+  const record = (body ?? {}) as { event?: unknown; data?: unknown; timestamp?: unknown }
+  if (record.event !== 'messages.update') return []
+  const updates = Array.isArray(record.data) ? record.data : [record.data]
+  const occurredAt = date(record.timestamp) ?? fallbackTime
+  return updates.flatMap((update): ProviderEvent[] => {
+    const { key, update: change } = (update ?? {}) as { key?: { id?: unknown }; update?: { status?: unknown } }
+    const id = typeof key?.id === 'string' || typeof key?.id === 'number' ? String(key.id).slice(0, 200) : null
+    const mapped = typeof change?.status === 'number' ? WASENDER_STATUSES[change.status] : undefined
+    if (!id || !mapped) return []
+    return [{ providerMessageId: id, ...mapped, occurredAt, suppress: null }]
+  })
+}

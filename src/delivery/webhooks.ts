@@ -1,0 +1,109 @@
+import { timingSafeEqual, createHash } from 'node:crypto'
+import type { Knex } from 'knex'
+import { request } from 'undici'
+import type { Logger } from '../logging/logger.ts'
+import { recordDeliveryEvent } from '../outbox/delivery-events-sql.ts'
+import type { Channel } from '../outbox/constants.ts'
+import { sesEventFrom, wasenderEventsFrom, type ProviderEvent } from './provider-events.ts'
+import { assertSubscribeUrl, parseSnsEnvelope, SnsRefused, verifySnsEnvelope, type CertificateSource } from './sns-verifier.ts'
+
+/** What one webhook delivery came to, per event: a metric label each. */
+export type WebhookOutcome = 'stored' | 'duplicate' | 'unknown_message' | 'ignored' | 'subscription_confirmed' | 'refused'
+
+export type WebhookDeps = {
+  db: Knex
+  clock: () => Date
+  logger: Logger
+  /** Counts every outcome (and each refusal by reason) for the web's /metrics. */
+  count: (provider: 'ses' | 'wasender', outcome: WebhookOutcome, reason?: string) => void
+  ses?: { topicArn: string; certificates: CertificateSource; confirmSubscription?: (url: string) => Promise<void> }
+  wasender?: { secret: string }
+}
+
+/** A refusal the route answers 4xx; `status` is decided in src/http. */
+export class WebhookRefused extends Error {
+  override name = 'WebhookRefused'
+  readonly reason: string
+  constructor(reason: string) {
+    super(`webhook refused: ${reason}`)
+    this.reason = reason
+  }
+}
+
+/** GETs a SubscribeURL (already checked to be SNS's own ConfirmSubscription endpoint). */
+export async function confirmSnsSubscription(url: string): Promise<void> {
+  const response = await request(url, { method: 'GET', signal: AbortSignal.timeout(5_000) })
+  await response.body.dump()
+  if (response.statusCode !== 200) throw new Error(`ConfirmSubscription answered ${response.statusCode}`)
+}
+
+async function store(deps: WebhookDeps, provider: 'ses' | 'wasender', channel: Channel, event: ProviderEvent): Promise<WebhookOutcome> {
+  const recorded = await recordDeliveryEvent(deps.db, channel, event, deps.clock())
+  deps.count(provider, recorded.outcome)
+  if (recorded.outcome !== 'unknown_message') deps.logger.info('delivery event', { provider, messageId: recorded.messageId, event: event.event, subtype: event.subtype, outcome: recorded.outcome, suppressed: event.suppress })
+  return recorded.outcome
+}
+
+/**
+ * `POST /webhooks/ses`: an SNS delivery of the SES event topic, verified before anything is read
+ * from it (sns-verifier.ts). A SubscriptionConfirmation for our topic is confirmed; a
+ * Notification's SES event is stored (or ignored when it is a kind we do not record).
+ */
+export async function receiveSesWebhook(deps: WebhookDeps, body: string, messageType: string | undefined): Promise<WebhookOutcome> {
+  try {
+    if (!deps.ses) throw new SnsRefused('unknown_topic')
+    const envelope = parseSnsEnvelope(body, messageType)
+    await verifySnsEnvelope(envelope, { topicArn: deps.ses.topicArn, certificates: deps.ses.certificates, now: deps.clock() })
+    if (envelope.Type === 'SubscriptionConfirmation') {
+      const url = assertSubscribeUrl(envelope)
+      await (deps.ses.confirmSubscription ?? confirmSnsSubscription)(url)
+      deps.logger.info('SNS subscription confirmed', { topicArn: envelope.TopicArn })
+      deps.count('ses', 'subscription_confirmed')
+      return 'subscription_confirmed'
+    }
+    if (envelope.Type !== 'Notification') {
+      deps.count('ses', 'ignored')
+      return 'ignored'
+    }
+    let message: unknown
+    try {
+      message = JSON.parse(envelope.Message)
+    } catch {
+      message = undefined
+    }
+    const event = sesEventFrom(message, new Date(envelope.Timestamp))
+    if (!event) {
+      deps.count('ses', 'ignored')
+      return 'ignored'
+    }
+    return await store(deps, 'ses', 'email', event)
+  } catch (error) {
+    if (!(error instanceof SnsRefused)) throw error
+    deps.count('ses', 'refused', error.reason)
+    deps.logger.warn('SES webhook refused', { reason: error.reason })
+    throw new WebhookRefused(error.reason)
+  }
+}
+
+const digest = (text: string) => createHash('sha256').update(text).digest()
+
+/**
+ * `POST /webhooks/wasender`: Wasender's documented check is that the `X-Webhook-Signature` header
+ * equals the webhook secret configured for the session (compared here in constant time); then each
+ * message status update is stored.
+ */
+export async function receiveWasenderWebhook(deps: WebhookDeps, body: unknown, signature: string | undefined): Promise<WebhookOutcome[]> {
+  if (!deps.wasender || signature === undefined || !timingSafeEqual(digest(signature), digest(deps.wasender.secret))) {
+    deps.count('wasender', 'refused', 'invalid_signature')
+    deps.logger.warn('Wasender webhook refused', { reason: 'invalid_signature' })
+    throw new WebhookRefused('invalid_signature')
+  }
+  const events = wasenderEventsFrom(body, deps.clock())
+  if (events.length === 0) {
+    deps.count('wasender', 'ignored')
+    return ['ignored']
+  }
+  const outcomes: WebhookOutcome[] = []
+  for (const event of events) outcomes.push(await store(deps, 'wasender', 'whatsapp', event))
+  return outcomes
+}

@@ -1,0 +1,34 @@
+import { Router, type Request } from 'express'
+import type { Knex } from 'knex'
+import { z } from 'zod'
+import { NotFoundError } from '../../identity/errors.ts'
+import { decodeSuppressionCursor, liftSuppression, suppressionPage } from '../../platform/suppressions.ts'
+import { requireSession, requireStaff, sessionOf } from '../auth.ts'
+
+export const SuppressionQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  after: z.string().min(1).max(200).optional(),
+})
+
+// requireSession has already accepted this header; the staff functions check its hash themselves.
+const bearerToken = (req: Request): string => /^Bearer (.+)$/.exec(req.get('authorization') ?? '')![1]!
+
+/** Staff views of the suppression list (DESIGN §12): masked, keyset-paged; lifting needs step-up. */
+export function suppressionRoutes({ db, clock }: { db: Knex; clock: () => Date }): Router {
+  const router = Router()
+  const staff = [requireSession(db, clock), requireStaff(db)]
+
+  router.get('/platform-admin/suppressions', ...staff, async (req, res) => {
+    const query = SuppressionQuery.parse(req.query)
+    res.json(await suppressionPage(db, { sessionToken: bearerToken(req), now: clock(), limit: query.limit, after: query.after ? decodeSuppressionCursor(query.after) : undefined }))
+  })
+
+  router.delete('/platform-admin/suppressions/:id', ...staff, async (req, res) => {
+    const id = String(req.params.id ?? '')
+    if (!z.uuid().safeParse(id).success) throw new NotFoundError('suppression_not_found', 'There is no such suppression.')
+    await liftSuppression(db, { staff: sessionOf(res), sessionToken: bearerToken(req), elevationToken: req.get('x-elevation-token'), id, now: clock() })
+    res.status(204).end()
+  })
+
+  return router
+}

@@ -1,0 +1,37 @@
+import type { Knex } from 'knex'
+import type { ProviderEvent } from '../delivery/provider-events.ts'
+import type { Channel } from './constants.ts'
+
+/** What storing one provider event did; `purpose` labels the metric. */
+export type RecordedEvent = { outcome: 'stored' | 'duplicate'; messageId: string; purpose: string } | { outcome: 'unknown_message' }
+
+/**
+ * Stores one provider event through the web's only write path, `outbox.record_delivery_event`:
+ * matched by the provider's message id on the channel, stored once, the destination suppressed
+ * when the event says so. Nothing is stored for a provider id no attempt carries.
+ */
+export async function recordDeliveryEvent(db: Knex, channel: Channel, event: ProviderEvent, receivedAt: Date): Promise<RecordedEvent> {
+  const { rows } = await db.raw<{ rows: { outcome: RecordedEvent['outcome']; message_id: string | null; purpose: string | null }[] }>(
+    'SELECT * FROM outbox.record_delivery_event(?, ?, ?, ?, ?, ?, ?)',
+    [channel, event.providerMessageId, event.event, event.subtype, event.occurredAt, receivedAt, event.suppress],
+  )
+  const row = rows[0]!
+  return row.outcome === 'unknown_message' ? { outcome: 'unknown_message' } : { outcome: row.outcome, messageId: row.message_id!, purpose: row.purpose! }
+}
+
+/** Delivery events per purpose and event received since `since` (the backlog answer and the web metrics). */
+export async function deliveryEventsSince(db: Knex, since: Date): Promise<{ purpose: string; event: string; count: number }[]> {
+  const { rows } = await db.raw<{ rows: { purpose: string; event: string; count: string }[] }>('SELECT * FROM outbox.delivery_events_since(?)', [since])
+  return rows.map((row) => ({ purpose: row.purpose, event: row.event, count: Number(row.count) }))
+}
+
+/** Of these claimed messages, the ones whose destination is suppressed (the worker's check before any send). */
+export async function suppressedAmong(db: Knex, messageIds: readonly string[]): Promise<Set<string>> {
+  if (messageIds.length === 0) return new Set()
+  const { rows } = await db.raw<{ rows: { id: string }[] }>(
+    `SELECT m.id FROM outbox.security_outbox_messages m
+      WHERE m.id = ANY(?::uuid[]) AND EXISTS (SELECT FROM outbox.suppressed_destinations s WHERE s.destination_hmac = m.destination_hmac)`,
+    [[...messageIds]],
+  )
+  return new Set(rows.map((row) => row.id))
+}
