@@ -1,4 +1,6 @@
 import { expect } from 'chai'
+import { randomBytes } from 'node:crypto'
+import { uuidv7 } from 'uuidv7'
 import type { Page } from 'playwright-core'
 import { parseIdentifier } from '../src/identity/identifiers.ts'
 import { changeStaff } from '../src/platform/staff.ts'
@@ -72,7 +74,7 @@ describe('operator console in headless Chromium', function () {
     expect(await page.textContent('#states')).to.match(/dead lettered\s*24/)
     expect(await page.textContent('#reasons')).to.match(/retries_exhausted\s*13/).and.match(/provider_rejected\s*11/)
     expect(await page.locator('#dead-letter-rows tr').count()).to.equal(10)
-    expect(await page.isHidden('#suppressions'), 'no suppression routes on this server yet').to.equal(true)
+    await page.waitForSelector('#suppressions:not([hidden])')
     // The token is in this tab's sessionStorage and nowhere in a cookie.
     expect(await browser.context.cookies()).to.deep.equal([])
     expect(await page.evaluate(() => sessionStorage.getItem('sealpost.session'))).to.be.a('string')
@@ -150,18 +152,9 @@ describe('operator console in headless Chromium', function () {
     const staff = uniqueEmail('operator')
     await account(staff)
     expect(await changeStaff(f.db.owner, 'grant', parseIdentifier(staff)!, 'test', new Date())).to.equal('granted')
-    // GET/DELETE /platform-admin/suppressions belong to another branch (issue 17): until they are
-    // merged, the browser answers them here in their agreed shape; everything else is the real server.
-    const lifted: { authorization?: string; elevation?: string }[] = []
-    const item = { id: '01a23096-0000-7000-8000-000000000001', channel: 'email', maskedDestination: 'b•••e@e•••.com', reason: 'bounce', since: new Date().toISOString(), messageId: null }
-    await page.route('**/platform-admin/suppressions**', async (request) => {
-      if (request.request().method() === 'DELETE') {
-        lifted.push({ authorization: request.request().headers().authorization, elevation: request.request().headers()['x-elevation-token'] })
-        await request.fulfill({ status: 204 })
-      } else {
-        await request.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ items: lifted.length ? [] : [item], pageInfo: { hasNextPage: false, endCursor: null } }) })
-      }
-    })
+    // A real suppression (as a permanent bounce would leave it), lifted through the real routes.
+    const id = uuidv7()
+    await f.db.owner('outbox.suppressed_destinations').insert({ id, destination_hmac: randomBytes(32), channel: 'email', masked_destination: 'b•••e@e•••.com', reason: 'permanent_bounce', since: new Date() })
     await page.goto(`${f.stack.web.url}/platform-admin/`)
     await page.evaluate(() => sessionStorage.clear())
     await page.reload()
@@ -175,11 +168,9 @@ describe('operator console in headless Chromium', function () {
     await page.click('#step-up-form button[type=submit]')
     await page.waitForSelector('#notice:has-text("Suppression lifted")')
     await page.waitForSelector('#suppressions-empty:not([hidden])')
-    const session = JSON.parse((await page.evaluate(() => sessionStorage.getItem('sealpost.session')))!) as string
-    const elevation = (JSON.parse((await page.evaluate(() => sessionStorage.getItem('sealpost.elevation')))!) as { token: string }).token
-    expect(lifted).to.deep.equal([{ authorization: `Bearer ${session}`, elevation }])
+    expect(await f.db.owner('outbox.suppressed_destinations').where({ id }), 'lifted in the database').to.have.length(0)
+    expect(await f.db.owner('platform.audit_records').where({ subject: id }), 'and audited').to.have.length(1)
     await shot('11-suppression-lifted')
-    await page.unroute('**/platform-admin/suppressions**')
     await page.click('#sign-out')
     expect(problems).to.deep.equal([])
   })

@@ -53,8 +53,8 @@ describe('security journeys, as a client makes them', () => {
     expect(added).to.deep.include({ status: 201, body: { identifier: phone, kind: 'phone' } })
     expect((await f.stack.call('POST', '/sessions', { identifier: phone, password })).status, 'the phone signs in too').to.equal(201)
     const notice = (await eventually(async () => (await inbox(f.stack.emulator.url, email))[2], 'the security notice'))
-    expect(notice.subject).to.equal('A change to your Sealpost account')
-    expect(notice.body.text).to.include('A new sign-in method was added').and.to.include(`${phone.slice(0, 3)}`).and.not.to.include(phone)
+    expect(notice.subject).to.equal('Security notice: your Sealpost account changed')
+    expect(notice.body.text).to.include('A new sign-in method (').and.to.include(`${phone.slice(0, 3)}`).and.not.to.include(phone)
     expect(codeIn(notice.body.text), 'a notice carries no code').to.equal(undefined)
 
     // Recover the password: every old session stops working, the new password works.
@@ -62,7 +62,7 @@ describe('security journeys, as a client makes them', () => {
     const newPassword = 'a brand new passphrase'
     expect((await f.stack.call('POST', '/password-recoveries/completion', { identifier: email, code: await emailCode(email, 4), newPassword })).status).to.equal(204)
     const phoneNotice = (await eventually(async () => f.stack.wasender.accepted().filter((request) => request.to === phone)[1], 'the phone’s notice'))
-    expect(phoneNotice.text).to.include('The password of your account was changed')
+    expect(phoneNotice.text).to.include('The password of your Sealpost account was changed')
     expect((await f.stack.call('POST', '/step-ups', undefined, session)).status).to.equal(401)
     expect((await f.stack.call('DELETE', '/sessions/current', undefined, f.stack.bearer(firstSession))).status).to.equal(401)
     expect((await f.stack.call('POST', '/sessions', { identifier: email, password })).status).to.equal(401)

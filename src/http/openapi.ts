@@ -1,3 +1,5 @@
+import { suppressionApi } from './routes/suppressions.ts'
+import { webhookApi } from './routes/webhooks.ts'
 import { buildDocument } from './openapi/document.ts'
 import type { ApiRegistry } from './openapi/registry.ts'
 import { healthApi } from './routes/health.ts'
@@ -10,7 +12,7 @@ import { serviceApi } from './routes/service.ts'
  * Every route module's registry, in the order the document lists their tags. A route is described
  * where it is mounted (`api.add({...})` beside the handler); a new route module adds its registry here.
  */
-export const API_REGISTRIES: readonly ApiRegistry[] = [identityApi, organizationApi, platformAdminApi, healthApi, serviceApi]
+export const API_REGISTRIES: readonly ApiRegistry[] = [identityApi, organizationApi, platformAdminApi, suppressionApi, webhookApi, healthApi, serviceApi]
 
 let cached: Record<string, unknown> | undefined
 

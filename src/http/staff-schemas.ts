@@ -22,6 +22,7 @@ export const Backlog = z.object({
   states: z.object(Object.fromEntries(MESSAGE_STATES.map((state) => [state, count])) as Record<(typeof MESSAGE_STATES)[number], typeof count>),
   oldestDuePendingAgeSeconds: count.nullable().meta({ description: 'Age of the oldest pending message that is due; null when none is' }),
   deadLettersLast24h: z.object(Object.fromEntries(DEAD_LETTER_REASONS.map((name) => [name, count])) as Record<(typeof DEAD_LETTER_REASONS)[number], typeof count>),
+  deliveryEventsLast24h: z.record(z.string(), z.record(z.string(), count)).meta({ description: 'Provider delivery events received in the last 24 hours, per purpose and event' }),
   queue: z.object({ queued: count, deferred: count, active: count, failed: count }).meta({ description: 'pg-boss jobs of the delivery queue' }),
 }).meta({ id: 'Backlog' })
 

@@ -1,6 +1,30 @@
 import express, { Router } from 'express'
 import { receiveSesWebhook, receiveWasenderWebhook, WebhookRefused, type WebhookDeps } from '../../delivery/webhooks.ts'
+import { apiRegistry, route } from '../openapi/registry.ts'
 import { HttpProblem } from '../problem.ts'
+import { SesWebhookAnswer, SnsDelivery, WasenderStatusUpdate, WasenderWebhookAnswer } from '../schemas.ts'
+
+const SES_REFUSALS = ['invalid_signature', 'invalid_certificate_url', 'invalid_subscribe_url', 'unknown_topic', 'stale_message'] as const
+
+/** The API document's description of each route below, in the same order. */
+export const webhookApi = apiRegistry('Webhooks', 'Provider delivery events: Amazon SNS deliveries of SES events, Wasender message status updates')
+const api = {
+  ses: webhookApi.add({
+    operationId: 'receiveSesEvent', method: 'post', path: '/webhooks/ses', auth: 'none',
+    summary: 'Amazon SNS deliveries of SES events (signature verified; subscriptions confirmed only for SES_EVENTS_TOPIC_ARN)',
+    description: 'SNS posts JSON as text/plain with x-amz-sns-message-type. Refusals (4xx) are final for SNS; an authentic event for a message we do not know is 200 unknown_message; a certificate that cannot be fetched is 503 so SNS retries.',
+    body: SnsDelivery, bodyContentType: 'text/plain',
+    success: { status: 200, description: 'Handled', body: SesWebhookAnswer },
+    problems: { 400: ['malformed'], 403: SES_REFUSALS, 503: ['certificate_unavailable'] },
+  }),
+  wasender: webhookApi.add({
+    operationId: 'receiveWasenderStatus', method: 'post', path: '/webhooks/wasender', auth: 'none',
+    summary: 'Wasender message status updates (X-Webhook-Signature must equal WASENDER_WEBHOOK_SECRET)',
+    body: WasenderStatusUpdate,
+    success: { status: 200, description: 'Handled', body: WasenderWebhookAnswer },
+    problems: { 400: ['malformed'], 403: ['invalid_signature'] },
+  }),
+}
 
 /**
  * Provider delivery events (DESIGN §12). Mounted before the app's JSON parser: SNS posts its JSON
@@ -17,13 +41,13 @@ export function webhookRoutes(deps: WebhookDeps): Router {
     throw error
   }
 
-  router.post('/webhooks/ses', express.text({ type: () => true, limit: '256kb' }), async (req, res) => {
+  route(router, api.ses, express.text({ type: () => true, limit: '256kb' }), async (req, res) => {
     const body = typeof req.body === 'string' ? req.body : ''
     const outcome = await receiveSesWebhook(deps, body, req.get('x-amz-sns-message-type')).catch(refused)
     res.status(200).json({ outcome })
   })
 
-  router.post('/webhooks/wasender', express.json({ type: () => true, limit: '64kb' }), async (req, res) => {
+  route(router, api.wasender, express.json({ type: () => true, limit: '64kb' }), async (req, res) => {
     const outcomes = await receiveWasenderWebhook(deps, req.body, req.get('x-webhook-signature')).catch(refused)
     res.status(200).json({ outcomes })
   })
