@@ -90,12 +90,18 @@ export async function sendClaimed(deps: DeliveryDeps, request: ClaimRequest, cla
   return { messageId: request.messageId, lease: request.lease, outcome, context }
 }
 
+/** A claimed message not sent because its channel was paused meanwhile: recorded as deferred, no attempt spent. */
+export function deferClaimed(request: ClaimRequest, claim: Extract<Claim, { kind: 'claimed' }>): PendingRecord {
+  const { message } = claim
+  return { messageId: request.messageId, lease: request.lease, outcome: { kind: 'deferred' }, context: { messageId: request.messageId, purpose: message.purpose, channel: message.channel } }
+}
+
 /** Logs and counts what the record step decided for one message. */
 export function reportRecorded(deps: Pick<DeliveryDeps, 'logger' | 'metrics'>, entry: PendingRecord, result: Recorded): void {
   const { context, outcome } = entry
   if (result.kind === 'lease_lost') deps.logger.warn('lease lost: result not recorded', context)
   else deps.logger.info('delivery recorded', { ...context, ...result })
-  if (result.kind !== 'lease_lost' && outcome.kind !== 'dead_letter') {
+  if (result.kind !== 'lease_lost' && outcome.kind !== 'dead_letter' && outcome.kind !== 'deferred') {
     deps.metrics?.attempt(result.kind === 'published' ? 'published' : result.kind === 'retry_scheduled' ? 'retryable_error' : 'failed', outcome.kind === 'failed' ? outcome.failureClass : null)
   }
   if (result.kind === 'dead_lettered') deps.metrics?.deadLettered(result.reason)

@@ -106,6 +106,40 @@ describe('delivery pipeline', () => {
     expect((await attempts(id)).map((row) => row.outcome)).to.deep.equal(['retryable_error', 'published'])
   })
 
+  it('sends nothing more on a channel once a send comes back THROTTLED with Retry-After: the claimed rest wait for the pause, no attempt spent', async () => {
+    const emails = Array.from({ length: 8 }, () => uniqueEmail())
+    await f.harness.enqueueMany(emails)
+    const retryAfter = new Date(Date.now() + 30_000)
+    let calls = 0
+    const provider: Provider = {
+      id: 'throttles-first',
+      channel: 'email',
+      async dispatch() {
+        calls += 1
+        if (calls === 1) throw new DeliveryFailure('THROTTLED', 'TooManyRequests', retryAfter)
+        return { providerMessageId: `p-${calls}` }
+      },
+    }
+    // Two send slots and up to two more claimed and ready: all eight fetched before the 429 is known.
+    pipeline = startDeliveryPipeline(f.harness.deps({ email: provider }), { concurrency: 2, prefetch: 2, pollMs: 60_000 })
+    await eventually(async () => {
+      const rows = await f.db.owner('outbox.security_outbox_messages').whereIn('state', ['leased'])
+      const pause = await f.db.owner('outbox.provider_pauses').where({ channel: 'email' }).first()
+      return rows.length === 0 && pause ? true : undefined
+    }, 'every message published or put back, and the pause recorded')
+    await pipeline.stop()
+    pipeline = undefined
+
+    // The 429 and the one send already in flight beside it; nothing after.
+    expect(calls).to.be.at.most(2)
+    const rows = await f.db.owner('outbox.security_outbox_messages').select('state', 'attempt_count', 'available_at')
+    const waiting = rows.filter((row) => row.state === 'pending')
+    expect(waiting.length).to.be.at.least(6)
+    expect(waiting.filter((row) => row.attempt_count === 1), 'only the throttled one spent an attempt').to.have.length(1)
+    const pause = await f.db.owner('outbox.provider_pauses').where({ channel: 'email' }).first()
+    for (const row of waiting) expect(row.available_at.getTime()).to.be.closeTo(pause.paused_until.getTime(), 1_000)
+  })
+
   it('drains on stop: a send in flight finishes and is recorded before stop resolves, and nothing new is fetched', async () => {
     const [first, second] = [uniqueEmail(), uniqueEmail()]
     await f.harness.enqueue(first)

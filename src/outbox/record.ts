@@ -8,7 +8,7 @@ import { deleteCiphertextsTx } from './ciphertexts-sql.ts'
 import type { Channel, DeadLetterReason, FailureClass } from './constants.ts'
 import { deadLetterMessagesTx, isLeasedBy, lockMessagesTx, publishMessagesTx, type DeadLetter, type Lease } from './messages-sql.ts'
 import { expiredReason, invitationClosedReason, invitationStatesTx } from './invitations-sql.ts'
-import { pauseForThrottleTx } from './provider-pauses-sql.ts'
+import { activePausesTx, pauseForThrottleTx } from './provider-pauses-sql.ts'
 import { completeJobsTx, scheduleNextAttemptTx } from './settle.ts'
 
 /** What happened to one claimed message, as the worker reports it to `recordOutcome`. */
@@ -17,6 +17,8 @@ export type Outcome =
   | { kind: 'failed'; failureClass: FailureClass; retryAfterAt: Date | null; durationMs: number }
   /** Structural fault found before any send (e.g. decryption): no attempt is spent. */
   | { kind: 'dead_letter'; reason: DeadLetterReason }
+  /** Not sent: its channel was paused while it waited for a send slot; back for the pause's end, no attempt spent. */
+  | { kind: 'deferred' }
 
 /** `providerPause` bounds every provider-requested wait (MAX_PROVIDER_PAUSE_SECONDS; default 300 s). */
 export type RetrySettings = { maxAttempts: number; retrySchedule: readonly number[]; providerPause?: PausePolicy }
@@ -24,8 +26,10 @@ export type RetrySettings = { maxAttempts: number; retrySchedule: readonly numbe
 /** What the record step decided, for logs and metrics. */
 export type Recorded =
   | { kind: 'published'; attemptNo: number }
-  | { kind: 'retry_scheduled'; attemptNo: number; nextAttemptAt: Date }
-  | { kind: 'dead_lettered'; attemptNo: number | null; reason: DeadLetterReason }
+  /** `channelPausedUntil`: after a THROTTLED answer, the channel's pause as the database now holds it. */
+  | { kind: 'retry_scheduled'; attemptNo: number; nextAttemptAt: Date; channelPausedUntil?: Date | null }
+  | { kind: 'dead_lettered'; attemptNo: number | null; reason: DeadLetterReason; channelPausedUntil?: Date | null }
+  | { kind: 'deferred'; nextAttemptAt: Date }
   | { kind: 'lease_lost' }
 
 /** One job attempt's outcome to record. */
@@ -97,7 +101,7 @@ async function recordPublishedBatch(db: Knex, boss: PgBoss, requests: readonly R
       requests.map((request) => request.lease.jobId),
       requests.map((request) => request.lease.retryCount),
       requests.map((request) => (request.outcome.kind === 'published' ? request.outcome.providerMessageId : '')),
-      requests.map((request) => (request.outcome.kind === 'dead_letter' ? 0 : Math.max(0, Math.round(request.outcome.durationMs)))),
+      requests.map((request) => (request.outcome.kind === 'published' ? Math.max(0, Math.round(request.outcome.durationMs)) : 0)),
       now,
       now,
     ])
@@ -149,13 +153,15 @@ async function recordBatch(
     const retries: { messageId: string; at: Date }[] = []
     const throttled = new Map<Channel, Date | null>()
     const settled: Lease[] = []
+    const deferrals: { index: number; messageId: string; message: { channel: Channel; expires_at: Date; purpose: string } }[] = []
+    const throttledAnswers: { index: number; channel: Channel }[] = []
 
     // An invitation revoked, accepted or expired while its message was out is never requeued.
     const invitations = await invitationStatesTx(trx, requests.flatMap((request) => {
       const invitationId = rows.get(request.messageId)?.invitation_id
       return invitationId && request.outcome.kind === 'failed' ? [invitationId] : []
     }))
-    const results = requests.map(({ messageId, lease, outcome }): Recorded => {
+    const results = requests.map(({ messageId, lease, outcome }, index): Recorded => {
       const message = rows.get(messageId)
       if (!message || !isLeasedBy(message, lease)) return { kind: 'lease_lost' }
       rows.delete(messageId)
@@ -164,6 +170,12 @@ async function recordBatch(
         deadLetters.push({ messageId, reason: outcome.reason, lastFailureClass: null })
         return { kind: 'dead_lettered', attemptNo: null, reason: outcome.reason }
       }
+      if (outcome.kind === 'deferred') {
+        // Decided below, once this transaction's own pauses are written.
+        deferrals.push({ index, messageId, message })
+        return { kind: 'deferred', nextAttemptAt: now }
+      }
+      if (outcome.kind === 'failed' && outcome.failureClass === 'THROTTLED') throttledAnswers.push({ index, channel: message.channel })
       const attemptNo = message.attempt_count + 1
       let decided = decide(settings, attemptNo, outcome, message, now)
       const closed = decided.kind === 'retry_scheduled' && message.invitation_id ? invitationClosedReason(invitations.get(message.invitation_id), now) : undefined
@@ -195,6 +207,26 @@ async function recordBatch(
     await deadLetterMessagesTx(trx, deadLetters, now)
     for (const { messageId, at } of retries) await scheduleNextAttemptTx(trx, boss, messageId, at, { attempted: true })
     for (const [channel, retryAfterAt] of throttled) await pauseForThrottleTx(trx, channel, retryAfterAt, now, settings.providerPause ?? defaultPausePolicy())
+    if (deferrals.length > 0 || throttledAnswers.length > 0) {
+      // The database's pauses are the truth (whatever cap or GREATEST they went through).
+      const channelPauses = await activePausesTx(trx, now)
+      for (const { index, channel } of throttledAnswers) {
+        const result = results[index]!
+        if (result.kind === 'retry_scheduled' || result.kind === 'dead_lettered') result.channelPausedUntil = channelPauses.get(channel) ?? null
+      }
+      const expired: DeadLetter[] = []
+      for (const { index, messageId, message } of deferrals) {
+        const until = channelPauses.get(message.channel) ?? now
+        if (until.getTime() >= message.expires_at.getTime()) {
+          expired.push({ messageId, reason: expiredReason(message.purpose), lastFailureClass: 'THROTTLED' })
+          results[index] = { kind: 'dead_lettered', attemptNo: null, reason: expiredReason(message.purpose) }
+        } else {
+          await scheduleNextAttemptTx(trx, boss, messageId, until, { attempted: false })
+          results[index] = { kind: 'deferred', nextAttemptAt: until }
+        }
+      }
+      await deadLetterMessagesTx(trx, expired, now)
+    }
     await completeJobsTx(trx, boss, settled)
     return results
   })
@@ -204,7 +236,7 @@ async function recordBatch(
 export function decide(
   settings: RetrySettings,
   attemptNo: number,
-  outcome: Exclude<Outcome, { kind: 'dead_letter' }>,
+  outcome: Exclude<Outcome, { kind: 'dead_letter' } | { kind: 'deferred' }>,
   message: { expires_at: Date; purpose: string },
   now: Date,
 ): Exclude<Recorded, { kind: 'lease_lost' }> {

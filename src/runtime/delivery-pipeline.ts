@@ -1,9 +1,9 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
-import { claimRequestOf, logSettled, reportRecorded, sendClaimed, suppressedClaims, type DeliveryDeps, type DeliveryJob, type PendingRecord } from '../../jobs/deliver.ts'
+import { claimRequestOf, deferClaimed, logSettled, reportRecorded, sendClaimed, suppressedClaims, type DeliveryDeps, type DeliveryJob, type PendingRecord } from '../../jobs/deliver.ts'
 import { describeError } from '../logging/logger.ts'
 import type { Failed } from '../outbox/batch-or-each.ts'
 import { claimMessages } from '../outbox/claim.ts'
-import { QUEUES, type DeliveryJobData } from '../outbox/constants.ts'
+import { QUEUES, type Channel, type DeliveryJobData } from '../outbox/constants.ts'
 import { recordOutcomesEach, type Recorded } from '../outbox/record.ts'
 
 /** How the pipeline paces itself (README "Delivery settings"). */
@@ -151,6 +151,12 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
     { windowMs: options.groupWindowMs ?? 2, maxGroup: options.maxGroup ?? 128, maxCommits: options.maxCommits ?? 2 },
   )
 
+  // A THROTTLED answer with a Retry-After pauses its channel for the fleet once recorded; until then,
+  // and for messages claimed before the pause existed, this worker holds back its own sends on that
+  // channel. Once recorded, the database's pause (after any cap) replaces the provider's figure.
+  const localPauses = new Map<Channel, number>()
+  const pausedLocally = (channel: Channel) => (localPauses.get(channel) ?? 0) > Date.now()
+
   const failJob = async (job: DeliveryJob, error: unknown, what: string) => {
     logger.error(`delivery could not be ${what}; pg-boss retries the job`, { messageId: job.data.messageId, ...describeError(error) })
     // Best effort: if this fails too (the database is away), the job's lease expires into a retry.
@@ -170,18 +176,28 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
       await sendSlot()
       let entry: PendingRecord
       try {
-        entry = await sendClaimed(deps, request, claim, suppressed)
+        entry = pausedLocally(claim.message.channel) && !suppressed ? deferClaimed(request, claim) : await sendClaimed(deps, request, claim, suppressed)
       } finally {
         sendDone()
       }
+      const { channel } = claim.message
+      const { outcome } = entry
+      const throttled = outcome.kind === 'failed' && outcome.failureClass === 'THROTTLED' && outcome.retryAfterAt !== null && outcome.retryAfterAt.getTime() > Date.now()
+      if (throttled) localPauses.set(channel, Math.max(localPauses.get(channel) ?? 0, outcome.retryAfterAt!.getTime()))
       let result: Recorded
       try {
         result = await recorder.add(entry)
       } catch (error) {
+        if (throttled) localPauses.delete(channel)
         return await failJob(job, error, 'recorded')
       }
+      if (throttled) {
+        const recorded = 'channelPausedUntil' in result ? result.channelPausedUntil : undefined
+        if (recorded) localPauses.set(channel, recorded.getTime())
+        else localPauses.delete(channel)
+      }
       reportRecorded(deps, entry, result)
-      if (result.kind === 'retry_scheduled') noteDue(result.nextAttemptAt)
+      if (result.kind === 'retry_scheduled' || result.kind === 'deferred') noteDue(result.nextAttemptAt)
       // Nothing was recorded for this attempt: if it is still ours (the message went final under
       // us, e.g. superseded), settle the job; if the attempt lapsed this touches nothing.
       if (result.kind === 'lease_lost') await boss.complete(queue, { id: job.id, retryCount: job.retryCount }).catch(() => undefined)
