@@ -103,3 +103,99 @@ describe('abuse of the code-sending routes', () => {
     expect(Number(refused.headers.get('retry-after'))).to.be.within(86_000, 86_400)
   })
 })
+
+/** Found by an adversarial review of the identity flows: each performs the attack as it was found. */
+describe('attacks on the shared budgets', () => {
+  let now = new Date()
+  const clock = () => now
+  const later = (seconds: number) => {
+    now = new Date(now.getTime() + seconds * 1000)
+  }
+  const f = useWebStack({ worker: false, clock })
+  const call = (...args: Parameters<typeof f.stack.call>) => f.stack.call(...args)
+  const code = (destination: string) => newestCode(f.db, f.keys, destination)
+  async function signedIn(email = uniqueEmail('member')) {
+    const { identityId } = await createVerifiedIdentity(f.db.owner, email)
+    const { token } = await f.db.owner.transaction((trx) => createSessionTx(trx, identityId, now))
+    return { email, identityId, auth: f.stack.bearer(token) }
+  }
+  async function elevate(who: { email: string; auth: Record<string, string> }) {
+    expect((await call('POST', '/step-ups', {}, who.auth)).status).to.equal(202)
+    const confirmed = await call('POST', '/step-ups/confirmation', { code: await code(who.email) }, who.auth)
+    return { ...who.auth, 'x-elevation-token': String(confirmed.body!.elevationToken) }
+  }
+  beforeEach(() => {
+    now = new Date()
+  })
+
+  it('enumeration through the destination budget: recoveries for a known and an unknown address leave a later probe the same answer', async () => {
+    const prober = await signedIn()
+    const probe = async (address: string) => {
+      for (let request = 0; request < 5; request++) {
+        expect((await call('POST', '/password-recoveries', { identifier: address })).status).to.equal(202)
+        later(31)
+      }
+      const [local, domain] = address.split('@')
+      const answer = await call('POST', '/sign-in-methods', { identifier: `${local}+probe@${domain}` }, await elevate(prober))
+      return [answer.status, answer.body?.code ?? null]
+    }
+    const known = uniqueEmail('known')
+    await createVerifiedIdentity(f.db.owner, known)
+    expect(await probe(known)).to.deep.equal(await probe(uniqueEmail('unknown')))
+  })
+
+  it('locking an owner out of step-up: five anonymous recoveries for the address leave the owner’s step-up working', async () => {
+    const owner = await signedIn()
+    for (let request = 0; request < 5; request++) {
+      await call('POST', '/password-recoveries', { identifier: owner.email })
+      later(31)
+    }
+    expect((await call('POST', '/step-ups', {}, owner.auth)).status).to.equal(202)
+  })
+
+  it('locking an owner out of recovery: fifteen wrong completions while no challenge is open do not spend the owner’s budget', async () => {
+    const owner = uniqueEmail('owner')
+    await createVerifiedIdentity(f.db.owner, owner)
+    const complete = (guess: string) => call('POST', '/password-recoveries/completion', { identifier: owner, code: guess, newPassword: 'a brand new passphrase' })
+    for (let guess = 0; guess < 15; guess++) expect((await complete('000000')).status).to.equal(422)
+    expect((await call('POST', '/password-recoveries', { identifier: owner })).status).to.equal(202)
+    expect((await complete(await code(owner))).status).to.equal(204)
+  })
+
+  it('locking a person out of sign-up: an attacker’s wrong confirmations of a pending sign-up do not lock the person who signs up next', async () => {
+    const address = uniqueEmail('person')
+    const attacker = 'the attacker chose this'
+    const person = 'the person chose this'
+    for (let round = 0; round < 3; round++) {
+      await call('POST', '/sign-ups', { identifier: address, password: attacker })
+      for (let guess = 0; guess < 5; guess++) await call('POST', '/sign-ups/confirmation', { identifier: address, code: '000000', password: attacker })
+      later(31)
+    }
+    expect((await call('POST', '/sign-ups', { identifier: address, password: person })).status).to.equal(202)
+    expect((await call('POST', '/sign-ups/confirmation', { identifier: address, code: await code(address), password: person })).status).to.equal(201)
+  })
+
+  it('mail bombing a Gmail mailbox through dot variants: they share its five codes an hour', async () => {
+    const local = `bombed${Date.now() % 100_000}`
+    const variants = Array.from({ length: 6 }, (_, i) => `${local.slice(0, i + 1)}.${local.slice(i + 1)}@gmail.com`)
+    variants.push(`${local}@googlemail.com`)
+    for (const variant of variants) expect((await call('POST', '/sign-ups', { identifier: variant, password: 'a long enough password' })).status).to.equal(202)
+    const queued = await f.db.owner('outbox.security_outbox_messages').whereIn('destination', variants)
+    expect(queued, 'five codes for the one mailbox').to.have.length(5)
+  })
+
+  it('guessing a password: after ten wrong ones in a quarter hour even the right password answers the same 401, for a known and an unknown identifier alike', async () => {
+    const owner = uniqueEmail('owner')
+    const password = 'the owner chose this one'
+    await call('POST', '/sign-ups', { identifier: owner, password })
+    await call('POST', '/sign-ups/confirmation', { identifier: owner, code: await code(owner), password })
+    const unknown = uniqueEmail('nobody')
+    for (const identifier of [owner, unknown]) {
+      for (let guess = 0; guess < 10; guess++) expect((await call('POST', '/sessions', { identifier, password: `guess number ${guess}` })).status).to.equal(401)
+    }
+    const refused = await call('POST', '/sessions', { identifier: owner, password })
+    expect([refused.status, refused.body?.code, refused.headers.get('retry-after')]).to.deep.equal([401, 'invalid_credentials', null])
+    later(15 * 60)
+    expect((await call('POST', '/sessions', { identifier: owner, password })).status, 'a quarter hour later').to.equal(201)
+  })
+})

@@ -90,29 +90,45 @@ export const rehearse = {
   issueTx: (trx: Knex.Transaction, deps: ChallengeDeps, purpose: ChallengePurpose, identifier: Identifier, now: Date) =>
     rehearseTx(trx, deps, async (savepoint) => {
       const ids = await insertThrowAwayClaimTx(savepoint, identifier, now)
-      await issueChallengeTx(savepoint, { ...deps, afterEnqueueTx: undefined }, { purpose, ...ids, identifier }, { now })
+      // The destination was counted (or refused) by the caller, in its own transaction, as for a real issue.
+      await issueChallengeTx(savepoint, { ...deps, afterEnqueueTx: undefined }, { purpose, ...ids, identifier }, { now, countDestination: false })
     }),
 }
 
 /**
  * Issues a challenge in a savepoint and hides any failure of it behind the caller's ordinary
- * answer: used where the failure itself would reveal that an account exists. A refused issue
- * (a resend too soon, a destination over its budget) is followed by a rehearsal, so it costs what
- * a successful one costs. Logged by error name and code.
+ * answer: used where the failure itself would reveal that an account exists. The destination's
+ * budget is spent first, in the caller's transaction, whether or not there is a `subject` to issue
+ * for, so no later request (a probe through a signed-in route that shows the budget) can tell a
+ * known address from an unknown one. Without a subject, over the budget, or refused (a resend too
+ * soon), the issue is rehearsed instead, so every path costs what a successful one costs. Logged
+ * by error name and code.
  */
 export async function issueHiddenTx(
   trx: Knex.Transaction,
   deps: ChallengeDeps,
   flow: string,
-  subject: ChallengeSubject & { identifier: Identifier },
+  target: { purpose: ChallengePurpose; identifier: Identifier; subject?: Omit<ChallengeSubject, 'purpose'> },
   options: { candidatePasswordHash?: string; now: Date },
 ): Promise<void> {
-  try {
-    await trx.transaction((savepoint) => issueChallengeTx(savepoint, deps, subject, options))
-  } catch (error) {
-    deps.logger.warn(`${flow} not enqueued`, describeError(error))
-    await rehearse.issueTx(trx, deps, subject.purpose, subject.identifier, options.now)
+  const counted = await enforceDestinationLimitTx(trx, deps, target.identifier, options.now).then(
+    () => true,
+    (error: unknown) => {
+      if (!(error instanceof RateLimitedError)) throw error
+      deps.logger.warn(`${flow} not enqueued`, describeError(error))
+      return false
+    },
+  )
+  if (counted && target.subject) {
+    try {
+      const subject = { purpose: target.purpose, ...target.subject, identifier: target.identifier }
+      await trx.transaction((savepoint) => issueChallengeTx(savepoint, deps, subject, { ...options, countDestination: false }))
+      return
+    } catch (error) {
+      deps.logger.warn(`${flow} not enqueued`, describeError(error))
+    }
   }
+  await rehearse.issueTx(trx, deps, target.purpose, target.identifier, options.now)
 }
 
 /**
@@ -134,7 +150,7 @@ export async function issueChallengeTx(
   trx: Knex.Transaction,
   deps: ChallengeDeps,
   subject: ChallengeSubject & { identifier: Identifier },
-  options: { candidatePasswordHash?: string; now?: Date } = {},
+  options: { candidatePasswordHash?: string; now?: Date; countDestination?: boolean } = {},
 ): Promise<{ challengeId: string; expiresAt: Date }> {
   const now = options.now ?? deps.clock()
   const expiresAt = challengeExpiry(deps, now)
@@ -163,7 +179,7 @@ export async function issueChallengeTx(
         candidatePasswordHash: options.candidatePasswordHash,
       })
     }
-    await enforceDestinationLimitTx(trx, deps, subject.identifier, now)
+    if (options.countDestination ?? true) await enforceDestinationLimitTx(trx, deps, subject.identifier, now)
     await enqueueSecurityMessageTx(
       trx,
       deps,
@@ -184,7 +200,8 @@ const wrongCodeBucket = (deps: Pick<ChallengeDeps, 'codeHashKey' | 'codeHashKeys
 
 /**
  * Checks a code against the subject's open challenge. Refused outright while the identity's
- * wrong-code budget for this purpose is spent (no code verifies then, not even the right one).
+ * wrong-code budget for this purpose (or the `budgetOwner`'s) is spent: no code verifies then, not
+ * even the right one. Only guesses at a code that was sent spend it.
  * Right (and `accept`ed, e.g. the sign-up password matches): the challenge is consumed and its
  * unsent messages dead-lettered `challenge_consumed`. Wrong: one attempt and one unit of the
  * budget are spent; the last attempt kills the challenge and dead-letters its unsent messages too.
@@ -195,16 +212,22 @@ export async function checkCodeTx(
   deps: Pick<ChallengeDeps, 'codeHashKey' | 'codeHashKeys' | 'clock'>,
   subject: ChallengeSubject,
   code: string,
-  accept: (challenge: ChallengeRow) => boolean = () => true,
+  options: { accept?: (challenge: ChallengeRow) => boolean; budgetOwner?: string } = {},
 ): Promise<CodeCheck> {
   const now = deps.clock()
-  const bucket = wrongCodeBucket(deps, subject.purpose, `identity:${subject.identityId}`)
+  const bucket = wrongCodeBucket(deps, subject.purpose, options.budgetOwner ?? `identity:${subject.identityId}`)
   const budgetRetryAfterSeconds = await budget.checkTx(trx, bucket, WRONG_CODES, now)
   if (budgetRetryAfterSeconds !== undefined) return { kind: 'refused', budgetRetryAfterSeconds }
   const open = await lockOpenChallengeTx(trx, subject, now)
-  if (!open || !/^\d{6}$/.test(code) || !verifyCode(deps.codeHashKeys ?? deps.codeHashKey, open.id, code, open.code_hash) || !accept(open)) {
+  if (!open) {
+    // No code was sent to guess: a stranger's wrong codes must not lock the owner out, so they
+    // spend a bucket nobody checks (the same write as a real guess, for the same commit).
+    await budget.spendTx(trx, wrongCodeBucket(deps, subject.purpose, `no-challenge:${subject.loginIdentifierId}`), now)
+    return { kind: 'refused' }
+  }
+  if (!/^\d{6}$/.test(code) || !verifyCode(deps.codeHashKeys ?? deps.codeHashKey, open.id, code, open.code_hash) || !(options.accept?.(open) ?? true)) {
     await budget.spendTx(trx, bucket, now)
-    if (open && (await spendAttemptTx(trx, open.id)) <= 0) await deadLetterChallengeMessagesTx(trx, open.id, 'challenge_consumed')
+    if ((await spendAttemptTx(trx, open.id)) <= 0) await deadLetterChallengeMessagesTx(trx, open.id, 'challenge_consumed')
     return { kind: 'refused' }
   }
   await consumeChallengeTx(trx, open.id, now)

@@ -1,4 +1,5 @@
 import type { Channel } from '../outbox/constants.ts'
+import { canonicalDestination as canonicalDestinationOf } from '../outbox/destination.ts'
 
 /** A normalized login identifier: lower-case email or E.164 phone. */
 export type Identifier = { kind: 'email' | 'phone'; value: string }
@@ -21,16 +22,9 @@ export function channelFor(identifier: Identifier): Channel {
   return identifier.kind === 'email' ? 'email' : 'whatsapp'
 }
 
-/**
- * The mailbox a destination budget counts against: case and a `+tag` of the local part removed, so
- * `victim+1@…` and `victim+2@…` share one budget; a phone number is already canonical (E.164).
- * Only for counting: messages go to the address as written.
- */
+/** The mailbox or phone a destination budget counts against (src/outbox/destination.ts has the rule). */
 export function canonicalDestination(identifier: Identifier): string {
-  if (identifier.kind === 'phone') return identifier.value
-  const at = identifier.value.lastIndexOf('@')
-  const local = identifier.value.slice(0, at).split('+')[0]!
-  return `${local}@${identifier.value.slice(at + 1)}`.toLowerCase()
+  return canonicalDestinationOf(channelFor(identifier), identifier.value)
 }
 
 /**

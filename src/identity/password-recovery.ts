@@ -19,13 +19,10 @@ export async function requestPasswordRecoveryTx(trx: Knex.Transaction, deps: Cha
   assertChannelAvailable(deps, identifier)
   const now = deps.clock()
   const known = await findVerifiedIdentifierTx(trx, identifier)
-  if (known) {
-    const subject = { purpose: 'password_recovery' as const, identityId: known.identity_id, loginIdentifierId: known.login_identifier_id, identifier }
-    await rehearse.claimTx(trx, deps, identifier, now)
-    await issueHiddenTx(trx, deps, 'password recovery', subject, { now })
-  } else {
-    await rehearse.issueTx(trx, deps, 'password_recovery', identifier, now)
-  }
+  // A known identifier has its claim; the rehearsal of one keeps both paths' work equal.
+  if (known) await rehearse.claimTx(trx, deps, identifier, now)
+  const subject = known ? { identityId: known.identity_id, loginIdentifierId: known.login_identifier_id } : undefined
+  await issueHiddenTx(trx, deps, 'password recovery', { purpose: 'password_recovery', identifier, subject }, { now })
   return { challengeExpiresAt: challengeExpiry(deps, now) }
 }
 

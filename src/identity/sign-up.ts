@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
 import { assertChannelAvailable, challengeExpiry, checkCodeTx, issueHiddenTx, refuseUnknownCodeTx, rehearse, type ChallengeDeps } from './challenges.ts'
@@ -25,9 +26,9 @@ export async function signUp(db: Knex, deps: ChallengeDeps, input: { identifier:
     const owner = claims.find((claim) => claim.verified_at && claim.identity_status === 'active')
     // Every path writes a claim (real or rehearsed) and issues a challenge: the same work (see `rehearse`).
     if (owner) {
-      const subject = { purpose: 'password_recovery' as const, identityId: owner.identity_id, loginIdentifierId: owner.login_identifier_id, identifier: input.identifier }
+      const subject = { identityId: owner.identity_id, loginIdentifierId: owner.login_identifier_id }
       await rehearse.claimTx(trx, deps, input.identifier, now)
-      await issueHiddenTx(trx, deps, 'sign-up notice', subject, { now })
+      await issueHiddenTx(trx, deps, 'sign-up notice', { purpose: 'password_recovery', identifier: input.identifier, subject }, { now })
     } else {
       const pending = pendingSignUp(claims)
       const ids = pending ? { identityId: pending.identity_id, loginIdentifierId: pending.login_identifier_id } : { identityId: uuidv7(), loginIdentifierId: uuidv7() }
@@ -37,7 +38,7 @@ export async function signUp(db: Knex, deps: ChallengeDeps, input: { identifier:
         await insertIdentityTx(trx, ids.identityId, 'pending', now)
         await insertClaimTx(trx, ids.loginIdentifierId, ids.identityId, input.identifier, null, now)
       }
-      await issueHiddenTx(trx, deps, 'sign-up', { purpose: 'sign_up', ...ids, identifier: input.identifier }, { candidatePasswordHash, now })
+      await issueHiddenTx(trx, deps, 'sign-up', { purpose: 'sign_up', identifier: input.identifier, subject: ids }, { candidatePasswordHash, now })
     }
     return { challengeExpiresAt: challengeExpiry(deps, now) }
   })
@@ -70,7 +71,10 @@ export async function confirmSignUp(
       return undefined
     }
     const subject = { purpose: 'sign_up' as const, identityId: pending.identity_id, loginIdentifierId: pending.login_identifier_id }
-    const checked = await checkCodeTx(trx, deps, subject, input.code, (challenge) => passwordMatches && challenge.candidate_password_hash === candidate)
+    // The wrong-code budget of a sign-up belongs to whoever chose the candidate: an attacker's
+    // guesses under their password do not lock out the person who signs up next with theirs.
+    const budgetOwner = `identity:${pending.identity_id}:candidate:${createHash('sha256').update(candidate ?? '').digest('base64url')}`
+    const checked = await checkCodeTx(trx, deps, subject, input.code, { accept: (challenge) => passwordMatches && challenge.candidate_password_hash === candidate, budgetOwner })
     if (checked.kind === 'refused' || !checked.challenge.candidate_password_hash) return undefined
     const now = deps.clock()
     await activateIdentityTx(trx, pending.identity_id)

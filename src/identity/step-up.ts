@@ -18,7 +18,10 @@ export async function startStepUp(db: Knex, deps: ChallengeDeps, session: Sessio
     if (!target) throw new ConflictError('no_verified_identifier', 'There is no verified identifier to send a code to.')
     assertChannelAvailable(deps, target)
     await limitIdentityTx(trx, deps, 'step_up', session.identityId, STEP_UPS_PER_HOUR, now)
-    const issued = await issueChallengeTx(trx, deps, { purpose: 'step_up', identityId: session.identityId, loginIdentifierId: target.id, identifier: target }, { now })
+    // Not counted against the destination's budget, which strangers can spend (sign-ups and
+    // recoveries for the address): a step-up code goes only to the caller's own verified address and
+    // is bounded per identity above, so nobody else can lock the owner out of stepping up.
+    const issued = await issueChallengeTx(trx, deps, { purpose: 'step_up', identityId: session.identityId, loginIdentifierId: target.id, identifier: target }, { now, countDestination: false })
     return { challengeExpiresAt: issued.expiresAt }
   })
 }

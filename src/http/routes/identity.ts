@@ -138,7 +138,7 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
     const body = SignInRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
     await countClient(req)
-    const session = await signIn(db, deps.clock, { identifier, password: body.password })
+    const session = await signIn(db, deps, { identifier, password: body.password })
     res.status(201).json({ token: session.token, expiresAt: iso(session.expiresAt) })
   })
 
