@@ -130,7 +130,8 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
     const body = SignUpConfirmationRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
     await countClient(req)
-    const session = await confirmSignUp(db, deps, { identifier, code: body.code, password: body.password })
+    // Whether a sign-up is pending for the address must not show in the timing either (idle or not, the work is alike).
+    const session = await withMinimumDuration(ENUMERATION_FLOOR_MS, () => confirmSignUp(db, deps, { identifier, code: body.code, password: body.password }))
     res.status(201).json({ token: session.token, expiresAt: iso(session.expiresAt) })
   })
 
@@ -171,7 +172,7 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
     const body = PasswordRecoveryCompletionRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
     await countClient(req)
-    await completePasswordRecovery(db, deps, { identifier, code: body.code, newPassword: body.newPassword })
+    await withMinimumDuration(ENUMERATION_FLOOR_MS, () => completePasswordRecovery(db, localized(deps, res), { identifier, code: body.code, newPassword: body.newPassword }))
     res.status(204).end()
   })
 
