@@ -629,6 +629,16 @@ export interface components {
                 /** Format: date-time */
                 deadLetteredAt: string;
             } | null;
+            /** @description What the provider reported after it accepted the message */
+            events: {
+                /** @enum {string} */
+                event: "delivered" | "bounced" | "complained" | "rejected" | "delayed";
+                subtype: string | null;
+                /** Format: date-time */
+                occurredAt: string;
+                /** Format: date-time */
+                receivedAt: string;
+            }[];
         };
         /** @description The new message, accepted for delivery with a fresh code */
         Reissued: {

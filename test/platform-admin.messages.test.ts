@@ -45,12 +45,16 @@ describe("staff: one message's history", () => {
     expect(body.deadLetter).to.include({ reason: 'retries_exhausted', lastFailureClass: 'INDETERMINATE' })
   })
 
-  it('shows a delivered message with its published attempt and no dead letter', async () => {
+  it('shows a delivered message with its published attempt, no dead letter and what the provider reported', async () => {
     const staff = await staffMember()
     const person = await account()
     const message = await f.db.owner('outbox.security_outbox_messages').where({ destination: person.email }).first()
+    const occurredAt = new Date(Date.now() - 60_000)
+    await f.db.owner('outbox.security_outbox_delivery_events').insert({ message_id: message.id, event: 'delivered', subtype: null, occurred_at: occurredAt })
     const answer = await f.stack.call('GET', `${BASE}/messages/${message.id}`, undefined, staff.auth)
     expect(answer.body).to.nested.include({ 'message.state': 'published', 'attempts[0].outcome': 'published', 'attempts[0].failureClass': null, deadLetter: null })
+    expect(answer.body!.events).to.have.length(1)
+    expect(answer.body).to.nested.include({ 'events[0].event': 'delivered', 'events[0].subtype': null })
   })
 
   it('answers 404 message_not_found for an unknown or malformed id, and the usual refusals to others', async () => {

@@ -18,6 +18,7 @@ import * as organizationNames from '../../migrations/20261201000210_organization
 import * as providerPauseCap from '../../migrations/20261201000220_provider_pause_cap.ts'
 import * as envelopeV2 from '../../migrations/20261201000350_envelope_v2.ts'
 import * as messageHistory from '../../migrations/20261201000600_message_history.ts'
+import * as messageHistoryEvents from '../../migrations/20261201000610_message_history_events.ts'
 import * as deliveryEvents from '../../migrations/20261201000500_delivery_events.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
@@ -42,6 +43,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261201000220_provider_pause_cap': providerPauseCap,
   '20261201000350_envelope_v2': envelopeV2,
   '20261201000600_message_history': messageHistory,
+  '20261201000610_message_history_events': messageHistoryEvents,
   '20261201000500_delivery_events': deliveryEvents,
 }
 

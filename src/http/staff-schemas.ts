@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { ATTEMPT_OUTCOMES, CHANNELS, DEAD_LETTER_REASONS, FAILURE_CLASSES, MESSAGE_STATES, PURPOSES } from '../outbox/constants.ts'
+import { ATTEMPT_OUTCOMES, CHANNELS, DEAD_LETTER_REASONS, DELIVERY_EVENTS, FAILURE_CLASSES, MESSAGE_STATES, PURPOSES } from '../outbox/constants.ts'
 
 /** Query, path and response schemas of the staff routes (DESIGN §8); the API document is generated from them. */
 const count = z.int().min(0)
@@ -46,4 +46,5 @@ export const MessageHistory = z.object({
     retryAfterAt: at.nullable(), durationMs: count, attemptedAt: at,
   })),
   deadLetter: z.object({ reason, lastFailureClass: failureClass.nullable(), deadLetteredAt: at }).nullable(),
+  events: z.array(z.object({ event: z.enum(DELIVERY_EVENTS), subtype: z.string().nullable(), occurredAt: at, receivedAt: at })).meta({ description: 'What the provider reported after it accepted the message' }),
 }).meta({ id: 'MessageHistory' })

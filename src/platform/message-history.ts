@@ -5,12 +5,13 @@ type HistoryRow = {
   message: Record<string, unknown> & { createdAt: string; availableAt: string; publishedAt: Stamp; deadLetteredAt: Stamp; expiresAt: string }
   attempts: (Record<string, unknown> & { retryAfterAt: Stamp; attemptedAt: string })[]
   deadLetter: (Record<string, unknown> & { deadLetteredAt: string }) | null
+  events: (Record<string, unknown> & { occurredAt: string; receivedAt: string })[]
 }
 
 const iso = <T extends Stamp>(value: T): T => (value === null ? value : (new Date(value).toISOString() as T))
 
 /**
- * `GET /platform-admin/security-outbox/messages/:id`: one message, its attempts and its dead letter,
+ * `GET /platform-admin/security-outbox/messages/:id`: one message, its attempts, its dead letter and its delivery events,
  * through `outbox.message_history`, which checks the staff session from its token hash itself.
  * Undefined when there is no such message.
  */
@@ -18,10 +19,11 @@ export async function messageHistory(db: Knex, sessionTokenHash: Buffer, message
   const { rows } = await db.raw<{ rows: { history: HistoryRow | null }[] }>('SELECT outbox.message_history(?, ?) AS history', [sessionTokenHash, messageId])
   const history = rows[0]?.history
   if (!history) return undefined
-  const { message, attempts, deadLetter } = history
+  const { message, attempts, deadLetter, events } = history
   return {
     message: { ...message, createdAt: iso(message.createdAt), availableAt: iso(message.availableAt), publishedAt: iso(message.publishedAt), deadLetteredAt: iso(message.deadLetteredAt), expiresAt: iso(message.expiresAt) },
     attempts: attempts.map((attempt) => ({ ...attempt, retryAfterAt: iso(attempt.retryAfterAt), attemptedAt: iso(attempt.attemptedAt) })),
     deadLetter: deadLetter && { ...deadLetter, deadLetteredAt: iso(deadLetter.deadLetteredAt) },
+    events: events.map((event) => ({ ...event, occurredAt: iso(event.occurredAt), receivedAt: iso(event.receivedAt) })),
   }
 }
