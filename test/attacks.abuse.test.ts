@@ -1,37 +1,11 @@
 import { expect } from 'chai'
-import { createSessionTx } from '../src/identity/sessions.ts'
 import { createVerifiedIdentity, uniqueEmail } from './support/helpers.ts'
-import { newestCode } from './support/sealed-codes.ts'
-import { useWebStack } from './support/web-stack.ts'
+import { useIdentityKit } from './support/identity-kit.ts'
 
 /** Pumping, mail bombing and guessing from one account, performed through the real routes. */
 describe('abuse of the code-sending routes', () => {
-  let now = new Date()
-  const clock = () => now
-  const later = (seconds: number) => {
-    now = new Date(now.getTime() + seconds * 1000)
-  }
-  const f = useWebStack({ worker: false, clock })
-  const call = (...args: Parameters<typeof f.stack.call>) => f.stack.call(...args)
-  const code = (destination: string) => newestCode(f.db, f.keys, destination)
-  const wrongFor = (right: string) => (right === '000000' ? '111111' : '000000')
+  const { f, call, code, later, wrongFor, signedIn, elevate } = useIdentityKit()
   const sentTo = async (destination: string) => (await f.db.owner('outbox.security_outbox_messages').where({ destination })).length
-
-  async function signedIn(email = uniqueEmail('member')) {
-    const { identityId } = await createVerifiedIdentity(f.db.owner, email)
-    const { token } = await f.db.owner.transaction((trx) => createSessionTx(trx, identityId, now))
-    return { email, auth: f.stack.bearer(token) }
-  }
-  async function elevate(who: { email: string; auth: Record<string, string> }) {
-    expect((await call('POST', '/step-ups', {}, who.auth)).status).to.equal(202)
-    const confirmed = await call('POST', '/step-ups/confirmation', { code: await code(who.email) }, who.auth)
-    expect(confirmed.status).to.equal(201)
-    return { ...who.auth, 'x-elevation-token': String(confirmed.body!.elevationToken) }
-  }
-
-  beforeEach(() => {
-    now = new Date()
-  })
 
   it('pumping from one session: the 11th sign-in method an identity adds within the hour is refused with 429 and nothing is sent', async () => {
     const pumper = await signedIn()
@@ -106,27 +80,7 @@ describe('abuse of the code-sending routes', () => {
 
 /** Found by an adversarial review of the identity flows: each performs the attack as it was found. */
 describe('attacks on the shared budgets', () => {
-  let now = new Date()
-  const clock = () => now
-  const later = (seconds: number) => {
-    now = new Date(now.getTime() + seconds * 1000)
-  }
-  const f = useWebStack({ worker: false, clock })
-  const call = (...args: Parameters<typeof f.stack.call>) => f.stack.call(...args)
-  const code = (destination: string) => newestCode(f.db, f.keys, destination)
-  async function signedIn(email = uniqueEmail('member')) {
-    const { identityId } = await createVerifiedIdentity(f.db.owner, email)
-    const { token } = await f.db.owner.transaction((trx) => createSessionTx(trx, identityId, now))
-    return { email, identityId, auth: f.stack.bearer(token) }
-  }
-  async function elevate(who: { email: string; auth: Record<string, string> }) {
-    expect((await call('POST', '/step-ups', {}, who.auth)).status).to.equal(202)
-    const confirmed = await call('POST', '/step-ups/confirmation', { code: await code(who.email) }, who.auth)
-    return { ...who.auth, 'x-elevation-token': String(confirmed.body!.elevationToken) }
-  }
-  beforeEach(() => {
-    now = new Date()
-  })
+  const { f, call, code, later, signedIn, elevate } = useIdentityKit()
 
   it('enumeration through the destination budget: recoveries for a known and an unknown address leave a later probe the same answer', async () => {
     const prober = await signedIn()

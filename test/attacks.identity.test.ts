@@ -1,8 +1,8 @@
 import { expect } from 'chai'
 import { canonicalDestination, maskIdentifier } from '../src/identity/identifiers.ts'
-import { createSessionTx } from '../src/identity/sessions.ts'
 import { createVerifiedIdentity, uniqueEmail } from './support/helpers.ts'
-import { newestCode, newestSealed } from './support/sealed-codes.ts'
+import { useIdentityKit } from './support/identity-kit.ts'
+import { newestSealed } from './support/sealed-codes.ts'
 import { useWebStack } from './support/web-stack.ts'
 
 /**
@@ -12,35 +12,11 @@ import { useWebStack } from './support/web-stack.ts'
 const METRICS_TOKEN = 'metrics-token-of-the-attack-tests'
 
 describe('attacks on the identity flows', () => {
-  let now = new Date()
-  const clock = () => now
-  const later = (seconds: number) => {
-    now = new Date(now.getTime() + seconds * 1000)
-  }
-  const f = useWebStack({ worker: false, clock, metricsToken: METRICS_TOKEN })
-  const call = (...args: Parameters<typeof f.stack.call>) => f.stack.call(...args)
-  const code = (destination: string) => newestCode(f.db, f.keys, destination)
-  const wrongFor = (right: string) => (right === '000000' ? '111111' : '000000')
-
-  /** A signed-in identity with a verified email and no password: its bearer header. */
-  async function signedIn(email = uniqueEmail('member')) {
-    const { identityId } = await createVerifiedIdentity(f.db.owner, email)
-    const { token } = await f.db.owner.transaction((trx) => createSessionTx(trx, identityId, now))
-    return { email, identityId, auth: f.stack.bearer(token) }
-  }
-  /** A fresh step-up, as its owner makes it: the code from their own inbox. */
-  async function elevate(who: { email: string; auth: Record<string, string> }) {
-    expect((await call('POST', '/step-ups', {}, who.auth)).status).to.equal(202)
-    const confirmed = await call('POST', '/step-ups/confirmation', { code: await code(who.email) }, who.auth)
-    expect(confirmed.status).to.equal(201)
-    return { ...who.auth, 'x-elevation-token': String(confirmed.body!.elevationToken) }
-  }
+  const kit = useIdentityKit({ metricsToken: METRICS_TOKEN })
+  const { f, call, code, later, wrongFor, signedIn, elevate } = kit
   const answerShape = (answer: Awaited<ReturnType<typeof call>>) =>
     JSON.stringify([answer.status, answer.body?.code ?? null, Object.keys(answer.body ?? {}).sort(), answer.headers.get('retry-after') !== null])
 
-  beforeEach(() => {
-    now = new Date()
-  })
   afterEach(function () {
     if (this.currentTest?.state === 'failed') process.stdout.write(f.logs.text().split('\n').filter((l) => l.includes('"error"')).slice(-5).join('\n'))
   })
@@ -155,7 +131,7 @@ describe('attacks on the identity flows', () => {
     expect(body.identifier).to.be.a('string').and.not.to.include(added.split('@')[0]!)
     const row = await f.db.owner('outbox.security_outbox_messages').where({ id: notice.messageId }).first()
     expect(row).to.include({ challenge_id: null, invitation_id: null, channel: 'email' })
-    expect(new Date(row.expires_at).getTime() - now.getTime()).to.be.within(23 * 3_600_000, 24 * 3_600_000 + 1_000)
+    expect(new Date(row.expires_at).getTime() - kit.now().getTime()).to.be.within(23 * 3_600_000, 24 * 3_600_000 + 1_000)
 
     // A completed password recovery through the new address tells the other one too.
     expect((await call('POST', '/password-recoveries', { identifier: added })).status).to.equal(202)
