@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto'
-import { Pool } from 'undici'
 import { uuidv7 } from 'uuidv7'
 import { newToken } from '../src/identity/secrets.ts'
-import { percentile } from './measure.ts'
+import { loopbackClients, percentile } from './measure.ts'
 import { spawnProcess, type BenchStack } from './stack.ts'
 
 /** The three routes whose answer could depend on whether an identifier belongs to someone. */
@@ -25,7 +24,8 @@ export async function enumerationTiming(stack: BenchStack, flow: EnumerationFlow
   const unknown = Array.from({ length: options.perSide }, () => `nobody-${randomBytes(6).toString('hex')}@example.com`)
   const callers = flow === 'POST /sign-in-methods' ? await seedElevatedCallers(stack, options.perSide * 2) : []
   const web = await spawnProcess('web', stack.environment({ CLIENT_RATE_LIMIT_PER_MINUTE: '1000000' }))
-  const pools = Array.from({ length: options.concurrency }, (_, i) => new Pool(web.url!, { connections: 1, connect: { localAddress: `127.0.0.${2 + (i % 250)}` } }))
+  const clients = loopbackClients(web.url!, options.concurrency)
+  const pools = Array.from({ length: options.concurrency }, (_, i) => clients.pool(i))
   const samples = { known: [] as number[], unknown: [] as number[] }
   let non202 = 0
   const requests = known.flatMap((identifier, i) => [{ side: 'known' as const, identifier }, { side: 'unknown' as const, identifier: unknown[i]! }])
@@ -45,7 +45,7 @@ export async function enumerationTiming(stack: BenchStack, flow: EnumerationFlow
       }
     }))
   } finally {
-    await Promise.all(pools.map((pool) => pool.close()))
+    await clients.close()
     await web.stop()
   }
   const side = (values: number[]) => ({ p50: percentile(values, 50), p90: percentile(values, 90) })
