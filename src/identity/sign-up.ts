@@ -35,8 +35,11 @@ export async function signUp(db: Knex, deps: ChallengeDeps, input: { identifier:
       if (pending) {
         await rehearse.claimTx(trx, deps, input.identifier, now)
       } else {
-        await insertIdentityTx(trx, ids.identityId, 'pending', now)
-        await insertClaimTx(trx, ids.loginIdentifierId, ids.identityId, input.identifier, null, now)
+        // In a savepoint of its own, like the rehearsed claim of the other paths: the same statements.
+        await trx.transaction(async (savepoint) => {
+          await insertIdentityTx(savepoint, ids.identityId, 'pending', now)
+          await insertClaimTx(savepoint, ids.loginIdentifierId, ids.identityId, input.identifier, null, now)
+        })
       }
       await issueHiddenTx(trx, deps, 'sign-up', { purpose: 'sign_up', identifier: input.identifier, subject: ids }, { candidatePasswordHash, now })
     }
