@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
-import { DomainError, ForbiddenError, NotFoundError } from '../identity/errors.ts'
-import { hashToken } from '../identity/secrets.ts'
-import type { SessionContext } from '../identity/sessions.ts'
+import { requireElevationTx } from '../identity/elevation.ts'
+import { DomainError, NotFoundError } from '../identity/errors.ts'
+import type { StaffSession } from './outbox-admin.ts'
 
 type Cursor = { since: Date; id: string }
 const encodeCursor = (since: Date, id: string) => Buffer.from(`${since.toISOString()}|${id}`).toString('base64url')
@@ -20,9 +20,9 @@ type SuppressionRow = { id: string; channel: string; masked_destination: string;
  * `GET /platform-admin/suppressions`: a keyset page, newest first, through `outbox.suppression_page`,
  * which checks the staff session itself and only ever returns masked destinations.
  */
-export async function suppressionPage(db: Knex, input: { sessionToken: string; now: Date; limit: number; after?: Cursor }) {
+export async function suppressionPage(db: Knex, input: { staff: Pick<StaffSession, 'tokenHash'>; now: Date; limit: number; after?: Cursor }) {
   const { rows } = await db.raw<{ rows: SuppressionRow[] }>('SELECT * FROM outbox.suppression_page(?, ?, ?, ?, ?)', [
-    hashToken(input.sessionToken), input.now, input.limit + 1, input.after?.since ?? null, input.after?.id ?? null,
+    input.staff.tokenHash, input.now, input.limit + 1, input.after?.since ?? null, input.after?.id ?? null,
   ])
   const page = rows.slice(0, input.limit)
   const last = page.at(-1)
@@ -37,13 +37,10 @@ export async function suppressionPage(db: Knex, input: { sessionToken: string; n
  * may be sent to again. One transaction: the elevation is checked, the suppression deleted and
  * an audit record written by `outbox.lift_suppression`.
  */
-export async function liftSuppression(db: Knex, input: { staff: SessionContext; sessionToken: string; elevationToken: string | undefined; id: string; now: Date }): Promise<void> {
+export async function liftSuppression(db: Knex, input: { staff: StaffSession; elevationToken: string | undefined; id: string; now: Date }): Promise<void> {
   await db.transaction(async (trx) => {
-    const elevation = input.elevationToken
-      ? await trx('identity.elevations').where({ token_hash: hashToken(input.elevationToken), session_id: input.staff.sessionId, identity_id: input.staff.identityId }).andWhere('expires_at', '>', input.now).first('id')
-      : undefined
-    if (!elevation) throw new ForbiddenError('elevation_required', 'A fresh elevation token from step-up is required (X-Elevation-Token).')
-    const { rows } = await trx.raw<{ rows: { lifted: boolean }[] }>('SELECT outbox.lift_suppression(?, ?, ?) AS lifted', [hashToken(input.sessionToken), input.now, input.id])
+    await requireElevationTx(trx, input.staff, input.elevationToken, input.now)
+    const { rows } = await trx.raw<{ rows: { lifted: boolean }[] }>('SELECT outbox.lift_suppression(?, ?, ?) AS lifted', [input.staff.tokenHash, input.now, input.id])
     if (!rows[0]?.lifted) throw new NotFoundError('suppression_not_found', 'There is no such suppression.')
   })
 }

@@ -1,9 +1,9 @@
-import { Router, type Request } from 'express'
+import { Router } from 'express'
 import type { Knex } from 'knex'
 import { z } from 'zod'
 import { NotFoundError } from '../../identity/errors.ts'
 import { decodeSuppressionCursor, liftSuppression, suppressionPage } from '../../platform/suppressions.ts'
-import { requireSession, requireStaff, sessionOf } from '../auth.ts'
+import { requireSession, requireStaff, staffSessionOf } from '../auth.ts'
 import { apiRegistry, route } from '../openapi/registry.ts'
 import { SuppressionPage } from '../schemas.ts'
 
@@ -11,9 +11,6 @@ export const SuppressionQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(100).default(50),
   after: z.string().min(1).max(200).optional(),
 })
-
-// requireSession has already accepted this header; the staff functions check its hash themselves.
-const bearerToken = (req: Request): string => /^Bearer (.+)$/.exec(req.get('authorization') ?? '')![1]!
 
 /** The API document's description of each route below, in the same order. */
 export const suppressionApi = apiRegistry('Suppressions', 'Destinations that bounced permanently or complained: the staff list (masked) and lifting an entry (audited)')
@@ -39,13 +36,13 @@ export function suppressionRoutes({ db, clock }: { db: Knex; clock: () => Date }
 
   route(router, api.list, ...staff, async (req, res) => {
     const query = SuppressionQuery.parse(req.query)
-    res.json(await suppressionPage(db, { sessionToken: bearerToken(req), now: clock(), limit: query.limit, after: query.after ? decodeSuppressionCursor(query.after) : undefined }))
+    res.json(await suppressionPage(db, { staff: staffSessionOf(res), now: clock(), limit: query.limit, after: query.after ? decodeSuppressionCursor(query.after) : undefined }))
   })
 
   route(router, api.lift, ...staff, async (req, res) => {
     const id = String(req.params.id ?? '')
     if (!z.uuid().safeParse(id).success) throw new NotFoundError('suppression_not_found', 'There is no such suppression.')
-    await liftSuppression(db, { staff: sessionOf(res), sessionToken: bearerToken(req), elevationToken: req.get('x-elevation-token'), id, now: clock() })
+    await liftSuppression(db, { staff: staffSessionOf(res), elevationToken: req.get('x-elevation-token'), id, now: clock() })
     res.status(204).end()
   })
 
