@@ -8,7 +8,7 @@ import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
 import { startFakeWasender } from './support/fake-wasender.ts'
 import { createVerifiedIdentity, eventually, testKeys, uniqueEmail } from './support/helpers.ts'
 import { startOwnCluster, type OwnCluster } from './support/own-cluster.ts'
-import { procfileCommand, productionEnvironment, spawnCollecting, type Spawned } from './support/processes.ts'
+import { procfileCommand, productionEnvironment, spawnCollecting, type Spawned, stopAll } from './support/processes.ts'
 import { makeCertificates, requireTls, withSsl, type TestCertificates } from './support/tls.ts'
 
 describe('sslmode parameters', () => {
@@ -52,10 +52,7 @@ describe('a TLS-only PostgreSQL (ssl on, hostssl only, a certificate made by the
   })
   after(async function () {
     this.timeout(60_000)
-    for (const child of spawned) {
-      if (child.child.exitCode === null && child.child.signalCode === null) child.child.kill('SIGTERM')
-      await child.exited
-    }
+    await stopAll(spawned)
     await owner?.destroy()
     await wasender?.stop()
     await emulator?.stop()

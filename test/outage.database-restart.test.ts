@@ -5,7 +5,7 @@ import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
 import { startFakeWasender } from './support/fake-wasender.ts'
 import { createVerifiedIdentity, eventually, testKeys, uniqueEmail } from './support/helpers.ts'
 import { startOwnCluster, type OwnCluster } from './support/own-cluster.ts'
-import { procfileCommand, productionEnvironment, spawnCollecting, type Spawned } from './support/processes.ts'
+import { procfileCommand, productionEnvironment, spawnCollecting, type Spawned, stopAll } from './support/processes.ts'
 
 // A lease just above the floor for a 1 s send timeout: jobs a restart left active come back in seconds.
 const LEASE_SECONDS = 7
@@ -52,10 +52,7 @@ describe('a PostgreSQL restart under traffic (a cluster of this file’s own)', 
   })
   after(async function () {
     this.timeout(60_000)
-    for (const child of spawned) {
-      if (child.child.exitCode === null && child.child.signalCode === null) child.child.kill('SIGTERM')
-      await child.exited
-    }
+    await stopAll(spawned)
     await owner?.destroy()
     await wasender?.stop()
     await emulator?.stop()

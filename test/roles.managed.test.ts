@@ -8,7 +8,7 @@ import { createTestDatabase } from './support/database.ts'
 import { testCluster } from './support/root-hooks.ts'
 import { startFakeWasender } from './support/fake-wasender.ts'
 import { createVerifiedIdentity, eventually, inbox, testKeys, uniqueEmail } from './support/helpers.ts'
-import { bareEnvironment, procfileCommand, productionEnvironment, spawnCollecting, type Spawned } from './support/processes.ts'
+import { bareEnvironment, procfileCommand, productionEnvironment, spawnCollecting, type Spawned, stopAll } from './support/processes.ts'
 
 /**
  * Heroku-class managed PostgreSQL (DESIGN §7, §11): the owner is NOSUPERUSER NOCREATEROLE and the
@@ -53,10 +53,7 @@ describe('managed PostgreSQL without CREATEROLE', () => {
   })
   after(async function () {
     this.timeout(60_000)
-    for (const process of spawned) {
-      if (process.child.exitCode === null && process.child.signalCode === null) process.child.kill('SIGTERM')
-      await process.exited
-    }
+    await stopAll(spawned)
     await wasender?.stop()
     await emulator?.stop()
     for (const database of [names.database, names.foreign]) await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)

@@ -4,7 +4,7 @@ import { createTestDatabase, type TestDatabase } from './database.ts'
 import { startFakeWasender } from './fake-wasender.ts'
 import { capturingLogger, testKeys } from './helpers.ts'
 import { outboxHarness, type OutboxHarness } from './outbox-harness.ts'
-import { procfileCommand, productionEnvironment, spawnCollecting, spawnWorker, type Spawned } from './processes.ts'
+import { procfileCommand, productionEnvironment, spawnCollecting, type Spawned, spawnWorker, stopAll } from './processes.ts'
 
 export const FAKE_WASENDER_KEY = 'fixture-wasender-key'
 
@@ -69,10 +69,7 @@ export function useProcessFixture(options: { harness?: boolean; leaseSeconds?: n
     if (options.harness) harness = await outboxHarness(db, { keys, clock: () => new Date(), logger: logs.logger })
   })
   after(async () => {
-    for (const process of spawned) {
-      if (process.child.exitCode === null && process.child.signalCode === null) process.child.kill('SIGTERM')
-      await process.exited
-    }
+    await stopAll(spawned)
     await harness?.close()
     await wasender?.stop()
     await emulator?.stop()

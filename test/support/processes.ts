@@ -101,3 +101,11 @@ export function productionEnvironment(options: {
 export function spawnWorker(env: NodeJS.ProcessEnv): Spawned {
   return spawnCollecting('sh', ['-c', procfileCommand('worker')], { env })
 }
+
+/** SIGTERM to every process still running, then waits until each has exited (a test's after hook). */
+export async function stopAll(spawned: readonly Spawned[]): Promise<void> {
+  for (const process of spawned) {
+    if (process.child.exitCode === null && process.child.signalCode === null) process.child.kill('SIGTERM')
+    await process.exited
+  }
+}
