@@ -27,7 +27,17 @@ export default tseslint.config(
     files: ['public/**/*.js'],
     languageOptions: {
       sourceType: 'script',
-      globals: { window: 'readonly', document: 'readonly', sessionStorage: 'readonly', fetch: 'readonly', crypto: 'readonly', URLSearchParams: 'readonly', Node: 'readonly', SwaggerUIBundle: 'readonly', console: 'readonly' },
+      globals: {
+        window: 'readonly',
+        document: 'readonly',
+        sessionStorage: 'readonly',
+        fetch: 'readonly',
+        crypto: 'readonly',
+        URLSearchParams: 'readonly',
+        Node: 'readonly',
+        SwaggerUIBundle: 'readonly',
+        console: 'readonly',
+      },
     },
   },
   {

@@ -19,7 +19,11 @@ export type EnumerationResult = { known: SideTimings; unknown: SideTimings; non2
  * is not one lock every request queues on: queueing there would make both sides equal for the
  * wrong reason. Sign-in-method callers are distinct stepped-up identities (one request each).
  */
-export async function enumerationTiming(stack: BenchStack, flow: EnumerationFlow, options: { concurrency: number; perSide: number }): Promise<EnumerationResult> {
+export async function enumerationTiming(
+  stack: BenchStack,
+  flow: EnumerationFlow,
+  options: { concurrency: number; perSide: number },
+): Promise<EnumerationResult> {
   const known = await stack.seedEmailIdentities(options.perSide)
   const unknown = Array.from({ length: options.perSide }, () => `nobody-${randomBytes(6).toString('hex')}@example.com`)
   const callers = flow === 'POST /sign-in-methods' ? await seedElevatedCallers(stack, options.perSide * 2) : []
@@ -28,22 +32,27 @@ export async function enumerationTiming(stack: BenchStack, flow: EnumerationFlow
   const pools = Array.from({ length: options.concurrency }, (_, i) => clients.pool(i))
   const samples = { known: [] as number[], unknown: [] as number[] }
   let non202 = 0
-  const requests = known.flatMap((identifier, i) => [{ side: 'known' as const, identifier }, { side: 'unknown' as const, identifier: unknown[i]! }])
+  const requests = known.flatMap((identifier, i) => [
+    { side: 'known' as const, identifier },
+    { side: 'unknown' as const, identifier: unknown[i]! },
+  ])
   let next = 0
   try {
-    await Promise.all(pools.map(async (pool) => {
-      while (next < requests.length) {
-        const n = next++
-        const { side, identifier } = requests[n]!
-        const body = flow === 'POST /sign-ups' ? { identifier, password: 'a long enough password' } : { identifier }
-        const headers: Record<string, string> = { 'content-type': 'application/json', ...(callers[n] ?? {}) }
-        const started = performance.now()
-        const response = await pool.request({ method: 'POST', path: flow.slice('POST '.length), headers, body: JSON.stringify(body) })
-        await response.body.dump()
-        samples[side].push(performance.now() - started)
-        if (response.statusCode !== 202) non202 += 1
-      }
-    }))
+    await Promise.all(
+      pools.map(async (pool) => {
+        while (next < requests.length) {
+          const n = next++
+          const { side, identifier } = requests[n]!
+          const body = flow === 'POST /sign-ups' ? { identifier, password: 'a long enough password' } : { identifier }
+          const headers: Record<string, string> = { 'content-type': 'application/json', ...(callers[n] ?? {}) }
+          const started = performance.now()
+          const response = await pool.request({ method: 'POST', path: flow.slice('POST '.length), headers, body: JSON.stringify(body) })
+          await response.body.dump()
+          samples[side].push(performance.now() - started)
+          if (response.statusCode !== 202) non202 += 1
+        }
+      }),
+    )
   } finally {
     await clients.close()
     await web.stop()
@@ -55,13 +64,33 @@ export async function enumerationTiming(stack: BenchStack, flow: EnumerationFlow
 /** `count` active identities, each with a session and a live step-up elevation: the headers each sends. */
 async function seedElevatedCallers(stack: BenchStack, count: number): Promise<Record<string, string>[]> {
   const now = Date.now()
-  const rows = Array.from({ length: count }, () => ({ identityId: uuidv7(), sessionId: uuidv7(), session: newToken(), elevation: newToken() }))
+  const rows = Array.from({ length: count }, () => ({
+    identityId: uuidv7(),
+    sessionId: uuidv7(),
+    session: newToken(),
+    elevation: newToken(),
+  }))
   await stack.owner.transaction(async (trx) => {
     for (let start = 0; start < rows.length; start += 500) {
       const batch = rows.slice(start, start + 500)
       await trx('identity.identities').insert(batch.map((row) => ({ id: row.identityId, status: 'active' })))
-      await trx('identity.sessions').insert(batch.map((row) => ({ id: row.sessionId, identity_id: row.identityId, token_hash: row.session.hash, expires_at: new Date(now + 3_600_000) })))
-      await trx('identity.elevations').insert(batch.map((row) => ({ id: uuidv7(), identity_id: row.identityId, session_id: row.sessionId, token_hash: row.elevation.hash, expires_at: new Date(now + 3_600_000) })))
+      await trx('identity.sessions').insert(
+        batch.map((row) => ({
+          id: row.sessionId,
+          identity_id: row.identityId,
+          token_hash: row.session.hash,
+          expires_at: new Date(now + 3_600_000),
+        })),
+      )
+      await trx('identity.elevations').insert(
+        batch.map((row) => ({
+          id: uuidv7(),
+          identity_id: row.identityId,
+          session_id: row.sessionId,
+          token_hash: row.elevation.hash,
+          expires_at: new Date(now + 3_600_000),
+        })),
+      )
     }
   })
   return rows.map((row) => ({ authorization: `Bearer ${row.session.token}`, 'x-elevation-token': row.elevation.token }))

@@ -16,23 +16,31 @@ export function percentile(values: readonly number[], p: number): number {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Runs `task` from `concurrency` loops until `seconds` pass; returns completions per second. */
-async function closedLoop(concurrency: number, seconds: number, task: (n: number, worker: number) => Promise<void>): Promise<{ perSecond: number; count: number }> {
+async function closedLoop(
+  concurrency: number,
+  seconds: number,
+  task: (n: number, worker: number) => Promise<void>,
+): Promise<{ perSecond: number; count: number }> {
   const deadline = performance.now() + seconds * 1000
   const started = performance.now()
   let issued = 0
   let done = 0
-  await Promise.all(Array.from({ length: concurrency }, async (_, worker) => {
-    while (performance.now() < deadline) {
-      await task(issued++, worker)
-      done += 1
-    }
-  }))
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, worker) => {
+      while (performance.now() < deadline) {
+        await task(issued++, worker)
+        done += 1
+      }
+    }),
+  )
   return { perSecond: done / ((performance.now() - started) / 1000), count: done }
 }
 
 /** Ceiling for enqueue: a knex transaction inserting 3 rows plus `boss.send({ db })`, no HTTP, no crypto. */
 export async function rawEnqueue(stack: BenchStack, seconds: number): Promise<number> {
-  await stack.owner.raw(`CREATE TABLE IF NOT EXISTS public.bench_raw_rows (id uuid PRIMARY KEY, kind text NOT NULL, payload text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`)
+  await stack.owner.raw(
+    `CREATE TABLE IF NOT EXISTS public.bench_raw_rows (id uuid PRIMARY KEY, kind text NOT NULL, payload text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())`,
+  )
   const queue = 'bench-raw-enqueue'
   if (!(await stack.ownerBoss.getQueue(queue))) await stack.ownerBoss.createQueue(queue)
   const { perSecond } = await closedLoop(16, seconds, async () => {
@@ -55,24 +63,47 @@ export async function rawConsume(stack: BenchStack, count: number): Promise<numb
   const queue = `bench-raw-consume-${randomUUID().slice(0, 8)}`
   await stack.ownerBoss.createQueue(queue)
   for (let start = 0; start < count; start += 1000) {
-    await stack.ownerBoss.insert(queue, Array.from({ length: Math.min(1000, count - start) }, (_, i) => ({ data: { n: start + i } })))
+    await stack.ownerBoss.insert(
+      queue,
+      Array.from({ length: Math.min(1000, count - start) }, (_, i) => ({ data: { n: start + i } })),
+    )
   }
   // A new queue name has no statistics yet: without this the planner may scan every job of earlier runs per fetch.
   await stack.owner.raw('ANALYZE pgboss.job')
-  const consumer = new PgBoss({ connectionString: stack.ownerUrl, max: 10, supervise: false, schedule: false, migrate: false, useListenNotify: true })
+  const consumer = new PgBoss({
+    connectionString: stack.ownerUrl,
+    max: 10,
+    supervise: false,
+    schedule: false,
+    migrate: false,
+    useListenNotify: true,
+  })
   consumer.on('error', () => undefined)
   await consumer.start()
   try {
     let handled = 0
-    await consumer.work(queue, { batchSize: 100, localConcurrency: 2, pollingIntervalSeconds: 0.5, burstWhenBatchFull: true }, async (jobs) => {
-      handled += jobs.length
-    })
+    await consumer.work(
+      queue,
+      { batchSize: 100, localConcurrency: 2, pollingIntervalSeconds: 0.5, burstWhenBatchFull: true },
+      async (jobs) => {
+        handled += jobs.length
+      },
+    )
     await waitFor(async () => handled >= count, 120_000, 'raw consume')
-    await waitFor(async () => Number((await stack.owner.raw(`SELECT count(*) FROM pgboss.job WHERE name = ? AND state = 'completed'`, [queue])).rows[0].count) >= count, 30_000, 'raw consume to complete')
+    await waitFor(
+      async () =>
+        Number((await stack.owner.raw(`SELECT count(*) FROM pgboss.job WHERE name = ? AND state = 'completed'`, [queue])).rows[0].count) >=
+        count,
+      30_000,
+      'raw consume to complete',
+    )
   } finally {
     await consumer.stop({ graceful: false })
   }
-  const { rows } = await stack.owner.raw(`SELECT extract(epoch FROM max(completed_on) - min(started_on)) AS seconds FROM pgboss.job WHERE name = ?`, [queue])
+  const { rows } = await stack.owner.raw(
+    `SELECT extract(epoch FROM max(completed_on) - min(started_on)) AS seconds FROM pgboss.job WHERE name = ?`,
+    [queue],
+  )
   return count / Number(rows[0].seconds)
 }
 
@@ -84,11 +115,18 @@ export async function rawConsume(stack: BenchStack, count: number): Promise<numb
  * run queueing on one bucket's lock and reading one bucket's ever-growing rows.
  */
 export function loopbackClients(url: string, count: number): { pool: (n: number) => Pool; close: () => Promise<void> } {
-  const pools = Array.from({ length: count }, (_, i) => new Pool(url, { connections: 1, connect: { localAddress: `127.0.${2 + Math.floor(i / 250)}.${2 + (i % 250)}` } }))
+  const pools = Array.from(
+    { length: count },
+    (_, i) => new Pool(url, { connections: 1, connect: { localAddress: `127.0.${2 + Math.floor(i / 250)}.${2 + (i % 250)}` } }),
+  )
   return { pool: (n) => pools[n % pools.length]!, close: async () => void (await Promise.all(pools.map((pool) => pool.close()))) }
 }
 
-export async function httpEnqueue(stack: BenchStack, seconds: number, concurrency: number): Promise<{ perSecond: number; p50: number; p99: number; non202: number }> {
+export async function httpEnqueue(
+  stack: BenchStack,
+  seconds: number,
+  concurrency: number,
+): Promise<{ perSecond: number; p50: number; p99: number; non202: number }> {
   const identifiers = await stack.seedEmailIdentities(Math.ceil(seconds * 1500))
   const web = await spawnProcess('web', stack.environment({ CLIENT_RATE_LIMIT_PER_MINUTE: '100000' }))
   const clients = loopbackClients(web.url!, concurrency)
@@ -97,7 +135,14 @@ export async function httpEnqueue(stack: BenchStack, seconds: number, concurrenc
   try {
     const { perSecond } = await closedLoop(concurrency, seconds, async (n, worker) => {
       const started = performance.now()
-      const response = await clients.pool(worker).request({ method: 'POST', path: '/password-recoveries', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: identifiers[n % identifiers.length] }) })
+      const response = await clients
+        .pool(worker)
+        .request({
+          method: 'POST',
+          path: '/password-recoveries',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ identifier: identifiers[n % identifiers.length] }),
+        })
       await response.body.dump()
       latencies.push(performance.now() - started)
       if (response.statusCode !== 202) non202 += 1
@@ -131,7 +176,10 @@ export async function directEnqueue(stack: BenchStack, seconds: number): Promise
  * `count` queued WhatsApp codes delivered by `workers` worker processes: published rows per second
  * from the first lease to the last publish, and the workers' peak RSS.
  */
-export async function delivery(stack: BenchStack, options: { count: number; workers: number; concurrency: number; providerDelayMs: number }) {
+export async function delivery(
+  stack: BenchStack,
+  options: { count: number; workers: number; concurrency: number; providerDelayMs: number },
+) {
   const ids = await stack.enqueue(await stack.seedChallenges(options.count))
   // Seeding left dead tuples and fresh rows behind; settle them so every run starts alike.
   await stack.owner.raw('VACUUM ANALYZE outbox.security_outbox_messages, outbox.security_outbox_ciphertexts')
@@ -152,14 +200,22 @@ export async function delivery(stack: BenchStack, options: { count: number; work
     // Watch the provider's count (free), then confirm in the database once: polling the database
     // every 100 ms would itself take a share of the two cores being measured.
     await waitFor(async () => stack.wasender.requests.length - before >= options.count, 300_000, 'the provider to see every message')
-    await waitFor(async () => {
-      const { rows } = await stack.owner.raw(`SELECT count(*) FROM outbox.security_outbox_messages WHERE id = ANY(?) AND state = 'published'`, [ids])
-      return Number(rows[0].count) >= options.count
-    }, 60_000, 'every message to be recorded published')
+    await waitFor(
+      async () => {
+        const { rows } = await stack.owner.raw(
+          `SELECT count(*) FROM outbox.security_outbox_messages WHERE id = ANY(?) AND state = 'published'`,
+          [ids],
+        )
+        return Number(rows[0].count) >= options.count
+      },
+      60_000,
+      'every message to be recorded published',
+    )
     postgresCpu = (await stack.postgresCpuSeconds()) - postgresCpuAtStart
     const bench = process.cpuUsage(benchCpuAtStart)
     benchCpu = (bench.user + bench.system) / 1e6
-    workerCpu = (await Promise.all(processes.map((worker) => worker.cpuSeconds()))).reduce((sum, value) => sum + value, 0) - workerCpuAtStart
+    workerCpu =
+      (await Promise.all(processes.map((worker) => worker.cpuSeconds()))).reduce((sum, value) => sum + value, 0) - workerCpuAtStart
     for (const worker of processes) peakRssMb = Math.max(peakRssMb, await worker.peakRssMb())
   } finally {
     await Promise.all(processes.map((worker) => worker.stop()))
@@ -169,7 +225,13 @@ export async function delivery(stack: BenchStack, options: { count: number; work
     [ids],
   )
   // CPU per message from the workers' start (idle start-up excluded) to the last publish confirmed.
-  return { perSecond: options.count / Number(rows[0].seconds), peakRssMb, workerCpuUs: (1e6 * workerCpu) / options.count, postgresCpuUs: (1e6 * postgresCpu) / options.count, benchCpuUs: (1e6 * benchCpu) / options.count }
+  return {
+    perSecond: options.count / Number(rows[0].seconds),
+    peakRssMb,
+    workerCpuUs: (1e6 * workerCpu) / options.count,
+    postgresCpuUs: (1e6 * postgresCpu) / options.count,
+    benchCpuUs: (1e6 * benchCpu) / options.count,
+  }
 }
 
 /** A seeded PRNG (mulberry32), so every run draws the same provider behaviour. */
@@ -190,7 +252,8 @@ export function realisticProvider(options: { p50Ms: number; p99Ms: number; hangS
   const mu = Math.log(options.p50Ms)
   const sigma = Math.log(options.p99Ms / options.p50Ms) / 2.326_348
   const normal = () => Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random())
-  return () => (random() < options.hangShare ? ({ kind: 'hang' } as const) : ({ kind: 'accept', delayMs: Math.exp(mu + sigma * normal()) } as const))
+  return () =>
+    random() < options.hangShare ? ({ kind: 'hang' } as const) : ({ kind: 'accept', delayMs: Math.exp(mu + sigma * normal()) } as const)
 }
 
 /**
@@ -216,17 +279,27 @@ export async function realisticDelivery(stack: BenchStack, options: { count: num
     return { kind: 'accept-then-hang' }
   })
   const before = stack.wasender.requests.length
-  const worker = await spawnProcess('worker', stack.environment({
-    WORKER_CONCURRENCY: String(options.concurrency),
-    SEND_TIMEOUT_MS: String(options.sendTimeoutMs),
-    RETRY_SCHEDULE: '100ms,200ms,400ms,800ms',
-  }))
+  const worker = await spawnProcess(
+    'worker',
+    stack.environment({
+      WORKER_CONCURRENCY: String(options.concurrency),
+      SEND_TIMEOUT_MS: String(options.sendTimeoutMs),
+      RETRY_SCHEDULE: '100ms,200ms,400ms,800ms',
+    }),
+  )
   let peakRssMb: number
   try {
-    await waitFor(async () => {
-      const { rows } = await stack.owner.raw(`SELECT count(*) FROM outbox.security_outbox_messages WHERE id = ANY(?) AND state IN ('pending', 'leased')`, [ids])
-      return Number(rows[0].count) === 0
-    }, 600_000, 'every realistic-provider message to be final')
+    await waitFor(
+      async () => {
+        const { rows } = await stack.owner.raw(
+          `SELECT count(*) FROM outbox.security_outbox_messages WHERE id = ANY(?) AND state IN ('pending', 'leased')`,
+          [ids],
+        )
+        return Number(rows[0].count) === 0
+      },
+      600_000,
+      'every realistic-provider message to be final',
+    )
     peakRssMb = await worker.peakRssMb()
   } finally {
     await worker.stop()
@@ -244,7 +317,10 @@ export async function realisticDelivery(stack: BenchStack, options: { count: num
   const perSecond = finished.length / seconds
   const meanServiceMs = finished.reduce((sum, call) => sum + (call.finishedAt! - call.at), 0) / finished.length
   const ideal = options.concurrency / (meanServiceMs / 1000)
-  const { rows } = await stack.owner.raw(`SELECT count(*) FILTER (WHERE state = 'published') AS published, count(*) AS total FROM outbox.security_outbox_messages WHERE id = ANY(?)`, [ids])
+  const { rows } = await stack.owner.raw(
+    `SELECT count(*) FILTER (WHERE state = 'published') AS published, count(*) AS total FROM outbox.security_outbox_messages WHERE id = ANY(?)`,
+    [ids],
+  )
   return { perSecond, ideal, meanServiceMs, published: Number(rows[0].published), total: Number(rows[0].total), peakRssMb }
 }
 
@@ -272,16 +348,26 @@ export async function commitToProvider(stack: BenchStack, options: { rate: numbe
       const wait = due - performance.now()
       if (wait > 0) await sleep(wait)
       const challenge = challenges[i]!
-      pending.push(stack.api.transaction((trx) => stack.enqueueOne(trx, challenge)).then(() => void committedAt.set(challenge.destination, performance.now())))
+      pending.push(
+        stack.api
+          .transaction((trx) => stack.enqueueOne(trx, challenge))
+          .then(() => void committedAt.set(challenge.destination, performance.now())),
+      )
     }
     await Promise.all(pending)
-    await waitFor(async () => challenges.every((challenge) => arrivedAt.has(challenge.destination)), 60_000, 'every steady-rate message to arrive')
+    await waitFor(
+      async () => challenges.every((challenge) => arrivedAt.has(challenge.destination)),
+      60_000,
+      'every steady-rate message to arrive',
+    )
     peakRssMb = await worker.peakRssMb()
   } finally {
     await worker.stop()
   }
   // A commit acknowledged after the provider already saw the message counts as 0 ms.
-  const latencies = challenges.map((challenge) => Math.max(0, arrivedAt.get(challenge.destination)! - committedAt.get(challenge.destination)!))
+  const latencies = challenges.map((challenge) =>
+    Math.max(0, arrivedAt.get(challenge.destination)! - committedAt.get(challenge.destination)!),
+  )
   return { p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99), peakRssMb }
 }
 

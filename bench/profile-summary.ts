@@ -36,6 +36,10 @@ for (const [id, us] of selfUs) {
 const total = profile.timeDeltas.reduce((sum, delta) => sum + delta, 0)
 console.log(`busy ${(busy / 1e6).toFixed(2)} s of ${(total / 1e6).toFixed(2)} s profiled`)
 const top = (map: Map<string, number>, n: number) =>
-  [...map].sort((a, b) => b[1] - a[1]).slice(0, n).map(([key, us]) => `  ${((100 * us) / busy).toFixed(1).padStart(5)}%  ${key}`).join('\n')
+  [...map]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([key, us]) => `  ${((100 * us) / busy).toFixed(1).padStart(5)}%  ${key}`)
+    .join('\n')
 console.log(`by package or file (self time):\n${top(byOwner, 15)}`)
 console.log(`by function (self time):\n${top(byFunction, 25)}`)

@@ -28,7 +28,8 @@ const only = new Set((process.env.BENCH_ONLY ?? 'raw,delivery,slow,realistic,lat
  * Known vs unknown identifiers per side and concurrency level: at least the contract's 200, and 600
  * under load, where a median of 200 samples alone moves by a few milliseconds from run to run.
  */
-const enumerationPerSide = (concurrency: number) => Number(process.env.BENCH_ENUMERATION_PER_SIDE ?? (quick ? 50 : concurrency === 1 ? 200 : 600))
+const enumerationPerSide = (concurrency: number) =>
+  Number(process.env.BENCH_ENUMERATION_PER_SIDE ?? (quick ? 50 : concurrency === 1 ? 200 : 600))
 
 type Series = { name: string; unit: string; values: number[]; target?: { text: string; pass: (median: number, max: number) => boolean } }
 const series = new Map<string, Series>()
@@ -39,7 +40,9 @@ const record = (name: string, unit: string, value: number, target?: Series['targ
 }
 
 const started = Date.now()
-console.log(`sealpost bench: ${reps} repetitions${quick ? ' (quick)' : ''}, ${os.cpus().length} CPUs, Node ${process.version}, provider latency ${providerDelayMs} ms`)
+console.log(
+  `sealpost bench: ${reps} repetitions${quick ? ' (quick)' : ''}, ${os.cpus().length} CPUs, Node ${process.version}, provider latency ${providerDelayMs} ms`,
+)
 const stack = await startBenchStack()
 let exitCode = 0
 try {
@@ -60,10 +63,18 @@ try {
       step(`delivery, ${workers} worker(s), provider ${providerDelayMs} ms`)
       const result = await delivery(stack, { count: deliveryCount, workers, concurrency: instantConcurrency, providerDelayMs })
       const target = workers === 2 && providerDelayMs === 0
-      record(`delivery: ${deliveryCount} msgs, ${workers} worker(s), WORKER_CONCURRENCY ${instantConcurrency}`, 'msg/s', result.perSecond,
-        target ? { text: '≥ 2000', pass: (median) => median >= 2000 } : undefined)
-      record(`delivery ${workers} worker(s) ÷ raw consume`, '%', (100 * result.perSecond) / rawJobs,
-        target && only.has('raw') ? { text: '≥ 20', pass: (median) => median >= 20 } : undefined)
+      record(
+        `delivery: ${deliveryCount} msgs, ${workers} worker(s), WORKER_CONCURRENCY ${instantConcurrency}`,
+        'msg/s',
+        result.perSecond,
+        target ? { text: '≥ 2000', pass: (median) => median >= 2000 } : undefined,
+      )
+      record(
+        `delivery ${workers} worker(s) ÷ raw consume`,
+        '%',
+        (100 * result.perSecond) / rawJobs,
+        target && only.has('raw') ? { text: '≥ 20', pass: (median) => median >= 20 } : undefined,
+      )
       record('worker peak RSS', 'MB', result.peakRssMb, rssTarget)
       record(`CPU per message, ${workers} worker(s): worker processes`, 'µs', result.workerCpuUs)
       record(`CPU per message, ${workers} worker(s): PostgreSQL`, 'µs', result.postgresCpuUs)
@@ -74,41 +85,62 @@ try {
       const count = Math.max(200, Math.round(concurrency * 10 * 4 * (quick ? 0.5 : 1)))
       const result = await delivery(stack, { count, workers: 1, concurrency, providerDelayMs: 100 })
       const ideal = concurrency / 0.1
-      record(`delivery: provider 100 ms, 1 worker, WORKER_CONCURRENCY ${concurrency}`, 'msg/s', result.perSecond,
-        { text: `≥ ${0.9 * ideal} (90% of ${ideal})`, pass: (median) => median >= 0.9 * ideal })
+      record(`delivery: provider 100 ms, 1 worker, WORKER_CONCURRENCY ${concurrency}`, 'msg/s', result.perSecond, {
+        text: `≥ ${0.9 * ideal} (90% of ${ideal})`,
+        pass: (median) => median >= 0.9 * ideal,
+      })
       record('worker peak RSS', 'MB', result.peakRssMb, rssTarget)
     }
     if (only.has('realistic')) {
-      step(`delivery, realistic provider (log-normal p50 80 ms / p99 800 ms, 3 % hang to ${realisticSendTimeoutMs} ms), WORKER_CONCURRENCY ${realisticConcurrency}`)
+      step(
+        `delivery, realistic provider (log-normal p50 80 ms / p99 800 ms, 3 % hang to ${realisticSendTimeoutMs} ms), WORKER_CONCURRENCY ${realisticConcurrency}`,
+      )
       const count = Math.round(realisticConcurrency * 100 * scale)
       const result = await realisticDelivery(stack, { count, concurrency: realisticConcurrency, sendTimeoutMs: realisticSendTimeoutMs })
-      record(`delivery: realistic provider, 1 worker, WORKER_CONCURRENCY ${realisticConcurrency}, ${count} msgs`, 'calls/s', result.perSecond)
+      record(
+        `delivery: realistic provider, 1 worker, WORKER_CONCURRENCY ${realisticConcurrency}, ${count} msgs`,
+        'calls/s',
+        result.perSecond,
+      )
       record('realistic provider: mean service time', 'ms', result.meanServiceMs)
-      record('realistic provider: calls/s ÷ (concurrency ÷ mean service time)', '%', (100 * result.perSecond) / result.ideal, { text: '≥ 85', pass: (median) => median >= 85 })
+      record('realistic provider: calls/s ÷ (concurrency ÷ mean service time)', '%', (100 * result.perSecond) / result.ideal, {
+        text: '≥ 85',
+        pass: (median) => median >= 85,
+      })
       record('realistic provider: messages published of those queued', '%', (100 * result.published) / result.total)
       record('worker peak RSS', 'MB', result.peakRssMb, rssTarget)
     }
     if (only.has('latency')) {
-    step('commit-to-provider latency at 100 msg/s')
-    const latency = await commitToProvider(stack, { rate: 100, seconds: quick ? 5 : 20, concurrency: instantConcurrency })
-    record('commit → provider p50 (100 msg/s)', 'ms', latency.p50, { text: '≤ 5', pass: (median) => median <= 5 })
-    record('commit → provider p95 (100 msg/s)', 'ms', latency.p95)
-    record('commit → provider p99 (100 msg/s)', 'ms', latency.p99, { text: '≤ 25', pass: (median) => median <= 25 })
-    record('worker peak RSS', 'MB', latency.peakRssMb, rssTarget)
+      step('commit-to-provider latency at 100 msg/s')
+      const latency = await commitToProvider(stack, { rate: 100, seconds: quick ? 5 : 20, concurrency: instantConcurrency })
+      record('commit → provider p50 (100 msg/s)', 'ms', latency.p50, { text: '≤ 5', pass: (median) => median <= 5 })
+      record('commit → provider p95 (100 msg/s)', 'ms', latency.p95)
+      record('commit → provider p99 (100 msg/s)', 'ms', latency.p99, { text: '≤ 25', pass: (median) => median <= 25 })
+      record('worker peak RSS', 'MB', latency.peakRssMb, rssTarget)
     }
 
     if (only.has('enqueue')) {
-    step('HTTP enqueue')
-    const http = await httpEnqueue(stack, enqueueSeconds, httpConcurrency)
-    if (http.non202 > 0) throw new Error(`${http.non202} enqueue requests were not answered 202`)
-    record(`enqueue: POST /password-recoveries, known ids, concurrency ${httpConcurrency}`, 'req/s', http.perSecond)
-    record('enqueue through HTTP ÷ raw enqueue ceiling', '%', (100 * http.perSecond) / rawTx, only.has('raw') ? { text: '≥ 50', pass: (median) => median >= 50 } : undefined)
-    record('enqueue p50', 'ms', http.p50)
-    record('enqueue p99', 'ms', http.p99)
-    step('recovery transaction without HTTP')
-    const direct = await directEnqueue(stack, quick ? 2 : 5)
-    record('recovery transaction called directly, concurrency 16', 'tx/s', direct)
-    record('recovery transaction direct ÷ raw enqueue ceiling', '%', (100 * direct) / rawTx, only.has('raw') ? { text: '≥ 70', pass: (median) => median >= 70 } : undefined)
+      step('HTTP enqueue')
+      const http = await httpEnqueue(stack, enqueueSeconds, httpConcurrency)
+      if (http.non202 > 0) throw new Error(`${http.non202} enqueue requests were not answered 202`)
+      record(`enqueue: POST /password-recoveries, known ids, concurrency ${httpConcurrency}`, 'req/s', http.perSecond)
+      record(
+        'enqueue through HTTP ÷ raw enqueue ceiling',
+        '%',
+        (100 * http.perSecond) / rawTx,
+        only.has('raw') ? { text: '≥ 50', pass: (median) => median >= 50 } : undefined,
+      )
+      record('enqueue p50', 'ms', http.p50)
+      record('enqueue p99', 'ms', http.p99)
+      step('recovery transaction without HTTP')
+      const direct = await directEnqueue(stack, quick ? 2 : 5)
+      record('recovery transaction called directly, concurrency 16', 'tx/s', direct)
+      record(
+        'recovery transaction direct ÷ raw enqueue ceiling',
+        '%',
+        (100 * direct) / rawTx,
+        only.has('raw') ? { text: '≥ 70', pass: (median) => median >= 70 } : undefined,
+      )
     }
 
     // Once per run (each level is 2 × perSide requests per route): the contract's figure is one run of ≥ 200 per side.
@@ -123,7 +155,10 @@ try {
           record(`${label}: known p50`, 'ms', timing.known.p50)
           record(`${label}: unknown p50`, 'ms', timing.unknown.p50)
           record(`${label}: |Δ p50|`, 'ms', Math.abs(timing.known.p50 - timing.unknown.p50), { text: '≤ 5', pass: (median) => median <= 5 })
-          record(`${label}: |Δ p90|`, 'ms', Math.abs(timing.known.p90 - timing.unknown.p90), { text: '≤ 15', pass: (median) => median <= 15 })
+          record(`${label}: |Δ p90|`, 'ms', Math.abs(timing.known.p90 - timing.unknown.p90), {
+            text: '≤ 15',
+            pass: (median) => median <= 15,
+          })
         }
       }
     }
@@ -134,22 +169,42 @@ try {
     const sorted = [...entry.values].sort((a, b) => a - b)
     const median = sorted[Math.floor(sorted.length / 2)]!
     const result = entry.target ? (entry.target.pass(median, sorted.at(-1)!) ? 'PASS' : 'FAIL') : ''
-    return { name: entry.name, unit: entry.unit, min: sorted[0]!, median, max: sorted.at(-1)!, target: entry.target?.text ?? '', result, values: entry.values }
+    return {
+      name: entry.name,
+      unit: entry.unit,
+      min: sorted[0]!,
+      median,
+      max: sorted.at(-1)!,
+      target: entry.target?.text ?? '',
+      result,
+      values: entry.values,
+    }
   })
   const format = (value: number) => (value >= 100 ? value.toFixed(0) : value.toFixed(1))
   const table = [
     '| measure | unit | min | median | max | target | result |',
     '|---|---|---:|---:|---:|---|---|',
-    ...rows.map((row) => `| ${row.name} | ${row.unit} | ${format(row.min)} | ${format(row.median)} | ${format(row.max)} | ${row.target} | ${row.result} |`),
+    ...rows.map(
+      (row) =>
+        `| ${row.name} | ${row.unit} | ${format(row.min)} | ${format(row.median)} | ${format(row.max)} | ${row.target} | ${row.result} |`,
+    ),
   ].join('\n')
   const seconds = Math.round((Date.now() - started) / 1000)
   console.log(`\n${table}\n`)
   console.log(`spot-check: ${check.summary}`)
   console.log(`finished in ${seconds} s`)
-  const machine = { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memoryGb: Math.round(os.totalmem() / 2 ** 30), node: process.version }
+  const machine = {
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    memoryGb: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+  }
   await mkdir('bench/results', { recursive: true })
   const file = `bench/results/bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`
-  await writeFile(file, JSON.stringify({ at: new Date().toISOString(), seconds, reps, quick, providerDelayMs, machine, rows, spotCheck: check }, null, 2))
+  await writeFile(
+    file,
+    JSON.stringify({ at: new Date().toISOString(), seconds, reps, quick, providerDelayMs, machine, rows, spotCheck: check }, null, 2),
+  )
   console.log(`results: ${file}`)
   if (!check.ok) exitCode = 1
 } catch (error) {

@@ -18,10 +18,12 @@ export async function spotCheck(stack: BenchStack) {
     SELECT count(*) FROM outbox.security_outbox_messages m JOIN outbox.security_outbox_ciphertexts c ON c.message_id = m.id
      WHERE m.state IN ('published', 'dead_lettered')`)
   const attemptsByDestination = new Map<string, number>(
-    (await stack.owner.raw(`
+    (
+      await stack.owner.raw(`
       SELECT m.destination, count(a.*)::int AS attempts FROM outbox.security_outbox_messages m
         JOIN outbox.security_outbox_attempts a ON a.message_id = m.id
-       WHERE m.channel = 'whatsapp' GROUP BY m.destination`)).rows.map((row: { destination: string; attempts: number }) => [row.destination, row.attempts]),
+       WHERE m.channel = 'whatsapp' GROUP BY m.destination`)
+    ).rows.map((row: { destination: string; attempts: number }) => [row.destination, row.attempts]),
   )
   const callsByDestination = new Map<string, number>()
   const acceptedByDestination = new Map<string, number>()
@@ -32,7 +34,9 @@ export async function spotCheck(stack: BenchStack) {
   // Sent twice: the provider took the message on more than once. Allowed only where the bench
   // injected an ambiguous outcome (the provider sent, then never answered).
   const sentTwice = [...acceptedByDestination].filter(([destination, accepted]) => accepted > 1 && !stack.ambiguous.has(destination)).length
-  const sentTwiceAmbiguous = [...acceptedByDestination].filter(([destination, accepted]) => accepted > 1 && stack.ambiguous.has(destination)).length
+  const sentTwiceAmbiguous = [...acceptedByDestination].filter(
+    ([destination, accepted]) => accepted > 1 && stack.ambiguous.has(destination),
+  ).length
   let callMismatches = 0
   for (const destination of new Set([...attemptsByDestination.keys(), ...callsByDestination.keys()])) {
     if ((attemptsByDestination.get(destination) ?? 0) !== (callsByDestination.get(destination) ?? 0)) callMismatches += 1
@@ -47,7 +51,8 @@ export async function spotCheck(stack: BenchStack) {
     callMismatches,
     sentTwice,
     sentTwiceAmbiguous,
-    summary: `${ok ? 'OK' : 'FAILED'}: ${published} published; ${wrongAttempts} with attempts out of step; ${ciphertextLeft} final messages with a ciphertext; ` +
+    summary:
+      `${ok ? 'OK' : 'FAILED'}: ${published} published; ${wrongAttempts} with attempts out of step; ${ciphertextLeft} final messages with a ciphertext; ` +
       `${stack.wasender.requests.length} provider calls, ${callMismatches} destinations whose calls ≠ attempt rows; ` +
       `${sentTwice} messages sent twice without an injected ambiguous outcome (${sentTwiceAmbiguous} after one, allowed)`,
   }

@@ -119,13 +119,33 @@ export async function startBenchStack() {
         const rows = challenges.slice(start, start + 1000).map((challenge) => ({ ...challenge, id: uuidv7(), jobId: randomUUID() }))
         const expiresAt = new Date(Date.now() + 3_600_000)
         await api.transaction(async (trx) => {
-          await trx('outbox.security_outbox_messages').insert(rows.map((row) => ({
-            id: row.id, job_id: row.jobId, purpose: 'password_recovery', challenge_id: row.challengeId, channel: 'whatsapp', destination: row.destination, locale: 'en', expires_at: expiresAt,
-          })))
-          await trx('outbox.security_outbox_ciphertexts').insert(rows.map((row) => ({
-            message_id: row.id, envelope: seal(keys.outboxKey, Buffer.from(String(100_000 + (row.id.charCodeAt(35) % 9) * 11_111)), envelopeContext(row.id, 'password_recovery', 'whatsapp', row.destination)),
-          })))
-          await webBoss.insert(QUEUES.delivery, rows.map((row) => ({ id: row.jobId, data: { messageId: row.id } })), { db: fromKnex(trx) })
+          await trx('outbox.security_outbox_messages').insert(
+            rows.map((row) => ({
+              id: row.id,
+              job_id: row.jobId,
+              purpose: 'password_recovery',
+              challenge_id: row.challengeId,
+              channel: 'whatsapp',
+              destination: row.destination,
+              locale: 'en',
+              expires_at: expiresAt,
+            })),
+          )
+          await trx('outbox.security_outbox_ciphertexts').insert(
+            rows.map((row) => ({
+              message_id: row.id,
+              envelope: seal(
+                keys.outboxKey,
+                Buffer.from(String(100_000 + (row.id.charCodeAt(35) % 9) * 11_111)),
+                envelopeContext(row.id, 'password_recovery', 'whatsapp', row.destination),
+              ),
+            })),
+          )
+          await webBoss.insert(
+            QUEUES.delivery,
+            rows.map((row) => ({ id: row.jobId, data: { messageId: row.id } })),
+            { db: fromKnex(trx) },
+          )
         })
         ids.push(...rows.map((row) => row.id))
       }
@@ -149,7 +169,14 @@ export async function startBenchStack() {
     return await enqueueSecurityMessageTx(
       trx,
       { boss: webBoss, outboxKey: keys.outboxKey, codeHashKey: keys.codeHashKey },
-      { purpose: 'password_recovery', challengeId: challenge.challengeId, channel: 'whatsapp', destination: challenge.destination, locale: 'en', expiresAt: new Date(Date.now() + 3_600_000) },
+      {
+        purpose: 'password_recovery',
+        challengeId: challenge.challengeId,
+        channel: 'whatsapp',
+        destination: challenge.destination,
+        locale: 'en',
+        expiresAt: new Date(Date.now() + 3_600_000),
+      },
       Buffer.from(String(100_000 + Math.floor(Math.random() * 900_000))),
     )
   }
@@ -159,10 +186,15 @@ export async function startBenchStack() {
 async function seedChallenges(owner: Knex, run: number, count: number): Promise<{ challengeId: string; destination: string }[]> {
   const prefix = `+1999${String(run).padStart(3, '0')}`
   await owner.transaction(async (trx) => {
-    await trx.raw(`CREATE TEMP TABLE seed ON COMMIT DROP AS
-      SELECT gen_random_uuid() AS identity_id, gen_random_uuid() AS login_id, ? || lpad(g::text, 7, '0') AS destination FROM generate_series(1, ?) g`, [prefix, count])
+    await trx.raw(
+      `CREATE TEMP TABLE seed ON COMMIT DROP AS
+      SELECT gen_random_uuid() AS identity_id, gen_random_uuid() AS login_id, ? || lpad(g::text, 7, '0') AS destination FROM generate_series(1, ?) g`,
+      [prefix, count],
+    )
     await trx.raw(`INSERT INTO identity.identities (id, status) SELECT identity_id, 'active' FROM seed`)
-    await trx.raw(`INSERT INTO identity.login_identifiers (id, identity_id, kind, value, verified_at) SELECT login_id, identity_id, 'phone', destination, now() FROM seed`)
+    await trx.raw(
+      `INSERT INTO identity.login_identifiers (id, identity_id, kind, value, verified_at) SELECT login_id, identity_id, 'phone', destination, now() FROM seed`,
+    )
     await trx.raw(`INSERT INTO identity.challenges (id, purpose, identity_id, login_identifier_id, code_hash, expires_at)
       SELECT gen_random_uuid(), 'password_recovery', identity_id, login_id, sha256(destination::bytea), now() + interval '1 hour' FROM seed`)
   })
@@ -188,11 +220,23 @@ async function procStat(pid: number): Promise<{ ppid: number; utime: number; sti
   }
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ')
   // After the name: state(0) ppid(1) … utime(11) stime(12) cutime(13) cstime(14).
-  return { ppid: Number(fields[1]), utime: Number(fields[11]), stime: Number(fields[12]), cutime: Number(fields[13]), cstime: Number(fields[14]) }
+  return {
+    ppid: Number(fields[1]),
+    utime: Number(fields[11]),
+    stime: Number(fields[12]),
+    cutime: Number(fields[13]),
+    cstime: Number(fields[14]),
+  }
 }
 
 /** A web or worker process as the Procfile runs it; its log lines are drained, the tail kept for errors. */
-export type BenchProcess = { child: ChildProcess; peakRssMb: () => Promise<number>; cpuSeconds: () => Promise<number>; stop: () => Promise<void>; url?: string }
+export type BenchProcess = {
+  child: ChildProcess
+  peakRssMb: () => Promise<number>
+  cpuSeconds: () => Promise<number>
+  stop: () => Promise<void>
+  url?: string
+}
 
 export async function spawnProcess(kind: 'web' | 'worker', env: NodeJS.ProcessEnv): Promise<BenchProcess> {
   const child = spawn(process.execPath, [`src/bin/${kind}.ts`], { env, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -216,7 +260,10 @@ export async function spawnProcess(kind: 'web' | 'worker', env: NodeJS.ProcessEn
   child.stderr!.on('data', onData)
   const exited = new Promise<void>((resolve) => child.on('close', () => resolve()))
   child.on('close', (code) => failed(new Error(`${kind} exited (${code}) before it started:\n${tail}`)))
-  const url = await Promise.race([started, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${kind} did not start in 30 s:\n${tail}`)), 30_000).unref())])
+  const url = await Promise.race([
+    started,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${kind} did not start in 30 s:\n${tail}`)), 30_000).unref()),
+  ])
   return {
     child,
     url: url || undefined,

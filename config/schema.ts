@@ -7,9 +7,7 @@ export class ConfigError extends Error {
   override name = 'ConfigError'
   readonly variables: string[]
   constructor(problems: { variable: string; problem: string }[]) {
-    super(
-      'Invalid configuration:\n' + problems.map((p) => `  - ${p.variable}: ${p.problem}`).join('\n'),
-    )
+    super('Invalid configuration:\n' + problems.map((p) => `  - ${p.variable}: ${p.problem}`).join('\n'))
     this.variables = problems.map((p) => p.variable)
   }
 }
@@ -27,22 +25,20 @@ export function parseSchedule(text: string): number[] {
 }
 
 const base64Key = (minBytes: number, maxBytes: number) =>
-  z
-    .string()
-    .transform((text, ctx) => {
-      const bytes = Buffer.from(text, 'base64')
-      if (bytes.length < minBytes || bytes.length > maxBytes || bytes.toString('base64') !== text) {
-        ctx.addIssue({
-          code: 'custom',
-          message:
-            minBytes === maxBytes
-              ? `must be ${minBytes} random bytes, base64-encoded`
-              : `must be at least ${minBytes} random bytes, base64-encoded`,
-        })
-        return z.NEVER
-      }
-      return bytes
-    })
+  z.string().transform((text, ctx) => {
+    const bytes = Buffer.from(text, 'base64')
+    if (bytes.length < minBytes || bytes.length > maxBytes || bytes.toString('base64') !== text) {
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          minBytes === maxBytes
+            ? `must be ${minBytes} random bytes, base64-encoded`
+            : `must be at least ${minBytes} random bytes, base64-encoded`,
+      })
+      return z.NEVER
+    }
+    return bytes
+  })
 
 /** Express `trust proxy` presets proxy-addr understands besides addresses and CIDR ranges. */
 const PROXY_PRESETS = new Set(['loopback', 'linklocal', 'uniquelocal'])
@@ -159,18 +155,36 @@ const envSchema = z.object({
   /** Development only: where `.data/` (embedded PostgreSQL, generated keys) lives. */
   SEALPOST_DATA_DIR: z.string().min(1).default('.data'),
   /** SES configuration set named on every SendEmail (its event destination publishes to the SNS topic). */
-  SES_CONFIGURATION_SET: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - (at most 64)').optional(),
+  SES_CONFIGURATION_SET: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - (at most 64)')
+    .optional(),
   /** The SNS topic whose deliveries POST /webhooks/ses accepts; unset = the route refuses everything. */
-  SES_EVENTS_TOPIC_ARN: z.string().regex(/^arn:aws:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/, 'an SNS topic ARN').optional(),
+  SES_EVENTS_TOPIC_ARN: z
+    .string()
+    .regex(/^arn:aws:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/, 'an SNS topic ARN')
+    .optional(),
   /** Tests and local runs only: a PEM certificate that replaces the fetch of SNS signing certificates. */
   SNS_TEST_SIGNING_CERT: z.string().min(1).optional(),
   /** The webhook secret of the Wasender session; unset = POST /webhooks/wasender refuses everything. */
   WASENDER_WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   /** The locale of messages whose request named none we ship. */
   DEFAULT_LOCALE: z.enum(['en', 'de', 'es']).default('en'),
-  PRODUCT_NAME: z.string().trim().min(1).max(60).regex(/^[^\p{Cc}\p{Cf}]+$/u, 'must not contain control characters').default('Sealpost'),
+  PRODUCT_NAME: z
+    .string()
+    .trim()
+    .min(1)
+    .max(60)
+    .regex(/^[^\p{Cc}\p{Cf}]+$/u, 'must not contain control characters')
+    .default('Sealpost'),
   /** The sender's display name in the From header (default: PRODUCT_NAME). */
-  SES_FROM_NAME: z.string().trim().min(1).max(60).regex(/^[^\p{Cc}\p{Cf}]+$/u, 'must not contain control characters').optional(),
+  SES_FROM_NAME: z
+    .string()
+    .trim()
+    .min(1)
+    .max(60)
+    .regex(/^[^\p{Cc}\p{Cf}]+$/u, 'must not contain control characters')
+    .optional(),
   /** Shown as plain text in every message ("contact support"); unset = the sentence is left out. */
   SUPPORT_URL: z.url({ protocol: /^https?$/ }).optional(),
 })
@@ -202,11 +216,22 @@ const REQUIRED_IN_PRODUCTION: Record<ProcessRole, (keyof Config)[]> = {
   release: ['DATABASE_URL'],
   cli: ['DATABASE_URL', 'OUTBOX_ENCRYPTION_KEYS', 'CODE_HASH_KEYS'],
   web: ['API_DATABASE_URL', 'OUTBOX_ENCRYPTION_KEYS', 'CODE_HASH_KEYS'],
-  worker: ['WORKER_DATABASE_URL', 'OUTBOX_ENCRYPTION_KEYS', 'SES_REGION', 'SES_FROM_ADDRESS', 'WASENDER_API_URL', 'WASENDER_API_KEY', 'INVITATION_LINK_BASE_URL'],
+  worker: [
+    'WORKER_DATABASE_URL',
+    'OUTBOX_ENCRYPTION_KEYS',
+    'SES_REGION',
+    'SES_FROM_ADDRESS',
+    'WASENDER_API_URL',
+    'WASENDER_API_KEY',
+    'INVITATION_LINK_BASE_URL',
+  ],
   'all-in-one': [],
 }
 
-const SINGLE_KEY_OF: Partial<Record<keyof Config, string>> = { OUTBOX_ENCRYPTION_KEYS: 'OUTBOX_ENCRYPTION_KEY', CODE_HASH_KEYS: 'CODE_HASH_KEY' }
+const SINGLE_KEY_OF: Partial<Record<keyof Config, string>> = {
+  OUTBOX_ENCRYPTION_KEYS: 'OUTBOX_ENCRYPTION_KEY',
+  CODE_HASH_KEYS: 'CODE_HASH_KEY',
+}
 
 /**
  * A ring from `…_KEYS`, or the single `…_KEY` as a one-entry ring. Both may be set while moving
@@ -215,7 +240,12 @@ const SINGLE_KEY_OF: Partial<Record<keyof Config, string>> = { OUTBOX_ENCRYPTION
  */
 function resolveRing(ring: KeyRing | undefined, single: Buffer | undefined, variable: string, singleVariable: string): KeyRing | undefined {
   if (ring && single && !ring.some((entry) => entry.key.equals(single))) {
-    throw new ConfigError([{ variable: singleVariable, problem: `is set beside ${variable} with a key that is not in it; keep one of them (the single key is read as ${variable}=0:<key>)` }])
+    throw new ConfigError([
+      {
+        variable: singleVariable,
+        problem: `is set beside ${variable} with a key that is not in it; keep one of them (the single key is read as ${variable}=0:<key>)`,
+      },
+    ])
   }
   return ring ?? (single ? singleKeyRing(single) : undefined)
 }
@@ -245,27 +275,49 @@ export function loadConfig(env: NodeJS.ProcessEnv, role: ProcessRole): Config {
   const data = parsed.data
   const config: Config = {
     ...data,
-    OUTBOX_ENCRYPTION_KEYS: resolveRing(data.OUTBOX_ENCRYPTION_KEYS, data.OUTBOX_ENCRYPTION_KEY, 'OUTBOX_ENCRYPTION_KEYS', 'OUTBOX_ENCRYPTION_KEY'),
+    OUTBOX_ENCRYPTION_KEYS: resolveRing(
+      data.OUTBOX_ENCRYPTION_KEYS,
+      data.OUTBOX_ENCRYPTION_KEY,
+      'OUTBOX_ENCRYPTION_KEYS',
+      'OUTBOX_ENCRYPTION_KEY',
+    ),
     CODE_HASH_KEYS: resolveRing(data.CODE_HASH_KEYS, data.CODE_HASH_KEY, 'CODE_HASH_KEYS', 'CODE_HASH_KEY'),
   }
   if ((config.SEALPOST_API_ROLE === undefined) !== (config.SEALPOST_WORKER_ROLE === undefined)) {
     const missing = config.SEALPOST_API_ROLE === undefined ? 'SEALPOST_API_ROLE' : 'SEALPOST_WORKER_ROLE'
-    throw new ConfigError([{ variable: missing, problem: 'is required when the other of SEALPOST_API_ROLE / SEALPOST_WORKER_ROLE is set: name both existing roles, or neither' }])
+    throw new ConfigError([
+      {
+        variable: missing,
+        problem: 'is required when the other of SEALPOST_API_ROLE / SEALPOST_WORKER_ROLE is set: name both existing roles, or neither',
+      },
+    ])
   }
   if (config.SEALPOST_API_ROLE !== undefined && config.SEALPOST_API_ROLE === config.SEALPOST_WORKER_ROLE) {
-    throw new ConfigError([{ variable: 'SEALPOST_WORKER_ROLE', problem: 'must name another role than SEALPOST_API_ROLE: web and worker hold different privileges' }])
+    throw new ConfigError([
+      {
+        variable: 'SEALPOST_WORKER_ROLE',
+        problem: 'must name another role than SEALPOST_API_ROLE: web and worker hold different privileges',
+      },
+    ])
   }
   const deployed = config.NODE_ENV === 'production' || config.NODE_ENV === 'staging'
   if (deployed) {
     if (role === 'all-in-one') {
-      throw new ConfigError([{ variable: 'NODE_ENV', problem: '`npm start` is the development mode; run the Procfile processes in staging and production' }])
+      throw new ConfigError([
+        { variable: 'NODE_ENV', problem: '`npm start` is the development mode; run the Procfile processes in staging and production' },
+      ])
     }
     const missing = REQUIRED_IN_PRODUCTION[role].filter((name) => config[name] === undefined)
     if (missing.length > 0) {
-      throw new ConfigError(missing.map((variable) => {
-        const single = SINGLE_KEY_OF[variable]
-        return { variable, problem: `is required for the ${role} process in ${config.NODE_ENV}${single ? ` (or the single-key ${single})` : ''}` }
-      }))
+      throw new ConfigError(
+        missing.map((variable) => {
+          const single = SINGLE_KEY_OF[variable]
+          return {
+            variable,
+            problem: `is required for the ${role} process in ${config.NODE_ENV}${single ? ` (or the single-key ${single})` : ''}`,
+          }
+        }),
+      )
     }
     const insecure = Object.entries(HTTPS_ONLY_IN_PRODUCTION).filter(([variable, allowed]) => {
       const value = config[variable as keyof typeof HTTPS_ONLY_IN_PRODUCTION]
@@ -274,17 +326,27 @@ export function loadConfig(env: NodeJS.ProcessEnv, role: ProcessRole): Config {
       return url.protocol !== 'https:' && !(allowed === 'loopback' && isLoopback(url))
     })
     if (insecure.length > 0) {
-      throw new ConfigError(insecure.map(([variable, allowed]) => ({ variable, problem: `must be an https:// URL in ${config.NODE_ENV}${allowed === 'loopback' ? ' (plain http only to a relay on this machine: localhost, 127.x, [::1])' : ''}` })))
+      throw new ConfigError(
+        insecure.map(([variable, allowed]) => ({
+          variable,
+          problem: `must be an https:// URL in ${config.NODE_ENV}${allowed === 'loopback' ? ' (plain http only to a relay on this machine: localhost, 127.x, [::1])' : ''}`,
+        })),
+      )
     }
   }
   // Only the processes that apply LEASE_SECONDS check it; the worker checks the queue's own lease.
   if (deployed && config.SNS_TEST_SIGNING_CERT !== undefined) {
-    throw new ConfigError([{ variable: 'SNS_TEST_SIGNING_CERT', problem: `is for tests and local runs only and is refused in ${config.NODE_ENV}` }])
+    throw new ConfigError([
+      { variable: 'SNS_TEST_SIGNING_CERT', problem: `is for tests and local runs only and is refused in ${config.NODE_ENV}` },
+    ])
   }
   const minLeaseSeconds = (2 * config.SEND_TIMEOUT_MS + 5000) / 1000
   if ((role === 'release' || role === 'all-in-one') && config.LEASE_SECONDS < minLeaseSeconds) {
     throw new ConfigError([
-      { variable: 'LEASE_SECONDS', problem: `must be at least 2 × SEND_TIMEOUT_MS + 5 s (${minLeaseSeconds} s) so a slow send never outlives its lease` },
+      {
+        variable: 'LEASE_SECONDS',
+        problem: `must be at least 2 × SEND_TIMEOUT_MS + 5 s (${minLeaseSeconds} s) so a slow send never outlives its lease`,
+      },
     ])
   }
   if (config.RETRY_SCHEDULE.length < config.MAX_ATTEMPTS - 1) {

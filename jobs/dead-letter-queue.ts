@@ -15,7 +15,8 @@ import { completeJobTx } from '../src/outbox/settle.ts'
 export function createDeadLetterQueueHandler(deps: { db: Knex; boss: PgBoss; clock: () => Date; logger: Logger }) {
   return async (jobs: Job<DeliveryJobData>[]): Promise<void> => {
     for (const job of jobs) {
-      const messageId = typeof job.data?.messageId === 'string' && /^[0-9a-f-]{36}$/.test(job.data.messageId) ? job.data.messageId : undefined
+      const messageId =
+        typeof job.data?.messageId === 'string' && /^[0-9a-f-]{36}$/.test(job.data.messageId) ? job.data.messageId : undefined
       const outcome = await deps.db.transaction(async (trx) => {
         const message = messageId ? await lockMessageTx(trx, messageId) : undefined
         const open = message !== undefined && (message.state === 'pending' || message.state === 'leased')
@@ -24,7 +25,12 @@ export function createDeadLetterQueueHandler(deps: { db: Knex; boss: PgBoss; clo
         await completeJobTx(trx, deps.boss, { jobId: job.id, retryCount: job.retryCount }, QUEUES.deadLetter)
         return open && !real ? 'refused' : real ? 'dead_lettered' : 'nothing_open'
       })
-      if (outcome === 'refused') deps.logger.error('dead-letter queue job refused: not a crash loop of the message’s delivery job', { messageId, jobId: job.id, security: true })
+      if (outcome === 'refused')
+        deps.logger.error('dead-letter queue job refused: not a crash loop of the message’s delivery job', {
+          messageId,
+          jobId: job.id,
+          security: true,
+        })
       else deps.logger.error('delivery job crash-looped', { messageId, deadLettered: outcome === 'dead_lettered' })
     }
   }

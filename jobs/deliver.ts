@@ -56,17 +56,19 @@ export async function deliverBatch(deps: DeliveryDeps, jobs: readonly DeliveryJo
   const toRecord: PendingRecord[] = []
   const unclaimed: unknown[] = []
   const suppressed = await suppressedClaims(deps, claims)
-  await Promise.all(claims.map(async (claim, index) => {
-    if (claim.kind === 'failed') {
-      unclaimed.push(claim.error)
-      return
-    }
-    if (claim.kind === 'settled') {
-      logSettled(deps, requests[index]!, claim)
-      return
-    }
-    toRecord.push(await sendClaimed(deps, requests[index]!, claim, suppressed.has(claim.message.id)))
-  }))
+  await Promise.all(
+    claims.map(async (claim, index) => {
+      if (claim.kind === 'failed') {
+        unclaimed.push(claim.error)
+        return
+      }
+      if (claim.kind === 'settled') {
+        logSettled(deps, requests[index]!, claim)
+        return
+      }
+      toRecord.push(await sendClaimed(deps, requests[index]!, claim, suppressed.has(claim.message.id)))
+    }),
+  )
   const recorded = await recordOutcomes(deps.db, deps.boss, deps.settings, toRecord, deps.clock())
   recorded.forEach((result, index) => reportRecorded(deps, toRecord[index]!, result))
   // The others are recorded; now let pg-boss retry the jobs that could not even be claimed.
@@ -78,12 +80,23 @@ export function logSettled(deps: Pick<DeliveryDeps, 'logger'>, request: ClaimReq
 }
 
 /** The claimed messages whose destination is on the suppression list (a permanent bounce or a complaint), checked before any send: one statement per claimed batch. */
-export async function suppressedClaims(deps: Pick<DeliveryDeps, 'db'>, claims: readonly (Claim | { kind: 'failed' })[]): Promise<Set<string>> {
-  return await suppressedAmong(deps.db, claims.flatMap((claim) => (claim.kind === 'claimed' ? [claim.message.id] : [])))
+export async function suppressedClaims(
+  deps: Pick<DeliveryDeps, 'db'>,
+  claims: readonly (Claim | { kind: 'failed' })[],
+): Promise<Set<string>> {
+  return await suppressedAmong(
+    deps.db,
+    claims.flatMap((claim) => (claim.kind === 'claimed' ? [claim.message.id] : [])),
+  )
 }
 
 /** The per-message steps after a claim: open, render, send, classify. Never throws. A suppressed destination is never sent to again. */
-export async function sendClaimed(deps: DeliveryDeps, request: ClaimRequest, claim: Extract<Claim, { kind: 'claimed' }>, suppressed = false): Promise<PendingRecord> {
+export async function sendClaimed(
+  deps: DeliveryDeps,
+  request: ClaimRequest,
+  claim: Extract<Claim, { kind: 'claimed' }>,
+  suppressed = false,
+): Promise<PendingRecord> {
   const { message } = claim
   const context = { messageId: request.messageId, purpose: message.purpose, channel: message.channel, attempt: message.attempt_count + 1 }
   const outcome: Outcome = suppressed ? { kind: 'dead_letter', reason: 'destination_suppressed' } : await attempt(deps, claim, context)
@@ -93,7 +106,12 @@ export async function sendClaimed(deps: DeliveryDeps, request: ClaimRequest, cla
 /** A claimed message not sent because its channel was paused meanwhile: recorded as deferred, no attempt spent. */
 export function deferClaimed(request: ClaimRequest, claim: Extract<Claim, { kind: 'claimed' }>): PendingRecord {
   const { message } = claim
-  return { messageId: request.messageId, lease: request.lease, outcome: { kind: 'deferred' }, context: { messageId: request.messageId, purpose: message.purpose, channel: message.channel } }
+  return {
+    messageId: request.messageId,
+    lease: request.lease,
+    outcome: { kind: 'deferred' },
+    context: { messageId: request.messageId, purpose: message.purpose, channel: message.channel },
+  }
 }
 
 /** Logs and counts what the record step decided for one message. */
@@ -102,7 +120,10 @@ export function reportRecorded(deps: Pick<DeliveryDeps, 'logger' | 'metrics'>, e
   if (result.kind === 'lease_lost') deps.logger.warn('lease lost: result not recorded', context)
   else deps.logger.info('delivery recorded', { ...context, ...result })
   if (result.kind !== 'lease_lost' && outcome.kind !== 'dead_letter' && outcome.kind !== 'deferred') {
-    deps.metrics?.attempt(result.kind === 'published' ? 'published' : result.kind === 'retry_scheduled' ? 'retryable_error' : 'failed', outcome.kind === 'failed' ? outcome.failureClass : null)
+    deps.metrics?.attempt(
+      result.kind === 'published' ? 'published' : result.kind === 'retry_scheduled' ? 'retryable_error' : 'failed',
+      outcome.kind === 'failed' ? outcome.failureClass : null,
+    )
   }
   if (result.kind === 'dead_lettered') deps.metrics?.deadLettered(result.reason)
 }
@@ -120,13 +141,18 @@ async function attempt(deps: DeliveryDeps, claim: Extract<Claim, { kind: 'claime
   }
 
   const provider = deps.providers[message.channel]
-  if (message.attempt_count === 0) deps.metrics?.firstSendStarted(message.channel, (deps.clock().getTime() - message.created_at.getTime()) / 1000)
+  if (message.attempt_count === 0)
+    deps.metrics?.firstSendStarted(message.channel, (deps.clock().getTime() - message.created_at.getTime()) / 1000)
   const started = performance.now()
   try {
     if (!provider) throw new DeliveryFailure('UNAVAILABLE', 'ChannelNotConfigured')
     let content: ReturnType<typeof composeMessage>
     try {
-      content = composeMessage(deps.templates ?? defaultTemplates(), message, secret, { organizationName: claim.organizationName, invitationLinkBaseUrl: deps.invitationLinkBaseUrl, now: deps.clock() })
+      content = composeMessage(deps.templates ?? defaultTemplates(), message, secret, {
+        organizationName: claim.organizationName,
+        invitationLinkBaseUrl: deps.invitationLinkBaseUrl,
+        now: deps.clock(),
+      })
     } catch (error) {
       if (!(error instanceof UnreadableBodyError)) throw error
       deps.logger.error('SECURITY: a sealed message body is unreadable', { ...context, ...describeError(error), security: true })
@@ -146,7 +172,12 @@ async function attempt(deps: DeliveryDeps, claim: Extract<Claim, { kind: 'claime
       retryAfterAt: failure?.retryAfterAt ?? null,
       durationMs: performance.now() - started,
     }
-    deps.logger.warn('delivery attempt failed', { ...context, failureClass: outcome.failureClass, providerCode: failure?.providerCode, ...describeError(error) })
+    deps.logger.warn('delivery attempt failed', {
+      ...context,
+      failureClass: outcome.failureClass,
+      providerCode: failure?.providerCode,
+      ...describeError(error),
+    })
     return outcome
   } finally {
     secret.fill(0)

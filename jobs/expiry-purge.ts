@@ -39,5 +39,11 @@ export async function runExpiryPurge(deps: PurgeDeps): Promise<{ deadLettered: n
 
 /** The pg-boss handler: one pass, one summary line; a failure is logged and the next tick retries. */
 export function createExpiryPurgeHandler(deps: PurgeDeps) {
-  return () => runTick('expiry purge', deps.logger, () => runExpiryPurge(deps), (counts) => deps.metrics?.maintenanceDone('expiry_purge', counts))
+  return () =>
+    runTick(
+      'expiry purge',
+      deps.logger,
+      () => runExpiryPurge(deps),
+      (counts) => deps.metrics?.maintenanceDone('expiry_purge', counts),
+    )
 }

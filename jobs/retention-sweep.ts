@@ -1,7 +1,13 @@
 import type { Knex } from 'knex'
 import type { Logger } from '../src/logging/logger.ts'
 import type { WorkerMetrics } from '../src/metrics/worker-metrics.ts'
-import { deleteFinishedBefore, deleteRateLimitHitsBefore, sweepIdentity, sweepInvitations, sweepPlatform } from '../src/outbox/maintenance-sql.ts'
+import {
+  deleteFinishedBefore,
+  deleteRateLimitHitsBefore,
+  sweepIdentity,
+  sweepInvitations,
+  sweepPlatform,
+} from '../src/outbox/maintenance-sql.ts'
 import { runTick } from './tick.ts'
 
 export const SWEEP_BATCH_SIZE = 1_000
@@ -23,7 +29,10 @@ export type SweepDeps = {
   metrics?: WorkerMetrics
 }
 
-async function inBatches(deleteBatch: (limit: number) => Promise<number>, batchSize: number): Promise<{ deleted: number; batches: number }> {
+async function inBatches(
+  deleteBatch: (limit: number) => Promise<number>,
+  batchSize: number,
+): Promise<{ deleted: number; batches: number }> {
   let deleted = 0
   let batches = 0
   for (;;) {
@@ -44,9 +53,18 @@ async function inBatches(deleteBatch: (limit: number) => Promise<number>, batchS
 export async function runRetentionSweep(deps: SweepDeps) {
   const now = deps.clock().getTime()
   const batchSize = deps.batchSize ?? SWEEP_BATCH_SIZE
-  const published = await inBatches((limit) => deleteFinishedBefore(deps.db, 'published', new Date(now - deps.publishedDays * DAY_MS), limit), batchSize)
-  const deadLettered = await inBatches((limit) => deleteFinishedBefore(deps.db, 'dead_lettered', new Date(now - deps.deadLetteredDays * DAY_MS), limit), batchSize)
-  const rateLimitHits = await inBatches((limit) => deleteRateLimitHitsBefore(deps.db, new Date(now - RATE_LIMIT_HIT_RETENTION_MS), limit), batchSize)
+  const published = await inBatches(
+    (limit) => deleteFinishedBefore(deps.db, 'published', new Date(now - deps.publishedDays * DAY_MS), limit),
+    batchSize,
+  )
+  const deadLettered = await inBatches(
+    (limit) => deleteFinishedBefore(deps.db, 'dead_lettered', new Date(now - deps.deadLetteredDays * DAY_MS), limit),
+    batchSize,
+  )
+  const rateLimitHits = await inBatches(
+    (limit) => deleteRateLimitHitsBefore(deps.db, new Date(now - RATE_LIMIT_HIT_RETENTION_MS), limit),
+    batchSize,
+  )
   // Identity rows after the outbox rows that refer to them, so a challenge can go once its messages have.
   const identity = { sessions: 0, elevations: 0, challenges: 0, abandonedSignUps: 0, batches: 0 }
   for (;;) {
@@ -77,5 +95,11 @@ export async function runRetentionSweep(deps: SweepDeps) {
 }
 
 export function createRetentionSweepHandler(deps: SweepDeps) {
-  return () => runTick('retention sweep', deps.logger, () => runRetentionSweep(deps), (counts) => deps.metrics?.maintenanceDone('retention_sweep', counts))
+  return () =>
+    runTick(
+      'retention sweep',
+      deps.logger,
+      () => runRetentionSweep(deps),
+      (counts) => deps.metrics?.maintenanceDone('retention_sweep', counts),
+    )
 }

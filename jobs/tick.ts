@@ -5,7 +5,12 @@ import { describeError, type Logger } from '../src/logging/logger.ts'
  * by name and code and swallowed: the schedule's next tick is the retry, so a broken pass never
  * piles up pg-boss retries, and it is never silent.
  */
-export async function runTick(name: string, logger: Logger, pass: () => Promise<Record<string, number>>, counted?: (counts: Record<string, number>) => void): Promise<void> {
+export async function runTick(
+  name: string,
+  logger: Logger,
+  pass: () => Promise<Record<string, number>>,
+  counted?: (counts: Record<string, number>) => void,
+): Promise<void> {
   const started = performance.now()
   try {
     const counts = await pass()

@@ -24,8 +24,12 @@ function sequenceAttempt(options: { bumpCount: boolean }): string {
       IF NEW.attempt_no <> current_count + 1 THEN
         RAISE EXCEPTION 'attempt % is out of sequence (expected %)', NEW.attempt_no, current_count + 1
           USING ERRCODE = 'integrity_constraint_violation';
-      END IF;${options.bumpCount ? `
-      UPDATE outbox.security_outbox_messages SET attempt_count = NEW.attempt_no WHERE id = NEW.message_id;` : ''}
+      END IF;${
+        options.bumpCount
+          ? `
+      UPDATE outbox.security_outbox_messages SET attempt_count = NEW.attempt_no WHERE id = NEW.message_id;`
+          : ''
+      }
       RETURN NEW;
     END $$;`
 }

@@ -11,7 +11,8 @@ describe('abuse of the code-sending routes', () => {
     const pumper = await signedIn()
     const elevated = await elevate(pumper)
     const targets = Array.from({ length: 11 }, () => uniqueEmail('target'))
-    for (const target of targets.slice(0, 10)) expect((await call('POST', '/sign-in-methods', { identifier: target }, elevated)).status).to.equal(202)
+    for (const target of targets.slice(0, 10))
+      expect((await call('POST', '/sign-in-methods', { identifier: target }, elevated)).status).to.equal(202)
     const refused = await call('POST', '/sign-in-methods', { identifier: targets[10] }, elevated)
     expect(refused.status).to.equal(429)
     expect(refused.body).to.include({ code: 'identity_rate_limited' })
@@ -37,7 +38,8 @@ describe('abuse of the code-sending routes', () => {
     const bomber = await signedIn()
     const elevated = await elevate(bomber)
     const statuses = []
-    for (const variant of variants) statuses.push((await call('POST', '/sign-in-methods', { identifier: variant.toUpperCase() }, elevated)).status)
+    for (const variant of variants)
+      statuses.push((await call('POST', '/sign-in-methods', { identifier: variant.toUpperCase() }, elevated)).status)
     expect(statuses).to.deep.equal([202, 202, 202, 202, 202, 429])
     for (const variant of variants.slice(0, 5)) expect(await sentTo(variant), variant).to.equal(1)
     expect(await sentTo(variants[5]!)).to.equal(0)
@@ -46,7 +48,8 @@ describe('abuse of the code-sending routes', () => {
   it('code guessing beyond the daily budget: after 15 wrong codes no recovery code verifies until the day has passed, with the ordinary answer', async () => {
     const victim = uniqueEmail('guessed')
     await createVerifiedIdentity(f.db.owner, victim)
-    const complete = (guess: string) => call('POST', '/password-recoveries/completion', { identifier: victim, code: guess, newPassword: 'a brand new passphrase' })
+    const complete = (guess: string) =>
+      call('POST', '/password-recoveries/completion', { identifier: victim, code: guess, newPassword: 'a brand new passphrase' })
     for (let round = 0; round < 3; round++) {
       expect((await call('POST', '/password-recoveries', { identifier: victim })).status).to.equal(202)
       const right = await code(victim)
@@ -55,7 +58,11 @@ describe('abuse of the code-sending routes', () => {
     }
     expect((await call('POST', '/password-recoveries', { identifier: victim })).status).to.equal(202)
     const refused = await complete(await code(victim))
-    expect([refused.status, refused.body?.code, refused.headers.get('retry-after')], 'even the right code, and no hint why').to.deep.equal([422, 'invalid_code', null])
+    expect([refused.status, refused.body?.code, refused.headers.get('retry-after')], 'even the right code, and no hint why').to.deep.equal([
+      422,
+      'invalid_code',
+      null,
+    ])
 
     later(86_400)
     expect((await call('POST', '/password-recoveries', { identifier: victim })).status).to.equal(202)
@@ -67,7 +74,8 @@ describe('abuse of the code-sending routes', () => {
     for (let round = 0; round < 3; round++) {
       expect((await call('POST', '/step-ups', {}, guesser.auth)).status).to.equal(202)
       const right = await code(guesser.email)
-      for (let guess = 0; guess < 5; guess++) expect((await call('POST', '/step-ups/confirmation', { code: wrongFor(right) }, guesser.auth)).status).to.equal(422)
+      for (let guess = 0; guess < 5; guess++)
+        expect((await call('POST', '/step-ups/confirmation', { code: wrongFor(right) }, guesser.auth)).status).to.equal(422)
       later(31)
     }
     expect((await call('POST', '/step-ups', {}, guesser.auth)).status).to.equal(202)
@@ -110,7 +118,8 @@ describe('attacks on the shared budgets', () => {
   it('locking an owner out of recovery: fifteen wrong completions while no challenge is open do not spend the owner’s budget', async () => {
     const owner = uniqueEmail('owner')
     await createVerifiedIdentity(f.db.owner, owner)
-    const complete = (guess: string) => call('POST', '/password-recoveries/completion', { identifier: owner, code: guess, newPassword: 'a brand new passphrase' })
+    const complete = (guess: string) =>
+      call('POST', '/password-recoveries/completion', { identifier: owner, code: guess, newPassword: 'a brand new passphrase' })
     for (let guess = 0; guess < 15; guess++) expect((await complete('000000')).status).to.equal(422)
     expect((await call('POST', '/password-recoveries', { identifier: owner })).status).to.equal(202)
     expect((await complete(await code(owner))).status).to.equal(204)
@@ -122,18 +131,22 @@ describe('attacks on the shared budgets', () => {
     const person = 'the person chose this'
     for (let round = 0; round < 3; round++) {
       await call('POST', '/sign-ups', { identifier: address, password: attacker })
-      for (let guess = 0; guess < 5; guess++) await call('POST', '/sign-ups/confirmation', { identifier: address, code: '000000', password: attacker })
+      for (let guess = 0; guess < 5; guess++)
+        await call('POST', '/sign-ups/confirmation', { identifier: address, code: '000000', password: attacker })
       later(31)
     }
     expect((await call('POST', '/sign-ups', { identifier: address, password: person })).status).to.equal(202)
-    expect((await call('POST', '/sign-ups/confirmation', { identifier: address, code: await code(address), password: person })).status).to.equal(201)
+    expect(
+      (await call('POST', '/sign-ups/confirmation', { identifier: address, code: await code(address), password: person })).status,
+    ).to.equal(201)
   })
 
   it('mail bombing a Gmail mailbox through dot variants: they share its five codes an hour', async () => {
     const local = `bombed${Date.now() % 100_000}`
     const variants = Array.from({ length: 6 }, (_, i) => `${local.slice(0, i + 1)}.${local.slice(i + 1)}@gmail.com`)
     variants.push(`${local}@googlemail.com`)
-    for (const variant of variants) expect((await call('POST', '/sign-ups', { identifier: variant, password: 'a long enough password' })).status).to.equal(202)
+    for (const variant of variants)
+      expect((await call('POST', '/sign-ups', { identifier: variant, password: 'a long enough password' })).status).to.equal(202)
     const queued = await f.db.owner('outbox.security_outbox_messages').whereIn('destination', variants)
     expect(queued, 'five codes for the one mailbox').to.have.length(5)
   })
@@ -145,7 +158,8 @@ describe('attacks on the shared budgets', () => {
     await call('POST', '/sign-ups/confirmation', { identifier: owner, code: await code(owner), password })
     const unknown = uniqueEmail('nobody')
     for (const identifier of [owner, unknown]) {
-      for (let guess = 0; guess < 10; guess++) expect((await call('POST', '/sessions', { identifier, password: `guess number ${guess}` })).status).to.equal(401)
+      for (let guess = 0; guess < 10; guess++)
+        expect((await call('POST', '/sessions', { identifier, password: `guess number ${guess}` })).status).to.equal(401)
     }
     const refused = await call('POST', '/sessions', { identifier: owner, password })
     expect([refused.status, refused.body?.code, refused.headers.get('retry-after')]).to.deep.equal([401, 'invalid_credentials', null])

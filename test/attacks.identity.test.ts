@@ -15,10 +15,23 @@ describe('attacks on the identity flows', () => {
   const kit = useIdentityKit({ metricsToken: METRICS_TOKEN })
   const { f, call, code, later, wrongFor, signedIn, elevate } = kit
   const answerShape = (answer: Awaited<ReturnType<typeof call>>) =>
-    JSON.stringify([answer.status, answer.body?.code ?? null, Object.keys(answer.body ?? {}).sort(), answer.headers.get('retry-after') !== null])
+    JSON.stringify([
+      answer.status,
+      answer.body?.code ?? null,
+      Object.keys(answer.body ?? {}).sort(),
+      answer.headers.get('retry-after') !== null,
+    ])
 
   afterEach(function () {
-    if (this.currentTest?.state === 'failed') process.stdout.write(f.logs.text().split('\n').filter((l) => l.includes('"error"')).slice(-5).join('\n'))
+    if (this.currentTest?.state === 'failed')
+      process.stdout.write(
+        f.logs
+          .text()
+          .split('\n')
+          .filter((l) => l.includes('"error"'))
+          .slice(-5)
+          .join('\n'),
+      )
   })
 
   it('pre-account hijacking: a second sign-up after the victim’s cannot activate the account with the attacker’s password', async () => {
@@ -30,17 +43,26 @@ describe('attacks on the identity flows', () => {
     // The attacker repeats the sign-up: a resend that makes their password the candidate.
     expect((await call('POST', '/sign-ups', { identifier: address, password: attackerPassword })).status).to.equal(202)
     // The victim types the newest code in their inbox, with their own password.
-    const refused = await call('POST', '/sign-ups/confirmation', { identifier: address, code: await code(address), password: victimPassword })
+    const refused = await call('POST', '/sign-ups/confirmation', {
+      identifier: address,
+      code: await code(address),
+      password: victimPassword,
+    })
     expect(refused).to.deep.include({ status: 422 })
     expect(refused.body).to.include({ code: 'invalid_code' })
-    expect((await call('POST', '/sessions', { identifier: address, password: attackerPassword })).status, 'the attacker cannot sign in').to.equal(401)
+    expect(
+      (await call('POST', '/sessions', { identifier: address, password: attackerPassword })).status,
+      'the attacker cannot sign in',
+    ).to.equal(401)
     const challenge = await f.db.owner('identity.challenges').where({ purpose: 'sign_up' }).orderBy('created_at', 'desc').first()
     expect(challenge.attempts_left, 'the mismatch spent an attempt').to.equal(4)
 
     // The victim asks again and confirms; the account is theirs alone.
     later(31)
     expect((await call('POST', '/sign-ups', { identifier: address, password: victimPassword })).status).to.equal(202)
-    expect((await call('POST', '/sign-ups/confirmation', { identifier: address, code: await code(address), password: victimPassword })).status).to.equal(201)
+    expect(
+      (await call('POST', '/sign-ups/confirmation', { identifier: address, code: await code(address), password: victimPassword })).status,
+    ).to.equal(201)
     expect((await call('POST', '/sessions', { identifier: address, password: victimPassword })).status).to.equal(201)
     expect((await call('POST', '/sessions', { identifier: address, password: attackerPassword })).status).to.equal(401)
   })
@@ -53,13 +75,22 @@ describe('attacks on the identity flows', () => {
     // The victim signs up within the resend interval: the same 202, and the attacker's password stays the candidate.
     later(5)
     expect((await call('POST', '/sign-ups', { identifier: address, password: victimPassword })).status).to.equal(202)
-    const refused = await call('POST', '/sign-ups/confirmation', { identifier: address, code: await code(address), password: victimPassword })
+    const refused = await call('POST', '/sign-ups/confirmation', {
+      identifier: address,
+      code: await code(address),
+      password: victimPassword,
+    })
     expect(refused.status).to.equal(422)
-    expect((await call('POST', '/sessions', { identifier: address, password: attackerPassword })).status, 'the attacker cannot sign in').to.equal(401)
+    expect(
+      (await call('POST', '/sessions', { identifier: address, password: attackerPassword })).status,
+      'the attacker cannot sign in',
+    ).to.equal(401)
 
     later(31)
     expect((await call('POST', '/sign-ups', { identifier: address, password: victimPassword })).status).to.equal(202)
-    expect((await call('POST', '/sign-ups/confirmation', { identifier: address, code: await code(address), password: victimPassword })).status).to.equal(201)
+    expect(
+      (await call('POST', '/sign-ups/confirmation', { identifier: address, code: await code(address), password: victimPassword })).status,
+    ).to.equal(201)
     expect((await call('POST', '/sessions', { identifier: address, password: attackerPassword })).status).to.equal(401)
     expect((await call('POST', '/sessions', { identifier: address, password: victimPassword })).status).to.equal(201)
   })
@@ -116,14 +147,28 @@ describe('attacks on the identity flows', () => {
     // ...nor with an elevation token of another session of theirs.
     const other = await signedIn()
     const foreign = await elevate(other)
-    expect((await call('POST', '/sign-in-methods', { identifier: attackerAddress }, { ...owner.auth, 'x-elevation-token': foreign['x-elevation-token']! })).status).to.equal(403)
-    expect(await f.db.owner('outbox.security_outbox_messages').where({ destination: attackerAddress }), 'nothing was sent to the attacker').to.have.length(0)
+    expect(
+      (
+        await call(
+          'POST',
+          '/sign-in-methods',
+          { identifier: attackerAddress },
+          { ...owner.auth, 'x-elevation-token': foreign['x-elevation-token']! },
+        )
+      ).status,
+    ).to.equal(403)
+    expect(
+      await f.db.owner('outbox.security_outbox_messages').where({ destination: attackerAddress }),
+      'nothing was sent to the attacker',
+    ).to.have.length(0)
 
     // The owner, stepped up, adds a second address; the first address is told, without a secret.
     const added = uniqueEmail('second')
     const elevated = await elevate(owner)
     expect((await call('POST', '/sign-in-methods', { identifier: added }, elevated)).status).to.equal(202)
-    expect((await call('POST', '/sign-in-methods/confirmation', { identifier: added, code: await code(added) }, owner.auth)).status).to.equal(201)
+    expect(
+      (await call('POST', '/sign-in-methods/confirmation', { identifier: added, code: await code(added) }, owner.auth)).status,
+    ).to.equal(201)
     const notice = await newestSealed(f.db, f.keys, owner.email)
     expect(notice.purpose).to.equal('security_notice')
     const body = JSON.parse(notice.text) as Record<string, string>
@@ -135,7 +180,15 @@ describe('attacks on the identity flows', () => {
 
     // A completed password recovery through the new address tells the other one too.
     expect((await call('POST', '/password-recoveries', { identifier: added })).status).to.equal(202)
-    expect((await call('POST', '/password-recoveries/completion', { identifier: added, code: await code(added), newPassword: 'a brand new passphrase' })).status).to.equal(204)
+    expect(
+      (
+        await call('POST', '/password-recoveries/completion', {
+          identifier: added,
+          code: await code(added),
+          newPassword: 'a brand new passphrase',
+        })
+      ).status,
+    ).to.equal(204)
     const second = await newestSealed(f.db, f.keys, owner.email)
     expect(second.messageId).not.to.equal(notice.messageId)
     expect(JSON.parse(second.text)).to.include({ event: 'password_changed' })
@@ -147,11 +200,21 @@ describe('attacks on the identity flows', () => {
     await call('POST', '/password-recoveries', { identifier: known })
     const right = await code(known)
     for (let guess = 0; guess < 5; guess++) {
-      expect((await call('POST', '/password-recoveries/completion', { identifier: known, code: wrongFor(right), newPassword: 'a brand new passphrase' })).status).to.equal(422)
+      expect(
+        (
+          await call('POST', '/password-recoveries/completion', {
+            identifier: known,
+            code: wrongFor(right),
+            newPassword: 'a brand new passphrase',
+          })
+        ).status,
+      ).to.equal(422)
     }
     const [message] = await f.db.owner('outbox.security_outbox_messages').where({ destination: known })
     expect(message.state).to.equal('dead_lettered')
-    expect(await f.db.owner('outbox.security_outbox_dead_letters').where({ message_id: message.id }).first()).to.include({ reason: 'challenge_consumed' })
+    expect(await f.db.owner('outbox.security_outbox_dead_letters').where({ message_id: message.id }).first()).to.include({
+      reason: 'challenge_consumed',
+    })
     expect(await f.db.owner('outbox.security_outbox_ciphertexts').where({ message_id: message.id })).to.have.length(0)
   })
 })

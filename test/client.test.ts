@@ -18,7 +18,11 @@ describe('the typed client (client/)', () => {
     const readme = await readFile(new URL('README.md', root), 'utf8')
     const example = await readFile(new URL('client/example.ts', root), 'utf8')
     expect(readme, 'the README shows client/example.ts verbatim').to.include('```ts\n' + example + '```')
-    const { stdout } = await promisify(execFile)(process.execPath, ['client/example.ts'], { cwd: root, env: { ...process.env, SEALPOST_URL: f.stack.web.url }, timeout: 20_000 })
+    const { stdout } = await promisify(execFile)(process.execPath, ['client/example.ts'], {
+      cwd: root,
+      env: { ...process.env, SEALPOST_URL: f.stack.web.url },
+      timeout: 20_000,
+    })
     const lines = stdout.trim().split('\n')
     expect(lines[0]).to.match(/^a code is on its way; it expires at \d{4}-\d\d-\d\dT/)
     expect(lines.slice(1)).to.deep.equal(['sign-in refused: 401 invalid_credentials', 'sign-out without a session: 401 unauthenticated'])

@@ -37,18 +37,33 @@ describe('configuration', () => {
   })
 
   it('checks the delivery-feedback and branding settings', () => {
-    expect(refusal({ SES_EVENTS_TOPIC_ARN: 'arn:aws:sqs:eu-west-1:123456789012:q' }, 'web').variables).to.deep.equal(['SES_EVENTS_TOPIC_ARN'])
+    expect(refusal({ SES_EVENTS_TOPIC_ARN: 'arn:aws:sqs:eu-west-1:123456789012:q' }, 'web').variables).to.deep.equal([
+      'SES_EVENTS_TOPIC_ARN',
+    ])
     expect(refusal({ DEFAULT_LOCALE: 'fr' }, 'web').variables).to.deep.equal(['DEFAULT_LOCALE'])
     expect(refusal({ PRODUCT_NAME: 'Evil\nBcc: x' }, 'worker').variables).to.deep.equal(['PRODUCT_NAME'])
     expect(refusal({ WASENDER_WEBHOOK_SECRET: 'short' }, 'web').variables).to.deep.equal(['WASENDER_WEBHOOK_SECRET'])
     expect(refusal({ SUPPORT_URL: 'javascript:alert(1)' }, 'worker').variables).to.deep.equal(['SUPPORT_URL'])
-    const config = loadConfig({ SES_EVENTS_TOPIC_ARN: 'arn:aws:sns:eu-west-1:123456789012:sealpost-events', SES_CONFIGURATION_SET: 'sealpost', DEFAULT_LOCALE: 'de' }, 'web')
+    const config = loadConfig(
+      {
+        SES_EVENTS_TOPIC_ARN: 'arn:aws:sns:eu-west-1:123456789012:sealpost-events',
+        SES_CONFIGURATION_SET: 'sealpost',
+        DEFAULT_LOCALE: 'de',
+      },
+      'web',
+    )
     expect(config).to.include({ DEFAULT_LOCALE: 'de', PRODUCT_NAME: 'Sealpost', SES_CONFIGURATION_SET: 'sealpost' })
   })
 
   it('has working development defaults with an empty environment', () => {
     const config = loadConfig({}, 'all-in-one')
-    expect(config).to.include({ NODE_ENV: 'development', CHALLENGE_TTL_SECONDS: 600, MAX_ATTEMPTS: 5, SEND_TIMEOUT_MS: 10_000, LEASE_SECONDS: 60 })
+    expect(config).to.include({
+      NODE_ENV: 'development',
+      CHALLENGE_TTL_SECONDS: 600,
+      MAX_ATTEMPTS: 5,
+      SEND_TIMEOUT_MS: 10_000,
+      LEASE_SECONDS: 60,
+    })
     expect(config.RETRY_SCHEDULE).to.deep.equal([5_000, 30_000, 120_000, 600_000, 1_800_000])
   })
 
@@ -84,7 +99,11 @@ describe('configuration', () => {
 
   it('reads OUTBOX_ENCRYPTION_KEYS / CODE_HASH_KEYS rings, and a single key as the ring 0:<key>', () => {
     const other = randomBytes(32).toString('base64')
-    const env: Record<string, string> = { ...production, OUTBOX_ENCRYPTION_KEYS: `new:${other},0:${key}`, CODE_HASH_KEYS: `new:${other},0:${key}` }
+    const env: Record<string, string> = {
+      ...production,
+      OUTBOX_ENCRYPTION_KEYS: `new:${other},0:${key}`,
+      CODE_HASH_KEYS: `new:${other},0:${key}`,
+    }
     const config = loadConfig(env, 'web')
     expect(config.OUTBOX_ENCRYPTION_KEYS!.map((entry) => entry.id)).to.deep.equal(['new', '0'])
     expect(config.CODE_HASH_KEYS![0].key.toString('base64')).to.equal(other)
@@ -103,19 +122,48 @@ describe('configuration', () => {
 
   it('refuses http:// provider and link URLs in staging and production, naming each; plain http only to a relay on this machine', () => {
     for (const NODE_ENV of ['production', 'staging']) {
-      const error = refusal({ ...production, NODE_ENV, WASENDER_API_URL: 'http://wasender.example.com', SES_ENDPOINT: 'http://email.eu-west-1.amazonaws.com', INVITATION_LINK_BASE_URL: 'http://localhost:3000' }, 'worker')
+      const error = refusal(
+        {
+          ...production,
+          NODE_ENV,
+          WASENDER_API_URL: 'http://wasender.example.com',
+          SES_ENDPOINT: 'http://email.eu-west-1.amazonaws.com',
+          INVITATION_LINK_BASE_URL: 'http://localhost:3000',
+        },
+        'worker',
+      )
       expect(error.variables).to.have.members(['WASENDER_API_URL', 'SES_ENDPOINT', 'INVITATION_LINK_BASE_URL'])
       expect(error.message).to.include('must be an https:// URL')
     }
-    expect(loadConfig({ ...production, WASENDER_API_URL: 'http://127.0.0.1:8080', SES_ENDPOINT: 'http://localhost:8005' }, 'worker').SES_ENDPOINT).to.equal('http://localhost:8005')
-    expect(loadConfig({ ...production, NODE_ENV: 'development', INVITATION_LINK_BASE_URL: 'http://localhost:3000' }, 'worker').INVITATION_LINK_BASE_URL).to.equal('http://localhost:3000')
+    expect(
+      loadConfig({ ...production, WASENDER_API_URL: 'http://127.0.0.1:8080', SES_ENDPOINT: 'http://localhost:8005' }, 'worker')
+        .SES_ENDPOINT,
+    ).to.equal('http://localhost:8005')
+    expect(
+      loadConfig({ ...production, NODE_ENV: 'development', INVITATION_LINK_BASE_URL: 'http://localhost:3000' }, 'worker')
+        .INVITATION_LINK_BASE_URL,
+    ).to.equal('http://localhost:3000')
   })
 
   it('takes SEALPOST_API_ROLE and SEALPOST_WORKER_ROLE together or not at all, as two different plain role names', () => {
-    expect(loadConfig({ ...production, DATABASE_URL: 'postgres://owner@db.internal/sealpost', SEALPOST_API_ROLE: 'u_web', SEALPOST_WORKER_ROLE: 'u_worker' }, 'release')).to.include({ SEALPOST_API_ROLE: 'u_web', SEALPOST_WORKER_ROLE: 'u_worker' })
+    expect(
+      loadConfig(
+        {
+          ...production,
+          DATABASE_URL: 'postgres://owner@db.internal/sealpost',
+          SEALPOST_API_ROLE: 'u_web',
+          SEALPOST_WORKER_ROLE: 'u_worker',
+        },
+        'release',
+      ),
+    ).to.include({ SEALPOST_API_ROLE: 'u_web', SEALPOST_WORKER_ROLE: 'u_worker' })
     expect(refusal({ ...production, SEALPOST_API_ROLE: 'u_web' }, 'release').variables).to.deep.equal(['SEALPOST_WORKER_ROLE'])
-    expect(refusal({ ...production, SEALPOST_API_ROLE: 'same', SEALPOST_WORKER_ROLE: 'same' }, 'release').variables).to.deep.equal(['SEALPOST_WORKER_ROLE'])
-    expect(refusal({ ...production, SEALPOST_API_ROLE: 'web"; DROP ROLE x; --', SEALPOST_WORKER_ROLE: 'u_worker' }, 'release').variables).to.deep.equal(['SEALPOST_API_ROLE'])
+    expect(refusal({ ...production, SEALPOST_API_ROLE: 'same', SEALPOST_WORKER_ROLE: 'same' }, 'release').variables).to.deep.equal([
+      'SEALPOST_WORKER_ROLE',
+    ])
+    expect(
+      refusal({ ...production, SEALPOST_API_ROLE: 'web"; DROP ROLE x; --', SEALPOST_WORKER_ROLE: 'u_worker' }, 'release').variables,
+    ).to.deep.equal(['SEALPOST_API_ROLE'])
   })
 
   it('refuses the all-in-one developer mode in production', () => {
@@ -130,7 +178,7 @@ describe('configuration', () => {
     expect(error.message).not.to.include('hunter2')
   })
 
-  it('refuses a lease shorter than two send timeouts plus 5 s where it is applied (release); the worker reads the queue\'s instead', () => {
+  it("refuses a lease shorter than two send timeouts plus 5 s where it is applied (release); the worker reads the queue's instead", () => {
     expect(refusal({ SEND_TIMEOUT_MS: '10000', LEASE_SECONDS: '24' }, 'release').variables).to.deep.equal(['LEASE_SECONDS'])
     expect(loadConfig({ SEND_TIMEOUT_MS: '10000', LEASE_SECONDS: '24' }, 'worker').LEASE_SECONDS).to.equal(24)
     expect(refusal({ SEND_TIMEOUT_MS: '10000', LEASE_SECONDS: '24' }, 'all-in-one').variables).to.deep.equal(['LEASE_SECONDS'])

@@ -31,7 +31,9 @@ describe('operator console in headless Chromium', function () {
   }
   async function account(email: string) {
     expect((await f.stack.call('POST', '/sign-ups', { identifier: email, password })).status).to.equal(202)
-    expect((await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: await codeFor(email, 1), password })).status).to.equal(201)
+    expect(
+      (await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: await codeFor(email, 1), password })).status,
+    ).to.equal(201)
   }
   async function signInThroughTheForm(page: Page, email: string) {
     await page.fill('#sign-in-form input[name=identifier]', email)
@@ -51,14 +53,25 @@ describe('operator console in headless Chromium', function () {
     for (let i = 0; i < 23; i += 1) {
       const destination = i % 3 === 0 ? uniquePhone() : uniqueEmail(`customer${i}`)
       destinations.push(destination)
-      await insertFailedDeadLetter(f.db.owner, { destination, failures: i % 2 ? ['REJECTED'] : ['UNAVAILABLE', 'UNAVAILABLE'], reason: i % 2 ? 'provider_rejected' : 'retries_exhausted', at: new Date(Date.now() - (i + 2) * 60_000) })
+      await insertFailedDeadLetter(f.db.owner, {
+        destination,
+        failures: i % 2 ? ['REJECTED'] : ['UNAVAILABLE', 'UNAVAILABLE'],
+        reason: i % 2 ? 'provider_rejected' : 'retries_exhausted',
+        at: new Date(Date.now() - (i + 2) * 60_000),
+      })
     }
     const alice = uniqueEmail('alice.smith')
     destinations.push(alice)
-    const dead = await insertFailedDeadLetter(f.db.owner, { destination: alice, failures: ['UNAVAILABLE', 'THROTTLED', 'INDETERMINATE', 'UNAVAILABLE', 'UNAVAILABLE'] })
+    const dead = await insertFailedDeadLetter(f.db.owner, {
+      destination: alice,
+      failures: ['UNAVAILABLE', 'THROTTLED', 'INDETERMINATE', 'UNAVAILABLE', 'UNAVAILABLE'],
+    })
 
     const consolePage = await page.goto(`${f.stack.web.url}/platform-admin/`)
-    expect(consolePage!.headers()['content-security-policy']).to.include("script-src 'self'").and.include("style-src 'self';").and.not.include('unsafe-inline')
+    expect(consolePage!.headers()['content-security-policy'])
+      .to.include("script-src 'self'")
+      .and.include("style-src 'self';")
+      .and.not.include('unsafe-inline')
     await shot('01-sign-in')
 
     // Same refusals as the JSON routes: an account that is not staff gets in nowhere.
@@ -72,7 +85,9 @@ describe('operator console in headless Chromium', function () {
     await page.waitForSelector('#dead-letter-rows tr')
     expect(await page.textContent('#who-text')).to.include(staff)
     expect(await page.textContent('#states')).to.match(/dead lettered\s*24/)
-    expect(await page.textContent('#reasons')).to.match(/retries_exhausted\s*13/).and.match(/provider_rejected\s*11/)
+    expect(await page.textContent('#reasons'))
+      .to.match(/retries_exhausted\s*13/)
+      .and.match(/provider_rejected\s*11/)
     expect(await page.locator('#dead-letter-rows tr').count()).to.equal(10)
     await page.waitForSelector('#suppressions:not([hidden])')
     // The token is in this tab's sessionStorage and nowhere in a cookie.
@@ -82,7 +97,8 @@ describe('operator console in headless Chromium', function () {
 
     // Page through all 24 and back; no full destination is ever on screen.
     const seen: string[] = []
-    const rowIds = async () => Promise.all((await page.locator('#dead-letter-rows tr').all()).map(async (row) => (await row.getAttribute('data-message-id'))!))
+    const rowIds = async () =>
+      Promise.all((await page.locator('#dead-letter-rows tr').all()).map(async (row) => (await row.getAttribute('data-message-id'))!))
     seen.push(...(await rowIds()))
     for (const expected of ['page 2', 'page 3']) {
       const before = (await rowIds())[0]
@@ -105,8 +121,12 @@ describe('operator console in headless Chromium', function () {
     await page.click(`#dead-letter-rows tr[data-message-id="${dead.messageId}"] button`)
     await page.waitForSelector('#message:not([hidden])')
     expect(await page.locator('#attempt-rows tr').count()).to.equal(5)
-    expect(await page.textContent('#attempt-rows')).to.include('THROTTLED').and.include('INDETERMINATE')
-    expect(await page.textContent('#message-facts')).to.match(/a•••\w@e•••\.com/).and.not.include(alice)
+    expect(await page.textContent('#attempt-rows'))
+      .to.include('THROTTLED')
+      .and.include('INDETERMINATE')
+    expect(await page.textContent('#message-facts'))
+      .to.match(/a•••\w@e•••\.com/)
+      .and.not.include(alice)
     expect(await page.textContent('#dead-letter-facts')).to.include('retries_exhausted')
     await shot('05-message-history')
 
@@ -122,11 +142,20 @@ describe('operator console in headless Chromium', function () {
     await page.fill('#step-up-form input[name=code]', await codeFor(staff, 2))
     await page.click('#step-up-form button[type=submit]')
     await page.waitForSelector('#notice:has-text("Reissued")')
-    const reissued = await f.db.owner('outbox.security_outbox_messages').where({ challenge_id: dead.challengeId }).whereNot({ id: dead.messageId }).first()
+    const reissued = await f.db
+      .owner('outbox.security_outbox_messages')
+      .where({ challenge_id: dead.challengeId })
+      .whereNot({ id: dead.messageId })
+      .first()
     expect(reissued, 'a new message for the same challenge').to.not.equal(undefined)
     await page.waitForSelector(`#message-id:text-is("${reissued.id}")`)
-    expect(await f.db.owner('platform.audit_records').where({ action: 'security_outbox.dead_letter_reissued', subject: dead.messageId })).to.have.length(1)
-    await eventually(async () => ((await inbox(f.stack.emulator.url, alice)).length === 1 ? true : undefined), 'the reissued code reaches alice')
+    expect(
+      await f.db.owner('platform.audit_records').where({ action: 'security_outbox.dead_letter_reissued', subject: dead.messageId }),
+    ).to.have.length(1)
+    await eventually(
+      async () => ((await inbox(f.stack.emulator.url, alice)).length === 1 ? true : undefined),
+      'the reissued code reaches alice',
+    )
     await shot('07-reissued')
     // Any message opens by id, e.g. one a log line named; an unknown id is said so.
     await page.click('#close-message')
@@ -141,7 +170,9 @@ describe('operator console in headless Chromium', function () {
     const token = (await page.evaluate(() => sessionStorage.getItem('sealpost.session')))!
     await page.click('#sign-out')
     await page.waitForSelector('#sign-in:not([hidden])')
-    expect((await f.stack.call('GET', '/platform-admin/security-outbox/backlog', undefined, f.stack.bearer(JSON.parse(token)))).status).to.equal(401)
+    expect(
+      (await f.stack.call('GET', '/platform-admin/security-outbox/backlog', undefined, f.stack.bearer(JSON.parse(token)))).status,
+    ).to.equal(401)
     await shot('08-signed-out')
 
     expect(problems, 'no CSP refusal or script error on the page').to.deep.equal([])
@@ -154,13 +185,24 @@ describe('operator console in headless Chromium', function () {
     expect(await changeStaff(f.db.owner, 'grant', parseIdentifier(staff)!, 'test', new Date())).to.equal('granted')
     // A real suppression (as a permanent bounce would leave it), lifted through the real routes.
     const id = uuidv7()
-    await f.db.owner('outbox.suppressed_destinations').insert({ id, destination_hmac: randomBytes(32), channel: 'email', masked_destination: 'b•••e@e•••.com', reason: 'permanent_bounce', since: new Date() })
+    await f.db
+      .owner('outbox.suppressed_destinations')
+      .insert({
+        id,
+        destination_hmac: randomBytes(32),
+        channel: 'email',
+        masked_destination: 'b•••e@e•••.com',
+        reason: 'permanent_bounce',
+        since: new Date(),
+      })
     await page.goto(`${f.stack.web.url}/platform-admin/`)
     await page.evaluate(() => sessionStorage.clear())
     await page.reload()
     await signInThroughTheForm(page, staff)
     await page.waitForSelector('#suppressions:not([hidden]) #suppression-rows tr')
-    expect(await page.textContent('#suppression-rows')).to.include('b•••e@e•••.com').and.include('bounce')
+    expect(await page.textContent('#suppression-rows'))
+      .to.include('b•••e@e•••.com')
+      .and.include('bounce')
     await page.click('#suppression-rows button')
     await page.click('#send-step-up')
     await page.fill('#step-up-form input[name=code]', await codeFor(staff, 2))
@@ -180,7 +222,10 @@ describe('operator console in headless Chromium', function () {
     const answer = await page.goto(`${f.stack.web.url}/docs/`)
     expect(answer!.headers()['content-security-policy']).to.include("script-src 'self'")
     await page.waitForSelector('.opblock')
-    const documented = Object.values((await f.stack.call('GET', '/openapi.json')).body!.paths as Record<string, object>).reduce((n, item) => n + Object.keys(item).length, 0)
+    const documented = Object.values((await f.stack.call('GET', '/openapi.json')).body!.paths as Record<string, object>).reduce(
+      (n, item) => n + Object.keys(item).length,
+      0,
+    )
     expect(await page.locator('.opblock').count()).to.equal(documented)
     expect(await page.textContent('body')).to.include('/platform-admin/security-outbox/dead-letters/{messageId}/reissues')
     await shot('09-api-docs')

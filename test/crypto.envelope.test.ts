@@ -49,13 +49,30 @@ describe('envelope seal/open', () => {
     ['a flipped iv bit', () => tamper(sealed(), 3)],
     ['a flipped ciphertext bit', () => tamper(sealed(), 4)],
     ['a flipped tag bit', () => tamper(sealed(), 5)],
-    ['a wrong AAD (another message id)', sealed, undefined, envelopeContext('01a22d1f-4e0c-7711-8dbc-3725e1d02400', 'password_recovery', 'email', 'alice@example.com')],
+    [
+      'a wrong AAD (another message id)',
+      sealed,
+      undefined,
+      envelopeContext('01a22d1f-4e0c-7711-8dbc-3725e1d02400', 'password_recovery', 'email', 'alice@example.com'),
+    ],
     ['a wrong AAD (another purpose)', sealed, undefined, envelopeContext(messageId, 'step_up', 'email', 'alice@example.com')],
-    ['a wrong AAD (another destination)', sealed, undefined, envelopeContext(messageId, 'password_recovery', 'email', 'mallory@example.com')],
+    [
+      'a wrong AAD (another destination)',
+      sealed,
+      undefined,
+      envelopeContext(messageId, 'password_recovery', 'email', 'mallory@example.com'),
+    ],
     ['a wrong AAD (another channel)', sealed, undefined, envelopeContext(messageId, 'password_recovery', 'whatsapp', 'alice@example.com')],
     ['a wrong key under the same id', sealed, [{ id: 'k1', key: randomBytes(32) }]],
     ['a key id no longer in the ring', sealed, [{ id: 'k2', key: randomBytes(32) }]],
-    ['a key id rewritten to another key of the ring', () => sealed().replace(/^v2\.k1\./, 'v2.k2.'), [{ id: 'k1', key }, { id: 'k2', key: randomBytes(32) }]],
+    [
+      'a key id rewritten to another key of the ring',
+      () => sealed().replace(/^v2\.k1\./, 'v2.k2.'),
+      [
+        { id: 'k1', key },
+        { id: 'k2', key: randomBytes(32) },
+      ],
+    ],
     ['an unknown version', () => sealed().replace(/^v2/, 'v3')],
     ['a truncated envelope', () => sealed().split('.').slice(0, 5).join('.')],
     ['garbage', () => 'not an envelope'],
@@ -67,12 +84,18 @@ describe('envelope seal/open', () => {
   }
 
   it('seals under the first key of a ring and opens under any key still listed', () => {
-    const [older, newer] = [{ id: 'old', key: randomBytes(32) }, { id: 'new', key: randomBytes(32) }]
+    const [older, newer] = [
+      { id: 'old', key: randomBytes(32) },
+      { id: 'new', key: randomBytes(32) },
+    ]
     const underOld = seal([older, newer], Buffer.from('111111'), context)
     const underNew = seal([newer, older], Buffer.from('222222'), context)
     expect(underOld.split('.')[1]).to.equal('old')
     expect(underNew.split('.')[1]).to.equal('new')
-    for (const both of [[older, newer], [newer, older]] as KeyRing[]) {
+    for (const both of [
+      [older, newer],
+      [newer, older],
+    ] as KeyRing[]) {
       expect(open(both, underOld, context).toString()).to.equal('111111')
       expect(open(both, underNew, context).toString()).to.equal('222222')
     }
@@ -81,7 +104,16 @@ describe('envelope seal/open', () => {
 
   it('still opens a v1 envelope (sealed before key rings) under any key of the ring, for its old context', () => {
     const legacy = sealV1(key, Buffer.from('333333'), context)
-    expect(open([{ id: 'new', key: randomBytes(32) }, { id: '0', key }], legacy, context).toString()).to.equal('333333')
+    expect(
+      open(
+        [
+          { id: 'new', key: randomBytes(32) },
+          { id: '0', key },
+        ],
+        legacy,
+        context,
+      ).toString(),
+    ).to.equal('333333')
     expect(() => open([{ id: 'new', key: randomBytes(32) }], legacy, context)).to.throw(EnvelopeError)
     expect(() => open(ring, legacy, envelopeContext(messageId, 'step_up', 'email', 'alice@example.com'))).to.throw(EnvelopeError)
   })
@@ -106,7 +138,9 @@ describe('key rings', () => {
     ['an empty entry', `k1:${a},`],
   ] as const) {
     it(`refuse ${what}, without repeating the value`, () => {
-      expect(() => parseKeyRing(text, { min: 32, max: 32 })).to.throw(Error).that.satisfies((error: Error) => !error.message.includes(a.slice(0, 12)) && !error.message.includes(b.slice(0, 12)))
+      expect(() => parseKeyRing(text, { min: 32, max: 32 }))
+        .to.throw(Error)
+        .that.satisfies((error: Error) => !error.message.includes(a.slice(0, 12)) && !error.message.includes(b.slice(0, 12)))
     })
   }
 })

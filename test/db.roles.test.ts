@@ -6,7 +6,9 @@ describe('role names in migrations', () => {
 
   it('map the group roles to the named roles wherever a migration names them', () => {
     const sql = `GRANT SELECT ON outbox.a TO sealpost_api, sealpost_worker; IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'sealpost_api')`
-    expect(rewriteRoleNames(sql, named)).to.equal(`GRANT SELECT ON outbox.a TO u_web, u_worker; IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'u_web')`)
+    expect(rewriteRoleNames(sql, named)).to.equal(
+      `GRANT SELECT ON outbox.a TO u_web, u_worker; IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'u_web')`,
+    )
   })
 
   it('leave longer names alone, and everything when no role is named', () => {

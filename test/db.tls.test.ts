@@ -25,7 +25,9 @@ describe('sslmode parameters', () => {
   it('takes PGSSLMODE and PGSSLROOTCERT from the environment for a URL without sslmode (Heroku’s DATABASE_URL)', () => {
     const bare = 'postgres://u:p@db.example.com:5432/sealpost'
     expect(withLibpqSslModes(bare, { PGSSLMODE: 'require' })).to.equal(`${bare}?sslmode=require&uselibpqcompat=true`)
-    expect(withLibpqSslModes(bare, { PGSSLMODE: 'verify-full', PGSSLROOTCERT: '/ca.pem' })).to.equal(`${bare}?sslmode=verify-full&sslrootcert=%2Fca.pem`)
+    expect(withLibpqSslModes(bare, { PGSSLMODE: 'verify-full', PGSSLROOTCERT: '/ca.pem' })).to.equal(
+      `${bare}?sslmode=verify-full&sslrootcert=%2Fca.pem`,
+    )
     expect(withLibpqSslModes(`${bare}?sslmode=disable`, { PGSSLMODE: 'require' })).to.equal(`${bare}?sslmode=disable`)
   })
 })
@@ -46,7 +48,10 @@ describe('a TLS-only PostgreSQL (ssl on, hostssl only, a certificate made by the
     certificates = await makeCertificates()
     strangerCa = await makeCertificates('Someone else’s CA')
     await requireTls(cluster.server.databaseDir, cluster.server.serverUrl('postgres'), certificates)
-    owner = createKnex(withSsl(cluster.ownerUrl, { sslmode: 'verify-full', sslrootcert: certificates.caCert }), { applicationName: 'tls-test-owner', max: 2 })
+    owner = createKnex(withSsl(cluster.ownerUrl, { sslmode: 'verify-full', sslrootcert: certificates.caCert }), {
+      applicationName: 'tls-test-owner',
+      max: 2,
+    })
     emulator = await startSesEmulator(0)
     wasender = await startFakeWasender('tls-key')
   })
@@ -70,7 +75,12 @@ describe('a TLS-only PostgreSQL (ssl on, hostssl only, a certificate made by the
       sesEndpoint: emulator.url,
       wasenderUrl: wasender.url,
       wasenderKey: 'tls-key',
-      extra: { DATABASE_URL: withSsl(cluster.ownerUrl, inUrl), INVITATION_LINK_BASE_URL: 'https://app.sealpost.test', DATABASE_WAIT_SECONDS: '5', ...(PGSSLMODE ? { PGSSLMODE } : {}) },
+      extra: {
+        DATABASE_URL: withSsl(cluster.ownerUrl, inUrl),
+        INVITATION_LINK_BASE_URL: 'https://app.sealpost.test',
+        DATABASE_WAIT_SECONDS: '5',
+        ...(PGSSLMODE ? { PGSSLMODE } : {}),
+      },
     })
   }
   const run = (type: 'release' | 'web' | 'worker', ssl: Record<string, string>) => {
@@ -81,7 +91,10 @@ describe('a TLS-only PostgreSQL (ssl on, hostssl only, a certificate made by the
 
   it('refuses a connection without TLS', async () => {
     const client = new pg.Client({ connectionString: withSsl(cluster.ownerUrl, { sslmode: 'disable' }) })
-    const failure = await client.connect().then(() => undefined, (error: unknown) => error as { code?: string })
+    const failure = await client.connect().then(
+      () => undefined,
+      (error: unknown) => error as { code?: string },
+    )
     await client.end().catch(() => undefined)
     expect(failure?.code).to.equal('28000')
   })
@@ -104,12 +117,23 @@ describe('a TLS-only PostgreSQL (ssl on, hostssl only, a certificate made by the
 
       const email = uniqueEmail('tls')
       await createVerifiedIdentity(owner, email)
-      const response = await fetch(`${url}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: email }) })
+      const response = await fetch(`${url}/password-recoveries`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ identifier: email }),
+      })
       expect(response.status).to.equal(202)
-      await eventually(async () => ((await owner('outbox.security_outbox_messages').where({ destination: email }).first())?.state === 'published' ? true : undefined), 'the code to be delivered', 30_000)
+      await eventually(
+        async () =>
+          (await owner('outbox.security_outbox_messages').where({ destination: email }).first())?.state === 'published' ? true : undefined,
+        'the code to be delivered',
+        30_000,
+      )
 
       const sessions: { application_name: string; ssl: boolean }[] = (
-        await owner.raw(`SELECT a.application_name, s.ssl FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid) WHERE a.application_name LIKE 'sealpost-%'`)
+        await owner.raw(
+          `SELECT a.application_name, s.ssl FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid) WHERE a.application_name LIKE 'sealpost-%'`,
+        )
       ).rows
       expect(sessions.map((session) => session.application_name)).to.include.members(['sealpost-web', 'sealpost-worker'])
       expect(sessions.filter((session) => !session.ssl)).to.deep.equal([])

@@ -22,7 +22,10 @@ describe('isDatabaseUnavailable', () => {
     ['an AggregateError of refused attempts (IPv6 and IPv4)', new AggregateError([withCode('ECONNREFUSED'), withCode('ECONNREFUSED')], '')],
     ['Connection terminated unexpectedly', new Error('Connection terminated unexpectedly')],
     ['a knex query error on a dead client', new Error('COMMIT; - Client has encountered a connection error and is not queryable')],
-    ['a knex pool acquire timeout', Object.assign(new Error('Knex: Timeout acquiring a connection. The pool is probably full.'), { name: 'KnexTimeoutError' })],
+    [
+      'a knex pool acquire timeout',
+      Object.assign(new Error('Knex: Timeout acquiring a connection. The pool is probably full.'), { name: 'KnexTimeoutError' }),
+    ],
     ['pg connect timeout', new Error('timeout expired')],
     ['an error wrapping one as its cause', new Error('start failed', { cause: withCode('57P01') })],
     ['pg-boss’s spread copy of an error', { ...withCode('ECONNREFUSED'), message: 'connect ECONNREFUSED', queue: 'security-outbox' }],
@@ -65,7 +68,9 @@ describe('waiting for the database at startup', () => {
         (error: unknown) => error,
       )
       expect(failure).to.be.instanceOf(DatabaseUnavailableError)
-      expect((failure as Error).message).to.include('WORKER_DATABASE_URL').and.not.include('secret-password')
+      expect((failure as Error).message)
+        .to.include('WORKER_DATABASE_URL')
+        .and.not.include('secret-password')
     } finally {
       await db.destroy()
     }
@@ -80,7 +85,12 @@ describe('waiting for the database at startup', () => {
     const db = createKnex(url.toString(), { applicationName: 'wait-test', max: 1 })
     let slept = 0
     try {
-      const failure = await waitForDatabase(db, { variable: 'API_DATABASE_URL', timeoutSeconds: 60, logger: capturingLogger().logger, sleep: async () => void slept++ }).catch((error: unknown) => error)
+      const failure = await waitForDatabase(db, {
+        variable: 'API_DATABASE_URL',
+        timeoutSeconds: 60,
+        logger: capturingLogger().logger,
+        sleep: async () => void slept++,
+      }).catch((error: unknown) => error)
       expect((failure as { code?: string }).code).to.equal('28P01')
     } finally {
       await db.destroy()
@@ -93,8 +103,14 @@ describe('pg-boss warnings', () => {
   it('are logged with pg-boss’s text, without the error text or data they carry', async () => {
     const logs = capturingLogger()
     const boss = createBoss('postgres://unused@127.0.0.1:1/none', 'worker', logs.logger)
-    boss.emit('warning', { message: 'Failed to start LISTEN/NOTIFY listener: password authentication failed for user "x"', data: { type: 'listen_notify_unavailable', error: 'password authentication failed for user "x"', sql: 'SELECT secret' } })
-    expect(logs.text()).to.include('"message":"pg-boss warning"').and.include('listen_notify_unavailable').and.include('Failed to start LISTEN/NOTIFY listener')
+    boss.emit('warning', {
+      message: 'Failed to start LISTEN/NOTIFY listener: password authentication failed for user "x"',
+      data: { type: 'listen_notify_unavailable', error: 'password authentication failed for user "x"', sql: 'SELECT secret' },
+    })
+    expect(logs.text())
+      .to.include('"message":"pg-boss warning"')
+      .and.include('listen_notify_unavailable')
+      .and.include('Failed to start LISTEN/NOTIFY listener')
     expect(logs.text()).not.to.include('password authentication failed').and.not.include('SELECT secret')
   })
 })

@@ -10,7 +10,10 @@ import { capturingLogger } from './support/helpers.ts'
 
 const MESSAGE = { messageId: 'm-1', destination: '+5491155554455', subject: 'Your code', text: 'Your code is 123456.' }
 
-async function outcome(provider: Provider, timeoutMs = 2_000): Promise<{ failureClass: string; retryAfterAt: Date | null } | { providerMessageId: string }> {
+async function outcome(
+  provider: Provider,
+  timeoutMs = 2_000,
+): Promise<{ failureClass: string; retryAfterAt: Date | null } | { providerMessageId: string }> {
   try {
     return await provider.dispatch({ ...MESSAGE }, AbortSignal.timeout(timeoutMs))
   } catch (error) {
@@ -46,10 +49,30 @@ describe('Wasender connector against the fake Wasender', () => {
     ['404', { kind: 'status', status: 404 }, 'REJECTED', null],
     ['422', { kind: 'status', status: 422 }, 'REJECTED', null],
     ['429 with Retry-After seconds', { kind: 'status', status: 429, headers: { 'retry-after': '120' } }, 'THROTTLED', 120_000],
-    ['429 with an HTTP-date Retry-After', { kind: 'status', status: 429, headers: { 'retry-after': 'Mon, 30 Nov 2026 12:03:00 GMT' } }, 'THROTTLED', 180_000],
-    ['429 with X-RateLimit-Reset', { kind: 'status', status: 429, headers: { 'x-ratelimit-reset': String(now.getTime() / 1000 + 45) } }, 'THROTTLED', 45_000],
-    ['429 with a past Retry-After', { kind: 'status', status: 429, headers: { 'retry-after': 'Mon, 30 Nov 2026 11:00:00 GMT' } }, 'THROTTLED', null],
-    ['429 with nonsense hints', { kind: 'status', status: 429, headers: { 'retry-after': 'later', 'x-ratelimit-reset': 'soon' } }, 'THROTTLED', null],
+    [
+      '429 with an HTTP-date Retry-After',
+      { kind: 'status', status: 429, headers: { 'retry-after': 'Mon, 30 Nov 2026 12:03:00 GMT' } },
+      'THROTTLED',
+      180_000,
+    ],
+    [
+      '429 with X-RateLimit-Reset',
+      { kind: 'status', status: 429, headers: { 'x-ratelimit-reset': String(now.getTime() / 1000 + 45) } },
+      'THROTTLED',
+      45_000,
+    ],
+    [
+      '429 with a past Retry-After',
+      { kind: 'status', status: 429, headers: { 'retry-after': 'Mon, 30 Nov 2026 11:00:00 GMT' } },
+      'THROTTLED',
+      null,
+    ],
+    [
+      '429 with nonsense hints',
+      { kind: 'status', status: 429, headers: { 'retry-after': 'later', 'x-ratelimit-reset': 'soon' } },
+      'THROTTLED',
+      null,
+    ],
     ['500', { kind: 'status', status: 500 }, 'UNAVAILABLE', null],
     ['502', { kind: 'status', status: 502 }, 'UNAVAILABLE', null],
     ['503', { kind: 'status', status: 503 }, 'UNAVAILABLE', null],
@@ -61,7 +84,10 @@ describe('Wasender connector against the fake Wasender', () => {
   for (const [what, behavior, failureClass, retryInMs] of cases) {
     it(`classifies ${what} as ${failureClass}`, async () => {
       fake.behave(() => behavior)
-      expect(await outcome(connector)).to.deep.equal({ failureClass, retryAfterAt: retryInMs === null ? null : new Date(now.getTime() + retryInMs) })
+      expect(await outcome(connector)).to.deep.equal({
+        failureClass,
+        retryAfterAt: retryInMs === null ? null : new Date(now.getTime() + retryInMs),
+      })
     })
   }
 
@@ -94,7 +120,12 @@ describe('SES connector against a fault-injecting SES endpoint', () => {
   before(async () => {
     emulator = await startSesEmulator(0)
     faulty = await startFaultySes(emulator.url)
-    connector = createSesConnector({ region: 'us-east-1', fromAddress: 'no-reply@sealpost.test', endpoint: faulty.url, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } })
+    connector = createSesConnector({
+      region: 'us-east-1',
+      fromAddress: 'no-reply@sealpost.test',
+      endpoint: faulty.url,
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    })
   })
   after(async () => {
     connector.close()
@@ -104,7 +135,10 @@ describe('SES connector against a fault-injecting SES endpoint', () => {
 
   it('returns the SES message id of an accepted email', async () => {
     faulty.fail(() => 'forward')
-    const result = await outcome({ ...connector, dispatch: (message, signal) => connector.dispatch({ ...message, destination: 'ses-ok@example.com' }, signal) })
+    const result = await outcome({
+      ...connector,
+      dispatch: (message, signal) => connector.dispatch({ ...message, destination: 'ses-ok@example.com' }, signal),
+    })
     expect(result).to.have.property('providerMessageId').that.matches(/^ses-/)
   })
 

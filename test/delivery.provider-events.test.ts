@@ -19,40 +19,77 @@ describe('provider events, mapped to ours', () => {
   ]
   for (const [kind, expected] of ses) {
     it(`maps an SES ${kind} event`, () => {
-      expect(sesEventFrom(JSON.parse(sesEventMessage(kind as 'bounce', 'ses-1', AT)), new Date(0))).to.deep.include({ providerMessageId: 'ses-1', occurredAt: AT, ...expected })
+      expect(sesEventFrom(JSON.parse(sesEventMessage(kind as 'bounce', 'ses-1', AT)), new Date(0))).to.deep.include({
+        providerMessageId: 'ses-1',
+        occurredAt: AT,
+        ...expected,
+      })
     })
   }
 
   it('reads the older notificationType form and ignores the kinds it does not record', () => {
-    expect(sesEventFrom({ notificationType: 'Complaint', mail: { messageId: 'm' }, complaint: {} }, AT)).to.include({ event: 'complained', suppress: 'complaint' })
-    for (const kind of ['Send', 'Open', 'Click', 'Rendering Failure', 'Subscription']) expect(sesEventFrom({ eventType: kind, mail: { messageId: 'm' } }, AT)).to.equal(null)
+    expect(sesEventFrom({ notificationType: 'Complaint', mail: { messageId: 'm' }, complaint: {} }, AT)).to.include({
+      event: 'complained',
+      suppress: 'complaint',
+    })
+    for (const kind of ['Send', 'Open', 'Click', 'Rendering Failure', 'Subscription'])
+      expect(sesEventFrom({ eventType: kind, mail: { messageId: 'm' } }, AT)).to.equal(null)
     expect(sesEventFrom({ eventType: 'Bounce' }, AT), 'no message id').to.equal(null)
     expect(sesEventFrom('garbage', AT)).to.equal(null)
   })
 
   it('maps Wasender statuses: 0 rejected, 3–5 delivered, 1 and 2 nothing; seconds or milliseconds', () => {
-    const update = (status: number, timestamp: number) => ({ event: 'messages.update', data: { key: { id: 42 }, update: { status } }, timestamp })
-    expect(wasenderEventsFrom(update(3, AT.getTime()), new Date(0))).to.deep.equal([{ providerMessageId: '42', event: 'delivered', subtype: null, occurredAt: AT, suppress: null }])
+    const update = (status: number, timestamp: number) => ({
+      event: 'messages.update',
+      data: { key: { id: 42 }, update: { status } },
+      timestamp,
+    })
+    expect(wasenderEventsFrom(update(3, AT.getTime()), new Date(0))).to.deep.equal([
+      { providerMessageId: '42', event: 'delivered', subtype: null, occurredAt: AT, suppress: null },
+    ])
     expect(wasenderEventsFrom(update(4, AT.getTime() / 1000), new Date(0))[0]).to.include({ event: 'delivered', subtype: 'read' })
     expect(wasenderEventsFrom(update(0, AT.getTime()), AT)[0]).to.include({ event: 'rejected', subtype: 'error' })
     expect(wasenderEventsFrom(update(1, AT.getTime()), AT)).to.deep.equal([])
     expect(wasenderEventsFrom(update(2, AT.getTime()), AT)).to.deep.equal([])
     expect(wasenderEventsFrom({ event: 'messages.upsert', data: {} }, AT)).to.deep.equal([])
-    expect(wasenderEventsFrom({ event: 'messages.update', data: [{ key: { id: 'a' }, update: { status: 3 } }, { key: { id: 'b' }, update: { status: 5 } }] }, AT)).to.have.length(2)
+    expect(
+      wasenderEventsFrom(
+        {
+          event: 'messages.update',
+          data: [
+            { key: { id: 'a' }, update: { status: 3 } },
+            { key: { id: 'b' }, update: { status: 5 } },
+          ],
+        },
+        AT,
+      ),
+    ).to.have.length(2)
   })
 })
 
 describe('SNS signature inputs', () => {
-  const base = { MessageId: 'id', TopicArn: 'arn:aws:sns:eu-west-1:123456789012:t', Message: 'm\nline', Timestamp: 't', SignatureVersion: '2', Signature: 's', SigningCertURL: 'u' }
+  const base = {
+    MessageId: 'id',
+    TopicArn: 'arn:aws:sns:eu-west-1:123456789012:t',
+    Message: 'm\nline',
+    Timestamp: 't',
+    SignatureVersion: '2',
+    Signature: 's',
+    SigningCertURL: 'u',
+  }
 
   it('signs a notification’s fields in order, Subject only when present', () => {
-    expect(snsStringToSign({ ...base, Type: 'Notification' })).to.equal('Message\nm\nline\nMessageId\nid\nTimestamp\nt\nTopicArn\narn:aws:sns:eu-west-1:123456789012:t\nType\nNotification\n')
+    expect(snsStringToSign({ ...base, Type: 'Notification' })).to.equal(
+      'Message\nm\nline\nMessageId\nid\nTimestamp\nt\nTopicArn\narn:aws:sns:eu-west-1:123456789012:t\nType\nNotification\n',
+    )
     expect(snsStringToSign({ ...base, Type: 'Notification', Subject: 'S' })).to.include('MessageId\nid\nSubject\nS\nTimestamp\n')
   })
 
   it('signs a confirmation with its SubscribeURL and Token', () => {
     const envelope: SnsEnvelope = { ...base, Type: 'SubscriptionConfirmation', SubscribeURL: 'https://x', Token: 'tok' }
-    expect(snsStringToSign(envelope)).to.equal('Message\nm\nline\nMessageId\nid\nSubscribeURL\nhttps://x\nTimestamp\nt\nToken\ntok\nTopicArn\narn:aws:sns:eu-west-1:123456789012:t\nType\nSubscriptionConfirmation\n')
+    expect(snsStringToSign(envelope)).to.equal(
+      'Message\nm\nline\nMessageId\nid\nSubscribeURL\nhttps://x\nTimestamp\nt\nToken\ntok\nTopicArn\narn:aws:sns:eu-west-1:123456789012:t\nType\nSubscriptionConfirmation\n',
+    )
   })
 
   it('accepts only https://sns.<region>.amazonaws.com for the topic’s region', () => {
@@ -68,7 +105,8 @@ describe('SNS signature inputs', () => {
       'https://sns.us-east-1.amazonaws.com/a.pem',
       'https://sns.eu-west-1.amazonaws.com/a.txt',
       'not a url',
-    ]) expect(isSnsUrl(url, 'eu-west-1', pem), url).to.equal(false)
+    ])
+      expect(isSnsUrl(url, 'eu-west-1', pem), url).to.equal(false)
   })
 
   it('fetches each certificate URL once, keeps a failure a while, and caps new URLs a minute', async () => {
@@ -77,18 +115,25 @@ describe('SNS signature inputs', () => {
       const pem = await readFile((await devSnsSigner(dir)).certificatePath, 'utf8')
       const fetched: string[] = []
       let now = Date.now()
-      const certificates = fetchedCertificates({ newUrlsPerMinute: 3, clock: () => new Date(now), fetch: async (url) => {
-        fetched.push(url)
-        if (url.includes('missing')) throw new Error('404')
-        return pem
-      } })
+      const certificates = fetchedCertificates({
+        newUrlsPerMinute: 3,
+        clock: () => new Date(now),
+        fetch: async (url) => {
+          fetched.push(url)
+          if (url.includes('missing')) throw new Error('404')
+          return pem
+        },
+      })
       await certificates('https://sns.eu-west-1.amazonaws.com/a.pem')
       await certificates('https://sns.eu-west-1.amazonaws.com/a.pem')
       await certificates('https://sns.eu-west-1.amazonaws.com/missing.pem').catch(() => undefined)
       await certificates('https://sns.eu-west-1.amazonaws.com/missing.pem').catch(() => undefined)
       expect(fetched).to.deep.equal(['https://sns.eu-west-1.amazonaws.com/a.pem', 'https://sns.eu-west-1.amazonaws.com/missing.pem'])
       await certificates('https://sns.eu-west-1.amazonaws.com/b.pem')
-      const refused = await certificates('https://sns.eu-west-1.amazonaws.com/c.pem').then(() => 'fetched', () => 'refused')
+      const refused = await certificates('https://sns.eu-west-1.amazonaws.com/c.pem').then(
+        () => 'fetched',
+        () => 'refused',
+      )
       expect(refused, 'the fourth new URL within a minute').to.equal('refused')
       now += 60_000
       await certificates('https://sns.eu-west-1.amazonaws.com/c.pem')

@@ -37,15 +37,21 @@ describe('provider pauses, as pure functions', () => {
 
   it('adds nothing while a pause runs, and starts over after a quiet minute', () => {
     expect(throttleBackoff({ pausedUntil: at(now, 3), throttleStreak: 2 }, now, policy())).to.equal(null)
-    expect(throttleBackoff({ pausedUntil: at(now, -61), throttleStreak: 6 }, now, policy())).to.deep.equal({ pausedUntil: at(now, 1), throttleStreak: 1 })
+    expect(throttleBackoff({ pausedUntil: at(now, -61), throttleStreak: 6 }, now, policy())).to.deep.equal({
+      pausedUntil: at(now, 1),
+      throttleStreak: 1,
+    })
   })
 })
 
 describe('provider pauses, recorded by the worker', () => {
   const f = useOutboxFixture()
-  const pause = async () => (await f.db.owner('outbox.provider_pauses').where({ channel: 'email' }).first()) as { paused_until: Date; throttle_streak: number } | undefined
+  const pause = async () =>
+    (await f.db.owner('outbox.provider_pauses').where({ channel: 'email' }).first()) as
+      { paused_until: Date; throttle_streak: number } | undefined
   const enqueue = async () => await f.harness.enqueue(uniqueEmail(), 3_600)
-  const throttled = (retryAfterAt: Date | null) => scriptedProvider(() => new DeliveryFailure('THROTTLED', 'TooManyRequestsException', retryAfterAt))
+  const throttled = (retryAfterAt: Date | null) =>
+    scriptedProvider(() => new DeliveryFailure('THROTTLED', 'TooManyRequestsException', retryAfterAt))
 
   it('lets one Retry-After of a year pause the channel and its message for at most MAX_PROVIDER_PAUSE_SECONDS', async () => {
     const { messageId } = await enqueue()
@@ -54,7 +60,9 @@ describe('provider pauses, recorded by the worker', () => {
     expect((await pause())!.paused_until.getTime()).to.equal(at(f.now, 300).getTime())
     const message = await f.rows.message(messageId)
     expect(message).to.include({ state: 'pending', attempt_count: 1 })
-    expect(message.available_at.getTime(), 'the message retries within the cap, not after its expiry').to.be.at.most(at(f.now, 300).getTime())
+    expect(message.available_at.getTime(), 'the message retries within the cap, not after its expiry').to.be.at.most(
+      at(f.now, 300).getTime(),
+    )
 
     // A second such answer a minute later moves the end to its own ceiling, never past it.
     f.now = at(f.now, 60)
@@ -67,8 +75,14 @@ describe('provider pauses, recorded by the worker', () => {
   it('cuts short a year-long pause written before the cap on the next throttled answer, with or without a hint', async () => {
     for (const retryAfterAt of [at(f.now, 10), null]) {
       // (email: the channel whose provider throttles without hints)
-      await f.db.owner('outbox.provider_pauses').insert({ channel: 'email', paused_until: at(f.now, YEAR_SECONDS) }).onConflict('channel').merge()
-      await f.harness.worker.transaction((trx) => pauseForThrottleTx(trx, 'email', retryAfterAt, f.now, { maxPauseSeconds: 300, random: () => 1 }))
+      await f.db
+        .owner('outbox.provider_pauses')
+        .insert({ channel: 'email', paused_until: at(f.now, YEAR_SECONDS) })
+        .onConflict('channel')
+        .merge()
+      await f.harness.worker.transaction((trx) =>
+        pauseForThrottleTx(trx, 'email', retryAfterAt, f.now, { maxPauseSeconds: 300, random: () => 1 }),
+      )
       expect((await pause())!.paused_until.getTime(), String(retryAfterAt)).to.equal(at(f.now, 300).getTime())
     }
   })

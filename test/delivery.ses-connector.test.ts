@@ -40,17 +40,35 @@ describe('SES SendEmail request', () => {
     })
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     const { port } = server.address() as AddressInfo
-    const ses = createSesConnector({ region: 'eu-west-1', fromAddress: 'no-reply@sealpost.test', fromName: 'Sealpost "Beta"', configurationSet: 'sealpost-events', endpoint: `http://127.0.0.1:${port}`, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } })
+    const ses = createSesConnector({
+      region: 'eu-west-1',
+      fromAddress: 'no-reply@sealpost.test',
+      fromName: 'Sealpost "Beta"',
+      configurationSet: 'sealpost-events',
+      endpoint: `http://127.0.0.1:${port}`,
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    })
     try {
       const id = '01a22d1f-4e0c-7711-8dbc-3725e1d0239f'
-      const result = await ses.dispatch({ messageId: id, destination: 'a@example.com', subject: 'S', text: 'T', html: '<p>H</p>', purpose: 'sign_up' }, AbortSignal.timeout(5_000))
+      const result = await ses.dispatch(
+        { messageId: id, destination: 'a@example.com', subject: 'S', text: 'T', html: '<p>H</p>', purpose: 'sign_up' },
+        AbortSignal.timeout(5_000),
+      )
       expect(result.providerMessageId).to.equal('ses-1')
       expect(captured).to.deep.include({
         FromEmailAddress: '"Sealpost \\"Beta\\"" <no-reply@sealpost.test>',
         ConfigurationSetName: 'sealpost-events',
-        EmailTags: [{ Name: 'purpose', Value: 'sign_up' }, { Name: 'message_id', Value: id }],
+        EmailTags: [
+          { Name: 'purpose', Value: 'sign_up' },
+          { Name: 'message_id', Value: id },
+        ],
       })
-      expect(captured!.Content).to.deep.equal({ Simple: { Subject: { Data: 'S', Charset: 'UTF-8' }, Body: { Text: { Data: 'T', Charset: 'UTF-8' }, Html: { Data: '<p>H</p>', Charset: 'UTF-8' } } } })
+      expect(captured!.Content).to.deep.equal({
+        Simple: {
+          Subject: { Data: 'S', Charset: 'UTF-8' },
+          Body: { Text: { Data: 'T', Charset: 'UTF-8' }, Html: { Data: '<p>H</p>', Charset: 'UTF-8' } },
+        },
+      })
     } finally {
       ses.close()
       server.close()

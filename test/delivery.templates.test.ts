@@ -12,7 +12,11 @@ const HOSTILE = 'Acme <img src=x onerror=alert(1)> & "Sons"\r\nBcc: victim@examp
 const count = (haystack: string, needle: string) => haystack.split(needle).length - 1
 
 describe('message templates', () => {
-  const templates = loadTemplates({ productName: 'Sealpost <Beta>', supportUrl: 'https://support.sealpost.test/help?a=1&b=2', defaultLocale: 'en' })
+  const templates = loadTemplates({
+    productName: 'Sealpost <Beta>',
+    supportUrl: 'https://support.sealpost.test/help?a=1&b=2',
+    defaultLocale: 'en',
+  })
   const valuesFor = (purpose: (typeof TEMPLATE_PURPOSES)[number]): MessageValues => {
     const sample = sampleValues(purpose)
     if (purpose === 'invitation') return { ...sample, organizationName: HOSTILE }
@@ -56,7 +60,8 @@ describe('message templates', () => {
           if (rendered.html) {
             expect(rendered.html).to.not.match(/<img|<script|<b>|onerror=|<link|url\(|src=/i)
             expect(rendered.html).to.include('Sealpost &lt;Beta&gt;')
-            if (purpose === 'invitation') expect(rendered.html).to.include('Acme &lt;img src&#x3D;x onerror&#x3D;alert(1)&gt; &amp; &quot;Sons&quot;')
+            if (purpose === 'invitation')
+              expect(rendered.html).to.include('Acme &lt;img src&#x3D;x onerror&#x3D;alert(1)&gt; &amp; &quot;Sons&quot;')
             expect(rendered.html).to.match(new RegExp(`<html lang="${locale}">`))
           }
         })
@@ -66,7 +71,12 @@ describe('message templates', () => {
 
   it('says which change a security notice is about, in each locale', () => {
     const at = new Date('2026-12-01T09:00:00Z')
-    const changed = (locale: string) => templates.render('security_notice', 'email', locale, { now: at, expiresAt: at, notice: { event: 'password_changed', at, identifier: 'a•••e@e•••.com' } }).text
+    const changed = (locale: string) =>
+      templates.render('security_notice', 'email', locale, {
+        now: at,
+        expiresAt: at,
+        notice: { event: 'password_changed', at, identifier: 'a•••e@e•••.com' },
+      }).text
     expect(changed('en')).to.include('The password of your Sealpost <Beta> account was changed.')
     expect(changed('de')).to.include('Das Passwort Ihres Sealpost <Beta>-Kontos wurde geändert.')
     expect(changed('es')).to.include('Se cambió la contraseña de tu cuenta de Sealpost <Beta>.')

@@ -38,7 +38,11 @@ if (process.getuid?.() === 0) {
 
     it('comes up (the cluster and, if need be, the binaries where the postgres user can reach them), serves, and stops on SIGTERM', async function () {
       this.timeout(180_000)
-      const app = spawnCollecting('npm', ['start'], { env: bareEnvironment({ PORT: '0', SES_EMULATOR_PORT: '0' }), cwd: checkout, detached: true })
+      const app = spawnCollecting('npm', ['start'], {
+        env: bareEnvironment({ PORT: '0', SES_EMULATOR_PORT: '0' }),
+        cwd: checkout,
+        detached: true,
+      })
       try {
         const [, apiUrl] = await app.waitFor(/Sealpost API listening on (http:\/\/\S+)/, 'the API to listen', 150_000)
         expect((await fetch(`${apiUrl}/readyz`)).status).to.equal(200)

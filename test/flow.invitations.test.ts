@@ -64,21 +64,30 @@ describe('organization invitations, as a client makes them', () => {
     expect((await f.db.owner('organization.invitations').where({ organization_id: organizationId }).first()).token_hash).to.have.length(32)
   })
 
-  it('refuses a non-admin, another organization\'s id and a malformed id with the same 403', async () => {
+  it("refuses a non-admin, another organization's id and a malformed id with the same 403", async () => {
     const admin = await account(uniqueEmail('admin'))
     const ours = await organization(admin.auth)
     const stranger = await account(uniqueEmail('stranger'))
     const theirs = await organization(stranger.auth, 'Other Org')
 
-    for (const [who, organizationId] of [[stranger, ours], [admin, theirs], [admin, 'not-a-uuid'], [admin, uuidv7()]] as const) {
+    for (const [who, organizationId] of [
+      [stranger, ours],
+      [admin, theirs],
+      [admin, 'not-a-uuid'],
+      [admin, uuidv7()],
+    ] as const) {
       const refused = await f.stack.call('POST', `/organizations/${organizationId}/invitations`, { email: uniqueEmail('x') }, who.auth)
       expect(refused.status, organizationId).to.equal(403)
       expect(refused.body).to.include({ code: 'not_organization_admin' })
     }
     const revoke = await f.stack.call('DELETE', `/organizations/${ours}/invitations/${uuidv7()}`, undefined, stranger.auth)
     expect(revoke.status).to.equal(403)
-    expect((await f.stack.call('POST', `/organizations/${ours}/invitations`, { email: uniqueEmail('x') })).status, 'no bearer').to.equal(401)
-    expect((await f.stack.call('POST', `/organizations/${ours}/invitations`, { email: '+5491155554455' }, admin.auth)).body).to.include({ code: 'invalid_email' })
+    expect((await f.stack.call('POST', `/organizations/${ours}/invitations`, { email: uniqueEmail('x') })).status, 'no bearer').to.equal(
+      401,
+    )
+    expect((await f.stack.call('POST', `/organizations/${ours}/invitations`, { email: '+5491155554455' }, admin.auth)).body).to.include({
+      code: 'invalid_email',
+    })
     expect(await f.db.owner('organization.invitations').where({ organization_id: theirs })).to.have.length(0)
   })
 
@@ -88,10 +97,17 @@ describe('organization invitations, as a client makes them', () => {
     // Pending cap: the organization already has the maximum of live invitations.
     const crowded = await organization(admin.auth, 'Crowded')
     const adminId = (await f.db.owner('organization.memberships').where({ organization_id: crowded }).first()).identity_id
-    await f.db.owner('organization.invitations').insert(Array.from({ length: INVITATION_LIMITS.pendingPerOrganization }, (_, i) => ({
-      id: uuidv7(), organization_id: crowded, email: `pending-${i}@example.com`, token_hash: Buffer.alloc(32, i), invited_by: adminId,
-      expires_at: new Date(Date.now() + 86_400_000), created_at: new Date(Date.now() - 2 * 3_600_000),
-    })))
+    await f.db.owner('organization.invitations').insert(
+      Array.from({ length: INVITATION_LIMITS.pendingPerOrganization }, (_, i) => ({
+        id: uuidv7(),
+        organization_id: crowded,
+        email: `pending-${i}@example.com`,
+        token_hash: Buffer.alloc(32, i),
+        invited_by: adminId,
+        expires_at: new Date(Date.now() + 86_400_000),
+        created_at: new Date(Date.now() - 2 * 3_600_000),
+      })),
+    )
     const capped = await f.stack.call('POST', `/organizations/${crowded}/invitations`, { email: uniqueEmail('x') }, admin.auth)
     expect(capped.status).to.equal(409)
     expect(capped.body).to.include({ code: 'pending_invitation_limit' })
@@ -99,7 +115,9 @@ describe('organization invitations, as a client makes them', () => {
     // Per-organization rate.
     const busy = await organization(admin.auth, 'Busy')
     for (let i = 0; i < INVITATION_LIMITS.perOrganizationPerHour; i++) {
-      expect((await f.stack.call('POST', `/organizations/${busy}/invitations`, { email: uniqueEmail('rate') }, admin.auth)).status).to.equal(202)
+      expect(
+        (await f.stack.call('POST', `/organizations/${busy}/invitations`, { email: uniqueEmail('rate') }, admin.auth)).status,
+      ).to.equal(202)
     }
     const rated = await f.stack.call('POST', `/organizations/${busy}/invitations`, { email: uniqueEmail('rate') }, admin.auth)
     expect(rated.status).to.equal(429)
@@ -110,7 +128,9 @@ describe('organization invitations, as a client makes them', () => {
     const third = await organization(admin.auth, 'Third')
     const target = uniqueEmail('popular')
     for (let i = 0; i < INVITATION_LIMITS.perAddressPerOrganizationPerDay; i++) {
-      expect((await f.stack.call('POST', `/organizations/${third}/invitations`, { email: target.replace('@', `+${i}@`) }, admin.auth)).status).to.equal(202)
+      expect(
+        (await f.stack.call('POST', `/organizations/${third}/invitations`, { email: target.replace('@', `+${i}@`) }, admin.auth)).status,
+      ).to.equal(202)
     }
     const addressed = await f.stack.call('POST', `/organizations/${third}/invitations`, { email: target }, admin.auth)
     expect(addressed.status).to.equal(429)
@@ -123,15 +143,24 @@ describe('organization invitations, as a client makes them', () => {
     expect(sixth.status).to.equal(429)
     expect(sixth.body).to.include({ code: 'organization_rate_limited' })
     expect(Number(sixth.headers.get('retry-after'))).to.be.within(1, 86_400)
-    expect(await f.db.owner('organization.organizations').where({ created_by: adminId })).to.have.length(ORGANIZATION_LIMITS.perIdentityPerDay)
+    expect(await f.db.owner('organization.organizations').where({ created_by: adminId })).to.have.length(
+      ORGANIZATION_LIMITS.perIdentityPerDay,
+    )
   })
 
   it('stops one inviter past its daily invitations, across all the organizations it administers', async () => {
     const admin = await account(uniqueEmail('admin'))
-    const organizations = [await organization(admin.auth, 'One'), await organization(admin.auth, 'Two'), await organization(admin.auth, 'Three')]
+    const organizations = [
+      await organization(admin.auth, 'One'),
+      await organization(admin.auth, 'Two'),
+      await organization(admin.auth, 'Three'),
+    ]
     for (let i = 0; i < INVITATION_LIMITS.perInviterPerDay; i++) {
       const org = organizations[Math.floor(i / INVITATION_LIMITS.perOrganizationPerHour)]!
-      expect((await f.stack.call('POST', `/organizations/${org}/invitations`, { email: uniqueEmail('bulk') }, admin.auth)).status, `#${i + 1}`).to.equal(202)
+      expect(
+        (await f.stack.call('POST', `/organizations/${org}/invitations`, { email: uniqueEmail('bulk') }, admin.auth)).status,
+        `#${i + 1}`,
+      ).to.equal(202)
     }
     const refused = await f.stack.call('POST', `/organizations/${organizations[2]}/invitations`, { email: uniqueEmail('bulk') }, admin.auth)
     expect(refused.status).to.equal(429)
@@ -145,7 +174,10 @@ describe('organization invitations, as a client makes them', () => {
     const answers: number[] = []
     for (let i = 0; i < 5; i++) {
       const throwAway = await organization(attacker.auth, `Throw-away ${i}`)
-      answers.push((await f.stack.call('POST', `/organizations/${throwAway}/invitations`, { email: victim.replace('@', `+${i}@`) }, attacker.auth)).status)
+      answers.push(
+        (await f.stack.call('POST', `/organizations/${throwAway}/invitations`, { email: victim.replace('@', `+${i}@`) }, attacker.auth))
+          .status,
+      )
     }
     const employer = await account(uniqueEmail('employer'))
     const real = await organization(employer.auth, 'The real one')
@@ -158,7 +190,9 @@ describe('organization invitations, as a client makes them', () => {
     const admin = await account(uniqueEmail('admin'))
     const organizationId = await organization(admin.auth)
     const inviteeEmail = uniqueEmail('invitee')
-    expect((await f.stack.call('POST', `/organizations/${organizationId}/invitations`, { email: inviteeEmail }, admin.auth)).status).to.equal(202)
+    expect(
+      (await f.stack.call('POST', `/organizations/${organizationId}/invitations`, { email: inviteeEmail }, admin.auth)).status,
+    ).to.equal(202)
     const token = /#token=([A-Za-z0-9_-]{43})\b/.exec((await emailTo(inviteeEmail, 1)).body.text ?? '')![1]!
 
     const forwardedTo = await account(uniqueEmail('forwarded-to'))
@@ -167,7 +201,9 @@ describe('organization invitations, as a client makes them', () => {
     expect(refused.body).to.include({ code: 'invalid_invitation' })
     // Claiming the invited address without verifying it (an unconfirmed sign-in method) is not enough either.
     const forwardedToId = (await f.db.owner('identity.login_identifiers').where({ value: forwardedTo.email }).first()).identity_id
-    await f.db.owner('identity.login_identifiers').insert({ id: uuidv7(), identity_id: forwardedToId, kind: 'email', value: inviteeEmail, verified_at: null })
+    await f.db
+      .owner('identity.login_identifiers')
+      .insert({ id: uuidv7(), identity_id: forwardedToId, kind: 'email', value: inviteeEmail, verified_at: null })
     const unverified = await f.stack.call('POST', '/invitations/acceptance', { token }, forwardedTo.auth)
     expect(unverified.body).to.include({ code: 'invalid_invitation' })
     expect((await f.db.owner('organization.invitations').where({ organization_id: organizationId }).first()).status).to.equal('pending')
@@ -180,7 +216,17 @@ describe('organization invitations, as a client makes them', () => {
 
   it('refuses organization names that carry a link, an address or forged lines, and stores the NFKC form', async () => {
     const admin = await account(uniqueEmail('admin'))
-    for (const name of ['Security team: verify at https://evil.example', 'Acme www.evil', 'Verify at evil。com', 'evil[.]com', 'https：／／evil', 'Write to boss@evil', 'Acme\u2028Verify now', 'Acme \u202Emoc.live', 'evil\u200B.com']) {
+    for (const name of [
+      'Security team: verify at https://evil.example',
+      'Acme www.evil',
+      'Verify at evil。com',
+      'evil[.]com',
+      'https：／／evil',
+      'Write to boss@evil',
+      'Acme\u2028Verify now',
+      'Acme \u202Emoc.live',
+      'evil\u200B.com',
+    ]) {
       const refused = await f.stack.call('POST', '/organizations', { name }, admin.auth)
       expect(refused.status, JSON.stringify(name)).to.equal(422)
       expect(refused.body, JSON.stringify(name)).to.include({ code: 'invalid_organization_name' })
@@ -197,16 +243,26 @@ describe('organization invitations, as a client makes them', () => {
     const second = await f.stack.call('POST', `/organizations/${organizationId}/invitations`, { email }, admin.auth)
     expect(second.status).to.equal(202)
     const rows = await f.db.owner('organization.invitations').where({ organization_id: organizationId }).orderBy('created_at')
-    expect(rows.map((row) => [row.id, row.status])).to.deep.equal([[first.body!.invitationId, 'revoked'], [second.body!.invitationId, 'pending']])
+    expect(rows.map((row) => [row.id, row.status])).to.deep.equal([
+      [first.body!.invitationId, 'revoked'],
+      [second.body!.invitationId, 'pending'],
+    ])
     const firstMessage = await f.db.owner('outbox.security_outbox_messages').where({ invitation_id: first.body!.invitationId }).first()
     // Either the worker had already sent it (published) or the revoke dead-lettered it unsent.
     if (firstMessage.state === 'dead_lettered') {
-      expect((await f.db.owner('outbox.security_outbox_dead_letters').where({ message_id: firstMessage.id }).first()).reason).to.equal('invitation_revoked')
+      expect((await f.db.owner('outbox.security_outbox_dead_letters').where({ message_id: firstMessage.id }).first()).reason).to.equal(
+        'invitation_revoked',
+      )
     } else {
       expect(firstMessage.state).to.equal('published')
     }
     expect(await f.db.owner('outbox.security_outbox_ciphertexts').where({ message_id: firstMessage.id }).first()).to.equal(undefined)
-    const revoked = await f.stack.call('DELETE', `/organizations/${organizationId}/invitations/${second.body!.invitationId}`, undefined, admin.auth)
+    const revoked = await f.stack.call(
+      'DELETE',
+      `/organizations/${organizationId}/invitations/${second.body!.invitationId}`,
+      undefined,
+      admin.auth,
+    )
     expect(revoked.status).to.equal(204)
     expect((await f.db.owner('organization.invitations').where({ id: second.body!.invitationId }).first()).status).to.equal('revoked')
   })

@@ -29,7 +29,10 @@ describe('security journeys, as a client makes them', () => {
     // Sign up by email: the code arrives in the SES emulator.
     const signUp = await f.stack.call('POST', '/sign-ups', { identifier: email, password })
     expect(signUp.status).to.equal(202)
-    expect(await f.stack.call('POST', '/sessions', { identifier: email, password }), 'no sign-in before confirmation').to.have.property('status', 401)
+    expect(await f.stack.call('POST', '/sessions', { identifier: email, password }), 'no sign-in before confirmation').to.have.property(
+      'status',
+      401,
+    )
     const confirmed = await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: await emailCode(email, 1), password })
     expect(confirmed.status).to.equal(201)
     const firstSession = confirmed.body!.token
@@ -49,19 +52,33 @@ describe('security journeys, as a client makes them', () => {
     // Add a phone, stepped up: the code arrives at the fake Wasender, and the email is told.
     const elevated = { ...session, 'x-elevation-token': String(elevation.body!.elevationToken) }
     expect((await f.stack.call('POST', '/sign-in-methods', { identifier: phone }, elevated)).status).to.equal(202)
-    const added = await f.stack.call('POST', '/sign-in-methods/confirmation', { identifier: phone, code: await whatsappCode(phone, 1) }, session)
+    const added = await f.stack.call(
+      'POST',
+      '/sign-in-methods/confirmation',
+      { identifier: phone, code: await whatsappCode(phone, 1) },
+      session,
+    )
     expect(added).to.deep.include({ status: 201, body: { identifier: phone, kind: 'phone' } })
     expect((await f.stack.call('POST', '/sessions', { identifier: phone, password })).status, 'the phone signs in too').to.equal(201)
-    const notice = (await eventually(async () => (await inbox(f.stack.emulator.url, email))[2], 'the security notice'))
+    const notice = await eventually(async () => (await inbox(f.stack.emulator.url, email))[2], 'the security notice')
     expect(notice.subject).to.equal('Security notice: your Sealpost account changed')
-    expect(notice.body.text).to.include('A new sign-in method (').and.to.include(`${phone.slice(0, 3)}`).and.not.to.include(phone)
+    expect(notice.body.text)
+      .to.include('A new sign-in method (')
+      .and.to.include(`${phone.slice(0, 3)}`)
+      .and.not.to.include(phone)
     expect(codeIn(notice.body.text), 'a notice carries no code').to.equal(undefined)
 
     // Recover the password: every old session stops working, the new password works.
     expect((await f.stack.call('POST', '/password-recoveries', { identifier: email })).status).to.equal(202)
     const newPassword = 'a brand new passphrase'
-    expect((await f.stack.call('POST', '/password-recoveries/completion', { identifier: email, code: await emailCode(email, 4), newPassword })).status).to.equal(204)
-    const phoneNotice = (await eventually(async () => f.stack.wasender.accepted().filter((request) => request.to === phone)[1], 'the phone’s notice'))
+    expect(
+      (await f.stack.call('POST', '/password-recoveries/completion', { identifier: email, code: await emailCode(email, 4), newPassword }))
+        .status,
+    ).to.equal(204)
+    const phoneNotice = await eventually(
+      async () => f.stack.wasender.accepted().filter((request) => request.to === phone)[1],
+      'the phone’s notice',
+    )
     expect(phoneNotice.text).to.include('The password of your Sealpost account was changed')
     expect((await f.stack.call('POST', '/step-ups', undefined, session)).status).to.equal(401)
     expect((await f.stack.call('DELETE', '/sessions/current', undefined, f.stack.bearer(firstSession))).status).to.equal(401)
@@ -78,7 +95,11 @@ describe('security journeys, as a client makes them', () => {
   it('answers a sign-up for a taken email like any other, and sends its owner a recovery code instead', async () => {
     const email = uniqueEmail('owner')
     await f.stack.call('POST', '/sign-ups', { identifier: email, password: 'owner password 1' })
-    await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: await emailCode(email, 1), password: 'owner password 1' })
+    await f.stack.call('POST', '/sign-ups/confirmation', {
+      identifier: email,
+      code: await emailCode(email, 1),
+      password: 'owner password 1',
+    })
 
     const again = await f.stack.call('POST', '/sign-ups', { identifier: email, password: 'attacker password' })
     const fresh = await f.stack.call('POST', '/sign-ups', { identifier: uniqueEmail('fresh'), password: 'attacker password' })
@@ -96,10 +117,14 @@ describe('security journeys, as a client makes them', () => {
     const email = uniqueEmail('resend')
     await f.stack.call('POST', '/sign-ups', { identifier: email, password: 'first password x' })
     const code = await emailCode(email, 1)
-    await f.db.owner('identity.challenges').where({ purpose: 'sign_up' }).update({ last_sent_at: new Date(Date.now() - 60_000) })
+    await f.db
+      .owner('identity.challenges')
+      .where({ purpose: 'sign_up' })
+      .update({ last_sent_at: new Date(Date.now() - 60_000) })
     await f.stack.call('POST', '/sign-ups', { identifier: email, password: 'second password y' })
     const newest = await emailCode(email, 2)
-    const confirm = (attempt: string, password: string) => f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: attempt, password })
+    const confirm = (attempt: string, password: string) =>
+      f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: attempt, password })
     expect((await confirm(code, 'second password y')).status, 'the superseded code').to.equal(422)
     expect((await confirm(newest, 'first password x')).status, 'the newest code with the earlier password').to.equal(422)
     expect((await confirm(newest, 'second password y')).status).to.equal(201)
@@ -113,7 +138,11 @@ describe('security journeys, as a client makes them', () => {
     for (const name of ['first', 'second']) {
       const email = uniqueEmail(name)
       await f.stack.call('POST', '/sign-ups', { identifier: email, password: 'long enough password' })
-      const confirmed = await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code: await emailCode(email, 1), password: 'long enough password' })
+      const confirmed = await f.stack.call('POST', '/sign-ups/confirmation', {
+        identifier: email,
+        code: await emailCode(email, 1),
+        password: 'long enough password',
+      })
       const session = f.stack.bearer(confirmed.body!.token)
       await f.stack.call('POST', '/step-ups', {}, session)
       const elevation = await f.stack.call('POST', '/step-ups/confirmation', { code: await emailCode(email, 2) }, session)
@@ -123,7 +152,9 @@ describe('security journeys, as a client makes them', () => {
     const firstCode = await emailCode(shared, 1)
     expect((await f.stack.call('POST', '/sign-in-methods', { identifier: shared }, sessions[1])).status).to.equal(202)
     const secondCode = await emailCode(shared, 2)
-    expect((await f.stack.call('POST', '/sign-in-methods/confirmation', { identifier: shared, code: firstCode }, sessions[0])).status).to.equal(201)
+    expect(
+      (await f.stack.call('POST', '/sign-in-methods/confirmation', { identifier: shared, code: firstCode }, sessions[0])).status,
+    ).to.equal(201)
     const second = await f.stack.call('POST', '/sign-in-methods/confirmation', { identifier: shared, code: secondCode }, sessions[1])
     expect(second.status).to.equal(409)
     expect(second.body).to.include({ code: 'identifier_taken' })
@@ -132,7 +163,10 @@ describe('security journeys, as a client makes them', () => {
   it('publishes an OpenAPI document generated from the request schemas', async () => {
     const { status, body } = await f.stack.call('GET', '/openapi.json')
     expect(status).to.equal(200)
-    const paths = body!.paths as Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { properties?: object; additionalProperties?: boolean } }> } }>>
+    const paths = body!.paths as Record<
+      string,
+      Record<string, { requestBody?: { content: Record<string, { schema: { properties?: object; additionalProperties?: boolean } }> } }>
+    >
     expect(Object.keys(paths)).to.include.members(['/sign-ups', '/sessions', '/password-recoveries', '/step-ups/confirmation'])
     const signUpSchema = paths['/sign-ups']!.post!.requestBody!.content['application/json']!.schema
     expect(signUpSchema.properties).to.have.keys('identifier', 'password')
@@ -144,7 +178,10 @@ describe('a deployment without WhatsApp', () => {
   const f = useWebStack({ worker: false, whatsapp: false })
 
   it('refuses a phone identifier up front with channel_unavailable and enqueues nothing', async () => {
-    for (const [path, body] of [['/sign-ups', { identifier: uniquePhone(), password: 'long enough password' }], ['/password-recoveries', { identifier: uniquePhone() }]] as const) {
+    for (const [path, body] of [
+      ['/sign-ups', { identifier: uniquePhone(), password: 'long enough password' }],
+      ['/password-recoveries', { identifier: uniquePhone() }],
+    ] as const) {
       const response = await f.stack.call('POST', path, body)
       expect(response.status).to.equal(422)
       expect(response.body).to.include({ code: 'channel_unavailable' })

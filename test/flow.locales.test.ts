@@ -27,7 +27,12 @@ describe('Accept-Language → the locale of the message', () => {
 
     it('sends a German email with text and HTML parts for a sign-up with Accept-Language: de, and keeps the locale on the message', async () => {
       const email = uniqueEmail('deutsch')
-      const answer = await f.stack.call('POST', '/sign-ups', { identifier: email, password: 'correct horse battery' }, { 'accept-language': 'de-DE,de;q=0.9,en;q=0.5' })
+      const answer = await f.stack.call(
+        'POST',
+        '/sign-ups',
+        { identifier: email, password: 'correct horse battery' },
+        { 'accept-language': 'de-DE,de;q=0.9,en;q=0.5' },
+      )
       expect(answer.status).to.equal(202)
       const [mail] = await eventually(async () => {
         const found = await inbox(f.stack.emulator.url, email)
@@ -35,7 +40,9 @@ describe('Accept-Language → the locale of the message', () => {
       }, 'the German email')
       const body = mail!.body as { text?: string; html?: string }
       expect(mail!.subject).to.equal('Ihr Sealpost-Registrierungscode')
-      expect(body.text).to.include('Hier ist Ihr Code').and.to.match(/\b\d{6}\b/)
+      expect(body.text)
+        .to.include('Hier ist Ihr Code')
+        .and.to.match(/\b\d{6}\b/)
       expect(body.html).to.include('<html lang="de">').and.to.include('Hier ist Ihr Code')
       const code = /\b(\d{6})\b/.exec(body.text!)![1]!
       expect(body.html).to.include(code)
@@ -45,7 +52,12 @@ describe('Accept-Language → the locale of the message', () => {
 
     it('answers in the same shape whatever the language, and a language it does not ship gets DEFAULT_LOCALE', async () => {
       const email = uniqueEmail('francais')
-      const answer = await f.stack.call('POST', '/sign-ups', { identifier: email, password: 'correct horse battery' }, { 'accept-language': 'fr-FR' })
+      const answer = await f.stack.call(
+        'POST',
+        '/sign-ups',
+        { identifier: email, password: 'correct horse battery' },
+        { 'accept-language': 'fr-FR' },
+      )
       expect(answer.status).to.equal(202)
       const [mail] = await eventually(async () => {
         const found = await inbox(f.stack.emulator.url, email)

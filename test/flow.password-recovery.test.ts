@@ -17,13 +17,25 @@ describe('password recovery, from HTTP request to inbox', () => {
   let worker: RunningWorker
   const keys = testKeys()
   const logs = capturingLogger()
-  const ses = () => createSesConnector({ region: 'us-east-1', fromAddress: 'no-reply@sealpost.test', endpoint: emulator.url, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } })
+  const ses = () =>
+    createSesConnector({
+      region: 'us-east-1',
+      fromAddress: 'no-reply@sealpost.test',
+      endpoint: emulator.url,
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    })
 
   before(async () => {
     db = await createTestDatabase()
     emulator = await startSesEmulator(0)
     worker = await startWorker({ config: WORKER_CONFIG, workerUrl: db.workerUrl, keys, providers: [ses()], logger: logs.logger })
-    web = await startWeb({ config: { NODE_ENV: 'test', PORT: 0, CHALLENGE_TTL_SECONDS: 600, INVITATION_TTL_SECONDS: 3_600, CLIENT_RATE_LIMIT_PER_MINUTE: 1_000 }, apiUrl: db.apiUrl, keys, logger: logs.logger, host: '127.0.0.1' })
+    web = await startWeb({
+      config: { NODE_ENV: 'test', PORT: 0, CHALLENGE_TTL_SECONDS: 600, INVITATION_TTL_SECONDS: 3_600, CLIENT_RATE_LIMIT_PER_MINUTE: 1_000 },
+      apiUrl: db.apiUrl,
+      keys,
+      logger: logs.logger,
+      host: '127.0.0.1',
+    })
   })
 
   after(async () => {
@@ -34,7 +46,11 @@ describe('password recovery, from HTTP request to inbox', () => {
   })
 
   const requestRecovery = (identifier: string) =>
-    checkedFetch(`${web.url}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier }) })
+    checkedFetch(`${web.url}/password-recoveries`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ identifier }),
+    })
 
   it('delivers a 6-digit code that verifies, publishes the message, deletes its ciphertext and completes the job', async () => {
     const email = uniqueEmail('alice')

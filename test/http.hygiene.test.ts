@@ -7,7 +7,12 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 describe('X-Request-ID', () => {
   const f = useWebStack({ worker: false })
-  const lines = () => f.logs.text().split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>)
+  const lines = () =>
+    f.logs
+      .text()
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
 
   it('echoes a caller’s id and writes it on every log line of that request, the enqueued message id among them', async () => {
     const email = uniqueEmail('traced')
@@ -20,7 +25,11 @@ describe('X-Request-ID', () => {
     const message = await f.db.owner('outbox.security_outbox_messages').where({ destination: email }).first()
     const ofRequest = lines().filter((line) => line.requestId === id)
     expect(ofRequest.map((line) => line.message)).to.include.members(['message enqueued', 'request'])
-    expect(ofRequest.find((line) => line.message === 'message enqueued')).to.include({ messageId: message.id, purpose: 'password_recovery', channel: 'email' })
+    expect(ofRequest.find((line) => line.message === 'message enqueued')).to.include({
+      messageId: message.id,
+      purpose: 'password_recovery',
+      channel: 'email',
+    })
     // nothing of that request was logged without it
     expect(lines().filter((line) => line.messageId === message.id && line.requestId !== id)).to.deep.equal([])
   })
@@ -42,7 +51,11 @@ describe('HTTP hygiene', () => {
   const f = useWebStack({ worker: false })
 
   it('sends security headers on every answer', async () => {
-    for (const response of [await f.stack.call('GET', '/healthz'), await f.stack.call('POST', '/sessions', { identifier: uniqueEmail(), password: 'x' }), await f.stack.call('GET', '/nowhere')]) {
+    for (const response of [
+      await f.stack.call('GET', '/healthz'),
+      await f.stack.call('POST', '/sessions', { identifier: uniqueEmail(), password: 'x' }),
+      await f.stack.call('GET', '/nowhere'),
+    ]) {
       expect(response.headers.get('x-content-type-options')).to.equal('nosniff')
       expect(response.headers.get('strict-transport-security')).to.match(/max-age=\d+/)
       expect(response.headers.get('content-security-policy')).to.include("default-src 'self'").and.include("frame-ancestors 'self'")
@@ -55,12 +68,18 @@ describe('HTTP hygiene', () => {
   it('marks every answer Cache-Control: no-store, above all those that carry a session or elevation token', async () => {
     const email = uniqueEmail('cached')
     const { identityId } = await createVerifiedIdentity(f.db.owner, email)
-    await f.db.owner('identity.password_credentials').insert({ identity_id: identityId, password_hash: await hashPassword('a long enough passphrase') })
+    await f.db
+      .owner('identity.password_credentials')
+      .insert({ identity_id: identityId, password_hash: await hashPassword('a long enough passphrase') })
     const session = await f.stack.call('POST', '/sessions', { identifier: email, password: 'a long enough passphrase' })
     expect(session.status).to.equal(201)
     expect(session.body).to.have.property('token')
     expect(session.headers.get('cache-control')).to.equal('no-store')
-    for (const response of [await f.stack.call('GET', '/healthz'), await f.stack.call('POST', '/sessions', { identifier: email, password: 'wrong' }), await f.stack.call('DELETE', '/sessions/current', undefined, f.stack.bearer(session.body!.token))]) {
+    for (const response of [
+      await f.stack.call('GET', '/healthz'),
+      await f.stack.call('POST', '/sessions', { identifier: email, password: 'wrong' }),
+      await f.stack.call('DELETE', '/sessions/current', undefined, f.stack.bearer(session.body!.token)),
+    ]) {
       expect(response.headers.get('cache-control')).to.equal('no-store')
     }
   })

@@ -30,7 +30,15 @@ describe('malformed input on the public routes', () => {
     ['a phone too short', (valid) => JSON.stringify({ ...valid, identifier: '+1234' })],
     ['a 1 MiB body', (valid) => JSON.stringify({ ...valid, identifier: 'x'.repeat(1024 * 1024) })],
     ['an over-long identifier', (valid) => JSON.stringify({ ...valid, identifier: `${'a'.repeat(400)}@example.com` })],
-    ['a number for every other field', (valid) => JSON.stringify(Object.fromEntries(Object.entries(valid).map(([key, value]) => [key, key === 'identifier' && Object.keys(valid).length > 1 ? value : 123456])))],
+    [
+      'a number for every other field',
+      (valid) =>
+        JSON.stringify(
+          Object.fromEntries(
+            Object.entries(valid).map(([key, value]) => [key, key === 'identifier' && Object.keys(valid).length > 1 ? value : 123456]),
+          ),
+        ),
+    ],
     ['a field missing', (valid) => JSON.stringify(Object.fromEntries(Object.entries(valid).slice(0, -1)))],
   ]
 
@@ -39,10 +47,17 @@ describe('malformed input on the public routes', () => {
       const answers: string[] = []
       for (const [what, body] of bodies) {
         const response = await f.stack.call('POST', path, body(valid))
-        if (response.status < 400 || response.status >= 500 || typeof response.body?.code !== 'string') answers.push(`${what}: ${response.status}`)
+        if (response.status < 400 || response.status >= 500 || typeof response.body?.code !== 'string')
+          answers.push(`${what}: ${response.status}`)
       }
       expect(answers, 'bodies not refused with a 4xx problem').to.deep.equal([])
-      for (const table of ['identity.identities', 'identity.login_identifiers', 'identity.challenges', 'outbox.security_outbox_messages', 'identity.sessions']) {
+      for (const table of [
+        'identity.identities',
+        'identity.login_identifiers',
+        'identity.challenges',
+        'outbox.security_outbox_messages',
+        'identity.sessions',
+      ]) {
         expect(await f.db.owner(table), table).to.have.length(0)
       }
     })
@@ -51,11 +66,17 @@ describe('malformed input on the public routes', () => {
   it('refuses a wrong or missing bearer token with 401, and a step-up body other than {} with a 4xx', async () => {
     expect((await f.stack.call('POST', '/step-ups')).status).to.equal(401)
     expect((await f.stack.call('POST', '/step-ups', {}, { authorization: 'Bearer not-a-real-session-token-at-all' })).status).to.equal(401)
-    expect((await f.stack.call('POST', '/sign-in-methods', { identifier: 'a@example.com' }, { authorization: 'Basic abc' })).status).to.equal(401)
+    expect(
+      (await f.stack.call('POST', '/sign-in-methods', { identifier: 'a@example.com' }, { authorization: 'Basic abc' })).status,
+    ).to.equal(401)
 
     const { identityId } = await createVerifiedIdentity(f.db.owner, uniqueEmail('stepper'))
     const { token } = await f.db.owner.transaction((trx) => createSessionTx(trx, identityId, new Date()))
-    for (const [body, status] of [[{ reason: 'because' }, 422], [[], 422], ['null', 400]] as const) {
+    for (const [body, status] of [
+      [{ reason: 'because' }, 422],
+      [[], 422],
+      ['null', 400],
+    ] as const) {
       const response = await f.stack.call('POST', '/step-ups', body, f.stack.bearer(token))
       expect(response.status, JSON.stringify(body)).to.equal(status)
     }
@@ -65,7 +86,12 @@ describe('malformed input on the public routes', () => {
     const other = await createVerifiedIdentity(f.db.owner, uniqueEmail('other'))
     const foreign = await createElevatedSession(f.db.owner, other.identityId)
     for (const elevation of [undefined, 'forged', 'x'.repeat(5_000), foreign['x-elevation-token']!]) {
-      const response = await f.stack.call('POST', '/sign-in-methods', { identifier: uniqueEmail('added') }, { ...f.stack.bearer(token), ...(elevation ? { 'x-elevation-token': elevation } : {}) })
+      const response = await f.stack.call(
+        'POST',
+        '/sign-in-methods',
+        { identifier: uniqueEmail('added') },
+        { ...f.stack.bearer(token), ...(elevation ? { 'x-elevation-token': elevation } : {}) },
+      )
       expect([response.status, response.body?.code], String(elevation?.length)).to.deep.equal([403, 'elevation_required'])
     }
     expect(await f.db.owner('identity.challenges'), 'no challenge from a refused addition').to.have.length(0)

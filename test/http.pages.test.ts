@@ -10,15 +10,37 @@ import { capturingLogger } from './support/helpers.ts'
 /** The app on a free port, wired to a database it never reaches (the pages touch none). */
 async function serve(apiDocs: boolean): Promise<{ url: string; close: () => Promise<void> }> {
   const challenges = { boss: {}, outboxKey: Buffer.alloc(32), codeHashKey: Buffer.alloc(32), clock: () => new Date() }
-  const app = createApp({ db: knex({ client: 'pg' }), challenges, invitations: challenges, logger: capturingLogger().logger, clientLimitPerMinute: 60, apiDocs } as unknown as WebDeps)
-  const server = await new Promise<Server>((resolve) => { const s = app.listen(0, '127.0.0.1', () => resolve(s)) })
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((resolve) => { server.close(() => resolve()); server.closeAllConnections() }) }
+  const app = createApp({
+    db: knex({ client: 'pg' }),
+    challenges,
+    invitations: challenges,
+    logger: capturingLogger().logger,
+    clientLimitPerMinute: 60,
+    apiDocs,
+  } as unknown as WebDeps)
+  const server = await new Promise<Server>((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s))
+  })
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
+  }
 }
 
 describe('pages: the API reference and the operator console', () => {
   it('serves /docs in development and test, not in staging or production unless API_DOCS=on', () => {
-    expect(['development', 'test', 'staging', 'production'].map((NODE_ENV) => apiDocsEnabled(loadConfig({ NODE_ENV, DATABASE_URL: 'postgres://o@db/x' }, 'release')))).to.deep.equal([true, true, false, false])
-    expect(apiDocsEnabled(loadConfig({ NODE_ENV: 'production', API_DOCS: 'on', DATABASE_URL: 'postgres://o@db/x' }, 'release'))).to.equal(true)
+    expect(
+      ['development', 'test', 'staging', 'production'].map((NODE_ENV) =>
+        apiDocsEnabled(loadConfig({ NODE_ENV, DATABASE_URL: 'postgres://o@db/x' }, 'release')),
+      ),
+    ).to.deep.equal([true, true, false, false])
+    expect(apiDocsEnabled(loadConfig({ NODE_ENV: 'production', API_DOCS: 'on', DATABASE_URL: 'postgres://o@db/x' }, 'release'))).to.equal(
+      true,
+    )
     expect(apiDocsEnabled(loadConfig({ NODE_ENV: 'development', API_DOCS: 'off' }, 'release'))).to.equal(false)
     expect(() => loadConfig({ API_DOCS: 'yes' }, 'release')).to.throw(ConfigError, 'API_DOCS')
   })
@@ -37,7 +59,9 @@ describe('pages: the API reference and the operator console', () => {
       const page = await fetch(`${on.url}/docs/`)
       expect(page.status).to.equal(200)
       expect(page.headers.get('content-security-policy')).to.include("default-src 'none'").and.include("script-src 'self'")
-      expect(await page.text()).to.include('swagger-ui-bundle.js').and.not.match(/https?:\/\//)
+      expect(await page.text())
+        .to.include('swagger-ui-bundle.js')
+        .and.not.match(/https?:\/\//)
       const bundle = await fetch(`${on.url}/docs/swagger-ui-bundle.js`)
       expect(bundle.headers.get('content-type')).to.match(/javascript/)
       expect((await fetch(`${on.url}/docs/oauth2-redirect.html`)).status, 'only the two files the page needs').to.equal(404)
@@ -53,16 +77,28 @@ describe('pages: the API reference and the operator console', () => {
       const page = await fetch(`${app.url}/platform-admin/`)
       expect(page.status).to.equal(200)
       const csp = page.headers.get('content-security-policy')!
-      expect(csp.split('; ')).to.include.members(["default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'", "form-action 'none'", "base-uri 'none'"])
+      expect(csp.split('; ')).to.include.members([
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "connect-src 'self'",
+        "frame-ancestors 'none'",
+        "form-action 'none'",
+        "base-uri 'none'",
+      ])
       expect(csp).not.to.include('unsafe')
       expect((await fetch(`${app.url}/platform-admin/console.js`)).headers.get('content-type')).to.match(/javascript/)
     } finally {
       await app.close()
     }
     const html = await readFile(new URL('../public/platform-admin/index.html', import.meta.url), 'utf8')
-    expect(html).not.to.match(/<script(?![^>]*\bsrc=)[^>]*>/).and.not.match(/<style|\sstyle=|\son[a-z]+=/i)
+    expect(html)
+      .not.to.match(/<script(?![^>]*\bsrc=)[^>]*>/)
+      .and.not.match(/<style|\sstyle=|\son[a-z]+=/i)
     const script = await readFile(new URL('../public/platform-admin/console.js', import.meta.url), 'utf8')
-    expect(script, 'server values are written as text, never as HTML').not.to.match(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(/)
+    expect(script, 'server values are written as text, never as HTML').not.to.match(
+      /innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(/,
+    )
     expect(script, 'the token never goes into a cookie').not.to.match(/document\.cookie|localStorage/)
   })
 })

@@ -23,8 +23,22 @@ describe('HTTP contract of POST /password-recoveries', () => {
     const app = createApp({
       db,
       logger: logs.logger,
-      challenges: { boss: {} as PgBoss, outboxKey: keys.outboxKey, codeHashKey: keys.codeHashKey, challengeTtlSeconds: 600, clock: () => new Date(), logger: logs.logger, channels: new Set(['email']) },
-      invitations: { boss: {} as PgBoss, outboxKey: keys.outboxKey, codeHashKey: keys.codeHashKey, invitationTtlSeconds: 3_600, clock: () => new Date() },
+      challenges: {
+        boss: {} as PgBoss,
+        outboxKey: keys.outboxKey,
+        codeHashKey: keys.codeHashKey,
+        challengeTtlSeconds: 600,
+        clock: () => new Date(),
+        logger: logs.logger,
+        channels: new Set(['email']),
+      },
+      invitations: {
+        boss: {} as PgBoss,
+        outboxKey: keys.outboxKey,
+        codeHashKey: keys.codeHashKey,
+        invitationTtlSeconds: 3_600,
+        clock: () => new Date(),
+      },
       clientLimitPerMinute: 1_000,
       metrics: { openWithoutToken: true },
     })
@@ -54,7 +68,11 @@ describe('HTTP contract of POST /password-recoveries', () => {
   })
 
   it('answers an unknown field or a wrong type with 422 invalid_request, naming the field', async () => {
-    const problem = (await expectProblem(await post(JSON.stringify({ identifier: 'a@b.co', admin: true })), 422, 'invalid_request')) as unknown as { errors: unknown[] }
+    const problem = (await expectProblem(
+      await post(JSON.stringify({ identifier: 'a@b.co', admin: true })),
+      422,
+      'invalid_request',
+    )) as unknown as { errors: unknown[] }
     expect(JSON.stringify(problem.errors)).to.include('admin')
     await expectProblem(await post(JSON.stringify({ identifier: 42 })), 422, 'invalid_request')
     await expectProblem(await post(JSON.stringify([])), 422, 'invalid_request')

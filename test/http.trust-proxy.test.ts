@@ -10,10 +10,18 @@ async function postFrom(localAddress: string, base: string, path: string, body: 
   const url = new URL(path, base)
   const payload = JSON.stringify(body)
   return await new Promise<{ status: number; headers: IncomingHttpHeaders }>((resolve, reject) => {
-    const req = request(url, { method: 'POST', localAddress, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...headers } }, (res) => {
-      res.resume()
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }))
-    })
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        localAddress,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...headers },
+      },
+      (res) => {
+        res.resume()
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }))
+      },
+    )
     req.on('error', reject)
     req.end(payload)
   })
@@ -28,7 +36,13 @@ async function startRouter(upstream: string): Promise<{ url: string; stop: () =>
   const server: Server = createServer((req, res) => {
     const forwarded = [req.headers['x-forwarded-for'], req.socket.remoteAddress].filter(Boolean).join(', ')
     const outgoing = request(
-      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host, 'x-forwarded-for': forwarded } },
+      {
+        host: target.hostname,
+        port: target.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, host: target.host, 'x-forwarded-for': forwarded },
+      },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers)
         answer.pipe(res)
@@ -55,7 +69,12 @@ describe('TRUST_PROXY configuration', () => {
     expect(loadConfig({ TRUST_PROXY: '1' }, 'web').TRUST_PROXY).to.equal(1)
     expect(loadConfig({ TRUST_PROXY: 'true' }, 'web').TRUST_PROXY).to.equal(true)
     expect(loadConfig({ TRUST_PROXY: 'false' }, 'web').TRUST_PROXY).to.equal(false)
-    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 192.168.1.7,loopback, fd00::/8' }, 'web').TRUST_PROXY).to.deep.equal(['10.0.0.0/8', '192.168.1.7', 'loopback', 'fd00::/8'])
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 192.168.1.7,loopback, fd00::/8' }, 'web').TRUST_PROXY).to.deep.equal([
+      '10.0.0.0/8',
+      '192.168.1.7',
+      'loopback',
+      'fd00::/8',
+    ])
     for (const bad of ['yes', '10.0.0.0/33', 'example.com', '1.2.3', '-1']) {
       expect(() => loadConfig({ TRUST_PROXY: bad }, 'web'), bad).to.throw(/TRUST_PROXY/)
     }
@@ -84,7 +103,9 @@ describe('per-client limit behind a router (TRUST_PROXY=1)', () => {
   it('does not let a client escape its bucket by sending its own X-Forwarded-For through the router', async () => {
     const statuses: number[] = []
     for (let i = 0; i < 4; i++) {
-      statuses.push((await postFrom('127.0.0.4', router.url, '/password-recoveries', recovery(), { 'x-forwarded-for': `203.0.113.${i + 1}` })).status)
+      statuses.push(
+        (await postFrom('127.0.0.4', router.url, '/password-recoveries', recovery(), { 'x-forwarded-for': `203.0.113.${i + 1}` })).status,
+      )
     }
     expect(statuses).to.deep.equal([202, 202, 202, 429])
   })
@@ -96,7 +117,10 @@ describe('per-client limit with TRUST_PROXY off', () => {
   it('ignores a forged X-Forwarded-For: rotating it does not buy a client more requests', async () => {
     const statuses: number[] = []
     for (let i = 0; i < 4; i++) {
-      statuses.push((await postFrom('127.0.0.5', f.stack.web.url, '/password-recoveries', recovery(), { 'x-forwarded-for': `198.51.100.${i + 1}` })).status)
+      statuses.push(
+        (await postFrom('127.0.0.5', f.stack.web.url, '/password-recoveries', recovery(), { 'x-forwarded-for': `198.51.100.${i + 1}` }))
+          .status,
+      )
     }
     expect(statuses).to.deep.equal([202, 202, 202, 429])
   })

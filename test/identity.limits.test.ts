@@ -54,7 +54,8 @@ describe('per-client limit on the public routes', () => {
 
 describe('account enumeration through timing and answers, at concurrency 16', () => {
   const f = useWebStack({ worker: false })
-  const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!
+  const percentile = (values: number[], p: number) =>
+    [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!
   const perSide = 150
   // A guard, not the measurement (that is `npm run bench`, ≤ 5 ms / ≤ 15 ms): bounds several times
   // wider than the differences measured, so a loaded CI machine does not make it flaky.
@@ -75,7 +76,14 @@ describe('account enumeration through timing and answers, at concurrency 16', ()
       const known = Array.from({ length: perSide }, () => uniqueEmail('known'))
       for (const email of known) await createVerifiedIdentity(f.db.owner, email)
       const unknown = Array.from({ length: perSide }, () => uniqueEmail('unknown'))
-      const requests = await Promise.all(known.flatMap((email, i) => [{ kind: 'known' as const, email }, { kind: 'unknown' as const, email: unknown[i]! }]).map(async (request) => ({ ...request, headers: await flow.caller() })))
+      const requests = await Promise.all(
+        known
+          .flatMap((email, i) => [
+            { kind: 'known' as const, email },
+            { kind: 'unknown' as const, email: unknown[i]! },
+          ])
+          .map(async (request) => ({ ...request, headers: await flow.caller() })),
+      )
       const before = (await f.db.owner('outbox.security_outbox_messages')).length
 
       const samples = { known: [] as number[], unknown: [] as number[] }
@@ -86,10 +94,22 @@ describe('account enumeration through timing and answers, at concurrency 16', ()
           while (next < requests.length) {
             const { kind, email, headers } = requests[next++]!
             const started = performance.now()
-            const response = await checkedFetch(`${f.stack.web.url}${flow.route}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(flow.body(email)) })
+            const response = await checkedFetch(`${f.stack.web.url}${flow.route}`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json', ...headers },
+              body: JSON.stringify(flow.body(email)),
+            })
             const body = (await response.json()) as Record<string, unknown>
             samples[kind].push(performance.now() - started)
-            shapes.add(JSON.stringify([response.status, response.headers.get('content-type'), response.headers.get('content-length'), response.headers.get('cache-control'), Object.keys(body)]))
+            shapes.add(
+              JSON.stringify([
+                response.status,
+                response.headers.get('content-type'),
+                response.headers.get('content-length'),
+                response.headers.get('cache-control'),
+                Object.keys(body),
+              ]),
+            )
           }
         }),
       )
@@ -98,8 +118,15 @@ describe('account enumeration through timing and answers, at concurrency 16', ()
       // Recovery: a code to each known address and nothing for the others; sign-up: a sign-up code or the owner's recovery code; a sign-in method: a code either way.
       expect(sent).to.equal(flow.route === '/password-recoveries' ? perSide : 2 * perSide)
 
-      const [known50, unknown50, known90, unknown90] = [percentile(samples.known, 50), percentile(samples.unknown, 50), percentile(samples.known, 90), percentile(samples.unknown, 90)]
-      process.stdout.write(`      latency ms known p50 ${known50.toFixed(1)} p90 ${known90.toFixed(1)} | unknown p50 ${unknown50.toFixed(1)} p90 ${unknown90.toFixed(1)}\n`)
+      const [known50, unknown50, known90, unknown90] = [
+        percentile(samples.known, 50),
+        percentile(samples.unknown, 50),
+        percentile(samples.known, 90),
+        percentile(samples.unknown, 90),
+      ]
+      process.stdout.write(
+        `      latency ms known p50 ${known50.toFixed(1)} p90 ${known90.toFixed(1)} | unknown p50 ${unknown50.toFixed(1)} p90 ${unknown90.toFixed(1)}\n`,
+      )
       expect(Math.abs(known50 - unknown50)).to.be.below(bounds.p50)
       expect(Math.abs(known90 - unknown90)).to.be.below(bounds.p90)
     })

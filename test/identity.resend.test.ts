@@ -37,7 +37,8 @@ describe('resend and supersede', () => {
     return open(keys.outboxKey, envelope, envelopeContext(messageId, message.purpose, message.channel, message.destination)).toString()
   }
   const recover = (email: string) => stack.call('POST', '/password-recoveries', { identifier: email })
-  const complete = (email: string, code: string) => stack.call('POST', '/password-recoveries/completion', { identifier: email, code, newPassword: 'the new password' })
+  const complete = (email: string, code: string) =>
+    stack.call('POST', '/password-recoveries/completion', { identifier: email, code, newPassword: 'the new password' })
 
   it('lets exactly one of 20 concurrent resends through: one live message, the rest superseded, only the newest code verifies', async () => {
     const email = uniqueEmail('race')
@@ -53,8 +54,16 @@ describe('resend and supersede', () => {
     const messages = await messagesOf(email)
     const live = messages.filter((message) => message.state !== 'dead_lettered')
     expect(live).to.have.length(1)
-    const reasons = await db.owner('outbox.security_outbox_dead_letters').whereIn('message_id', messages.filter((m) => m.state === 'dead_lettered').map((m) => m.id)).pluck('reason')
-    expect(reasons).to.have.length(messages.length - 1).and.to.satisfy((all: string[]) => all.every((reason) => reason === 'superseded_by_resend'))
+    const reasons = await db
+      .owner('outbox.security_outbox_dead_letters')
+      .whereIn(
+        'message_id',
+        messages.filter((m) => m.state === 'dead_lettered').map((m) => m.id),
+      )
+      .pluck('reason')
+    expect(reasons)
+      .to.have.length(messages.length - 1)
+      .and.to.satisfy((all: string[]) => all.every((reason) => reason === 'superseded_by_resend'))
     expect(await rows.ciphertexts(first.id), 'the superseded secret is erased').to.equal(0)
 
     const newCode = await codeOf(live[0].id)
@@ -86,7 +95,9 @@ describe('resend and supersede', () => {
     const provider = scriptedProvider(() => ({ providerMessageId: 'newer-send' }))
     await deliverOne(harness.deps({ email: provider }), await harness.nextJob())
     expect(await rows.message(newer.id)).to.include({ state: 'published', attempt_count: 1 })
-    expect(await db.owner('outbox.security_outbox_attempts').whereIn('message_id', [older.id, newer.id]).pluck('provider_message_id')).to.deep.equal(['newer-send'])
+    expect(
+      await db.owner('outbox.security_outbox_attempts').whereIn('message_id', [older.id, newer.id]).pluck('provider_message_id'),
+    ).to.deep.equal(['newer-send'])
   })
 
   it('dead-letters the unsent message of a consumed challenge, and nothing is sent for it afterwards', async () => {

@@ -25,7 +25,10 @@ describe('key rotation with live messages', () => {
     }
   })
 
-  const rings = (outboxRing: KeyRing, hashRing: KeyRing) => ({ OUTBOX_ENCRYPTION_KEYS: ringSetting(outboxRing), CODE_HASH_KEYS: ringSetting(hashRing) })
+  const rings = (outboxRing: KeyRing, hashRing: KeyRing) => ({
+    OUTBOX_ENCRYPTION_KEYS: ringSetting(outboxRing),
+    CODE_HASH_KEYS: ringSetting(hashRing),
+  })
   async function web(settings: Record<string, string>): Promise<string> {
     const process = f.web(settings)
     running.push(process)
@@ -50,18 +53,34 @@ describe('key rotation with live messages', () => {
     const message = await f.db.owner('outbox.security_outbox_messages').where({ destination: email }).orderBy('created_at', 'desc').first()
     return message.id as string
   }
-  const complete = async (url: string, email: string, code: string) => (await post(url, '/password-recoveries/completion', { identifier: email, code, newPassword: 'a brand new passphrase' })).status
+  const complete = async (url: string, email: string, code: string) =>
+    (await post(url, '/password-recoveries/completion', { identifier: email, code, newPassword: 'a brand new passphrase' })).status
   async function codeSentTo(email: string): Promise<string> {
-    const [sent] = await eventually(async () => {
-      const emails = await inbox(f.emulator.url, email)
-      return emails.length > 0 ? emails : undefined
-    }, `a code for ${email}`, 20_000)
+    const [sent] = await eventually(
+      async () => {
+        const emails = await inbox(f.emulator.url, email)
+        return emails.length > 0 ? emails : undefined
+      },
+      `a code for ${email}`,
+      20_000,
+    )
     return /\b(\d{6})\b/.exec(sent!.body.text ?? '')![1]!
   }
-  const envelopeOf = async (messageId: string) => ((await f.db.owner('outbox.security_outbox_ciphertexts').where({ message_id: messageId }).first())?.envelope as string | undefined)
-  const state = async (messageId: string) => (await f.db.owner('outbox.security_outbox_messages').where({ id: messageId }).first()).state as string
+  const envelopeOf = async (messageId: string) =>
+    (await f.db.owner('outbox.security_outbox_ciphertexts').where({ message_id: messageId }).first())?.envelope as string | undefined
+  const state = async (messageId: string) =>
+    (await f.db.owner('outbox.security_outbox_messages').where({ id: messageId }).first()).state as string
   /** README's check before dropping key `id`: no open message is still sealed under it. */
-  const sealedUnder = async (id: string) => Number((await f.db.owner('outbox.security_outbox_ciphertexts').count({ n: '*' }).where('envelope', 'like', `v2.${id}.%`).orWhere('envelope', 'like', 'v1.%'))[0]!.n)
+  const sealedUnder = async (id: string) =>
+    Number(
+      (
+        await f.db
+          .owner('outbox.security_outbox_ciphertexts')
+          .count({ n: '*' })
+          .where('envelope', 'like', `v2.${id}.%`)
+          .orWhere('envelope', 'like', 'v1.%')
+      )[0]!.n,
+    )
   const person = async () => {
     const email = uniqueEmail('rotation')
     await createVerifiedIdentity(f.db.owner, email)
@@ -102,10 +121,16 @@ describe('key rotation with live messages', () => {
     const m2 = await recover(url, p2)
     expect(await envelopeOf(m2)).to.match(/^v2\.b\./)
     const straggler = await worker(step1)
-    await eventually(async () => ((await state(m2)) === 'published' ? true : undefined), 'the step-1 worker to deliver a step-2 message', 20_000)
+    await eventually(
+      async () => ((await state(m2)) === 'published' ? true : undefined),
+      'the step-1 worker to deliver a step-2 message',
+      20_000,
+    )
     await stop(straggler)
     delivering = await worker(step2)
-    expect(await complete(url, p1, await codeSentTo(p1)), 'a code hashed under the old key, sealed under it, verifies at step 2').to.equal(204)
+    expect(await complete(url, p1, await codeSentTo(p1)), 'a code hashed under the old key, sealed under it, verifies at step 2').to.equal(
+      204,
+    )
     expect(await complete(url, p2, await codeSentTo(p2))).to.equal(204)
     const lingeringCode = await codeSentTo(lingering)
     await stop(delivering)
@@ -126,22 +151,41 @@ describe('key rotation with live messages', () => {
     delivering = await worker(after)
     expect(await complete(url, p3, await codeSentTo(p3)), 'a new-key message and code after the drop').to.equal(204)
     expect(await state(m3)).to.equal('published')
-    expect(await complete(url, lingering, lingeringCode), 'a code hashed under a dropped key no longer verifies: why step 3 waits').to.equal(422)
+    expect(
+      await complete(url, lingering, lingeringCode),
+      'a code hashed under a dropped key no longer verifies: why step 3 waits',
+    ).to.equal(422)
 
     // Dropped too early: a message still sealed under the old key is dead-lettered, never sent.
     const early = await person()
     await f.harness.api.transaction((trx) =>
       requestPasswordRecoveryTx(
         trx,
-        { boss: f.harness.webBoss, outboxKey: [outbox.a], codeHashKey: hash.a.key, challengeTtlSeconds: 600, clock: () => new Date(), logger: f.logs.logger, channels: new Set(['email']) },
+        {
+          boss: f.harness.webBoss,
+          outboxKey: [outbox.a],
+          codeHashKey: hash.a.key,
+          challengeTtlSeconds: 600,
+          clock: () => new Date(),
+          logger: f.logs.logger,
+          channels: new Set(['email']),
+        },
         parseIdentifier(early)!,
       ),
     )
     const stranded = (await f.db.owner('outbox.security_outbox_messages').where({ destination: early }).first()).id as string
-    await eventually(async () => ((await state(stranded)) === 'dead_lettered' ? true : undefined), 'the stranded message to be dead-lettered', 20_000)
-    expect(await f.db.owner('outbox.security_outbox_dead_letters').where({ message_id: stranded }).first()).to.include({ reason: 'decryption_failed' })
+    await eventually(
+      async () => ((await state(stranded)) === 'dead_lettered' ? true : undefined),
+      'the stranded message to be dead-lettered',
+      20_000,
+    )
+    expect(await f.db.owner('outbox.security_outbox_dead_letters').where({ message_id: stranded }).first()).to.include({
+      reason: 'decryption_failed',
+    })
     expect(await inbox(f.emulator.url, early)).to.deep.equal([])
-    expect(delivering.output()).to.match(/"security":true/).and.to.include('SECURITY: security outbox envelope failed to open')
+    expect(delivering.output())
+      .to.match(/"security":true/)
+      .and.to.include('SECURITY: security outbox envelope failed to open')
     for (const key of [outbox.a.key, outbox.b.key, hash.a.key, hash.b.key]) {
       expect(running.map((process) => process.output()).join('')).not.to.include(key.toString('base64'))
     }
@@ -157,8 +201,14 @@ describe('key rotation with live messages', () => {
     await f.db.owner('outbox.security_outbox_messages').where({ id: messageId }).update({ destination: attacker })
 
     const delivering = await worker(settings)
-    await eventually(async () => ((await state(messageId)) === 'dead_lettered' ? true : undefined), 'the edited message to be dead-lettered', 20_000)
-    expect(await f.db.owner('outbox.security_outbox_dead_letters').where({ message_id: messageId }).first()).to.include({ reason: 'decryption_failed' })
+    await eventually(
+      async () => ((await state(messageId)) === 'dead_lettered' ? true : undefined),
+      'the edited message to be dead-lettered',
+      20_000,
+    )
+    expect(await f.db.owner('outbox.security_outbox_dead_letters').where({ message_id: messageId }).first()).to.include({
+      reason: 'decryption_failed',
+    })
     expect(await inbox(f.emulator.url, attacker), 'nothing reached the edited destination').to.deep.equal([])
     expect(await inbox(f.emulator.url, victim)).to.deep.equal([])
     expect(await envelopeOf(messageId), 'the ciphertext is gone').to.equal(undefined)
@@ -167,7 +217,10 @@ describe('key rotation with live messages', () => {
 
   it('keeps counting a rate-limit budget across a CODE_HASH_KEYS rotation: hits under every listed key count, hits under a dropped key no longer do', async function () {
     this.timeout(90_000)
-    const [c, d] = [{ id: 'c', key: randomBytes(32) }, { id: 'd', key: randomBytes(32) }]
+    const [c, d] = [
+      { id: 'c', key: randomBytes(32) },
+      { id: 'd', key: randomBytes(32) },
+    ]
     const limit = { CLIENT_RATE_LIMIT_PER_MINUTE: '4' }
     const ask = async (url: string) => (await post(url, '/password-recoveries', { identifier: uniqueEmail('nobody') })).status
     // Mid-deploy of step 2: one process still on step 1 (new key second), one on step 2 (new key first).

@@ -5,10 +5,20 @@ import { capturingLogger } from './support/helpers.ts'
 describe('log redaction', () => {
   it('redacts secret-bearing keys at any depth', () => {
     expect(
-      redact({ code: '123456', nested: { token: 't', password: 'p', Authorization: 'Bearer abc', envelope: 'v1.x', destination: 'a@b.co' }, messageId: 'm-1' }),
+      redact({
+        code: '123456',
+        nested: { token: 't', password: 'p', Authorization: 'Bearer abc', envelope: 'v1.x', destination: 'a@b.co' },
+        messageId: 'm-1',
+      }),
     ).to.deep.equal({
       code: '[redacted]',
-      nested: { token: '[redacted]', password: '[redacted]', Authorization: '[redacted]', envelope: '[redacted]', destination: '[redacted]' },
+      nested: {
+        token: '[redacted]',
+        password: '[redacted]',
+        Authorization: '[redacted]',
+        envelope: '[redacted]',
+        destination: '[redacted]',
+      },
       messageId: 'm-1',
     })
   })

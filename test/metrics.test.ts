@@ -5,8 +5,20 @@ import { eventually, uniqueEmail, workerConfig } from './support/helpers.ts'
 import { useWebStack } from './support/web-stack.ts'
 import { checkedFetch } from './support/api-check.ts'
 
-const WEB_METRICS = ['sealpost_outbox_messages', 'sealpost_outbox_oldest_due_pending_age_seconds', 'sealpost_outbox_dead_letters_last_24h', 'sealpost_outbox_queue_jobs', 'sealpost_outbox_metrics_scrape_ok']
-const WORKER_METRICS = ['sealpost_delivery_attempts_total', 'sealpost_dead_letters_total', 'sealpost_send_duration_seconds', 'sealpost_commit_to_send_seconds', 'sealpost_maintenance_rows_total']
+const WEB_METRICS = [
+  'sealpost_outbox_messages',
+  'sealpost_outbox_oldest_due_pending_age_seconds',
+  'sealpost_outbox_dead_letters_last_24h',
+  'sealpost_outbox_queue_jobs',
+  'sealpost_outbox_metrics_scrape_ok',
+]
+const WORKER_METRICS = [
+  'sealpost_delivery_attempts_total',
+  'sealpost_dead_letters_total',
+  'sealpost_send_duration_seconds',
+  'sealpost_commit_to_send_seconds',
+  'sealpost_maintenance_rows_total',
+]
 
 describe('metrics', () => {
   // The web reads "now" from this clock: moving it forward stands in for time passing with no worker.
@@ -34,12 +46,25 @@ describe('metrics', () => {
     expect(lag(stalled), 'the lag after 90 s without a worker').to.be.within(89, 92)
 
     const worker = await startWorker({
-      config: workerConfig({ WORKER_METRICS_PORT: 0 }), workerUrl: f.db.workerUrl, keys: f.keys, logger: f.logs.logger,
-      providers: [createSesConnector({ region: 'us-east-1', fromAddress: 'no-reply@sealpost.test', endpoint: f.stack.emulator.url, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } })],
+      config: workerConfig({ WORKER_METRICS_PORT: 0 }),
+      workerUrl: f.db.workerUrl,
+      keys: f.keys,
+      logger: f.logs.logger,
+      providers: [
+        createSesConnector({
+          region: 'us-east-1',
+          fromAddress: 'no-reply@sealpost.test',
+          endpoint: f.stack.emulator.url,
+          credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+        }),
+      ],
     })
     try {
       await eventually(async () => (lag(await scrape()) === 0 ? true : undefined), 'the lag to fall once a worker runs')
-      await eventually(async () => (/^sealpost_outbox_messages\{state="published"\} 1$/m.test(await scrape()) ? true : undefined), 'the message to be published')
+      await eventually(
+        async () => (/^sealpost_outbox_messages\{state="published"\} 1$/m.test(await scrape()) ? true : undefined),
+        'the message to be published',
+      )
       const workerText = await (await fetch(`${worker.metricsUrl}/metrics`)).text()
       for (const name of WORKER_METRICS) expect(workerText, name).to.include(`# TYPE ${name}`)
       expect(workerText).to.match(/^sealpost_delivery_attempts_total\{outcome="published",failure_class=""\} 1$/m)

@@ -18,7 +18,8 @@ function registeredRoutes(app: Express): string[] {
   const walk = (stack: Layer[], prefix: string) => {
     for (const layer of stack) {
       if (layer.route) {
-        for (const method of Object.keys(layer.route.methods).filter((m) => m !== '_all')) found.push(`${method.toUpperCase()} ${prefix}${layer.route.path}`)
+        for (const method of Object.keys(layer.route.methods).filter((m) => m !== '_all'))
+          found.push(`${method.toUpperCase()} ${prefix}${layer.route.path}`)
       } else if (layer.handle.stack) {
         walk(layer.handle.stack, layer.slash ? prefix : `${prefix}${String(layer.rawPath)}`)
       }
@@ -32,10 +33,19 @@ function registeredRoutes(app: Express): string[] {
 function offlineApp(): Express {
   const db = knex({ client: 'pg' })
   const challenges = { boss: {}, outboxKey: Buffer.alloc(32), codeHashKey: Buffer.alloc(32), clock: () => new Date() }
-  return createApp({ db, challenges, invitations: challenges, logger: capturingLogger().logger, clientLimitPerMinute: 60, apiDocs: true } as unknown as WebDeps)
+  return createApp({
+    db,
+    challenges,
+    invitations: challenges,
+    logger: capturingLogger().logger,
+    clientLimitPerMinute: 60,
+    apiDocs: true,
+  } as unknown as WebDeps)
 }
 
-type Doc = { paths: Record<string, Record<string, { operationId?: string; tags?: string[]; security?: unknown; responses: Record<string, unknown> }>> }
+type Doc = {
+  paths: Record<string, Record<string, { operationId?: string; tags?: string[]; security?: unknown; responses: Record<string, unknown> }>>
+}
 
 async function lint(document: unknown): Promise<{ code: number; output: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'sealpost-openapi-'))
@@ -45,7 +55,11 @@ async function lint(document: unknown): Promise<{ code: number; output: string }
     // Telemetry and the update check off: the lint runs without a network.
     const env = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' }
     try {
-      const { stdout, stderr } = await promisify(execFile)(process.execPath, [cli, 'lint', '--extends', 'recommended-strict', '--format', 'stylish', 'openapi.json'], { cwd: dir, env })
+      const { stdout, stderr } = await promisify(execFile)(
+        process.execPath,
+        [cli, 'lint', '--extends', 'recommended-strict', '--format', 'stylish', 'openapi.json'],
+        { cwd: dir, env },
+      )
       return { code: 0, output: stdout + stderr }
     } catch (error) {
       const failed = error as { code: number; stdout: string; stderr: string }
@@ -58,7 +72,9 @@ async function lint(document: unknown): Promise<{ code: number; output: string }
 
 describe('the OpenAPI document', () => {
   const doc = openApiDocument() as unknown as Doc
-  const documented = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path.replace(/\{([^}]+)\}/g, ':$1')}`)).sort()
+  const documented = Object.entries(doc.paths)
+    .flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path.replace(/\{([^}]+)\}/g, ':$1')}`))
+    .sort()
 
   it('describes every route Express registers, and nothing else', () => {
     expect(documented).to.deep.equal(registeredRoutes(offlineApp()))
@@ -77,12 +93,25 @@ describe('the OpenAPI document', () => {
 
   it('names the problem codes, headers and security of a staff reissue', () => {
     const reissue = doc.paths['/platform-admin/security-outbox/dead-letters/{messageId}/reissues']!.post! as unknown as {
-      security: unknown; parameters: { in: string; name: string; required: boolean }[]; responses: Record<string, { headers?: Record<string, unknown>; content?: Record<string, { schema: { allOf: { properties?: { code?: { enum: string[] } } }[] } }> }>
+      security: unknown
+      parameters: { in: string; name: string; required: boolean }[]
+      responses: Record<
+        string,
+        {
+          headers?: Record<string, unknown>
+          content?: Record<string, { schema: { allOf: { properties?: { code?: { enum: string[] } } }[] } }>
+        }
+      >
     }
     expect(reissue.security).to.deep.equal([{ bearer: [], elevation: [] }])
-    expect(reissue.parameters.map((p) => `${p.in}:${p.name}:${p.required}`)).to.have.members(['path:messageId:true', 'header:Idempotency-Key:true', 'header:X-Elevation-Token:true'])
+    expect(reissue.parameters.map((p) => `${p.in}:${p.name}:${p.required}`)).to.have.members([
+      'path:messageId:true',
+      'header:Idempotency-Key:true',
+      'header:X-Elevation-Token:true',
+    ])
     expect(reissue.responses['201']!.headers).to.have.key('Idempotent-Replayed')
-    const codes = (status: string) => reissue.responses[status]!.content!['application/problem+json']!.schema.allOf[1]!.properties!.code!.enum
+    const codes = (status: string) =>
+      reissue.responses[status]!.content!['application/problem+json']!.schema.allOf[1]!.properties!.code!.enum
     expect(codes('403')).to.have.members(['not_staff', 'elevation_required'])
     expect(codes('409')).to.include.members(['newer_message_exists', 'own_message'])
     expect(codes('422')).to.include('idempotency_key_required')

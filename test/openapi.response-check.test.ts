@@ -1,7 +1,10 @@
 import { expect } from 'chai'
 import { assertDocumentedAnswer } from './support/api-check.ts'
 
-const json = (body: unknown, extra: Record<string, string> = {}) => ({ headers: new Headers({ 'content-type': 'application/json; charset=utf-8', ...extra }), text: JSON.stringify(body) })
+const json = (body: unknown, extra: Record<string, string> = {}) => ({
+  headers: new Headers({ 'content-type': 'application/json; charset=utf-8', ...extra }),
+  text: JSON.stringify(body),
+})
 const problem = (status: number, code: string, extra: Record<string, string> = {}) => ({
   status,
   headers: new Headers({ 'content-type': 'application/problem+json; charset=utf-8', ...extra }),
@@ -24,13 +27,23 @@ describe('the response check every HTTP test goes through', () => {
   })
 
   it('refuses a body with a field the schema lacks, a wrong type, or another content type', () => {
-    expect(() => assertDocumentedAnswer(signUp, { status: 202, ...json({ challengeExpiresAt: '2026-12-01T08:00:00.000Z', delivered: true }) })).to.throw('body does not match')
-    expect(() => assertDocumentedAnswer(signUp, { status: 202, ...json({ challengeExpiresAt: 'tomorrow' }) })).to.throw('body does not match')
-    expect(() => assertDocumentedAnswer(signUp, { status: 202, headers: new Headers({ 'content-type': 'text/html' }), text: '<p>ok</p>' })).to.throw('content type text/html not documented')
-    expect(() => assertDocumentedAnswer({ method: 'DELETE', url: '/sessions/current' }, { status: 204, ...json({}) })).to.throw('documents no body')
+    expect(() =>
+      assertDocumentedAnswer(signUp, { status: 202, ...json({ challengeExpiresAt: '2026-12-01T08:00:00.000Z', delivered: true }) }),
+    ).to.throw('body does not match')
+    expect(() => assertDocumentedAnswer(signUp, { status: 202, ...json({ challengeExpiresAt: 'tomorrow' }) })).to.throw(
+      'body does not match',
+    )
+    expect(() =>
+      assertDocumentedAnswer(signUp, { status: 202, headers: new Headers({ 'content-type': 'text/html' }), text: '<p>ok</p>' }),
+    ).to.throw('content type text/html not documented')
+    expect(() => assertDocumentedAnswer({ method: 'DELETE', url: '/sessions/current' }, { status: 204, ...json({}) })).to.throw(
+      'documents no body',
+    )
   })
 
   it('refuses an answer from a route the document does not have', () => {
-    expect(() => assertDocumentedAnswer({ method: 'GET', url: '/platform-admin/secrets' }, { status: 200, ...json({}) })).to.throw('no operation in the API document')
+    expect(() => assertDocumentedAnswer({ method: 'GET', url: '/platform-admin/secrets' }, { status: 200, ...json({}) })).to.throw(
+      'no operation in the API document',
+    )
   })
 })

@@ -92,11 +92,18 @@ describe('organization names after the web', () => {
     const now = new Date()
     const later = new Date(now.getTime() + 86_400_000)
     const render = (organizationName: string, locale = 'en') =>
-      composeMessage(defaultTemplates(), { id: 'm', purpose: 'invitation', channel: 'email', locale, expires_at: later }, Buffer.from('token'), { organizationName, invitationLinkBaseUrl: 'https://app.sealpost.test', now })
+      composeMessage(
+        defaultTemplates(),
+        { id: 'm', purpose: 'invitation', channel: 'email', locale, expires_at: later },
+        Buffer.from('token'),
+        { organizationName, invitationLinkBaseUrl: 'https://app.sealpost.test', now },
+      )
     const legacy = render('Acme\nSecurity team: verify at https://evil.example')
     expect(legacy.text + (legacy.html ?? '')).to.not.include('evil')
     expect(legacy.text.split('\n')[0]).to.equal('You have been invited to join an organization on Sealpost.')
-    expect(render('Acme\u202Eevil', 'de').text.split('\n')[0]).to.equal('Sie wurden eingeladen, einer Organisation auf Sealpost beizutreten.')
+    expect(render('Acme\u202Eevil', 'de').text.split('\n')[0]).to.equal(
+      'Sie wurden eingeladen, einer Organisation auf Sealpost beizutreten.',
+    )
     expect(render('Acme Research').text).to.include('join Acme Research on Sealpost')
   })
 
@@ -106,7 +113,12 @@ describe('organization names after the web', () => {
     try {
       const { identityId } = await createVerifiedIdentity(db.owner, uniqueEmail('creator'))
       for (const name of ['Acme\u2028Verify', 'Acme \u202Emoc', 'evil\u200B.com', 'Acme\nVerify']) {
-        const code = await api('organization.organizations').insert({ id: uuidv7(), name, created_by: identityId }).then(() => 'allowed', (error: { code?: string }) => error.code)
+        const code = await api('organization.organizations')
+          .insert({ id: uuidv7(), name, created_by: identityId })
+          .then(
+            () => 'allowed',
+            (error: { code?: string }) => error.code,
+          )
         expect(code, JSON.stringify(name)).to.equal('23514')
       }
       await api('organization.organizations').insert({ id: uuidv7(), name: 'Acme Research', created_by: identityId })

@@ -25,7 +25,12 @@ describe('a PostgreSQL restart under traffic (a cluster of this file’s own)', 
       sesEndpoint: emulator.url,
       wasenderUrl: wasender.url,
       wasenderKey: 'outage-key',
-      extra: { SEND_TIMEOUT_MS: '1000', LEASE_SECONDS: String(LEASE_SECONDS), CLIENT_RATE_LIMIT_PER_MINUTE: '100000', INVITATION_LINK_BASE_URL: 'https://app.sealpost.test' },
+      extra: {
+        SEND_TIMEOUT_MS: '1000',
+        LEASE_SECONDS: String(LEASE_SECONDS),
+        CLIENT_RATE_LIMIT_PER_MINUTE: '100000',
+        INVITATION_LINK_BASE_URL: 'https://app.sealpost.test',
+      },
     })
   const spawnProcess = (type: 'web' | 'worker') => {
     const child = spawnCollecting('sh', ['-c', procfileCommand(type)], { env: env() })
@@ -60,7 +65,10 @@ describe('a PostgreSQL restart under traffic (a cluster of this file’s own)', 
   })
 
   const allFinal = async () => {
-    const rows: { state: string; n: string }[] = await owner('outbox.security_outbox_messages').select('state').count({ n: '*' }).groupBy('state')
+    const rows: { state: string; n: string }[] = await owner('outbox.security_outbox_messages')
+      .select('state')
+      .count({ n: '*' })
+      .groupBy('state')
     const counts = Object.fromEntries(rows.map((row) => [row.state, Number(row.n)]))
     return (counts.pending ?? 0) + (counts.leased ?? 0) === 0 ? counts : undefined
   }
@@ -75,11 +83,19 @@ describe('a PostgreSQL restart under traffic (a cluster of this file’s own)', 
       Array.from({ length: 8 }, async () => {
         while (running && next < people.length) {
           const identifier = people[next++]!
-          const response = await fetch(`${webUrl}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier }) })
+          const response = await fetch(`${webUrl}/password-recoveries`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ identifier }),
+          })
           await response.arrayBuffer()
           answers.push({ status: response.status, retryAfter: response.headers.get('retry-after') })
           // a signed-in route and readiness too: every kind of request meets the outage
-          const probe = await fetch(`${webUrl}/step-ups`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer not-a-token' }, body: '{}' })
+          const probe = await fetch(`${webUrl}/step-ups`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', authorization: 'Bearer not-a-token' },
+            body: '{}',
+          })
           await probe.arrayBuffer()
           answers.push({ status: probe.status, retryAfter: probe.headers.get('retry-after') })
         }
@@ -90,12 +106,19 @@ describe('a PostgreSQL restart under traffic (a cluster of this file’s own)', 
     await new Promise((resolve) => setTimeout(resolve, 300))
     await cluster.server.start()
     const atRestart = answers.length
-    await eventually(async () => (answers.slice(atRestart).filter((answer) => answer.status === 202).length >= 20 ? true : undefined), 'traffic to flow again after the restart', 30_000)
+    await eventually(
+      async () => (answers.slice(atRestart).filter((answer) => answer.status === 202).length >= 20 ? true : undefined),
+      'traffic to flow again after the restart',
+      30_000,
+    )
     running = false
     await traffic
 
     const statuses = [...new Set(answers.map((answer) => answer.status))].sort()
-    expect(answers.filter((answer) => answer.status >= 500 && answer.status !== 503), `statuses seen: ${statuses.join(', ')}`).to.deep.equal([])
+    expect(
+      answers.filter((answer) => answer.status >= 500 && answer.status !== 503),
+      `statuses seen: ${statuses.join(', ')}`,
+    ).to.deep.equal([])
     const unavailable = answers.filter((answer) => answer.status === 503)
     expect(unavailable.length, 'the restart was seen by some requests').to.be.greaterThan(0)
     for (const answer of unavailable) expect(Number(answer.retryAfter)).to.be.greaterThan(0)
@@ -118,7 +141,11 @@ describe('a PostgreSQL restart under traffic (a cluster of this file’s own)', 
     await late.waitFor(/"message":"waiting for the database"/, 'the late worker to wait')
     await lateWeb.waitFor(/"message":"waiting for the database"/, 'the late web to wait')
     // web, while down: a plain 503 with Retry-After
-    const down = await fetch(`${webUrl}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: people[people.length - 1] }) })
+    const down = await fetch(`${webUrl}/password-recoveries`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ identifier: people[people.length - 1] }),
+    })
     expect(down.status).to.equal(503)
     expect(down.headers.get('retry-after')).to.match(/^\d+$/)
     await cluster.server.start()
@@ -131,12 +158,20 @@ describe('a PostgreSQL restart under traffic (a cluster of this file’s own)', 
     try {
       const email = uniqueEmail('late')
       await createVerifiedIdentity(owner, email)
-      const response = await fetch(`${webUrl}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: email }) })
+      const response = await fetch(`${webUrl}/password-recoveries`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ identifier: email }),
+      })
       expect(response.status).to.equal(202)
-      await eventually(async () => {
-        const message = await owner('outbox.security_outbox_messages').where({ destination: email }).first()
-        return message?.state === 'published' ? true : undefined
-      }, 'the late worker to deliver', 30_000)
+      await eventually(
+        async () => {
+          const message = await owner('outbox.security_outbox_messages').where({ destination: email }).first()
+          return message?.state === 'published' ? true : undefined
+        },
+        'the late worker to deliver',
+        30_000,
+      )
     } finally {
       worker.child.kill('SIGCONT')
     }

@@ -25,23 +25,49 @@ describe('delivery events and suppressions in the database', () => {
     expect(canonicalDestination('whatsapp', '+4915112345678')).to.equal('+4915112345678')
     const key = randomBytes(32)
     expect(destinationHmac(key, 'email', 'Alice+x@example.com').equals(destinationHmac(key, 'email', 'alice@example.com'))).to.equal(true)
-    expect(destinationHmac(key, 'email', 'alice@example.com').equals(destinationHmac(randomBytes(32), 'email', 'alice@example.com'))).to.equal(false)
+    expect(
+      destinationHmac(key, 'email', 'alice@example.com').equals(destinationHmac(randomBytes(32), 'email', 'alice@example.com')),
+    ).to.equal(false)
   })
 
   it('the retention sweep takes a message’s events with it; its suppression stays, without the message', async () => {
     const at = new Date(Date.now() - 31 * DAY)
     const id = await insertOpenMessage(db.owner)
     await db.owner.transaction(async (trx) => {
-      await trx('outbox.security_outbox_messages').where({ id }).update({ state: 'leased', lease_job_id: randomUUID(), lease_retry_count: 0, leased_at: at })
-      await trx('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 1, outcome: 'published', duration_ms: 5, provider_message_id: 'ses-old' })
+      await trx('outbox.security_outbox_messages')
+        .where({ id })
+        .update({ state: 'leased', lease_job_id: randomUUID(), lease_retry_count: 0, leased_at: at })
+      await trx('outbox.security_outbox_attempts').insert({
+        message_id: id,
+        attempt_no: 1,
+        outcome: 'published',
+        duration_ms: 5,
+        provider_message_id: 'ses-old',
+      })
       await trx('outbox.security_outbox_ciphertexts').where({ message_id: id }).delete()
-      await trx('outbox.security_outbox_messages').where({ id }).update({ state: 'published', published_at: at, attempt_count: 1, destination_hmac: randomBytes(32) })
+      await trx('outbox.security_outbox_messages')
+        .where({ id })
+        .update({ state: 'published', published_at: at, attempt_count: 1, destination_hmac: randomBytes(32) })
     })
-    const { rows } = await db.owner.raw('SELECT * FROM outbox.record_delivery_event(?, ?, ?, ?, ?, ?, ?)', ['email', 'ses-old', 'bounced', 'Permanent/General', at, at, 'permanent_bounce'])
+    const { rows } = await db.owner.raw('SELECT * FROM outbox.record_delivery_event(?, ?, ?, ?, ?, ?, ?)', [
+      'email',
+      'ses-old',
+      'bounced',
+      'Permanent/General',
+      at,
+      at,
+      'permanent_bounce',
+    ])
     expect(rows[0]).to.include({ outcome: 'stored', message_id: id })
     // As the worker runs it: the cascade to the events needs no grant of its own.
     const worker = createKnex(db.workerUrl, { applicationName: 'events-worker', max: 1 })
-    const result = await runRetentionSweep({ db: worker, clock: () => new Date(), logger: capturingLogger().logger, publishedDays: 30, deadLetteredDays: 90 }).finally(() => worker.destroy())
+    const result = await runRetentionSweep({
+      db: worker,
+      clock: () => new Date(),
+      logger: capturingLogger().logger,
+      publishedDays: 30,
+      deadLetteredDays: 90,
+    }).finally(() => worker.destroy())
     expect(result.publishedDeleted).to.be.at.least(1)
     expect(await db.owner('outbox.security_outbox_delivery_events').where({ message_id: id })).to.have.length(0)
     const suppression = await db.owner('outbox.suppressed_destinations').where({ reason: 'permanent_bounce' }).first()
@@ -53,6 +79,8 @@ describe('delivery events and suppressions in the database', () => {
     await db.owner.migrate.down({ ...MIGRATION_CONFIG, name: '20261201000500_delivery_events' })
     expect((await db.owner.raw(`SELECT to_regclass('outbox.suppressed_destinations') AS t`)).rows[0].t).to.equal(null)
     await db.owner.migrate.latest(MIGRATION_CONFIG)
-    expect((await db.owner.raw(`SELECT to_regclass('outbox.suppressed_destinations') AS t`)).rows[0].t).to.equal('outbox.suppressed_destinations')
+    expect((await db.owner.raw(`SELECT to_regclass('outbox.suppressed_destinations') AS t`)).rows[0].t).to.equal(
+      'outbox.suppressed_destinations',
+    )
   })
 })

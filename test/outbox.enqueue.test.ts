@@ -61,7 +61,10 @@ describe('enqueue of a password-recovery code', () => {
         await requestPasswordRecoveryTx(trx, deps(), { kind: 'email', value: email })
         throw new Error('a later step of the request failed')
       })
-      .then(() => undefined, (error: Error) => error)
+      .then(
+        () => undefined,
+        (error: Error) => error,
+      )
     expect(failure?.message).to.equal('a later step of the request failed')
     expect(await counts()).to.deep.equal(NOTHING)
   })
@@ -88,7 +91,11 @@ describe('enqueue of a password-recovery code', () => {
 
     const message = await db.owner('outbox.security_outbox_messages').first()
     const { envelope } = await db.owner('outbox.security_outbox_ciphertexts').where({ message_id: message.id }).first()
-    const code = open(keys.outboxKey, envelope, envelopeContext(message.id, message.purpose, message.channel, message.destination)).toString('utf8')
+    const code = open(
+      keys.outboxKey,
+      envelope,
+      envelopeContext(message.id, message.purpose, message.channel, message.destination),
+    ).toString('utf8')
     expect(code).to.match(/^\d{6}$/)
 
     const hits = await columnsContaining(db.owner, code)

@@ -14,7 +14,11 @@ describe('security outbox invariants', () => {
   })
 
   const messages = () => db.owner('outbox.security_outbox_messages')
-  const failure = (promise: Promise<unknown>) => promise.then(() => undefined, (error: { code?: string }) => error)
+  const failure = (promise: Promise<unknown>) =>
+    promise.then(
+      () => undefined,
+      (error: { code?: string }) => error,
+    )
   const lease = { state: 'leased', lease_job_id: '01a22d1f-4e0c-7711-8dbc-3725e1d0239f', lease_retry_count: 0, leased_at: new Date() }
 
   async function publish(id: string) {
@@ -25,7 +29,13 @@ describe('security outbox invariants', () => {
       await trx('outbox.security_outbox_ciphertexts').where({ message_id: id }).delete()
     })
   }
-  const attempt = (id: string, attemptNo: number) => ({ message_id: id, attempt_no: attemptNo, outcome: 'retryable_error', failure_class: 'UNAVAILABLE', duration_ms: 1 })
+  const attempt = (id: string, attemptNo: number) => ({
+    message_id: id,
+    attempt_no: attemptNo,
+    outcome: 'retryable_error',
+    failure_class: 'UNAVAILABLE',
+    duration_ms: 1,
+  })
 
   it('never changes a final state', async () => {
     const id = await insertOpenMessage(db.owner)
@@ -47,7 +57,9 @@ describe('security outbox invariants', () => {
       await trx('outbox.security_outbox_messages').where({ id }).update({ attempt_count: 1 })
     })
     expect((await messages().where({ id }).first()).attempt_count).to.equal(1)
-    const repeated = await failure(db.owner('outbox.security_outbox_attempts').insert({ ...attempt(id, 1), outcome: 'published', failure_class: null }))
+    const repeated = await failure(
+      db.owner('outbox.security_outbox_attempts').insert({ ...attempt(id, 1), outcome: 'published', failure_class: null }),
+    )
     expect(repeated?.code).to.be.oneOf(['23000', '23505'])
     const third = await failure(db.owner('outbox.security_outbox_attempts').insert(attempt(id, 3)))
     expect(third?.code, 'attempt 3 before 2').to.equal('23000')
@@ -58,7 +70,9 @@ describe('security outbox invariants', () => {
 
   it('records an attempt only under a lease', async () => {
     const id = await insertOpenMessage(db.owner)
-    const error = await failure(db.owner('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 1, outcome: 'published', duration_ms: 1 }))
+    const error = await failure(
+      db.owner('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 1, outcome: 'published', duration_ms: 1 }),
+    )
     expect(error?.code).to.equal('23000')
   })
 
@@ -68,7 +82,9 @@ describe('security outbox invariants', () => {
       db.owner.transaction(async (trx) => {
         await trx('outbox.security_outbox_messages').where({ id }).update(lease)
         await trx('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 1, outcome: 'published', duration_ms: 1 })
-        await trx('outbox.security_outbox_messages').where({ id }).update({ state: 'published', published_at: new Date(), attempt_count: 1 })
+        await trx('outbox.security_outbox_messages')
+          .where({ id })
+          .update({ state: 'published', published_at: new Date(), attempt_count: 1 })
       }),
     )
     expect(error?.code).to.equal('23000')

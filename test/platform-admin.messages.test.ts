@@ -17,7 +17,10 @@ describe("staff: one message's history", () => {
   /** A signed-up, signed-in account; its code read from the SES emulator's inbox. */
   async function account(email = uniqueEmail('person')) {
     expect((await f.stack.call('POST', '/sign-ups', { identifier: email, password })).status).to.equal(202)
-    const [mail] = await eventually(async () => ((await inbox(f.stack.emulator.url, email)).length ? inbox(f.stack.emulator.url, email) : undefined), 'sign-up code')
+    const [mail] = await eventually(
+      async () => ((await inbox(f.stack.emulator.url, email)).length ? inbox(f.stack.emulator.url, email) : undefined),
+      'sign-up code',
+    )
     const code = /\b(\d{6})\b/.exec(mail!.body.text ?? '')![1]!
     expect((await f.stack.call('POST', '/sign-ups/confirmation', { identifier: email, code, password })).status).to.equal(201)
     const token = String((await f.stack.call('POST', '/sessions', { identifier: email, password })).body!.token)
@@ -37,11 +40,25 @@ describe("staff: one message's history", () => {
     const answer = await f.stack.call('GET', `${BASE}/messages/${dead.messageId}`, undefined, staff.auth)
 
     expect(answer.status).to.equal(200)
-    const body = answer.body as { message: Record<string, unknown>; attempts: Record<string, unknown>[]; deadLetter: Record<string, unknown> }
-    expect(body.message).to.include({ messageId: dead.messageId, purpose: 'password_recovery', channel: 'email', state: 'dead_lettered', attemptCount: 3 })
+    const body = answer.body as {
+      message: Record<string, unknown>
+      attempts: Record<string, unknown>[]
+      deadLetter: Record<string, unknown>
+    }
+    expect(body.message).to.include({
+      messageId: dead.messageId,
+      purpose: 'password_recovery',
+      channel: 'email',
+      state: 'dead_lettered',
+      attemptCount: 3,
+    })
     expect(body.message.maskedDestination).to.match(/^a•••\w@e•••\.com$/)
     expect(JSON.stringify(body)).not.to.include(destination.split('@')[0]!)
-    expect(body.attempts.map((a) => [a.attemptNo, a.outcome, a.failureClass])).to.deep.equal([[1, 'retryable_error', 'UNAVAILABLE'], [2, 'retryable_error', 'THROTTLED'], [3, 'failed', 'INDETERMINATE']])
+    expect(body.attempts.map((a) => [a.attemptNo, a.outcome, a.failureClass])).to.deep.equal([
+      [1, 'retryable_error', 'UNAVAILABLE'],
+      [2, 'retryable_error', 'THROTTLED'],
+      [3, 'failed', 'INDETERMINATE'],
+    ])
     expect(body.deadLetter).to.include({ reason: 'retries_exhausted', lastFailureClass: 'INDETERMINATE' })
   })
 
@@ -50,9 +67,16 @@ describe("staff: one message's history", () => {
     const person = await account()
     const message = await f.db.owner('outbox.security_outbox_messages').where({ destination: person.email }).first()
     const occurredAt = new Date(Date.now() - 60_000)
-    await f.db.owner('outbox.security_outbox_delivery_events').insert({ message_id: message.id, event: 'delivered', subtype: null, occurred_at: occurredAt })
+    await f.db
+      .owner('outbox.security_outbox_delivery_events')
+      .insert({ message_id: message.id, event: 'delivered', subtype: null, occurred_at: occurredAt })
     const answer = await f.stack.call('GET', `${BASE}/messages/${message.id}`, undefined, staff.auth)
-    expect(answer.body).to.nested.include({ 'message.state': 'published', 'attempts[0].outcome': 'published', 'attempts[0].failureClass': null, deadLetter: null })
+    expect(answer.body).to.nested.include({
+      'message.state': 'published',
+      'attempts[0].outcome': 'published',
+      'attempts[0].failureClass': null,
+      deadLetter: null,
+    })
     expect(answer.body!.events).to.have.length(1)
     expect(answer.body).to.nested.include({ 'events[0].event': 'delivered', 'events[0].subtype': null })
   })
@@ -65,29 +89,54 @@ describe("staff: one message's history", () => {
       expect(answer).to.deep.include({ status: 404 })
       expect(answer.body).to.include({ code: 'message_not_found' })
     }
-    const dead = await insertFailedDeadLetter(f.db.owner, { destination: uniqueEmail('victim'), failures: ['REJECTED'], reason: 'provider_rejected' })
-    expect((await f.stack.call('GET', `${BASE}/messages/${dead.messageId}`, undefined, stranger.auth)).body).to.include({ code: 'not_staff' })
+    const dead = await insertFailedDeadLetter(f.db.owner, {
+      destination: uniqueEmail('victim'),
+      failures: ['REJECTED'],
+      reason: 'provider_rejected',
+    })
+    expect((await f.stack.call('GET', `${BASE}/messages/${dead.messageId}`, undefined, stranger.auth)).body).to.include({
+      code: 'not_staff',
+    })
     expect((await f.stack.call('GET', `${BASE}/messages/${dead.messageId}`)).status).to.equal(401)
   })
 
   it('reads nothing for a web-role connection without a live staff session, whatever hash it passes (42501)', async () => {
     const staff = await staffMember()
     const stranger = await account()
-    const dead = await insertFailedDeadLetter(f.db.owner, { destination: uniqueEmail('victim'), failures: ['REJECTED'], reason: 'provider_rejected' })
+    const dead = await insertFailedDeadLetter(f.db.owner, {
+      destination: uniqueEmail('victim'),
+      failures: ['REJECTED'],
+      reason: 'provider_rejected',
+    })
     // The attack: a compromised web process calls the function directly with hashes it can make up or read.
     const web = createKnex(f.db.apiUrl, { applicationName: 'attacker', max: 1 })
     try {
       const call = (hash: Buffer) => web.raw('SELECT outbox.message_history(?, ?) AS h', [hash, dead.messageId])
       for (const hash of [Buffer.alloc(32), hashToken(stranger.token)]) {
-        const refused = await call(hash).then(() => undefined, (error: { code?: string }) => error.code)
+        const refused = await call(hash).then(
+          () => undefined,
+          (error: { code?: string }) => error.code,
+        )
         expect(refused).to.equal('42501')
       }
       expect((await call(hashToken(staff.token))).rows[0].h.message.messageId).to.equal(dead.messageId)
       // A signed-out staff session stops working at once.
       expect((await f.stack.call('DELETE', '/sessions/current', undefined, staff.auth)).status).to.equal(204)
-      expect(await call(hashToken(staff.token)).then(() => undefined, (error: { code?: string }) => error.code)).to.equal('42501')
+      expect(
+        await call(hashToken(staff.token)).then(
+          () => undefined,
+          (error: { code?: string }) => error.code,
+        ),
+      ).to.equal('42501')
       // And the web role still cannot read the tables behind it.
-      expect(await web('outbox.security_outbox_messages').first().then(() => undefined, (error: { code?: string }) => error.code)).to.equal('42501')
+      expect(
+        await web('outbox.security_outbox_messages')
+          .first()
+          .then(
+            () => undefined,
+            (error: { code?: string }) => error.code,
+          ),
+      ).to.equal('42501')
     } finally {
       await web.destroy()
     }

@@ -33,7 +33,11 @@ describe('npm start on a fresh checkout', () => {
       expect(await identity.exited, identity.output()).to.equal(0)
       expect(identity.output()).to.include('created a verified email identity')
 
-      const response = await checkedFetch(`${apiUrl}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: email }) })
+      const response = await checkedFetch(`${apiUrl}/password-recoveries`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ identifier: email }),
+      })
       expect(response.status).to.equal(202)
       const [mail] = await eventually(async () => {
         const mails = await inbox(inboxUrl!, email)
@@ -60,7 +64,14 @@ describe('Procfile processes', () => {
   let wasender: Awaited<ReturnType<typeof startFakeWasender>>
   const keys = testKeys()
   const production = () =>
-    productionEnvironment({ apiUrl: db.apiUrl, workerUrl: db.workerUrl, keys, sesEndpoint: emulator.url, wasenderUrl: wasender.url, wasenderKey: 'procfile-test-key' })
+    productionEnvironment({
+      apiUrl: db.apiUrl,
+      workerUrl: db.workerUrl,
+      keys,
+      sesEndpoint: emulator.url,
+      wasenderUrl: wasender.url,
+      wasenderKey: 'procfile-test-key',
+    })
 
   before(async () => {
     db = await createTestDatabase()
@@ -83,7 +94,11 @@ describe('Procfile processes', () => {
     const email = uniqueEmail('procfile')
     await createVerifiedIdentity(db.owner, email)
     expect((await checkedFetch(`${url}/healthz`)).status).to.equal(200)
-    const response = await checkedFetch(`${url}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: email }) })
+    const response = await checkedFetch(`${url}/password-recoveries`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ identifier: email }),
+    })
     expect(response.status).to.equal(202)
     await eventually(async () => ((await inbox(emulator.url, email)).length > 0 ? true : undefined), 'the worker process to deliver')
 

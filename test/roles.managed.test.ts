@@ -16,8 +16,18 @@ import { bareEnvironment, procfileCommand, productionEnvironment, spawnCollectin
  */
 describe('managed PostgreSQL without CREATEROLE', () => {
   const suffix = randomBytes(4).toString('hex')
-  const names = { owner: `mgd_owner_${suffix}`, web: `mgd_web_${suffix}`, worker: `mgd_worker_${suffix}`, database: `mgd_db_${suffix}`, foreign: `mgd_foreign_${suffix}` }
-  const passwords = { owner: randomBytes(12).toString('hex'), web: randomBytes(12).toString('hex'), worker: randomBytes(12).toString('hex') }
+  const names = {
+    owner: `mgd_owner_${suffix}`,
+    web: `mgd_web_${suffix}`,
+    worker: `mgd_worker_${suffix}`,
+    database: `mgd_db_${suffix}`,
+    foreign: `mgd_foreign_${suffix}`,
+  }
+  const passwords = {
+    owner: randomBytes(12).toString('hex'),
+    web: randomBytes(12).toString('hex'),
+    worker: randomBytes(12).toString('hex'),
+  }
   const spawned: Spawned[] = []
   let emulator: Awaited<ReturnType<typeof startSesEmulator>>
   let wasender: Awaited<ReturnType<typeof startFakeWasender>>
@@ -31,13 +41,15 @@ describe('managed PostgreSQL without CREATEROLE', () => {
       await client.end()
     }
   }
-  const url = (database: string, login: 'owner' | 'web' | 'worker') => withCredentials(testCluster().ownerUrl(database), names[login], passwords[login])
+  const url = (database: string, login: 'owner' | 'web' | 'worker') =>
+    withCredentials(testCluster().ownerUrl(database), names[login], passwords[login])
   function run(type: 'release' | 'web' | 'worker', env: NodeJS.ProcessEnv): Spawned {
     const process = spawnCollecting('sh', ['-c', procfileCommand(type)], { env })
     spawned.push(process)
     return process
   }
-  const releaseEnv = (database: string, extra: Record<string, string> = {}) => bareEnvironment({ NODE_ENV: 'production', DATABASE_URL: url(database, 'owner'), ...extra })
+  const releaseEnv = (database: string, extra: Record<string, string> = {}) =>
+    bareEnvironment({ NODE_ENV: 'production', DATABASE_URL: url(database, 'owner'), ...extra })
   const namedRoles = { SEALPOST_API_ROLE: names.web, SEALPOST_WORKER_ROLE: names.worker }
 
   before(async function () {
@@ -80,18 +92,21 @@ describe('managed PostgreSQL without CREATEROLE', () => {
 
   it('stops a release naming a role that does not exist, naming the variable', async function () {
     this.timeout(60_000)
-    const release = run('release', releaseEnv(names.database, { SEALPOST_API_ROLE: `nobody_${suffix}`, SEALPOST_WORKER_ROLE: names.worker }))
+    const release = run(
+      'release',
+      releaseEnv(names.database, { SEALPOST_API_ROLE: `nobody_${suffix}`, SEALPOST_WORKER_ROLE: names.worker }),
+    )
     expect(await release.exited).to.equal(1)
     expect(release.output()).to.include(`SEALPOST_API_ROLE names the role nobody_${suffix}, which does not exist`)
   })
 
-  it('shows PostgreSQL\'s own message and the remedy when the database refuses the release (42501)', async function () {
+  it("shows PostgreSQL's own message and the remedy when the database refuses the release (42501)", async function () {
     this.timeout(60_000)
     const release = run('release', releaseEnv(names.foreign, namedRoles))
     expect(await release.exited).to.equal(1)
     const output = release.output()
     expect(output).to.match(/release failed: permission denied for (database|schema) \S+ \(SQLSTATE 42501\)/)
-    expect(output).to.include('what to do: DATABASE_URL must be the database\'s owner')
+    expect(output).to.include("what to do: DATABASE_URL must be the database's owner")
     expect(output).not.to.include(passwords.owner)
   })
 
@@ -102,7 +117,15 @@ describe('managed PostgreSQL without CREATEROLE', () => {
     expect(release.output()).to.include('"message":"release complete"')
 
     const keys = testKeys()
-    const env = productionEnvironment({ apiUrl: url(names.database, 'web'), workerUrl: url(names.database, 'worker'), keys, sesEndpoint: emulator.url, wasenderUrl: wasender.url, wasenderKey: 'managed-key', extra: namedRoles })
+    const env = productionEnvironment({
+      apiUrl: url(names.database, 'web'),
+      workerUrl: url(names.database, 'worker'),
+      keys,
+      sesEndpoint: emulator.url,
+      wasenderUrl: wasender.url,
+      wasenderKey: 'managed-key',
+      extra: namedRoles,
+    })
     const web = run('web', env)
     const worker = run('worker', env)
     const [, api] = await web.waitFor(/"url":"(http:\/\/[^"]+)"/, 'the web process to listen')
@@ -113,7 +136,11 @@ describe('managed PostgreSQL without CREATEROLE', () => {
     try {
       const email = uniqueEmail('managed')
       await createVerifiedIdentity(owner, email)
-      const response = await fetch(`${api}/password-recoveries`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ identifier: email }) })
+      const response = await fetch(`${api}/password-recoveries`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ identifier: email }),
+      })
       expect(response.status).to.equal(202)
       const published = async () => {
         const message = await owner('outbox.security_outbox_messages').where({ destination: email }).first()
@@ -122,7 +149,12 @@ describe('managed PostgreSQL without CREATEROLE', () => {
       expect(await eventually(published, 'the code to be delivered and recorded', 20_000)).to.include({ attempt_count: 1 })
       expect(await inbox(emulator.url, email)).to.have.length(1)
       // Least privilege holds for the named roles as for the group roles.
-      const refused = await asWeb('outbox.security_outbox_ciphertexts').select('envelope').then(() => 'allowed', (error: { code?: string }) => error.code)
+      const refused = await asWeb('outbox.security_outbox_ciphertexts')
+        .select('envelope')
+        .then(
+          () => 'allowed',
+          (error: { code?: string }) => error.code,
+        )
       expect(refused).to.equal('42501')
     } finally {
       await Promise.all([owner.destroy(), asWeb.destroy()])

@@ -24,7 +24,10 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
     ['claim a message (lease it)', `UPDATE outbox.security_outbox_messages SET state = 'leased'`],
     ['publish a message', `UPDATE outbox.security_outbox_messages SET state = 'published', published_at = now()`],
     ['delete a message', 'DELETE FROM outbox.security_outbox_messages'],
-    ['record an attempt', `INSERT INTO outbox.security_outbox_attempts (message_id, attempt_no, outcome, duration_ms) VALUES ('${ID}', 1, 'published', 1)`],
+    [
+      'record an attempt',
+      `INSERT INTO outbox.security_outbox_attempts (message_id, attempt_no, outcome, duration_ms) VALUES ('${ID}', 1, 'published', 1)`,
+    ],
     ['write a dead letter', `INSERT INTO outbox.security_outbox_dead_letters (message_id, reason) VALUES ('${ID}', 'provider_rejected')`],
     ['pause a provider channel', `INSERT INTO outbox.provider_pauses (channel, paused_until) VALUES ('email', now())`],
     ['claim a pg-boss job', `UPDATE pgboss.job SET state = 'active' WHERE name = 'security-outbox'`],
@@ -33,20 +36,38 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
     ['run the identity retention', `SELECT * FROM identity.sweep_expired(now(), '1 day', 1)`],
     // Issue 13 item 7: only fresh jobs of the delivery queue, through the table or its partition.
     ['enqueue into the dead-letter queue', `INSERT INTO pgboss.job (name, data) VALUES ('security-outbox-dlq', '{"messageId": "${ID}"}')`],
-    ['enqueue into the dead-letter queue’s partition', `INSERT INTO pgboss.job_common (name, data) VALUES ('security-outbox-dlq', '{"messageId": "${ID}"}')`],
+    [
+      'enqueue into the dead-letter queue’s partition',
+      `INSERT INTO pgboss.job_common (name, data) VALUES ('security-outbox-dlq', '{"messageId": "${ID}"}')`,
+    ],
     ['enqueue into a maintenance queue', `INSERT INTO pgboss.job (name, data) VALUES ('security-outbox-expiry-purge', '{}')`],
-    ['forge a failed delivery job', `INSERT INTO pgboss.job (name, data, state) VALUES ('security-outbox', '{"messageId": "${ID}"}', 'failed')`],
-    ['forge an active delivery job', `INSERT INTO pgboss.job_common (name, data, state) VALUES ('security-outbox', '{"messageId": "${ID}"}', 'active')`],
+    [
+      'forge a failed delivery job',
+      `INSERT INTO pgboss.job (name, data, state) VALUES ('security-outbox', '{"messageId": "${ID}"}', 'failed')`,
+    ],
+    [
+      'forge an active delivery job',
+      `INSERT INTO pgboss.job_common (name, data, state) VALUES ('security-outbox', '{"messageId": "${ID}"}', 'active')`,
+    ],
     // Issue 13 item 8: the staff functions without a live staff session (a made-up token hash).
     ['read the backlog without a staff session', `SELECT * FROM outbox.backlog_summary('${NO_SESSION}', now())`],
-    ['page dead letters without a staff session', `SELECT * FROM outbox.dead_letter_page('${NO_SESSION}', now(), 50, NULL, NULL, NULL, NULL)`],
+    [
+      'page dead letters without a staff session',
+      `SELECT * FROM outbox.dead_letter_page('${NO_SESSION}', now(), 50, NULL, NULL, NULL, NULL)`,
+    ],
     ['read a reissue candidate without a staff session', `SELECT * FROM outbox.reissue_candidate('${NO_SESSION}', '${ID}', now())`],
     ['call the staff-session check itself', `SELECT platform.staff_identity_for_session('${NO_SESSION}', now())`],
     ['read the outbox counts behind the staff backlog', 'SELECT * FROM outbox.outbox_counts(now())'],
-    ['write a delivery event directly', `INSERT INTO outbox.security_outbox_delivery_events (message_id, event, occurred_at) VALUES ('${ID}', 'delivered', now())`],
+    [
+      'write a delivery event directly',
+      `INSERT INTO outbox.security_outbox_delivery_events (message_id, event, occurred_at) VALUES ('${ID}', 'delivered', now())`,
+    ],
     ['read delivery events', 'SELECT * FROM outbox.security_outbox_delivery_events'],
     ['read the suppression list', 'SELECT destination_hmac FROM outbox.suppressed_destinations'],
-    ['suppress a destination directly', `INSERT INTO outbox.suppressed_destinations (id, destination_hmac, channel, masked_destination, reason, since) VALUES ('${ID}', '\\x00', 'email', 'x', 'complaint', now())`],
+    [
+      'suppress a destination directly',
+      `INSERT INTO outbox.suppressed_destinations (id, destination_hmac, channel, masked_destination, reason, since) VALUES ('${ID}', '\\x00', 'email', 'x', 'complaint', now())`,
+    ],
     ['lift a suppression directly', 'DELETE FROM outbox.suppressed_destinations'],
     ['create a table', 'CREATE TABLE outbox.sneaky (id int)'],
     ['alter a table', 'ALTER TABLE identity.challenges ADD COLUMN sneaky int'],
@@ -61,7 +82,10 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
     ['read elevations', 'SELECT token_hash FROM identity.elevations'],
     ['read identities', 'SELECT status FROM identity.identities'],
     ['change a challenge', 'UPDATE identity.challenges SET consumed_at = now()'],
-    ['write a message', `INSERT INTO outbox.security_outbox_messages (id, purpose, challenge_id, channel, destination, expires_at) VALUES ('${ID}', 'step_up', '${ID}', 'email', 'x@y.z', now())`],
+    [
+      'write a message',
+      `INSERT INTO outbox.security_outbox_messages (id, purpose, challenge_id, channel, destination, expires_at) VALUES ('${ID}', 'step_up', '${ID}', 'email', 'x@y.z', now())`,
+    ],
     ['write a ciphertext', `INSERT INTO outbox.security_outbox_ciphertexts (message_id, envelope) VALUES ('${ID}', 'v1.a.b.c.d')`],
     ['rewrite an attempt', 'UPDATE outbox.security_outbox_attempts SET outcome = outcome'],
     ['delete an attempt directly', 'DELETE FROM outbox.security_outbox_attempts'],
@@ -69,9 +93,18 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
     ['add rate-limit hits', `INSERT INTO platform.rate_limit_hits (bucket_key, hit_at) VALUES ('\\x00', now())`],
     ['read the staff backlog', `SELECT * FROM outbox.backlog_summary('${NO_SESSION}', now())`],
     ['page dead letters', `SELECT * FROM outbox.dead_letter_page('${NO_SESSION}', now(), 50, NULL, NULL, NULL, NULL)`],
-    ['record a delivery event (the web’s webhook function)', `SELECT * FROM outbox.record_delivery_event('email', 'x', 'delivered', NULL, now(), now(), NULL)`],
-    ['write a delivery event directly', `INSERT INTO outbox.security_outbox_delivery_events (message_id, event, occurred_at) VALUES ('${ID}', 'delivered', now())`],
-    ['suppress a destination', `INSERT INTO outbox.suppressed_destinations (id, destination_hmac, channel, masked_destination, reason, since) VALUES ('${ID}', '\\x00', 'email', 'x', 'complaint', now())`],
+    [
+      'record a delivery event (the web’s webhook function)',
+      `SELECT * FROM outbox.record_delivery_event('email', 'x', 'delivered', NULL, now(), now(), NULL)`,
+    ],
+    [
+      'write a delivery event directly',
+      `INSERT INTO outbox.security_outbox_delivery_events (message_id, event, occurred_at) VALUES ('${ID}', 'delivered', now())`,
+    ],
+    [
+      'suppress a destination',
+      `INSERT INTO outbox.suppressed_destinations (id, destination_hmac, channel, masked_destination, reason, since) VALUES ('${ID}', '\\x00', 'email', 'x', 'complaint', now())`,
+    ],
     ['lift a suppression', 'DELETE FROM outbox.suppressed_destinations'],
     ['read a suppression’s masked destination', 'SELECT masked_destination FROM outbox.suppressed_destinations'],
     ['create a table', 'CREATE TABLE outbox.sneaky (id int)'],
@@ -82,9 +115,24 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
 
 /** Refusals the database states as a constraint rather than a privilege: the SQLSTATE each must fail with. */
 const REFUSED_BY_CONSTRAINT: ['api' | 'worker', string, string, string][] = [
-  ['api', 'name an organization with a line separator (issue 13 item 4)', `INSERT INTO organization.organizations (id, name, created_by) VALUES ('${ID}', 'Acme' || chr(8232) || 'Verify', (SELECT id FROM identity.identities LIMIT 1))`, '23514'],
-  ['api', 'name an organization with a bidi override', `INSERT INTO organization.organizations (id, name, created_by) VALUES ('${ID}', 'Acme ' || chr(8238) || 'moc', (SELECT id FROM identity.identities LIMIT 1))`, '23514'],
-  ['api', 'name an organization with a zero-width space', `INSERT INTO organization.organizations (id, name, created_by) VALUES ('${ID}', 'evil' || chr(8203) || '.com', (SELECT id FROM identity.identities LIMIT 1))`, '23514'],
+  [
+    'api',
+    'name an organization with a line separator (issue 13 item 4)',
+    `INSERT INTO organization.organizations (id, name, created_by) VALUES ('${ID}', 'Acme' || chr(8232) || 'Verify', (SELECT id FROM identity.identities LIMIT 1))`,
+    '23514',
+  ],
+  [
+    'api',
+    'name an organization with a bidi override',
+    `INSERT INTO organization.organizations (id, name, created_by) VALUES ('${ID}', 'Acme ' || chr(8238) || 'moc', (SELECT id FROM identity.identities LIMIT 1))`,
+    '23514',
+  ],
+  [
+    'api',
+    'name an organization with a zero-width space',
+    `INSERT INTO organization.organizations (id, name, created_by) VALUES ('${ID}', 'evil' || chr(8203) || '.com', (SELECT id FROM identity.identities LIMIT 1))`,
+    '23514',
+  ],
 ]
 
 describe('role refusal matrix', () => {
@@ -105,7 +153,10 @@ describe('role refusal matrix', () => {
   for (const role of ['api', 'worker'] as const) {
     for (const [operation, sql] of FORBIDDEN[role]) {
       it(`the ${role} role cannot ${operation}`, async () => {
-        const code = await pools[role]!.raw(sql).then(() => 'allowed', (error: { code?: string }) => error.code)
+        const code = await pools[role]!.raw(sql).then(
+          () => 'allowed',
+          (error: { code?: string }) => error.code,
+        )
         expect(code).to.equal('42501')
       })
     }
@@ -113,13 +164,21 @@ describe('role refusal matrix', () => {
 
   for (const [role, operation, sql, expected] of REFUSED_BY_CONSTRAINT) {
     it(`the ${role} role cannot ${operation} (${expected})`, async () => {
-      const code = await pools[role]!.raw(sql).then(() => 'allowed', (error: { code?: string }) => error.code)
+      const code = await pools[role]!.raw(sql).then(
+        () => 'allowed',
+        (error: { code?: string }) => error.code,
+      )
       expect(code).to.equal(expected)
     })
   }
 
   it('the api role cannot run the expiry purge', async () => {
-    const error = await runExpiryPurge({ db: pools.api!, boss: undefined as never, clock: () => new Date(Date.now() + 3_600_000), logger: capturingLogger().logger }).then(
+    const error = await runExpiryPurge({
+      db: pools.api!,
+      boss: undefined as never,
+      clock: () => new Date(Date.now() + 3_600_000),
+      logger: capturingLogger().logger,
+    }).then(
       () => undefined,
       (failure: { code?: string }) => failure,
     )
@@ -132,7 +191,10 @@ describe('role refusal matrix', () => {
     await db.owner.raw(`CREATE ROLE ${login} LOGIN BYPASSRLS PASSWORD '${password}' IN ROLE ${API_ROLE}`)
     const bypass = createKnex(withCredentials(db.ownerUrl, login, password), { applicationName: 'matrix-bypass', max: 1 })
     try {
-      const refused = await assertConnectionRole(bypass, API_ROLE, 'API_DATABASE_URL').then(() => undefined, (error: Error) => error)
+      const refused = await assertConnectionRole(bypass, API_ROLE, 'API_DATABASE_URL').then(
+        () => undefined,
+        (error: Error) => error,
+      )
       expect(refused).to.be.instanceOf(UnsafeConnectionError)
       expect(refused?.message).to.include('BYPASSRLS')
     } finally {
@@ -154,7 +216,9 @@ describe('HTTP refusal matrix', () => {
     const { identityId } = await createVerifiedIdentity(f.db.owner, email)
     const token = randomBytes(32).toString('base64url')
     const sessionId = uuidv7()
-    await f.db.owner('identity.sessions').insert({ id: sessionId, identity_id: identityId, token_hash: hashToken(token), expires_at: new Date(Date.now() + 3_600_000) })
+    await f.db
+      .owner('identity.sessions')
+      .insert({ id: sessionId, identity_id: identityId, token_hash: hashToken(token), expires_at: new Date(Date.now() + 3_600_000) })
     return { identityId, sessionId, email, auth: f.stack.bearer(token) }
   }
   async function spend(kind: string, value: string, hits: number) {
@@ -167,48 +231,136 @@ describe('HTTP refusal matrix', () => {
     return String(created.body!.id)
   }
 
-  const ROWS: [string, number, string, () => Promise<{ method: string; path: string; body?: unknown; headers: Record<string, string> }>][] = [
-    ['an organization name carrying a link', 422, 'invalid_organization_name', async () => ({ method: 'POST', path: '/organizations', body: { name: 'Security team: verify at https://evil.example' }, headers: (await signedIn()).auth })],
-    ['an organization name with a look-alike dot', 422, 'invalid_organization_name', async () => ({ method: 'POST', path: '/organizations', body: { name: 'Verify at evil。com' }, headers: (await signedIn()).auth })],
-    ['a sixth organization in a day', 429, 'organization_rate_limited', async () => {
-      const person = await signedIn()
-      await spend('organization-creator', person.identityId, ORGANIZATION_LIMITS.perIdentityPerDay)
-      return { method: 'POST', path: '/organizations', body: { name: 'One too many' }, headers: person.auth }
-    }],
-    ['an inviter past its invitations of the day', 429, 'invitation_inviter_rate_limited', async () => {
-      const admin = await signedIn()
-      const organizationId = await organizationOf(admin)
-      await spend('invitation-inviter', admin.identityId, INVITATION_LIMITS.perInviterPerDay)
-      return { method: 'POST', path: `/organizations/${organizationId}/invitations`, body: { email: uniqueEmail('x') }, headers: admin.auth }
-    }],
-    ['an address past its budget from one inviter (+tag included)', 429, 'invitation_address_rate_limited', async () => {
-      const admin = await signedIn()
-      const organizationId = await organizationOf(admin)
-      const victim = uniqueEmail('victim')
-      await spend('invitation-address-inviter', `${admin.identityId}:${victim}`, INVITATION_LIMITS.perAddressPerInviterPerDay)
-      return { method: 'POST', path: `/organizations/${organizationId}/invitations`, body: { email: victim.replace('@', '+again@') }, headers: admin.auth }
-    }],
-    ['a forwarded invitation link used by another account', 422, 'invalid_invitation', async () => {
-      const admin = await signedIn()
-      const organizationId = await organizationOf(admin)
-      await f.db.owner('organization.invitations').insert({ id: uuidv7(), organization_id: organizationId, email: uniqueEmail('invitee'), token_hash: invitationTokenHash(INVITE_TOKEN), invited_by: admin.identityId, expires_at: new Date(Date.now() + 3_600_000) })
-      return { method: 'POST', path: '/invitations/acceptance', body: { token: INVITE_TOKEN.toString('base64url') }, headers: (await signedIn()).auth }
-    }],
-    ['a staff route to a session that is not staff', 403, 'not_staff', async () => ({ method: 'GET', path: '/platform-admin/security-outbox/dead-letters', headers: (await signedIn()).auth })],
-    ['a reissue of a provider_rejected dead letter', 409, 'reissue_refused_provider_rejected', async () => {
-      const staff = await signedIn()
-      await f.db.owner('platform.staff_members').insert({ identity_id: staff.identityId })
-      const elevation = randomBytes(32).toString('base64url')
-      await f.db.owner('identity.elevations').insert({ id: uuidv7(), identity_id: staff.identityId, session_id: staff.sessionId, token_hash: hashToken(elevation), expires_at: new Date(Date.now() + 300_000) })
-      const messageId = await insertOpenMessage(f.db.owner)
-      await f.db.owner.transaction(async (trx) => {
-        await trx('outbox.security_outbox_ciphertexts').where({ message_id: messageId }).delete()
-        await trx('outbox.security_outbox_messages').where({ id: messageId }).update({ state: 'dead_lettered', dead_lettered_at: new Date() })
-        await trx('outbox.security_outbox_dead_letters').insert({ message_id: messageId, reason: 'provider_rejected', last_failure_class: 'REJECTED' })
-      })
-      return { method: 'POST', path: `/platform-admin/security-outbox/dead-letters/${messageId}/reissues`, headers: { ...staff.auth, 'x-elevation-token': elevation, 'idempotency-key': uuidv7() } }
-    }],
-  ]
+  const ROWS: [string, number, string, () => Promise<{ method: string; path: string; body?: unknown; headers: Record<string, string> }>][] =
+    [
+      [
+        'an organization name carrying a link',
+        422,
+        'invalid_organization_name',
+        async () => ({
+          method: 'POST',
+          path: '/organizations',
+          body: { name: 'Security team: verify at https://evil.example' },
+          headers: (await signedIn()).auth,
+        }),
+      ],
+      [
+        'an organization name with a look-alike dot',
+        422,
+        'invalid_organization_name',
+        async () => ({ method: 'POST', path: '/organizations', body: { name: 'Verify at evil。com' }, headers: (await signedIn()).auth }),
+      ],
+      [
+        'a sixth organization in a day',
+        429,
+        'organization_rate_limited',
+        async () => {
+          const person = await signedIn()
+          await spend('organization-creator', person.identityId, ORGANIZATION_LIMITS.perIdentityPerDay)
+          return { method: 'POST', path: '/organizations', body: { name: 'One too many' }, headers: person.auth }
+        },
+      ],
+      [
+        'an inviter past its invitations of the day',
+        429,
+        'invitation_inviter_rate_limited',
+        async () => {
+          const admin = await signedIn()
+          const organizationId = await organizationOf(admin)
+          await spend('invitation-inviter', admin.identityId, INVITATION_LIMITS.perInviterPerDay)
+          return {
+            method: 'POST',
+            path: `/organizations/${organizationId}/invitations`,
+            body: { email: uniqueEmail('x') },
+            headers: admin.auth,
+          }
+        },
+      ],
+      [
+        'an address past its budget from one inviter (+tag included)',
+        429,
+        'invitation_address_rate_limited',
+        async () => {
+          const admin = await signedIn()
+          const organizationId = await organizationOf(admin)
+          const victim = uniqueEmail('victim')
+          await spend('invitation-address-inviter', `${admin.identityId}:${victim}`, INVITATION_LIMITS.perAddressPerInviterPerDay)
+          return {
+            method: 'POST',
+            path: `/organizations/${organizationId}/invitations`,
+            body: { email: victim.replace('@', '+again@') },
+            headers: admin.auth,
+          }
+        },
+      ],
+      [
+        'a forwarded invitation link used by another account',
+        422,
+        'invalid_invitation',
+        async () => {
+          const admin = await signedIn()
+          const organizationId = await organizationOf(admin)
+          await f.db
+            .owner('organization.invitations')
+            .insert({
+              id: uuidv7(),
+              organization_id: organizationId,
+              email: uniqueEmail('invitee'),
+              token_hash: invitationTokenHash(INVITE_TOKEN),
+              invited_by: admin.identityId,
+              expires_at: new Date(Date.now() + 3_600_000),
+            })
+          return {
+            method: 'POST',
+            path: '/invitations/acceptance',
+            body: { token: INVITE_TOKEN.toString('base64url') },
+            headers: (await signedIn()).auth,
+          }
+        },
+      ],
+      [
+        'a staff route to a session that is not staff',
+        403,
+        'not_staff',
+        async () => ({ method: 'GET', path: '/platform-admin/security-outbox/dead-letters', headers: (await signedIn()).auth }),
+      ],
+      [
+        'a reissue of a provider_rejected dead letter',
+        409,
+        'reissue_refused_provider_rejected',
+        async () => {
+          const staff = await signedIn()
+          await f.db.owner('platform.staff_members').insert({ identity_id: staff.identityId })
+          const elevation = randomBytes(32).toString('base64url')
+          await f.db
+            .owner('identity.elevations')
+            .insert({
+              id: uuidv7(),
+              identity_id: staff.identityId,
+              session_id: staff.sessionId,
+              token_hash: hashToken(elevation),
+              expires_at: new Date(Date.now() + 300_000),
+            })
+          const messageId = await insertOpenMessage(f.db.owner)
+          await f.db.owner.transaction(async (trx) => {
+            await trx('outbox.security_outbox_ciphertexts').where({ message_id: messageId }).delete()
+            await trx('outbox.security_outbox_messages')
+              .where({ id: messageId })
+              .update({ state: 'dead_lettered', dead_lettered_at: new Date() })
+            await trx('outbox.security_outbox_dead_letters').insert({
+              message_id: messageId,
+              reason: 'provider_rejected',
+              last_failure_class: 'REJECTED',
+            })
+          })
+          return {
+            method: 'POST',
+            path: `/platform-admin/security-outbox/dead-letters/${messageId}/reissues`,
+            headers: { ...staff.auth, 'x-elevation-token': elevation, 'idempotency-key': uuidv7() },
+          }
+        },
+      ],
+    ]
 
   for (const [refusal, status, code, arrange] of ROWS) {
     it(`refuses ${refusal}: ${status} ${code}`, async () => {

@@ -11,7 +11,7 @@ import { capturingLogger } from './support/helpers.ts'
  * Issue 13 item 10, measured: `boss.send(…, { db })` needs SELECT on pgboss.version (start),
  * pgboss.queue (the insert joins it) and job (id, start_after) (RETURNING); nothing else.
  */
-describe('the web\'s pg-boss privileges', () => {
+describe("the web's pg-boss privileges", () => {
   let db: TestDatabase
   let api: Knex
   let boss: PgBoss
@@ -26,18 +26,29 @@ describe('the web\'s pg-boss privileges', () => {
     await api.destroy()
     await db.drop()
   })
-  const sqlstate = (promise: Promise<unknown>) => promise.then(() => 'allowed', (error: { code?: string }) => error.code)
+  const sqlstate = (promise: Promise<unknown>) =>
+    promise.then(
+      () => 'allowed',
+      (error: { code?: string }) => error.code,
+    )
 
   it('are enough for a transactional send', async () => {
-    const id = await api.transaction((trx) => boss.send(QUEUES.delivery, { messageId: '00000000-0000-7000-8000-000000000000' }, { db: fromKnex(trx) }))
+    const id = await api.transaction((trx) =>
+      boss.send(QUEUES.delivery, { messageId: '00000000-0000-7000-8000-000000000000' }, { db: fromKnex(trx) }),
+    )
     expect(id).to.be.a('string')
   })
 
   it('read no job data and no other pg-boss table', async () => {
     expect(await sqlstate(api.raw('SELECT data FROM pgboss.job LIMIT 1'))).to.equal('42501')
     expect(await sqlstate(api.raw('SELECT output FROM pgboss.job LIMIT 1'))).to.equal('42501')
-    const others: { tablename: string }[] = (await db.owner.raw("SELECT tablename FROM pg_tables WHERE schemaname = 'pgboss' AND tablename NOT IN ('version', 'queue') AND tablename NOT LIKE 'j%'")).rows
+    const others: { tablename: string }[] = (
+      await db.owner.raw(
+        "SELECT tablename FROM pg_tables WHERE schemaname = 'pgboss' AND tablename NOT IN ('version', 'queue') AND tablename NOT LIKE 'j%'",
+      )
+    ).rows
     expect(others.length).to.be.greaterThan(0)
-    for (const { tablename } of others) expect(await sqlstate(api.raw(`SELECT 1 FROM pgboss.${tablename} LIMIT 1`)), tablename).to.equal('42501')
+    for (const { tablename } of others)
+      expect(await sqlstate(api.raw(`SELECT 1 FROM pgboss.${tablename} LIMIT 1`)), tablename).to.equal('42501')
   })
 })

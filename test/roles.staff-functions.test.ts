@@ -22,17 +22,27 @@ describe('staff functions called as the api login', () => {
   let db: TestDatabase
   let api: Knex
   let deadLetterId: string
-  const call = (sql: string, tokenHash: Buffer) => api.raw(sql, [tokenHash]).then(() => 'allowed', (error: { code?: string }) => error.code)
+  const call = (sql: string, tokenHash: Buffer) =>
+    api.raw(sql, [tokenHash]).then(
+      () => 'allowed',
+      (error: { code?: string }) => error.code,
+    )
 
   /** A session row for an active identity, optionally staff; the token's hash as the web would pass it. */
   async function session(options: { staff?: 'active' | 'revoked'; expiresAt?: Date; revoked?: boolean } = {}) {
     const { identityId } = await createVerifiedIdentity(db.owner, uniqueEmail('caller'))
     const token = randomBytes(32).toString('base64url')
     await db.owner('identity.sessions').insert({
-      id: uuidv7(), identity_id: identityId, token_hash: hashToken(token),
-      expires_at: options.expiresAt ?? new Date(Date.now() + 3_600_000), revoked_at: options.revoked ? new Date() : null,
+      id: uuidv7(),
+      identity_id: identityId,
+      token_hash: hashToken(token),
+      expires_at: options.expiresAt ?? new Date(Date.now() + 3_600_000),
+      revoked_at: options.revoked ? new Date() : null,
     })
-    if (options.staff) await db.owner('platform.staff_members').insert({ identity_id: identityId, revoked_at: options.staff === 'revoked' ? new Date() : null })
+    if (options.staff)
+      await db
+        .owner('platform.staff_members')
+        .insert({ identity_id: identityId, revoked_at: options.staff === 'revoked' ? new Date() : null })
     return hashToken(token)
   }
 
@@ -42,7 +52,9 @@ describe('staff functions called as the api login', () => {
     deadLetterId = await insertOpenMessage(db.owner)
     await db.owner.transaction(async (trx) => {
       await trx('outbox.security_outbox_ciphertexts').where({ message_id: deadLetterId }).delete()
-      await trx('outbox.security_outbox_messages').where({ id: deadLetterId }).update({ state: 'dead_lettered', dead_lettered_at: new Date() })
+      await trx('outbox.security_outbox_messages')
+        .where({ id: deadLetterId })
+        .update({ state: 'dead_lettered', dead_lettered_at: new Date() })
       await trx('outbox.security_outbox_dead_letters').insert({ message_id: deadLetterId, reason: 'retries_exhausted' })
     })
   })
@@ -68,7 +80,10 @@ describe('staff functions called as the api login', () => {
   it('cannot revive an expired staff session by passing an old clock', async () => {
     const expired = await session({ staff: 'active', expiresAt: new Date(Date.now() - 60_000) })
     const old = new Date(Date.now() - 3_600_000)
-    const refused = await api.raw('SELECT * FROM outbox.dead_letter_page(?, ?, 50, NULL, NULL, NULL, NULL)', [expired, old]).then(() => 'allowed', (error: { code?: string }) => error.code)
+    const refused = await api.raw('SELECT * FROM outbox.dead_letter_page(?, ?, 50, NULL, NULL, NULL, NULL)', [expired, old]).then(
+      () => 'allowed',
+      (error: { code?: string }) => error.code,
+    )
     expect(refused).to.equal('42501')
   })
 
@@ -79,13 +94,18 @@ describe('staff functions called as the api login', () => {
       `SELECT * FROM outbox.reissue_candidate('${deadLetterId}'::uuid, '${uuidv7()}'::uuid, now())`,
       'SELECT * FROM outbox.dead_letters_since(now())',
     ]) {
-      const code = await api.raw(sql).then(() => 'allowed', (error: { code?: string }) => error.code)
+      const code = await api.raw(sql).then(
+        () => 'allowed',
+        (error: { code?: string }) => error.code,
+      )
       expect(code, sql).to.equal('42883')
     }
   })
 
   it('lets a live staff session page the dead letter with its destination masked', async () => {
-    const { rows } = await api.raw('SELECT * FROM outbox.dead_letter_page(?, now(), 50, NULL, NULL, NULL, NULL)', [await session({ staff: 'active' })])
+    const { rows } = await api.raw('SELECT * FROM outbox.dead_letter_page(?, now(), 50, NULL, NULL, NULL, NULL)', [
+      await session({ staff: 'active' }),
+    ])
     expect(rows.map((row: { message_id: string }) => row.message_id)).to.deep.equal([deadLetterId])
     expect(rows[0].masked_destination).to.not.equal('row@example.com')
   })

@@ -22,21 +22,33 @@ describe('database roles', () => {
     await db.drop()
   })
 
-  const sqlstate = (promise: Promise<unknown>) => promise.then(() => 'allowed', (error: { code?: string }) => error.code)
+  const sqlstate = (promise: Promise<unknown>) =>
+    promise.then(
+      () => 'allowed',
+      (error: { code?: string }) => error.code,
+    )
 
   it('lets web and worker start on their own roles and refuses the owner', async () => {
     await assertConnectionRole(api, API_ROLE, 'API_DATABASE_URL')
     await assertConnectionRole(worker, WORKER_ROLE, 'WORKER_DATABASE_URL')
-    const refused = await assertConnectionRole(db.owner, API_ROLE, 'API_DATABASE_URL').then(() => undefined, (error: Error) => error)
+    const refused = await assertConnectionRole(db.owner, API_ROLE, 'API_DATABASE_URL').then(
+      () => undefined,
+      (error: Error) => error,
+    )
     expect(refused).to.be.instanceOf(UnsafeConnectionError)
     expect(refused?.message).to.include('API_DATABASE_URL')
-    const crossed = await assertConnectionRole(api, WORKER_ROLE, 'WORKER_DATABASE_URL').then(() => undefined, (error: Error) => error)
+    const crossed = await assertConnectionRole(api, WORKER_ROLE, 'WORKER_DATABASE_URL').then(
+      () => undefined,
+      (error: Error) => error,
+    )
     expect(crossed).to.be.instanceOf(UnsafeConnectionError)
   })
 
   it('keeps ciphertexts and outbox state out of the api role’s reach', async () => {
     expect(await sqlstate(api('outbox.security_outbox_ciphertexts').select('envelope'))).to.equal('42501')
-    expect(await sqlstate(api('outbox.security_outbox_messages').where({ id: messageId }).update({ state: 'dead_lettered' }))).to.equal('42501')
+    expect(await sqlstate(api('outbox.security_outbox_messages').where({ id: messageId }).update({ state: 'dead_lettered' }))).to.equal(
+      '42501',
+    )
     expect(await sqlstate(api('pgboss.job').update({ state: 'completed' }))).to.equal('42501')
     expect(await sqlstate(api('pgboss.job').delete())).to.equal('42501')
   })
@@ -50,10 +62,16 @@ describe('database roles', () => {
 
   it('lets only the api role close a challenge’s messages, and only for the reasons that are the web’s', async () => {
     const challengeId = (await db.owner('outbox.security_outbox_messages').where({ id: messageId }).first()).challenge_id
-    expect(await sqlstate(worker.raw('SELECT outbox.dead_letter_open_messages(?, ?)', [challengeId, 'superseded_by_resend']))).to.equal('42501')
+    expect(await sqlstate(worker.raw('SELECT outbox.dead_letter_open_messages(?, ?)', [challengeId, 'superseded_by_resend']))).to.equal(
+      '42501',
+    )
     expect(await sqlstate(api.raw('SELECT outbox.dead_letter_open_messages(?, ?)', [challengeId, 'provider_rejected']))).to.equal('42501')
-    expect(await sqlstate(api.raw('SELECT outbox.dead_letter_open_messages(?, ?)', [challengeId, 'superseded_by_resend']))).to.equal('allowed')
-    expect(await db.owner('outbox.security_outbox_dead_letters').where({ message_id: messageId }).first()).to.include({ reason: 'superseded_by_resend' })
+    expect(await sqlstate(api.raw('SELECT outbox.dead_letter_open_messages(?, ?)', [challengeId, 'superseded_by_resend']))).to.equal(
+      'allowed',
+    )
+    expect(await db.owner('outbox.security_outbox_dead_letters').where({ message_id: messageId }).first()).to.include({
+      reason: 'superseded_by_resend',
+    })
   })
 
   it('lets neither role run DDL', async () => {

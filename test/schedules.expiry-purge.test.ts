@@ -7,7 +7,14 @@ import { capturingLogger, insertOpenMessage } from './support/helpers.ts'
 import { SCHEDULE, useOutboxFixture } from './support/outbox-harness.ts'
 
 type Category = 'pendingExpired' | 'pendingLive' | 'leasedLive' | 'leasedLapsed' | 'published' | 'deadLettered'
-const MIX: Record<Category, number> = { pendingExpired: 1000, pendingLive: 1000, leasedLive: 1000, leasedLapsed: 1000, published: 500, deadLettered: 500 }
+const MIX: Record<Category, number> = {
+  pendingExpired: 1000,
+  pendingLive: 1000,
+  leasedLive: 1000,
+  leasedLapsed: 1000,
+  published: 500,
+  deadLettered: 500,
+}
 
 describe('expiry purge', () => {
   const f = useOutboxFixture()
@@ -28,29 +35,75 @@ describe('expiry purge', () => {
     }
     const jobsFor: Category[] = ['pendingExpired', 'pendingLive', 'leasedLive', 'leasedLapsed']
     for (const category of jobsFor) {
-      await f.harness.workerBoss.insert(QUEUES.delivery, ids[category].map(({ id, jobId }) => ({ id: jobId, data: { messageId: id } })))
+      await f.harness.workerBoss.insert(
+        QUEUES.delivery,
+        ids[category].map(({ id, jobId }) => ({ id: jobId, data: { messageId: id } })),
+      )
     }
-    await f.db.owner('pgboss.job').whereIn('id', ids.leasedLive.map((row) => row.jobId)).update({ state: 'active', started_on: f.db.owner.fn.now() })
-    await f.db.owner('pgboss.job').whereIn('id', ids.leasedLapsed.map((row) => row.jobId)).update({ state: 'retry', retry_count: 1 })
+    await f.db
+      .owner('pgboss.job')
+      .whereIn(
+        'id',
+        ids.leasedLive.map((row) => row.jobId),
+      )
+      .update({ state: 'active', started_on: f.db.owner.fn.now() })
+    await f.db
+      .owner('pgboss.job')
+      .whereIn(
+        'id',
+        ids.leasedLapsed.map((row) => row.jobId),
+      )
+      .update({ state: 'retry', retry_count: 1 })
 
     const base = { purpose: 'password_recovery', challenge_id: challengeId, channel: 'email', destination: 'mix@example.com' }
     const rows = [
       ...ids.pendingExpired.map(({ id, jobId }) => ({ ...base, id, job_id: jobId, expires_at: past })),
       ...ids.pendingLive.map(({ id, jobId }) => ({ ...base, id, job_id: jobId, expires_at: future })),
-      ...ids.leasedLive.map(({ id, jobId }) => ({ ...base, id, job_id: jobId, expires_at: past, state: 'leased', lease_job_id: jobId, lease_retry_count: 0, leased_at: past })),
-      ...ids.leasedLapsed.map(({ id, jobId }) => ({ ...base, id, job_id: jobId, expires_at: past, state: 'leased', lease_job_id: jobId, lease_retry_count: 0, leased_at: past })),
+      ...ids.leasedLive.map(({ id, jobId }) => ({
+        ...base,
+        id,
+        job_id: jobId,
+        expires_at: past,
+        state: 'leased',
+        lease_job_id: jobId,
+        lease_retry_count: 0,
+        leased_at: past,
+      })),
+      ...ids.leasedLapsed.map(({ id, jobId }) => ({
+        ...base,
+        id,
+        job_id: jobId,
+        expires_at: past,
+        state: 'leased',
+        lease_job_id: jobId,
+        lease_retry_count: 0,
+        leased_at: past,
+      })),
       ...ids.published.map(({ id }) => ({ ...base, id, expires_at: past, state: 'published', published_at: past })),
       ...ids.deadLettered.map(({ id }) => ({ ...base, id, expires_at: past, state: 'dead_lettered', dead_lettered_at: past })),
     ]
     await f.db.owner.batchInsert('outbox.security_outbox_messages', rows, 1000)
     const open = [...ids.pendingExpired, ...ids.pendingLive, ...ids.leasedLive, ...ids.leasedLapsed]
-    await f.db.owner.batchInsert('outbox.security_outbox_ciphertexts', open.map(({ id }) => ({ message_id: id, envelope: 'v1.a.b.c.d' })), 1000)
+    await f.db.owner.batchInsert(
+      'outbox.security_outbox_ciphertexts',
+      open.map(({ id }) => ({ message_id: id, envelope: 'v1.a.b.c.d' })),
+      1000,
+    )
     return ids
   }
 
-  const purge = () => runExpiryPurge({ db: f.harness.worker, boss: f.harness.workerBoss, clock: () => new Date(), logger: capturingLogger().logger })
+  const purge = () =>
+    runExpiryPurge({ db: f.harness.worker, boss: f.harness.workerBoss, clock: () => new Date(), logger: capturingLogger().logger })
   const states = async (rows: { id: string }[]) => {
-    const found = (await f.db.owner('outbox.security_outbox_messages').whereIn('id', rows.map((row) => row.id)).select('state').count({ n: '*' }).groupBy('state')) as unknown as { state: string; n: string }[]
+    const found = (await f.db
+      .owner('outbox.security_outbox_messages')
+      .whereIn(
+        'id',
+        rows.map((row) => row.id),
+      )
+      .select('state')
+      .count({ n: '*' })
+      .groupBy('state')) as unknown as { state: string; n: string }[]
     return Object.fromEntries(found.map((row) => [row.state, Number(row.n)]))
   }
 
@@ -70,13 +123,41 @@ describe('expiry purge', () => {
     expect(await states(ids.deadLettered)).to.deep.equal({ dead_lettered: 500 })
 
     const purged = [...ids.pendingExpired, ...ids.leasedLapsed]
-    const reasons = (await f.db.owner('outbox.security_outbox_dead_letters').whereIn('message_id', purged.map((row) => row.id)).select('reason').count({ n: '*' }).groupBy('reason')) as unknown as { reason: string; n: string }[]
+    const reasons = (await f.db
+      .owner('outbox.security_outbox_dead_letters')
+      .whereIn(
+        'message_id',
+        purged.map((row) => row.id),
+      )
+      .select('reason')
+      .count({ n: '*' })
+      .groupBy('reason')) as unknown as { reason: string; n: string }[]
     expect(reasons.map((row) => [row.reason, Number(row.n)])).to.deep.equal([['challenge_expired', 2000]])
-    const [left] = await f.db.owner('outbox.security_outbox_ciphertexts').whereIn('message_id', purged.map((row) => row.id)).count({ n: '*' })
+    const [left] = await f.db
+      .owner('outbox.security_outbox_ciphertexts')
+      .whereIn(
+        'message_id',
+        purged.map((row) => row.id),
+      )
+      .count({ n: '*' })
     expect(Number(left?.n)).to.equal(0)
-    const jobStates = await f.db.owner('pgboss.job').whereIn('id', purged.map((row) => row.jobId)).distinct('state').pluck('state')
+    const jobStates = await f.db
+      .owner('pgboss.job')
+      .whereIn(
+        'id',
+        purged.map((row) => row.jobId),
+      )
+      .distinct('state')
+      .pluck('state')
     expect(jobStates).to.deep.equal(['cancelled'])
-    const liveJobs = await f.db.owner('pgboss.job').whereIn('id', ids.leasedLive.map((row) => row.jobId)).distinct('state').pluck('state')
+    const liveJobs = await f.db
+      .owner('pgboss.job')
+      .whereIn(
+        'id',
+        ids.leasedLive.map((row) => row.jobId),
+      )
+      .distinct('state')
+      .pluck('state')
     expect(liveJobs).to.deep.equal(['active'])
 
     expect(await purge()).to.deep.equal({ deadLettered: 0, batches: 0 })
@@ -85,14 +166,30 @@ describe('expiry purge', () => {
   it('never costs a worker its result when it records while the purge runs', async function () {
     this.timeout(60_000)
     const ids = await arrangeMix()
-    const recorders = ids.leasedLive.slice(0, 50).map(({ id, jobId }) =>
-      recordOutcome(f.harness.worker, f.harness.workerBoss, { maxAttempts: 5, retrySchedule: SCHEDULE }, id, { jobId, retryCount: 0 }, { kind: 'published', providerMessageId: `p-${id}`, durationMs: 3 }, new Date()),
-    )
+    const recorders = ids.leasedLive
+      .slice(0, 50)
+      .map(({ id, jobId }) =>
+        recordOutcome(
+          f.harness.worker,
+          f.harness.workerBoss,
+          { maxAttempts: 5, retrySchedule: SCHEDULE },
+          id,
+          { jobId, retryCount: 0 },
+          { kind: 'published', providerMessageId: `p-${id}`, durationMs: 3 },
+          new Date(),
+        ),
+      )
     const [purged, ...recorded] = await Promise.all([purge(), ...recorders])
     expect(purged.deadLettered).to.equal(MIX.pendingExpired + MIX.leasedLapsed)
     expect(recorded.map((result) => result.kind)).to.deep.equal(Array(50).fill('published'))
     expect(await states(ids.leasedLive.slice(0, 50))).to.deep.equal({ published: 50 })
-    const [attempts] = await f.db.owner('outbox.security_outbox_attempts').whereIn('message_id', ids.leasedLive.slice(0, 50).map((row) => row.id)).count({ n: '*' })
+    const [attempts] = await f.db
+      .owner('outbox.security_outbox_attempts')
+      .whereIn(
+        'message_id',
+        ids.leasedLive.slice(0, 50).map((row) => row.id),
+      )
+      .count({ n: '*' })
     expect(Number(attempts?.n)).to.equal(50)
   })
 })

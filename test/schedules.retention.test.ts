@@ -14,13 +14,27 @@ describe('retention sweep', () => {
   async function finished(state: 'published' | 'dead_lettered', at: Date): Promise<string> {
     const id = await insertOpenMessage(f.db.owner)
     await f.db.owner.transaction(async (trx) => {
-      await trx('outbox.security_outbox_messages').where({ id }).update({ state: 'leased', lease_job_id: randomUUID(), lease_retry_count: 0, leased_at: at })
-      await trx('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 1, outcome: state === 'published' ? 'published' : 'failed', failure_class: state === 'published' ? null : 'REJECTED', duration_ms: 5 })
+      await trx('outbox.security_outbox_messages')
+        .where({ id })
+        .update({ state: 'leased', lease_job_id: randomUUID(), lease_retry_count: 0, leased_at: at })
+      await trx('outbox.security_outbox_attempts').insert({
+        message_id: id,
+        attempt_no: 1,
+        outcome: state === 'published' ? 'published' : 'failed',
+        failure_class: state === 'published' ? null : 'REJECTED',
+        duration_ms: 5,
+      })
       await trx('outbox.security_outbox_ciphertexts').where({ message_id: id }).delete()
-      if (state === 'published') await trx('outbox.security_outbox_messages').where({ id }).update({ state, published_at: at, attempt_count: 1 })
+      if (state === 'published')
+        await trx('outbox.security_outbox_messages').where({ id }).update({ state, published_at: at, attempt_count: 1 })
       else {
         await trx('outbox.security_outbox_messages').where({ id }).update({ state, dead_lettered_at: at, attempt_count: 1 })
-        await trx('outbox.security_outbox_dead_letters').insert({ message_id: id, reason: 'provider_rejected', last_failure_class: 'REJECTED', dead_lettered_at: at })
+        await trx('outbox.security_outbox_dead_letters').insert({
+          message_id: id,
+          reason: 'provider_rejected',
+          last_failure_class: 'REJECTED',
+          dead_lettered_at: at,
+        })
       }
     })
     return id
@@ -35,13 +49,23 @@ describe('retention sweep', () => {
     const deadKept = await finished('dead_lettered', ago(90 * DAY - HOUR))
     const ancientPending = await insertOpenMessage(f.db.owner, { created_at: ago(400 * DAY), expires_at: ago(399 * DAY) })
     const ancientLeased = await insertOpenMessage(f.db.owner, { created_at: ago(400 * DAY), expires_at: ago(399 * DAY) })
-    await f.db.owner('outbox.security_outbox_messages').where({ id: ancientLeased }).update({ state: 'leased', lease_job_id: randomUUID(), lease_retry_count: 0, leased_at: ago(399 * DAY) })
+    await f.db
+      .owner('outbox.security_outbox_messages')
+      .where({ id: ancientLeased })
+      .update({ state: 'leased', lease_job_id: randomUUID(), lease_retry_count: 0, leased_at: ago(399 * DAY) })
     await f.db.owner('platform.rate_limit_hits').insert([
       { bucket_key: Buffer.alloc(32, 1), hit_at: ago(2 * DAY) },
       { bucket_key: Buffer.alloc(32, 2), hit_at: ago(HOUR) },
     ])
 
-    const result = await runRetentionSweep({ db: f.harness.worker, clock: () => now, logger: capturingLogger().logger, publishedDays: 30, deadLetteredDays: 90, batchSize: 1 })
+    const result = await runRetentionSweep({
+      db: f.harness.worker,
+      clock: () => now,
+      logger: capturingLogger().logger,
+      publishedDays: 30,
+      deadLetteredDays: 90,
+      batchSize: 1,
+    })
     expect(result).to.include({ publishedDeleted: 1, deadLetteredDeleted: 1, rateLimitHitsDeleted: 1 })
 
     const remaining = await f.db.owner('outbox.security_outbox_messages').pluck('id')
@@ -52,7 +76,13 @@ describe('retention sweep', () => {
     expect(deadOld).to.not.be.oneOf(remaining)
     expect(publishedOld).to.not.be.oneOf(remaining)
 
-    const again = await runRetentionSweep({ db: f.harness.worker, clock: () => now, logger: capturingLogger().logger, publishedDays: 30, deadLetteredDays: 90 })
+    const again = await runRetentionSweep({
+      db: f.harness.worker,
+      clock: () => now,
+      logger: capturingLogger().logger,
+      publishedDays: 30,
+      deadLetteredDays: 90,
+    })
     expect(again).to.deep.equal({
       publishedDeleted: 0,
       deadLetteredDeleted: 0,
@@ -74,18 +104,39 @@ describe('retention sweep', () => {
     const sessions = [
       { id: randomUUID(), identity_id: identityId, token_hash: randomBytes(32), expires_at: ago(31 * DAY) },
       { id: randomUUID(), identity_id: identityId, token_hash: randomBytes(32), expires_at: ago(29 * DAY) },
-      { id: randomUUID(), identity_id: identityId, token_hash: randomBytes(32), expires_at: new Date(now.getTime() + DAY), revoked_at: ago(40 * DAY) },
+      {
+        id: randomUUID(),
+        identity_id: identityId,
+        token_hash: randomBytes(32),
+        expires_at: new Date(now.getTime() + DAY),
+        revoked_at: ago(40 * DAY),
+      },
     ]
     await f.db.owner('identity.sessions').insert(sessions)
-    const challenge = (expiresAt: Date) => ({ id: randomUUID(), purpose: 'step_up', identity_id: identityId, login_identifier_id: loginIdentifierId, code_hash: randomBytes(32), expires_at: expiresAt })
+    const challenge = (expiresAt: Date) => ({
+      id: randomUUID(),
+      purpose: 'step_up',
+      identity_id: identityId,
+      login_identifier_id: loginIdentifierId,
+      code_hash: randomBytes(32),
+      expires_at: expiresAt,
+    })
     const oldChallenge = challenge(ago(31 * DAY))
     const recentChallenge = challenge(ago(29 * DAY))
     await f.db.owner('identity.challenges').insert([oldChallenge, recentChallenge])
     const abandoned = randomUUID()
     await f.db.owner('identity.identities').insert({ id: abandoned, status: 'pending', created_at: ago(31 * DAY) })
-    await f.db.owner('identity.login_identifiers').insert({ id: randomUUID(), identity_id: abandoned, kind: 'email', value: uniqueEmail('abandoned'), created_at: ago(31 * DAY) })
+    await f.db
+      .owner('identity.login_identifiers')
+      .insert({ id: randomUUID(), identity_id: abandoned, kind: 'email', value: uniqueEmail('abandoned'), created_at: ago(31 * DAY) })
 
-    const result = await runRetentionSweep({ db: f.harness.worker, clock: () => now, logger: capturingLogger().logger, publishedDays: 30, deadLetteredDays: 90 })
+    const result = await runRetentionSweep({
+      db: f.harness.worker,
+      clock: () => now,
+      logger: capturingLogger().logger,
+      publishedDays: 30,
+      deadLetteredDays: 90,
+    })
     expect(result).to.include({ sessionsDeleted: 2, challengesDeleted: 1, abandonedSignUpsDeleted: 1 })
     expect(await f.db.owner('identity.sessions').pluck('id')).to.deep.equal([sessions[1]!.id])
     expect(await f.db.owner('identity.challenges').pluck('id')).to.deep.equal([recentChallenge.id])

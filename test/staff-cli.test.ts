@@ -12,7 +12,9 @@ describe('npm run staff', () => {
     await db?.drop()
   })
   const staff = async (...args: string[]) => {
-    const run = spawnCollecting(process.execPath, ['src/bin/staff.ts', ...args], { env: bareEnvironment({ NODE_ENV: 'development', DATABASE_URL: db.ownerUrl }) })
+    const run = spawnCollecting(process.execPath, ['src/bin/staff.ts', ...args], {
+      env: bareEnvironment({ NODE_ENV: 'development', DATABASE_URL: db.ownerUrl }),
+    })
     return { code: await run.exited, output: run.output() }
   }
 

@@ -23,7 +23,10 @@ describe('SES delivery events through SNS (POST /webhooks/ses)', () => {
   })
 
   const post = (envelope: SnsEnvelope | string, type = typeof envelope === 'string' ? 'Notification' : envelope.Type) =>
-    f.stack.call('POST', '/webhooks/ses', typeof envelope === 'string' ? envelope : JSON.stringify(envelope), { 'content-type': 'text/plain; charset=UTF-8', 'x-amz-sns-message-type': type })
+    f.stack.call('POST', '/webhooks/ses', typeof envelope === 'string' ? envelope : JSON.stringify(envelope), {
+      'content-type': 'text/plain; charset=UTF-8',
+      'x-amz-sns-message-type': type,
+    })
   const notification = (message: string, options?: Parameters<SnsSigner['envelope']>[1], fields: Partial<SnsEnvelope> = {}) =>
     signer.envelope({ Type: 'Notification', TopicArn: TOPIC, Message: message, ...fields }, options)
   const events = async () => Number((await f.db.owner('outbox.security_outbox_delivery_events').count({ n: '*' }))[0]!.n)
@@ -33,10 +36,15 @@ describe('SES delivery events through SNS (POST /webhooks/ses)', () => {
   async function published(email: string) {
     expect((await f.stack.call('POST', '/sign-ups', { identifier: email, password: 'correct horse battery' })).status).to.equal(202)
     return await eventually(async () => {
-      const row = await f.db.owner('outbox.security_outbox_messages as m')
+      const row = await f.db
+        .owner('outbox.security_outbox_messages as m')
         .join('outbox.security_outbox_attempts as a', 'a.message_id', 'm.id')
         .where({ 'm.destination': email, 'm.state': 'published' })
-        .first<{ id: string; provider_message_id: string; destination_hmac: Buffer } | undefined>('m.id', 'a.provider_message_id', 'm.destination_hmac')
+        .first<{ id: string; provider_message_id: string; destination_hmac: Buffer } | undefined>(
+          'm.id',
+          'a.provider_message_id',
+          'm.destination_hmac',
+        )
       return row
     }, `the message to ${email} published`)
   }
@@ -65,8 +73,11 @@ describe('SES delivery events through SNS (POST /webhooks/ses)', () => {
     expect(answer.status).to.equal(202)
     expect(Object.keys(answer.body!)).to.deep.equal(['challengeExpiresAt'])
     const dead = await eventually(async () => {
-      return await f.db.owner('outbox.security_outbox_dead_letters as d').join('outbox.security_outbox_messages as m', 'm.id', 'd.message_id')
-        .where({ 'm.destination': tagged }).first<{ reason: string; attempt_count: number } | undefined>('d.reason', 'm.attempt_count')
+      return await f.db
+        .owner('outbox.security_outbox_dead_letters as d')
+        .join('outbox.security_outbox_messages as m', 'm.id', 'd.message_id')
+        .where({ 'm.destination': tagged })
+        .first<{ reason: string; attempt_count: number } | undefined>('d.reason', 'm.attempt_count')
     }, 'the next message dead-lettered')
     expect(dead).to.deep.equal({ reason: 'destination_suppressed', attempt_count: 0 })
     expect(await inbox(f.stack.emulator.url, tagged)).to.have.length(0)
@@ -82,11 +93,20 @@ describe('SES delivery events through SNS (POST /webhooks/ses)', () => {
     const email = uniqueEmail('transient')
     const message = await published(email)
     const before = await suppressions()
-    for (const [kind, version] of [['transient-bounce', '2'], ['delivery', '1'], ['reject', '1'], ['delay', '2']] as const) {
+    for (const [kind, version] of [
+      ['transient-bounce', '2'],
+      ['delivery', '1'],
+      ['reject', '1'],
+      ['delay', '2'],
+    ] as const) {
       const answer = await post(notification(sesEventMessage(kind, message.provider_message_id), { version }))
       expect(answer.body, kind).to.deep.equal({ outcome: 'stored' })
     }
-    const stored = await f.db.owner('outbox.security_outbox_delivery_events').where({ message_id: message.id }).orderBy('id').select('event', 'subtype')
+    const stored = await f.db
+      .owner('outbox.security_outbox_delivery_events')
+      .where({ message_id: message.id })
+      .orderBy('id')
+      .select('event', 'subtype')
     expect(stored).to.deep.equal([
       { event: 'bounced', subtype: 'Transient/MailboxFull' },
       { event: 'delivered', subtype: null },
@@ -109,13 +129,48 @@ describe('SES delivery events through SNS (POST /webhooks/ses)', () => {
     const before = { events: await events(), suppressions: await suppressions() }
     const delivery = sesEventMessage('bounce', message.provider_message_id)
     const attempts: [string, SnsEnvelope, number, string][] = [
-      ['tampered body', notification(sesEventMessage('delivery', message.provider_message_id), { tamper: { Message: delivery } }), 403, 'invalid_signature'],
-      ['tampered signature', notification(delivery, { tamper: { Signature: Buffer.alloc(256, 1).toString('base64') } }), 403, 'invalid_signature'],
-      ['certificate from another host', notification(delivery, {}, { SigningCertURL: 'https://sns.eu-west-1.amazonaws.com.attacker.test/cert.pem' }), 403, 'invalid_certificate_url'],
-      ['certificate over http', notification(delivery, {}, { SigningCertURL: 'http://sns.eu-west-1.amazonaws.com/cert.pem' }), 403, 'invalid_certificate_url'],
-      ['certificate from another region', notification(delivery, {}, { SigningCertURL: 'https://sns.us-east-1.amazonaws.com/cert.pem' }), 403, 'invalid_certificate_url'],
-      ['a message two hours old', notification(delivery, {}, { Timestamp: new Date(Date.now() - 2 * 3_600_000).toISOString() }), 403, 'stale_message'],
-      ['an unknown topic', notification(delivery, {}, { TopicArn: 'arn:aws:sns:eu-west-1:123456789012:someone-else' }), 403, 'unknown_topic'],
+      [
+        'tampered body',
+        notification(sesEventMessage('delivery', message.provider_message_id), { tamper: { Message: delivery } }),
+        403,
+        'invalid_signature',
+      ],
+      [
+        'tampered signature',
+        notification(delivery, { tamper: { Signature: Buffer.alloc(256, 1).toString('base64') } }),
+        403,
+        'invalid_signature',
+      ],
+      [
+        'certificate from another host',
+        notification(delivery, {}, { SigningCertURL: 'https://sns.eu-west-1.amazonaws.com.attacker.test/cert.pem' }),
+        403,
+        'invalid_certificate_url',
+      ],
+      [
+        'certificate over http',
+        notification(delivery, {}, { SigningCertURL: 'http://sns.eu-west-1.amazonaws.com/cert.pem' }),
+        403,
+        'invalid_certificate_url',
+      ],
+      [
+        'certificate from another region',
+        notification(delivery, {}, { SigningCertURL: 'https://sns.us-east-1.amazonaws.com/cert.pem' }),
+        403,
+        'invalid_certificate_url',
+      ],
+      [
+        'a message two hours old',
+        notification(delivery, {}, { Timestamp: new Date(Date.now() - 2 * 3_600_000).toISOString() }),
+        403,
+        'stale_message',
+      ],
+      [
+        'an unknown topic',
+        notification(delivery, {}, { TopicArn: 'arn:aws:sns:eu-west-1:123456789012:someone-else' }),
+        403,
+        'unknown_topic',
+      ],
       ['an unknown signature version', notification(delivery, {}, { SignatureVersion: '3' }), 403, 'invalid_signature'],
     ]
     for (const [what, envelope, status, code] of attempts) {
@@ -137,20 +192,36 @@ describe('SES delivery events through SNS (POST /webhooks/ses)', () => {
     const answer = await post(notification(sesEventMessage('bounce', '0100018c-unknown-message-id')))
     expect(answer.status).to.equal(200)
     expect(answer.body).to.deep.equal({ outcome: 'unknown_message' })
-    expect((await post(notification(JSON.stringify({ eventType: 'Open', mail: { messageId: 'x' } })))).body).to.deep.equal({ outcome: 'ignored' })
+    expect((await post(notification(JSON.stringify({ eventType: 'Open', mail: { messageId: 'x' } })))).body).to.deep.equal({
+      outcome: 'ignored',
+    })
     expect(await events()).to.equal(before)
   })
 
   it('confirms a subscription only to its own topic, only through SNS’s own ConfirmSubscription URL', async () => {
     const subscribe = (url: string, topic = TOPIC) =>
-      signer.envelope({ Type: 'SubscriptionConfirmation', TopicArn: topic, Message: 'You have chosen to subscribe.', Token: 'token-1', SubscribeURL: url })
+      signer.envelope({
+        Type: 'SubscriptionConfirmation',
+        TopicArn: topic,
+        Message: 'You have chosen to subscribe.',
+        Token: 'token-1',
+        SubscribeURL: url,
+      })
     const good = `https://sns.eu-west-1.amazonaws.com/?Action=ConfirmSubscription&TopicArn=${encodeURIComponent(TOPIC)}&Token=token-1`
     expect((await post(subscribe('https://attacker.test/?Action=ConfirmSubscription'))).body?.code).to.equal('invalid_subscribe_url')
-    expect((await post(subscribe(good.replace('eu-west-1.amazonaws.com', 'eu-west-1.amazonaws.com.attacker.test')))).body?.code).to.equal('invalid_subscribe_url')
+    expect((await post(subscribe(good.replace('eu-west-1.amazonaws.com', 'eu-west-1.amazonaws.com.attacker.test')))).body?.code).to.equal(
+      'invalid_subscribe_url',
+    )
     expect((await post(subscribe(good, 'arn:aws:sns:eu-west-1:123456789012:someone-else'))).body?.code).to.equal('unknown_topic')
     expect((await post(subscribe(good), 'SubscriptionConfirmation')).body).to.deep.equal({ outcome: 'subscription_confirmed' })
     expect(confirmed).to.deep.equal([good])
-    const unsubscribed = signer.envelope({ Type: 'UnsubscribeConfirmation', TopicArn: TOPIC, Message: 'You have unsubscribed.', Token: 'token-2', SubscribeURL: good })
+    const unsubscribed = signer.envelope({
+      Type: 'UnsubscribeConfirmation',
+      TopicArn: TOPIC,
+      Message: 'You have unsubscribed.',
+      Token: 'token-2',
+      SubscribeURL: good,
+    })
     expect((await post(unsubscribed)).body, 'an unsubscription changes nothing here').to.deep.equal({ outcome: 'ignored' })
     expect(confirmed).to.have.length(1)
   })

@@ -7,13 +7,26 @@ const SECRET = 'wasender-webhook-secret-for-tests'
 describe('Wasender message status webhook (POST /webhooks/wasender)', () => {
   const f = useWebStack({ webhooks: { WASENDER_WEBHOOK_SECRET: SECRET } })
 
-  const post = (body: unknown, signature?: string) => f.stack.call('POST', '/webhooks/wasender', body, signature === undefined ? {} : { 'x-webhook-signature': signature })
-  const update = (id: string, status: number) => ({ event: 'messages.update', sessionId: 'session', data: { update: { status }, key: { remoteJid: 'someone@s.whatsapp.net', id, fromMe: true } }, timestamp: Date.now() })
+  const post = (body: unknown, signature?: string) =>
+    f.stack.call('POST', '/webhooks/wasender', body, signature === undefined ? {} : { 'x-webhook-signature': signature })
+  const update = (id: string, status: number) => ({
+    event: 'messages.update',
+    sessionId: 'session',
+    data: { update: { status }, key: { remoteJid: 'someone@s.whatsapp.net', id, fromMe: true } },
+    timestamp: Date.now(),
+  })
 
   async function publishedWhatsApp(phone: string) {
     expect((await f.stack.call('POST', '/sign-ups', { identifier: phone, password: 'correct horse battery' })).status).to.equal(202)
-    return await eventually(() => f.db.owner('outbox.security_outbox_messages as m').join('outbox.security_outbox_attempts as a', 'a.message_id', 'm.id')
-      .where({ 'm.destination': phone, 'm.state': 'published' }).first<{ id: string; provider_message_id: string } | undefined>('m.id', 'a.provider_message_id'), 'the WhatsApp message published')
+    return await eventually(
+      () =>
+        f.db
+          .owner('outbox.security_outbox_messages as m')
+          .join('outbox.security_outbox_attempts as a', 'a.message_id', 'm.id')
+          .where({ 'm.destination': phone, 'm.state': 'published' })
+          .first<{ id: string; provider_message_id: string } | undefined>('m.id', 'a.provider_message_id'),
+      'the WhatsApp message published',
+    )
   }
 
   it('refuses a status with a wrong or missing secret and stores nothing', async () => {
@@ -36,8 +49,15 @@ describe('Wasender message status webhook (POST /webhooks/wasender)', () => {
     expect((await post(delivered, SECRET)).body).to.deep.equal({ outcomes: ['duplicate'] })
     expect((await post(update(message.provider_message_id, 0), SECRET)).body).to.deep.equal({ outcomes: ['stored'] })
     expect((await post(update('999999999', 3), SECRET)).body).to.deep.equal({ outcomes: ['unknown_message'] })
-    const stored = await f.db.owner('outbox.security_outbox_delivery_events').where({ message_id: message.id }).orderBy('id').select('event', 'subtype')
-    expect(stored).to.deep.equal([{ event: 'delivered', subtype: null }, { event: 'rejected', subtype: 'error' }])
+    const stored = await f.db
+      .owner('outbox.security_outbox_delivery_events')
+      .where({ message_id: message.id })
+      .orderBy('id')
+      .select('event', 'subtype')
+    expect(stored).to.deep.equal([
+      { event: 'delivered', subtype: null },
+      { event: 'rejected', subtype: 'error' },
+    ])
     expect(await f.db.owner('outbox.suppressed_destinations').where({ message_id: message.id })).to.have.length(0)
   })
 })

@@ -39,14 +39,33 @@ describe('provider back-pressure', () => {
       logger: logs.logger,
     })
 
-    const pause = await eventually(async () => (await db.owner('outbox.provider_pauses').where({ channel: 'whatsapp' }).first()) ?? undefined, 'the channel pause')
+    const pause = await eventually(
+      async () => (await db.owner('outbox.provider_pauses').where({ channel: 'whatsapp' }).first()) ?? undefined,
+      'the channel pause',
+    )
     const pausedUntil: Date = pause.paused_until
     // Settled: every message is published, or pending until the pause ends, and no job is left due before it.
-    await eventually(async () => {
-      const [open] = await db.owner('outbox.security_outbox_messages').count({ open: '*' }).where((q) => q.where({ state: 'leased' }).orWhere((p) => p.where({ state: 'pending' }).andWhere('available_at', '<', new Date(pausedUntil.getTime() - 1_000))))
-      const [due] = await db.owner('pgboss.job').count({ due: '*' }).where({ name: 'security-outbox' }).whereIn('state', ['created', 'retry', 'active']).andWhere('start_after', '<', new Date(pausedUntil.getTime() - 1_000))
-      return Number(open?.open) === 0 && Number(due?.due) === 0 ? true : undefined
-    }, 'every message to be published or deferred', 30_000)
+    await eventually(
+      async () => {
+        const [open] = await db
+          .owner('outbox.security_outbox_messages')
+          .count({ open: '*' })
+          .where((q) =>
+            q
+              .where({ state: 'leased' })
+              .orWhere((p) => p.where({ state: 'pending' }).andWhere('available_at', '<', new Date(pausedUntil.getTime() - 1_000))),
+          )
+        const [due] = await db
+          .owner('pgboss.job')
+          .count({ due: '*' })
+          .where({ name: 'security-outbox' })
+          .whereIn('state', ['created', 'retry', 'active'])
+          .andWhere('start_after', '<', new Date(pausedUntil.getTime() - 1_000))
+        return Number(open?.open) === 0 && Number(due?.due) === 0 ? true : undefined
+      },
+      'every message to be published or deferred',
+      30_000,
+    )
     await worker.stop()
     worker = undefined
 
@@ -57,7 +76,10 @@ describe('provider back-pressure', () => {
     const deferred = messages.filter((row) => row.state === 'pending')
     expect(published.length + deferred.length).to.equal(100)
     expect(published).to.have.length(fake.accepted().length)
-    expect(deferred.filter((row) => row.attempt_count === 1), 'only the throttled message spent an attempt').to.have.length(1)
+    expect(
+      deferred.filter((row) => row.attempt_count === 1),
+      'only the throttled message spent an attempt',
+    ).to.have.length(1)
     expect(deferred.filter((row) => row.attempt_count === 0)).to.have.length(deferred.length - 1)
     for (const row of deferred) expect(row.available_at.getTime()).to.be.closeTo(pausedUntil.getTime(), 1_000)
     expect(pausedUntil.getTime()).to.be.closeTo(Date.now() + 30_000, 10_000)

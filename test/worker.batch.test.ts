@@ -53,7 +53,11 @@ describe('delivery worker, a batch at a time', () => {
       ...provider,
       async dispatch(outgoing: Parameters<typeof provider.dispatch>[0], signal: AbortSignal) {
         // pg-boss expired this job's claim while its send was in flight.
-        if (outgoing.messageId === lapsed.data.messageId) await f.db.owner('pgboss.job').where({ id: lapsed.id }).update({ retry_count: lapsed.retryCount + 1, state: 'retry' })
+        if (outgoing.messageId === lapsed.data.messageId)
+          await f.db
+            .owner('pgboss.job')
+            .where({ id: lapsed.id })
+            .update({ retry_count: lapsed.retryCount + 1, state: 'retry' })
         return await provider.dispatch(outgoing, signal)
       },
     }
@@ -73,8 +77,14 @@ describe('delivery worker, a batch at a time', () => {
     const jobs = ids.map(jobOf)
     // The first message is already final and its job lapsed: settling it cannot commit.
     await f.db.owner('outbox.security_outbox_ciphertexts').where({ message_id: ids[0] }).delete()
-    await f.db.owner('outbox.security_outbox_messages').where({ id: ids[0] }).update({ state: 'dead_lettered', dead_lettered_at: new Date() })
-    await f.db.owner('pgboss.job').where({ id: jobs[0]!.id }).update({ retry_count: jobs[0]!.retryCount + 1, state: 'retry' })
+    await f.db
+      .owner('outbox.security_outbox_messages')
+      .where({ id: ids[0] })
+      .update({ state: 'dead_lettered', dead_lettered_at: new Date() })
+    await f.db
+      .owner('pgboss.job')
+      .where({ id: jobs[0]!.id })
+      .update({ retry_count: jobs[0]!.retryCount + 1, state: 'retry' })
     const provider = scriptedProvider((call) => ({ providerMessageId: `p-${call}` }))
 
     let thrown: unknown

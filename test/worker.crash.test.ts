@@ -25,10 +25,14 @@ describe('a worker killed mid-delivery', () => {
 
     const second = f.worker(settings)
     try {
-      const published = await eventually(async () => {
-        const message = await rows.message(messageId)
-        return message.state === 'published' ? message : undefined
-      }, 'the second worker to redeliver after the lease', 60_000)
+      const published = await eventually(
+        async () => {
+          const message = await rows.message(messageId)
+          return message.state === 'published' ? message : undefined
+        },
+        'the second worker to redeliver after the lease',
+        60_000,
+      )
       expect(published.attempt_count).to.equal(1)
     } finally {
       second.child.kill('SIGTERM')

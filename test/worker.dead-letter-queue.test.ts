@@ -8,17 +8,37 @@ import { useOutboxFixture } from './support/outbox-harness.ts'
 describe('the crash-loop dead-letter queue against a forged job', () => {
   const f = useOutboxFixture()
   const { message, deadLetter } = f.rows
-  const handler = () => createDeadLetterQueueHandler({ db: f.harness.worker, boss: f.harness.workerBoss, clock: () => f.now, logger: f.logs.logger })
-  const refusal = (sql: string, bindings: unknown[]) => f.harness.api.raw(sql, bindings as never).then(() => 'allowed', (error: { code?: string }) => error.code)
+  const handler = () =>
+    createDeadLetterQueueHandler({ db: f.harness.worker, boss: f.harness.workerBoss, clock: () => f.now, logger: f.logs.logger })
+  const refusal = (sql: string, bindings: unknown[]) =>
+    f.harness.api.raw(sql, bindings as never).then(
+      () => 'allowed',
+      (error: { code?: string }) => error.code,
+    )
 
   it('refuses the api login a job in any queue but security-outbox, in any state but created, through the table or its partition', async () => {
     const { messageId } = await f.harness.enqueue(uniqueEmail())
     const data = JSON.stringify({ messageId })
-    expect(await refusal('INSERT INTO pgboss.job (name, data) VALUES (?, ?::jsonb)', [QUEUES.deadLetter, data]), 'the dead-letter queue').to.equal('42501')
-    expect(await refusal('INSERT INTO pgboss.job_common (name, data) VALUES (?, ?::jsonb)', [QUEUES.deadLetter, data]), 'its partition').to.equal('42501')
-    expect(await refusal('INSERT INTO pgboss.job (name, data) VALUES (?, ?::jsonb)', [QUEUES.expiryPurge, data]), 'a maintenance queue').to.equal('42501')
-    expect(await refusal(`INSERT INTO pgboss.job (name, data, state) VALUES (?, ?::jsonb, 'failed')`, [QUEUES.delivery, data]), 'a failed delivery job').to.equal('42501')
-    expect(await refusal(`INSERT INTO pgboss.job_common (name, data, state) VALUES (?, ?::jsonb, 'active')`, [QUEUES.delivery, data]), 'an active delivery job').to.equal('42501')
+    expect(
+      await refusal('INSERT INTO pgboss.job (name, data) VALUES (?, ?::jsonb)', [QUEUES.deadLetter, data]),
+      'the dead-letter queue',
+    ).to.equal('42501')
+    expect(
+      await refusal('INSERT INTO pgboss.job_common (name, data) VALUES (?, ?::jsonb)', [QUEUES.deadLetter, data]),
+      'its partition',
+    ).to.equal('42501')
+    expect(
+      await refusal('INSERT INTO pgboss.job (name, data) VALUES (?, ?::jsonb)', [QUEUES.expiryPurge, data]),
+      'a maintenance queue',
+    ).to.equal('42501')
+    expect(
+      await refusal(`INSERT INTO pgboss.job (name, data, state) VALUES (?, ?::jsonb, 'failed')`, [QUEUES.delivery, data]),
+      'a failed delivery job',
+    ).to.equal('42501')
+    expect(
+      await refusal(`INSERT INTO pgboss.job_common (name, data, state) VALUES (?, ?::jsonb, 'active')`, [QUEUES.delivery, data]),
+      'an active delivery job',
+    ).to.equal('42501')
     expect(await f.db.owner('pgboss.job').whereNot({ name: QUEUES.delivery })).to.have.length(0)
   })
 
@@ -39,7 +59,10 @@ describe('the crash-loop dead-letter queue against a forged job', () => {
     const { messageId } = await f.harness.enqueue(uniqueEmail())
     const job = await f.harness.nextJob()
     // The job has crashed its worker as often as the queue allows; this failure is the last.
-    await f.db.owner('pgboss.job').where({ id: job.id }).update({ retry_count: f.db.owner.ref('retry_limit') })
+    await f.db
+      .owner('pgboss.job')
+      .where({ id: job.id })
+      .update({ retry_count: f.db.owner.ref('retry_limit') })
     await f.harness.workerBoss.fail(QUEUES.delivery, job.id)
     expect(await f.rows.jobState(job.id)).to.equal('failed')
     const [dlqJob] = await f.harness.workerBoss.fetch<DeliveryJobData>(QUEUES.deadLetter)

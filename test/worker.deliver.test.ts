@@ -47,7 +47,9 @@ describe('delivery worker, one job at a time', () => {
 
   it('spends five attempts on transport faults, then dead-letters retries_exhausted with the last class', async () => {
     const { messageId } = await enqueue()
-    const provider = scriptedProvider((call) => (call < 5 ? new DeliveryFailure('UNAVAILABLE', 'ServiceUnavailable') : new Error('socket hang up')))
+    const provider = scriptedProvider((call) =>
+      call < 5 ? new DeliveryFailure('UNAVAILABLE', 'ServiceUnavailable') : new Error('socket hang up'),
+    )
     const SCHEDULE = [5_000, 30_000, 120_000, 600_000]
     for (let attempt = 1; attempt <= 5; attempt++) {
       await deliverOne(deps(provider), await nextJob())
@@ -81,7 +83,10 @@ describe('delivery worker, one job at a time', () => {
     const { envelope } = await f.db.owner('outbox.security_outbox_ciphertexts').where({ message_id: messageId }).first()
     const parts = envelope.split('.')
     parts[3] = Buffer.from('tampered').toString('base64url')
-    await f.db.owner('outbox.security_outbox_ciphertexts').where({ message_id: messageId }).update({ envelope: parts.join('.') })
+    await f.db
+      .owner('outbox.security_outbox_ciphertexts')
+      .where({ message_id: messageId })
+      .update({ envelope: parts.join('.') })
     const provider = scriptedProvider(() => ({ providerMessageId: 'never' }))
     const job = await nextJob()
 
@@ -101,7 +106,10 @@ describe('delivery worker, one job at a time', () => {
     const first = deliverOne(deps(stalled.provider), job)
     // The first worker is stuck in its send; pg-boss expires its claim and hands the job out again.
     await stalled.sending
-    await f.db.owner('pgboss.job').where({ id: job.id }).update({ retry_count: job.retryCount + 1 })
+    await f.db
+      .owner('pgboss.job')
+      .where({ id: job.id })
+      .update({ retry_count: job.retryCount + 1 })
     const second = scriptedProvider(() => ({ providerMessageId: 'second' }))
     await deliverOne(deps(second), { ...job, retryCount: job.retryCount + 1 })
     stalled.release()

@@ -17,16 +17,24 @@ describe('two worker processes on one backlog', () => {
     f.worker(settings)
     f.worker(settings)
 
-    await eventually(async () => {
-      const [open] = await f.db.owner('outbox.security_outbox_messages').whereIn('state', ['pending', 'leased']).count({ n: '*' })
-      return Number(open?.n) === 0 ? true : undefined
-    }, 'every message to become terminal', 150_000)
+    await eventually(
+      async () => {
+        const [open] = await f.db.owner('outbox.security_outbox_messages').whereIn('state', ['pending', 'leased']).count({ n: '*' })
+        return Number(open?.n) === 0 ? true : undefined
+      },
+      'every message to become terminal',
+      150_000,
+    )
 
     const states = await f.db.owner('outbox.security_outbox_messages').select('state').count({ n: '*' }).groupBy('state')
     const total = states.reduce((sum, row) => sum + Number(row.n), 0)
     expect(total).to.equal(BACKLOG)
 
-    const [attemptCounts] = await f.db.owner.raw(`SELECT count(*)::int AS rows, count(DISTINCT (message_id, attempt_no))::int AS distinct_rows FROM outbox.security_outbox_attempts`).then((result) => result.rows)
+    const [attemptCounts] = await f.db.owner
+      .raw(
+        `SELECT count(*)::int AS rows, count(DISTINCT (message_id, attempt_no))::int AS distinct_rows FROM outbox.security_outbox_attempts`,
+      )
+      .then((result) => result.rows)
     expect(attemptCounts.rows).to.equal(attemptCounts.distinct_rows)
 
     // Each provider call must be one recorded attempt of the message it was for: a send made while
@@ -41,9 +49,14 @@ describe('two worker processes on one backlog', () => {
       if (request.accepted) entry.accepted += 1
       callsByDestination.set(request.to, entry)
     }
-    const mismatches = [...attemptsByDestination].filter(([destination, { attempts }]) => (callsByDestination.get(destination)?.calls ?? 0) !== attempts)
+    const mismatches = [...attemptsByDestination].filter(
+      ([destination, { attempts }]) => (callsByDestination.get(destination)?.calls ?? 0) !== attempts,
+    )
     expect(mismatches, 'destinations whose provider calls differ from their recorded attempts').to.deep.equal([])
-    expect([...callsByDestination.values()].filter((entry) => entry.accepted > 1), 'messages sent twice').to.deep.equal([])
+    expect(
+      [...callsByDestination.values()].filter((entry) => entry.accepted > 1),
+      'messages sent twice',
+    ).to.deep.equal([])
     const published = [...attemptsByDestination.values()].filter((entry) => entry.state === 'published').length
     expect(published).to.equal(f.wasender.accepted().length)
     expect(published).to.be.greaterThan(BACKLOG * 0.95)

@@ -21,12 +21,19 @@ describe('invitation messages in the worker', () => {
     const organizationId = uuidv7()
     await f.db.owner('organization.organizations').insert({ id: organizationId, name: 'Acme Research', created_by: adminId })
     await f.db.owner('organization.memberships').insert({ organization_id: organizationId, identity_id: adminId, role: 'admin' })
-    const deps = { boss: f.harness.webBoss, outboxKey: f.keys.outboxKey, codeHashKey: f.keys.codeHashKey, invitationTtlSeconds: 7 * 86_400, clock: () => f.now }
+    const deps = {
+      boss: f.harness.webBoss,
+      outboxKey: f.keys.outboxKey,
+      codeHashKey: f.keys.codeHashKey,
+      invitationTtlSeconds: 7 * 86_400,
+      clock: () => f.now,
+    }
     const { invitationId } = await f.harness.api.transaction((trx) => inviteTx(trx, deps, { organizationId, inviterId: adminId, email }))
     const row = await f.db.owner('outbox.security_outbox_messages').where({ invitation_id: invitationId }).first()
     return { adminId, organizationId, invitationId, messageId: row.id as string, email, deps }
   }
-  const emailProvider = (script: Parameters<typeof scriptedProvider>[0] = (call) => ({ providerMessageId: `p-${call}` })) => scriptedProvider(script)
+  const emailProvider = (script: Parameters<typeof scriptedProvider>[0] = (call) => ({ providerMessageId: `p-${call}` })) =>
+    scriptedProvider(script)
   const tokenFrom = (text: string) => /\/join#token=([A-Za-z0-9_-]+)/.exec(text)?.[1]
 
   it('opens the token only to build the join link, and the email names the organization', async () => {
@@ -36,7 +43,9 @@ describe('invitation messages in the worker', () => {
     expect(provider.calls).to.have.length(1)
     const sent = provider.calls[0]!
     expect(sent.destination).to.equal(email)
-    expect(sent.text).to.include('Acme Research').and.to.match(/https:\/\/app\.sealpost\.test\/join#token=[A-Za-z0-9_-]{43}\b/)
+    expect(sent.text)
+      .to.include('Acme Research')
+      .and.to.match(/https:\/\/app\.sealpost\.test\/join#token=[A-Za-z0-9_-]{43}\b/)
     expect(await message(messageId)).to.include({ state: 'published', attempt_count: 1 })
     expect(await ciphertexts(messageId)).to.equal(0)
   })
@@ -53,12 +62,21 @@ describe('invitation messages in the worker', () => {
   })
 
   it('never leases the message of an invitation closed behind its back (claim guard)', async () => {
-    for (const [status, reason] of [['revoked', 'invitation_revoked'], ['accepted', 'invitation_accepted'], ['expired', 'invitation_expired']] as const) {
+    for (const [status, reason] of [
+      ['revoked', 'invitation_revoked'],
+      ['accepted', 'invitation_accepted'],
+      ['expired', 'invitation_expired'],
+    ] as const) {
       const { messageId, invitationId, adminId } = await invite()
       // Closed without the web's function (an older release, an operator's UPDATE): the message is still pending.
-      await f.db.owner('organization.invitations').where({ id: invitationId }).update({
-        status, ...(status === 'revoked' ? { revoked_at: f.now } : {}), ...(status === 'accepted' ? { accepted_at: f.now, accepted_by: adminId } : {}),
-      })
+      await f.db
+        .owner('organization.invitations')
+        .where({ id: invitationId })
+        .update({
+          status,
+          ...(status === 'revoked' ? { revoked_at: f.now } : {}),
+          ...(status === 'accepted' ? { accepted_at: f.now, accepted_by: adminId } : {}),
+        })
       const provider = emailProvider()
       await deliverOne(f.harness.deps({ email: provider }), await f.harness.nextJob())
       expect(provider.calls, status).to.have.length(0)
@@ -74,7 +92,10 @@ describe('invitation messages in the worker', () => {
       id: 'failing',
       channel: 'email',
       async dispatch() {
-        await f.db.owner('organization.invitations').where({ id: invitationId }).update({ status: 'accepted', accepted_at: f.now, accepted_by: adminId })
+        await f.db
+          .owner('organization.invitations')
+          .where({ id: invitationId })
+          .update({ status: 'accepted', accepted_at: f.now, accepted_by: adminId })
         throw new DeliveryFailure('UNAVAILABLE', 'ServiceUnavailable')
       },
     }
@@ -90,8 +111,12 @@ describe('invitation messages in the worker', () => {
     await deliverOne(f.harness.deps({ email: provider }), await f.harness.nextJob())
     const token = tokenFrom(provider.calls[0]!.text)!
     const { identityId: invitee } = await createVerifiedIdentity(f.db.owner, first.email)
-    expect(await acceptInvitation(f.harness.api, { identityId: invitee, token }, f.now)).to.deep.equal({ organizationId: first.organizationId })
-    expect(await f.db.owner('organization.memberships').where({ organization_id: first.organizationId, identity_id: invitee }).first()).to.include({ role: 'member' })
+    expect(await acceptInvitation(f.harness.api, { identityId: invitee, token }, f.now)).to.deep.equal({
+      organizationId: first.organizationId,
+    })
+    expect(
+      await f.db.owner('organization.memberships').where({ organization_id: first.organizationId, identity_id: invitee }).first(),
+    ).to.include({ role: 'member' })
     const again = await acceptInvitation(f.harness.api, { identityId: invitee, token }, f.now).catch((error: unknown) => error)
     expect(again).to.be.instanceOf(InvalidInvitationError)
 
@@ -99,13 +124,21 @@ describe('invitation messages in the worker', () => {
     const secondProvider = emailProvider()
     await deliverOne(f.harness.deps({ email: secondProvider }), await f.harness.nextJob())
     const secondToken = tokenFrom(secondProvider.calls[0]!.text)!
-    await revokeInvitation(f.harness.api, { organizationId: second.organizationId, invitationId: second.invitationId, identityId: second.adminId }, f.now)
-    const revoked = await acceptInvitation(f.harness.api, { identityId: invitee, token: secondToken }, f.now).catch((error: unknown) => error)
+    await revokeInvitation(
+      f.harness.api,
+      { organizationId: second.organizationId, invitationId: second.invitationId, identityId: second.adminId },
+      f.now,
+    )
+    const revoked = await acceptInvitation(f.harness.api, { identityId: invitee, token: secondToken }, f.now).catch(
+      (error: unknown) => error,
+    )
     expect(revoked).to.be.instanceOf(InvalidInvitationError)
-    expect(await f.db.owner('organization.memberships').where({ organization_id: second.organizationId, identity_id: invitee }).first()).to.equal(undefined)
+    expect(
+      await f.db.owner('organization.memberships').where({ organization_id: second.organizationId, identity_id: invitee }).first(),
+    ).to.equal(undefined)
   })
 
-  it('refuses an expired token, and dead-letters an expired invitation\'s unsent message invitation_expired', async () => {
+  it("refuses an expired token, and dead-letters an expired invitation's unsent message invitation_expired", async () => {
     const sent = await invite()
     const provider = emailProvider()
     await deliverOne(f.harness.deps({ email: provider }), await f.harness.nextJob())
@@ -131,12 +164,22 @@ describe('invitation messages in the worker', () => {
       const phone = uniquePhone()
       const code = await f.harness.enqueue(phone)
       const environment = (link: string | undefined) => {
-        const env = productionEnvironment({ apiUrl: f.db.apiUrl, workerUrl: f.db.workerUrl, keys: f.keys, sesEndpoint: emulator.url, wasenderUrl: fake.url, wasenderKey: 'key' })
+        const env = productionEnvironment({
+          apiUrl: f.db.apiUrl,
+          workerUrl: f.db.workerUrl,
+          keys: f.keys,
+          sesEndpoint: emulator.url,
+          wasenderUrl: fake.url,
+          wasenderKey: 'key',
+        })
         if (link === undefined) delete env.INVITATION_LINK_BASE_URL
         else env.INVITATION_LINK_BASE_URL = link
         return env
       }
-      for (const [link, problem] of [[undefined, /INVITATION_LINK_BASE_URL: is required for the worker process in production/], ['http://app.sealpost.test', /INVITATION_LINK_BASE_URL: must be an https:\/\/ URL in production/]] as const) {
+      for (const [link, problem] of [
+        [undefined, /INVITATION_LINK_BASE_URL: is required for the worker process in production/],
+        ['http://app.sealpost.test', /INVITATION_LINK_BASE_URL: must be an https:\/\/ URL in production/],
+      ] as const) {
         const refused = spawnWorker(environment(link))
         expect(await refused.exited, refused.output()).to.equal(1)
         expect(refused.output()).to.match(problem)
@@ -148,7 +191,11 @@ describe('invitation messages in the worker', () => {
       const worker = spawnWorker(environment('https://app.sealpost.test'))
       try {
         for (const messageId of [invitation.messageId, code.messageId]) {
-          await eventually(async () => ((await message(messageId)).state === 'published' ? true : undefined), 'both messages to be delivered', 20_000)
+          await eventually(
+            async () => ((await message(messageId)).state === 'published' ? true : undefined),
+            'both messages to be delivered',
+            20_000,
+          )
         }
       } finally {
         worker.child.kill('SIGTERM')

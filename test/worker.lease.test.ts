@@ -2,7 +2,7 @@ import { expect } from 'chai'
 import { createBoss, installQueues } from '../src/db/boss.ts'
 import { useProcessFixture } from './support/process-fixture.ts'
 
-describe('one lease truth: the worker reads the queue\'s lease', () => {
+describe("one lease truth: the worker reads the queue's lease", () => {
   const f = useProcessFixture()
 
   async function releaseWithLease(leaseSeconds: number) {
@@ -12,12 +12,14 @@ describe('one lease truth: the worker reads the queue\'s lease', () => {
     await owner.stop({ graceful: false })
   }
 
-  it('refuses to start when the queue\'s expireInSeconds is below 2 × SEND_TIMEOUT_MS + 5 s, whatever its own LEASE_SECONDS says', async function () {
+  it("refuses to start when the queue's expireInSeconds is below 2 × SEND_TIMEOUT_MS + 5 s, whatever its own LEASE_SECONDS says", async function () {
     this.timeout(60_000)
     await releaseWithLease(60)
     const refused = f.worker({ SEND_TIMEOUT_MS: '30000', LEASE_SECONDS: '300' })
     expect(await refused.exited, refused.output()).to.equal(1)
-    expect(refused.output()).to.include('leases a job for 60 s (expireInSeconds), below 2 × SEND_TIMEOUT_MS + 5 s = 65 s for SEND_TIMEOUT_MS=30000')
+    expect(refused.output()).to.include(
+      'leases a job for 60 s (expireInSeconds), below 2 × SEND_TIMEOUT_MS + 5 s = 65 s for SEND_TIMEOUT_MS=30000',
+    )
     expect(refused.output()).to.include('run the release step with LEASE_SECONDS of at least 65')
   })
 

@@ -35,7 +35,11 @@ describe('worker lifecycle', () => {
       logger: f.logs.logger,
     })
     try {
-      await eventually(async () => ((await rows.message(messageId)).state === 'published' ? true : undefined), 'the retried job to publish', 20_000)
+      await eventually(
+        async () => ((await rows.message(messageId)).state === 'published' ? true : undefined),
+        'the retried job to publish',
+        20_000,
+      )
     } finally {
       await worker.stop()
     }
@@ -53,7 +57,14 @@ describe('worker lifecycle', () => {
       fake.behave(() => ({ kind: 'accept', delayMs: 1_500 }))
       const { messageId } = await f.harness.enqueue(uniquePhone())
       const worker = spawnWorker(
-        productionEnvironment({ apiUrl: f.db.apiUrl, workerUrl: f.db.workerUrl, keys: f.keys, sesEndpoint: emulator.url, wasenderUrl: fake.url, wasenderKey: 'key' }),
+        productionEnvironment({
+          apiUrl: f.db.apiUrl,
+          workerUrl: f.db.workerUrl,
+          keys: f.keys,
+          sesEndpoint: emulator.url,
+          wasenderUrl: fake.url,
+          wasenderKey: 'key',
+        }),
       )
       await eventually(async () => (fake.requests.length === 1 ? true : undefined), 'the send to start', 15_000)
       worker.child.kill('SIGTERM')

@@ -36,7 +36,8 @@ describe('delivery pipeline', () => {
     pipeline = undefined
   })
 
-  const idOf = async (email: string): Promise<string> => (await f.db.owner('outbox.security_outbox_messages').where({ destination: email }).first()).id
+  const idOf = async (email: string): Promise<string> =>
+    (await f.db.owner('outbox.security_outbox_messages').where({ destination: email }).first()).id
 
   it('records every other message of a fetch while one send of it still hangs (no head-of-line blocking)', async () => {
     const emails = Array.from({ length: 8 }, () => uniqueEmail())
@@ -135,7 +136,10 @@ describe('delivery pipeline', () => {
     const rows = await f.db.owner('outbox.security_outbox_messages').select('state', 'attempt_count', 'available_at')
     const waiting = rows.filter((row) => row.state === 'pending')
     expect(waiting.length).to.be.at.least(6)
-    expect(waiting.filter((row) => row.attempt_count === 1), 'only the throttled one spent an attempt').to.have.length(1)
+    expect(
+      waiting.filter((row) => row.attempt_count === 1),
+      'only the throttled one spent an attempt',
+    ).to.have.length(1)
     const pause = await f.db.owner('outbox.provider_pauses').where({ channel: 'email' }).first()
     for (const row of waiting) expect(row.available_at.getTime()).to.be.closeTo(pause.paused_until.getTime(), 1_000)
   })
@@ -164,11 +168,14 @@ describe('group commit', () => {
     const groups: number[][] = []
     let releaseFirst: () => void = () => {}
     const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve))
-    const committer = groupCommit<number, string>(async (items) => {
-      groups.push(items)
-      if (groups.length === 1) await firstHeld
-      return items.map((item) => (item === 13 ? { kind: 'failed' as const, error: new Error('thirteen') } : `ok-${item}`))
-    }, { windowMs: 5, maxGroup: 3, maxCommits: 1 })
+    const committer = groupCommit<number, string>(
+      async (items) => {
+        groups.push(items)
+        if (groups.length === 1) await firstHeld
+        return items.map((item) => (item === 13 ? { kind: 'failed' as const, error: new Error('thirteen') } : `ok-${item}`))
+      },
+      { windowMs: 5, maxGroup: 3, maxCommits: 1 },
+    )
 
     const first = [1, 2].map((item) => committer.add(item))
     await new Promise((resolve) => setTimeout(resolve, 20))

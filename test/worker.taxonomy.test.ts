@@ -28,7 +28,9 @@ describe('delivery outcomes by failure class and attempt', () => {
   for (const failureClass of classes) {
     for (let n = 1; n <= 5; n++) {
       const retried = failureClass !== 'REJECTED' && n < 5
-      const expectation = retried ? `retries after ${SCHEDULE[n - 1]! / 1000} s` : `dead-letters ${failureClass === 'REJECTED' ? 'provider_rejected' : 'retries_exhausted'}`
+      const expectation = retried
+        ? `retries after ${SCHEDULE[n - 1]! / 1000} s`
+        : `dead-letters ${failureClass === 'REJECTED' ? 'provider_rejected' : 'retries_exhausted'}`
       it(`${failureClass} on attempt ${n} ${expectation}`, async () => {
         const error = failureClass === 'unexpected_worker_error' ? new TypeError('boom') : new DeliveryFailure(failureClass, 'X')
         const messageId = await runAttempt(n, error)
@@ -43,7 +45,10 @@ describe('delivery outcomes by failure class and attempt', () => {
           expect(await rows.ciphertexts(messageId)).to.equal(1)
         } else {
           expect(message).to.include({ state: 'dead_lettered', attempt_count: n })
-          expect(await rows.deadLetter(messageId)).to.include({ reason: failureClass === 'REJECTED' ? 'provider_rejected' : 'retries_exhausted', last_failure_class: failureClass })
+          expect(await rows.deadLetter(messageId)).to.include({
+            reason: failureClass === 'REJECTED' ? 'provider_rejected' : 'retries_exhausted',
+            last_failure_class: failureClass,
+          })
           expect(next).to.equal(undefined)
           expect(await rows.ciphertexts(messageId)).to.equal(0)
         }
@@ -51,9 +56,15 @@ describe('delivery outcomes by failure class and attempt', () => {
     }
   }
 
-  for (const [retryAfterSeconds, expectedSeconds] of [[120, 120], [1, 5]] as const) {
+  for (const [retryAfterSeconds, expectedSeconds] of [
+    [120, 120],
+    [1, 5],
+  ] as const) {
     it(`waits ${expectedSeconds} s after a first-attempt THROTTLED with Retry-After ${retryAfterSeconds} s`, async () => {
-      const messageId = await runAttempt(1, new DeliveryFailure('THROTTLED', 'HTTP429', new Date(f.now.getTime() + retryAfterSeconds * 1000)))
+      const messageId = await runAttempt(
+        1,
+        new DeliveryFailure('THROTTLED', 'HTTP429', new Date(f.now.getTime() + retryAfterSeconds * 1000)),
+      )
       const next = await rows.queuedJob(messageId)
       expect(next.start_after.getTime()).to.be.closeTo(f.now.getTime() + expectedSeconds * 1000, 1_000)
     })
@@ -82,7 +93,9 @@ describe('delivery outcomes by failure class and attempt', () => {
       await deliverOne(f.harness.deps({ whatsapp: connector }), await f.harness.nextJob())
       expect(await rows.message(messageId)).to.include({ state: 'published', attempt_count: 2 })
       expect(await rows.ciphertexts(messageId)).to.equal(0)
-      expect((await rows.attempts(messageId)).map((row) => [row.attempt_no, row.outcome, row.failure_class, row.provider_message_id])).to.deep.equal([
+      expect(
+        (await rows.attempts(messageId)).map((row) => [row.attempt_no, row.outcome, row.failure_class, row.provider_message_id]),
+      ).to.deep.equal([
         [1, 'retryable_error', 'THROTTLED', null],
         [2, 'published', null, '1'],
       ])
@@ -108,7 +121,9 @@ describe('delivery outcomes by failure class and attempt', () => {
       channel: 'whatsapp',
       async dispatch(message) {
         code = /\d{6}/.exec(message.text)![0]
-        throw Object.assign(new Error(`refused ${code} for ${message.destination} with Authorization: Bearer sk_live_hostile`), { code: 'EHOSTILE' })
+        throw Object.assign(new Error(`refused ${code} for ${message.destination} with Authorization: Bearer sk_live_hostile`), {
+          code: 'EHOSTILE',
+        })
       },
     }
     await deliverOne(f.harness.deps({ whatsapp: hostile }), await f.harness.nextJob())

@@ -10,7 +10,9 @@ const store = {
   clear: () => ['session', 'who', 'elevation'].forEach((key) => sessionStorage.removeItem(`sealpost.${key}`)),
 }
 const $ = (id) => document.getElementById(id)
-const show = (id, visible = true) => { $(id).hidden = !visible }
+const show = (id, visible = true) => {
+  $(id).hidden = !visible
+}
 
 const REFUSALS = {
   invalid_credentials: 'The identifier or the password is wrong.',
@@ -31,7 +33,8 @@ const REFUSALS = {
   rate_limited: 'Too many codes; wait a moment.',
   resend_too_soon: 'A code was sent moments ago; wait before asking again.',
 }
-const explain = (problem) => (problem && (REFUSALS[problem.code] ?? `Refused: ${problem.code ?? 'unknown error'}`)) || 'The server did not answer.'
+const explain = (problem) =>
+  (problem && (REFUSALS[problem.code] ?? `Refused: ${problem.code ?? 'unknown error'}`)) || 'The server did not answer.'
 const when = (iso) => (iso ? `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC` : '—')
 
 function notify(text, isError = false) {
@@ -47,13 +50,23 @@ async function api(method, path, { body, headers = {} } = {}) {
   const session = store.get('session')
   const response = await fetch(path, {
     method,
-    headers: { ...(session ? { Authorization: `Bearer ${session}` } : {}), ...(body ? { 'Content-Type': 'application/json' } : {}), ...headers },
+    headers: {
+      ...(session ? { Authorization: `Bearer ${session}` } : {}),
+      ...(body ? { 'Content-Type': 'application/json' } : {}),
+      ...headers,
+    },
     body: body ? JSON.stringify(body) : undefined,
   })
   const text = await response.text()
   const answer = { status: response.status, body: text ? JSON.parse(text) : undefined }
-  if (session && response.status === 401) { endSession('Your session ended; sign in again.'); throw answer }
-  if (response.status === 403 && answer.body?.code === 'not_staff') { await signOut(explain(answer.body)); throw answer }
+  if (session && response.status === 401) {
+    endSession('Your session ended; sign in again.')
+    throw answer
+  }
+  if (response.status === 403 && answer.body?.code === 'not_staff') {
+    await signOut(explain(answer.body))
+    throw answer
+  }
   return answer
 }
 
@@ -71,20 +84,25 @@ function tag(text, kind) {
   return span
 }
 function facts(dl, entries) {
-  dl.replaceChildren(...entries.flatMap(([name, value]) => {
-    const dt = document.createElement('dt')
-    dt.textContent = name
-    const dd = document.createElement('dd')
-    if (value instanceof Node) dd.append(value)
-    else dd.textContent = String(value)
-    return [dt, dd]
-  }))
+  dl.replaceChildren(
+    ...entries.flatMap(([name, value]) => {
+      const dt = document.createElement('dt')
+      dt.textContent = name
+      const dd = document.createElement('dd')
+      if (value instanceof Node) dd.append(value)
+      else dd.textContent = String(value)
+      return [dt, dd]
+    }),
+  )
 }
 
 async function loadBacklog() {
   const { status, body } = await api('GET', `${BASE}/backlog`)
   if (status !== 200) return notify(explain(body), true)
-  facts($('states'), Object.entries(body.states).map(([state, n]) => [state.replace('_', ' '), n]))
+  facts(
+    $('states'),
+    Object.entries(body.states).map(([state, n]) => [state.replace('_', ' '), n]),
+  )
   facts($('queue'), Object.entries(body.queue))
   const reasons = Object.entries(body.deadLettersLast24h).filter(([, n]) => n > 0)
   facts($('reasons'), reasons.length ? reasons : [['none', 0]])
@@ -96,24 +114,26 @@ async function loadDeadLetters(query = page.query, number = page.number) {
   const { status, body } = await api('GET', `${BASE}/dead-letters?${query}`)
   if (status !== 200) return notify(explain(body), true)
   page = { query, info: body.pageInfo, number }
-  $('dead-letter-rows').replaceChildren(...body.items.map((item) => {
-    const row = document.createElement('tr')
-    row.dataset.messageId = item.messageId
-    cell(row, when(item.deadLetteredAt))
-    cell(row, item.purpose)
-    cell(row, item.channel)
-    cell(row, item.maskedDestination)
-    cell(row, '').append(tag(item.reason, 'bad'))
-    cell(row, item.lastFailureClass ?? '—')
-    cell(row, String(item.attemptCount), 'num')
-    const open = document.createElement('button')
-    open.type = 'button'
-    open.className = 'small'
-    open.textContent = 'History'
-    open.addEventListener('click', () => openMessage(item.messageId))
-    cell(row, '').append(open)
-    return row
-  }))
+  $('dead-letter-rows').replaceChildren(
+    ...body.items.map((item) => {
+      const row = document.createElement('tr')
+      row.dataset.messageId = item.messageId
+      cell(row, when(item.deadLetteredAt))
+      cell(row, item.purpose)
+      cell(row, item.channel)
+      cell(row, item.maskedDestination)
+      cell(row, '').append(tag(item.reason, 'bad'))
+      cell(row, item.lastFailureClass ?? '—')
+      cell(row, String(item.attemptCount), 'num')
+      const open = document.createElement('button')
+      open.type = 'button'
+      open.className = 'small'
+      open.textContent = 'History'
+      open.addEventListener('click', () => openMessage(item.messageId))
+      cell(row, '').append(open)
+      return row
+    }),
+  )
   show('dead-letters-empty', body.items.length === 0)
   $('newer').disabled = !body.pageInfo.hasPreviousPage
   $('older').disabled = !body.pageInfo.hasNextPage
@@ -127,30 +147,40 @@ async function openMessage(messageId) {
   $('message-id').textContent = message.messageId
   facts($('message-facts'), [
     ['state', tag(message.state, message.state === 'published' ? 'good' : message.state === 'dead_lettered' ? 'bad' : '')],
-    ['purpose', message.purpose], ['channel', message.channel], ['destination', message.maskedDestination], ['locale', message.locale],
-    ['created', when(message.createdAt)], ['published', when(message.publishedAt)], ['expires', when(message.expiresAt)], ['attempts', message.attemptCount],
+    ['purpose', message.purpose],
+    ['channel', message.channel],
+    ['destination', message.maskedDestination],
+    ['locale', message.locale],
+    ['created', when(message.createdAt)],
+    ['published', when(message.publishedAt)],
+    ['expires', when(message.expiresAt)],
+    ['attempts', message.attemptCount],
   ])
-  $('attempt-rows').replaceChildren(...attempts.map((attempt) => {
-    const row = document.createElement('tr')
-    cell(row, String(attempt.attemptNo), 'num')
-    cell(row, when(attempt.attemptedAt))
-    cell(row, '').append(tag(attempt.outcome, attempt.outcome === 'published' ? 'good' : 'bad'))
-    cell(row, attempt.failureClass ?? '—')
-    cell(row, when(attempt.retryAfterAt))
-    cell(row, `${attempt.durationMs} ms`, 'num')
-    cell(row, attempt.providerMessageId ?? '—')
-    return row
-  }))
+  $('attempt-rows').replaceChildren(
+    ...attempts.map((attempt) => {
+      const row = document.createElement('tr')
+      cell(row, String(attempt.attemptNo), 'num')
+      cell(row, when(attempt.attemptedAt))
+      cell(row, '').append(tag(attempt.outcome, attempt.outcome === 'published' ? 'good' : 'bad'))
+      cell(row, attempt.failureClass ?? '—')
+      cell(row, when(attempt.retryAfterAt))
+      cell(row, `${attempt.durationMs} ms`, 'num')
+      cell(row, attempt.providerMessageId ?? '—')
+      return row
+    }),
+  )
   show('attempts-empty', attempts.length === 0)
   // Provider delivery events (bounces, complaints, deliveries) where the server records them.
   const events = Array.isArray(body.events) ? body.events : []
-  $('event-rows').replaceChildren(...events.map((event) => {
-    const row = document.createElement('tr')
-    cell(row, when(event.occurredAt))
-    cell(row, event.event ?? '—')
-    cell(row, event.subtype ?? '—')
-    return row
-  }))
+  $('event-rows').replaceChildren(
+    ...events.map((event) => {
+      const row = document.createElement('tr')
+      cell(row, when(event.occurredAt))
+      cell(row, event.event ?? '—')
+      cell(row, event.subtype ?? '—')
+      return row
+    }),
+  )
   show('events-box', events.length > 0)
   $('dead-letter-facts').textContent = deadLetter
     ? `${deadLetter.reason} at ${when(deadLetter.deadLetteredAt)}${deadLetter.lastFailureClass ? `, last failure ${deadLetter.lastFailureClass}` : ''}`
@@ -200,7 +230,10 @@ function reissue(messageId, idempotencyKey) {
     const { status, body } = await api('POST', `${BASE}/dead-letters/${encodeURIComponent(messageId)}/reissues`, {
       headers: { 'X-Elevation-Token': elevationToken, 'Idempotency-Key': idempotencyKey },
     })
-    if (status === 403 && body?.code === 'elevation_required') { store.set('elevation', null); return reissue(messageId, idempotencyKey) }
+    if (status === 403 && body?.code === 'elevation_required') {
+      store.set('elevation', null)
+      return reissue(messageId, idempotencyKey)
+    }
     if (status !== 201) return notify(explain(body), true)
     await Promise.all([loadBacklog(), loadDeadLetters()])
     await openMessage(body.messageId)
@@ -236,13 +269,21 @@ async function loadSuppressions(more = false) {
   show('suppressions')
 }
 function liftSuppression(id) {
-  return withElevation('Lifting a suppression lets messages go to that destination again; confirm with a step-up code first.', async (elevationToken) => {
-    const { status, body } = await api('DELETE', `/platform-admin/suppressions/${encodeURIComponent(id)}`, { headers: { 'X-Elevation-Token': elevationToken } })
-    if (status === 403 && body?.code === 'elevation_required') { store.set('elevation', null); return liftSuppression(id) }
-    if (status !== 204) return notify(explain(body), true)
-    notify('Suppression lifted.')
-    await loadSuppressions()
-  })
+  return withElevation(
+    'Lifting a suppression lets messages go to that destination again; confirm with a step-up code first.',
+    async (elevationToken) => {
+      const { status, body } = await api('DELETE', `/platform-admin/suppressions/${encodeURIComponent(id)}`, {
+        headers: { 'X-Elevation-Token': elevationToken },
+      })
+      if (status === 403 && body?.code === 'elevation_required') {
+        store.set('elevation', null)
+        return liftSuppression(id)
+      }
+      if (status !== 204) return notify(explain(body), true)
+      notify('Suppression lifted.')
+      await loadSuppressions()
+    },
+  )
 }
 
 async function enter() {
@@ -266,7 +307,10 @@ function endSession(text) {
   if (text) notify(text, true)
 }
 async function signOut(text) {
-  if (store.get('session')) await fetch('/sessions/current', { method: 'DELETE', headers: { Authorization: `Bearer ${store.get('session')}` } }).catch(() => undefined)
+  if (store.get('session'))
+    await fetch('/sessions/current', { method: 'DELETE', headers: { Authorization: `Bearer ${store.get('session')}` } }).catch(
+      () => undefined,
+    )
   endSession(text)
   if (!text) notify('Signed out.')
 }
@@ -288,12 +332,20 @@ document.addEventListener('DOMContentLoaded', () => {
   $('sign-out').addEventListener('click', () => signOut())
   $('refresh').addEventListener('click', () => Promise.all([loadBacklog(), loadDeadLetters()]))
   $('older').addEventListener('click', () => loadDeadLetters(`limit=10&after=${encodeURIComponent(page.info.endCursor)}`, page.number + 1))
-  $('newer').addEventListener('click', () => loadDeadLetters(`limit=10&before=${encodeURIComponent(page.info.startCursor)}`, page.number - 1))
-  $('open-form').addEventListener('submit', (event) => { event.preventDefault(); openMessage(event.target.elements.messageId.value.trim()) })
+  $('newer').addEventListener('click', () =>
+    loadDeadLetters(`limit=10&before=${encodeURIComponent(page.info.startCursor)}`, page.number - 1),
+  )
+  $('open-form').addEventListener('submit', (event) => {
+    event.preventDefault()
+    openMessage(event.target.elements.messageId.value.trim())
+  })
   $('close-message').addEventListener('click', () => show('message', false))
   $('send-step-up').addEventListener('click', sendStepUp)
   $('step-up-form').addEventListener('submit', confirmStepUp)
-  $('cancel-step-up').addEventListener('click', () => { pending = undefined; show('step-up', false) })
+  $('cancel-step-up').addEventListener('click', () => {
+    pending = undefined
+    show('step-up', false)
+  })
   $('more-suppressions').addEventListener('click', () => loadSuppressions(true))
   if (store.get('session')) enter()
 })

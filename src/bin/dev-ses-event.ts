@@ -29,7 +29,11 @@ await main('cli', async (config) => {
   const db = createKnex(await ownerDatabaseUrl(config), { applicationName: 'sealpost-dev-ses-event', max: 1 })
   let providerMessageId: string | undefined
   try {
-    const attempt = await db('outbox.security_outbox_attempts').where({ message_id: messageId }).whereNotNull('provider_message_id').orderBy('attempt_no', 'desc').first<{ provider_message_id: string } | undefined>('provider_message_id')
+    const attempt = await db('outbox.security_outbox_attempts')
+      .where({ message_id: messageId })
+      .whereNotNull('provider_message_id')
+      .orderBy('attempt_no', 'desc')
+      .first<{ provider_message_id: string } | undefined>('provider_message_id')
     providerMessageId = attempt?.provider_message_id
   } finally {
     await db.destroy()
@@ -40,7 +44,15 @@ await main('cli', async (config) => {
     return
   }
   const signer = await devSnsSigner(config.SEALPOST_DATA_DIR)
-  const envelope = signer.envelope({ Type: 'Notification', TopicArn: config.SES_EVENTS_TOPIC_ARN ?? runtime.sesEventsTopicArn ?? DEV_TOPIC_ARN, Message: sesEventMessage(kind, providerMessageId) })
-  const response = await fetch(`${apiUrl}/webhooks/ses`, { method: 'POST', headers: { 'content-type': 'text/plain; charset=UTF-8', 'x-amz-sns-message-type': 'Notification' }, body: JSON.stringify(envelope) })
+  const envelope = signer.envelope({
+    Type: 'Notification',
+    TopicArn: config.SES_EVENTS_TOPIC_ARN ?? runtime.sesEventsTopicArn ?? DEV_TOPIC_ARN,
+    Message: sesEventMessage(kind, providerMessageId),
+  })
+  const response = await fetch(`${apiUrl}/webhooks/ses`, {
+    method: 'POST',
+    headers: { 'content-type': 'text/plain; charset=UTF-8', 'x-amz-sns-message-type': 'Notification' },
+    body: JSON.stringify(envelope),
+  })
   console.log(`${response.status} ${await response.text()}`)
 })

@@ -19,9 +19,16 @@ export async function main(role: ProcessRole, run: (config: Config, logger: Logg
     logger = createLogger({ level: config.LOG_LEVEL, base: { process: role } })
     await run(config, logger)
   } catch (error) {
-    const safe = SAFE_TO_PRINT.some((type) => error instanceof type) || (error instanceof Error && error.message.startsWith('embedded PostgreSQL'))
+    const safe =
+      SAFE_TO_PRINT.some((type) => error instanceof type) || (error instanceof Error && error.message.startsWith('embedded PostgreSQL'))
     // The release step runs once per deploy as the owner: it shows PostgreSQL's own words and a remedy.
-    console.error(safe ? (error as Error).message : role === 'release' ? describeReleaseFailure(error) : `${role} failed to start: ${JSON.stringify(describeError(error))}`)
+    console.error(
+      safe
+        ? (error as Error).message
+        : role === 'release'
+          ? describeReleaseFailure(error)
+          : `${role} failed to start: ${JSON.stringify(describeError(error))}`,
+    )
     logger?.error('startup failed', describeError(error))
     process.exitCode = 1
     setTimeout(() => process.exit(1), 1_000).unref()

@@ -8,7 +8,9 @@ export async function ownerDatabaseUrl(config: Config): Promise<string> {
   if (config.DATABASE_URL) return config.DATABASE_URL
   const file = runtimeFile(config.SEALPOST_DATA_DIR)
   if (config.NODE_ENV === 'production' || config.NODE_ENV === 'staging' || !existsSync(file)) {
-    throw new ConfigError([{ variable: 'DATABASE_URL', problem: 'is not set and no `npm start` is running here; set it (the owner role) or start it first' }])
+    throw new ConfigError([
+      { variable: 'DATABASE_URL', problem: 'is not set and no `npm start` is running here; set it (the owner role) or start it first' },
+    ])
   }
   return (JSON.parse(await readFile(file, 'utf8')) as { databaseUrl: string }).databaseUrl
 }

@@ -17,7 +17,12 @@ await main('cli', async (config) => {
   const db = createKnex(await ownerDatabaseUrl(config), { applicationName: 'sealpost-staff-cli', max: 1 })
   try {
     const changed = await changeStaff(db, action, identifier, `cli:${userInfo().username}`, new Date())
-    const said = { granted: 'granted: that identity is staff now', revoked: 'revoked: that identity is no longer staff', unchanged: `nothing to ${action}: already so`, no_such_identity: 'no identity has that verified identifier' }
+    const said = {
+      granted: 'granted: that identity is staff now',
+      revoked: 'revoked: that identity is no longer staff',
+      unchanged: `nothing to ${action}: already so`,
+      no_such_identity: 'no identity has that verified identifier',
+    }
     console.log(said[changed])
     if (changed === 'no_such_identity') process.exitCode = 1
   } finally {

@@ -8,8 +8,18 @@ await main('worker', async (config, logger) => {
   const providers = providersFromConfig(config, logger)
   const worker = await startWorker({
     config,
-    workerUrl: required(config.WORKER_DATABASE_URL, 'WORKER_DATABASE_URL', 'the worker connects as a member of sealpost_worker (use `npm start` for the all-in-one development mode)'),
-    keys: { outboxKey: required(config.OUTBOX_ENCRYPTION_KEYS, 'OUTBOX_ENCRYPTION_KEYS', 'is required by the worker (or the single-key OUTBOX_ENCRYPTION_KEY)') },
+    workerUrl: required(
+      config.WORKER_DATABASE_URL,
+      'WORKER_DATABASE_URL',
+      'the worker connects as a member of sealpost_worker (use `npm start` for the all-in-one development mode)',
+    ),
+    keys: {
+      outboxKey: required(
+        config.OUTBOX_ENCRYPTION_KEYS,
+        'OUTBOX_ENCRYPTION_KEYS',
+        'is required by the worker (or the single-key OUTBOX_ENCRYPTION_KEY)',
+      ),
+    },
     providers,
     logger,
   })

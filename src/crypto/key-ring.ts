@@ -23,10 +23,15 @@ export function parseKeyRing(text: string, bytes: { min: number; max: number }):
     const separator = entry.indexOf(':')
     const id = entry.slice(0, separator)
     const encoded = entry.slice(separator + 1)
-    if (separator < 1 || !KEY_ID.test(id)) throw new Error('must be a comma-separated list of id:base64key (ids: letters, digits, - and _, at most 32)')
+    if (separator < 1 || !KEY_ID.test(id))
+      throw new Error('must be a comma-separated list of id:base64key (ids: letters, digits, - and _, at most 32)')
     const key = Buffer.from(encoded, 'base64')
     if (key.length < bytes.min || key.length > bytes.max || key.toString('base64') !== encoded) {
-      throw new Error(bytes.min === bytes.max ? `every key must be ${bytes.min} random bytes, base64-encoded` : `every key must be ${bytes.min}–${bytes.max} random bytes, base64-encoded`)
+      throw new Error(
+        bytes.min === bytes.max
+          ? `every key must be ${bytes.min} random bytes, base64-encoded`
+          : `every key must be ${bytes.min}–${bytes.max} random bytes, base64-encoded`,
+      )
     }
     if (ring.some((other) => other.id === id)) throw new Error('lists a key id twice')
     ring.push({ id, key })

@@ -33,7 +33,12 @@ type BossRole = 'release' | 'web' | 'worker'
  * One pg-boss instance per process. Only `release` migrates pg-boss's schema; only the worker
  * runs maintenance, cron and LISTEN; the web uses pg-boss for transactional `send` alone.
  */
-export function createBoss(connectionString: string, role: BossRole, logger: Logger, timing: { leaseSeconds?: number; shortestCronSeconds?: number } = {}): PgBoss {
+export function createBoss(
+  connectionString: string,
+  role: BossRole,
+  logger: Logger,
+  timing: { leaseSeconds?: number; shortestCronSeconds?: number } = {},
+): PgBoss {
   // Expired claims are found by the supervisor's pass: it must run often relative to the lease,
   // or a crashed worker's message waits a minute more than it needs to.
   const superviseSeconds = Math.min(10, Math.max(1, Math.round((timing.leaseSeconds ?? 60) / 6)))
@@ -56,7 +61,11 @@ export function createBoss(connectionString: string, role: BossRole, logger: Log
   })
   // During a database restart pg-boss reports every failed poll here and carries on by itself:
   // a warning then, not an error (its loops resume when the database is back).
-  boss.on('error', (error) => (isDatabaseUnavailable(error) ? logger.warn('pg-boss: database unavailable', { role, ...describeError(error) }) : logger.error('pg-boss error', { role, ...describeError(error) })))
+  boss.on('error', (error) =>
+    isDatabaseUnavailable(error)
+      ? logger.warn('pg-boss: database unavailable', { role, ...describeError(error) })
+      : logger.error('pg-boss error', { role, ...describeError(error) }),
+  )
   // pg-boss's own text (slow queries, a lost LISTEN, start retries); its data may name queues but
   // carries no job data; error text inside it is dropped, as everywhere (name and code only).
   // Its `data` (slow-query SQL and values among it) is never logged.
@@ -64,7 +73,11 @@ export function createBoss(connectionString: string, role: BossRole, logger: Log
     const data = (warning.data && typeof warning.data === 'object' ? warning.data : {}) as Record<string, unknown>
     let text = typeof warning.message === 'string' ? warning.message : ''
     if (typeof data.error === 'string' && data.error) text = text.replaceAll(data.error, '[error text omitted]')
-    logger.warn('pg-boss warning', { role, warning: text.slice(0, 300), warningType: typeof data.type === 'string' ? data.type : undefined })
+    logger.warn('pg-boss warning', {
+      role,
+      warning: text.slice(0, 300),
+      warningType: typeof data.type === 'string' ? data.type : undefined,
+    })
   })
   return boss
 }

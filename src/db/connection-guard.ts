@@ -20,7 +20,8 @@ export async function assertConnectionRole(db: Knex, groupRole: string, variable
   )
   const role = rows[0]
   if (!role) throw new UnsafeConnectionError(`${variable}: the connected role cannot be inspected`)
-  if (role.rolsuper || role.rolbypassrls) throw new UnsafeConnectionError(`${variable} connects as a superuser or BYPASSRLS role; use a login member of ${groupRole}`)
+  if (role.rolsuper || role.rolbypassrls)
+    throw new UnsafeConnectionError(`${variable} connects as a superuser or BYPASSRLS role; use a login member of ${groupRole}`)
   if (role.owner) throw new UnsafeConnectionError(`${variable} connects as the schema owner; use a login member of ${groupRole}`)
   if (!role.member) throw new UnsafeConnectionError(`${variable} connects as a role that is not a member of ${groupRole}`)
 }

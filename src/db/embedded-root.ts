@@ -50,7 +50,10 @@ export async function canTraverse(target: string, ids: Ids): Promise<boolean> {
 
 /** Where the cluster of `dataDir` lives when `postgres` cannot reach `dataDir`: one folder per data dir. */
 export async function relocatedClusterDir(dataDir: string): Promise<string> {
-  const key = createHash('sha256').update(await realpath(dataDir)).digest('hex').slice(0, 16)
+  const key = createHash('sha256')
+    .update(await realpath(dataDir))
+    .digest('hex')
+    .slice(0, 16)
   return path.join(ROOT_HOME, 'clusters', key, 'pg')
 }
 
@@ -69,7 +72,9 @@ function packageDir(specifier: string): string {
  * the copy may be gone (each link is replaced atomically: a rename over the old one).
  */
 async function linkDependencies(library: string, modules: string): Promise<void> {
-  const { dependencies = {} } = JSON.parse(await readFile(path.join(library, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> }
+  const { dependencies = {} } = JSON.parse(await readFile(path.join(library, 'package.json'), 'utf8')) as {
+    dependencies?: Record<string, string>
+  }
   for (const name of Object.keys(dependencies)) {
     const link = path.join(modules, name)
     const target = packageDir(name)
@@ -110,7 +115,9 @@ export async function reachableEmbeddedPostgres(ids: Ids, logger: Logger): Promi
   }
   await linkDependencies(installed.library, path.join(mirror, 'node_modules'))
   if (!(await canTraverse(path.join(mirror, 'node_modules', binaries, 'native', 'bin'), ids))) {
-    throw new Error(`embedded PostgreSQL cannot run here as root: the "postgres" user cannot reach ${mirror}. Run as a normal user, or set DATABASE_URL (TEST_DATABASE_URL for tests) to a PostgreSQL server.`)
+    throw new Error(
+      `embedded PostgreSQL cannot run here as root: the "postgres" user cannot reach ${mirror}. Run as a normal user, or set DATABASE_URL (TEST_DATABASE_URL for tests) to a PostgreSQL server.`,
+    )
   }
   return pathToFileURL(entry).href
 }

@@ -103,12 +103,19 @@ export async function startEmbeddedPostgres(options: {
     createPostgresUser: process.getuid?.() === 0,
     initdbFlags: ['--encoding=UTF8'],
     postgresFlags: [
-      '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=300',
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'max_connections=300',
       // Never echo a failing statement into the server log we relay: ALTER ROLE … PASSWORD is one.
-      '-c', 'log_min_error_statement=panic',
+      '-c',
+      'log_min_error_statement=panic',
       // Per-statement costs for profiling (bench/README.md): CREATE EXTENSION pg_stat_statements as
       // the owner, then read it. track=all counts statements run inside triggers and functions too.
-      '-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'pg_stat_statements.track=all',
+      '-c',
+      'shared_preload_libraries=pg_stat_statements',
+      '-c',
+      'pg_stat_statements.track=all',
       ...(options.disposable ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : []),
     ],
     onLog: log,

@@ -13,12 +13,18 @@ export const WORKER_LOGIN = 'sealpost_worker_login'
  * roles, with fresh random passwords on every start (nothing to store, nothing to leak).
  * Production creates these by hand, as the README shows.
  */
-export async function ensureLoginUsers(ownerUrl: string, roles: Pick<DatabaseRoles, 'api' | 'worker'> = { api: API_ROLE, worker: WORKER_ROLE }): Promise<{ apiUrl: string; workerUrl: string }> {
+export async function ensureLoginUsers(
+  ownerUrl: string,
+  roles: Pick<DatabaseRoles, 'api' | 'worker'> = { api: API_ROLE, worker: WORKER_ROLE },
+): Promise<{ apiUrl: string; workerUrl: string }> {
   const client = new pg.Client({ connectionString: withLibpqSslModes(ownerUrl) })
   await client.connect()
   try {
     const urls: string[] = []
-    for (const [login, group] of [[API_LOGIN, roles.api], [WORKER_LOGIN, roles.worker]] as const) {
+    for (const [login, group] of [
+      [API_LOGIN, roles.api],
+      [WORKER_LOGIN, roles.worker],
+    ] as const) {
       const password = randomBytes(24).toString('base64url')
       const exists = (await client.query('SELECT FROM pg_roles WHERE rolname = $1', [login])).rowCount === 1
       // Identifiers are constants and the password is base64url, so neither needs escaping.

@@ -59,7 +59,10 @@ export function migrationSourceFor(roles?: DatabaseRoles): Knex.MigrationSource<
       const migration = MIGRATIONS[name]
       if (!migration) throw new Error(`unknown migration ${name}`)
       if (!roles?.named) return migration
-      return { up: (knex: Knex) => migration.up(withRoleNames(knex, roles)), down: (knex: Knex) => migration.down(withRoleNames(knex, roles)) }
+      return {
+        up: (knex: Knex) => migration.up(withRoleNames(knex, roles)),
+        down: (knex: Knex) => migration.down(withRoleNames(knex, roles)),
+      }
     },
   }
 }

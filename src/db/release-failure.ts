@@ -25,9 +25,12 @@ function remedyFor(code: string | undefined, message: string): string | undefine
   if (code === '42501') {
     return 'DATABASE_URL must be the database\'s owner (it creates schemas and grants on them). An owner without CREATEROLE needs SEALPOST_API_ROLE and SEALPOST_WORKER_ROLE naming two existing roles (README "Deploying", "Database roles in production").'
   }
-  if (code === '28P01' || code === '28000') return 'DATABASE_URL\'s user, password or host is refused by the server: take the URL from the platform again (e.g. heroku config:get DATABASE_URL).'
+  if (code === '28P01' || code === '28000')
+    return "DATABASE_URL's user, password or host is refused by the server: take the URL from the platform again (e.g. heroku config:get DATABASE_URL)."
   if (code === '3D000') return 'the database named in DATABASE_URL does not exist: create it, or correct the URL.'
-  if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'ETIMEDOUT') return 'the server in DATABASE_URL cannot be reached from here: check host, port and network.'
-  if (/certificate|SSL|TLS/i.test(message)) return 'the TLS handshake failed: set sslmode in DATABASE_URL as README "TLS to PostgreSQL" says for your platform.'
+  if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'ETIMEDOUT')
+    return 'the server in DATABASE_URL cannot be reached from here: check host, port and network.'
+  if (/certificate|SSL|TLS/i.test(message))
+    return 'the TLS handshake failed: set sslmode in DATABASE_URL as README "TLS to PostgreSQL" says for your platform.'
   return undefined
 }

@@ -8,7 +8,6 @@ import { migrationConfigFor } from './migrations.ts'
 import { ReleaseError } from './release-failure.ts'
 import { databaseRoles, type DatabaseRoles } from './roles.ts'
 
-
 /**
  * pg-boss's tables change with its versions, so these grants are re-applied on every release
  * rather than frozen in a migration. The web may only insert jobs: `boss.send(…, {db})` reads the
@@ -42,7 +41,7 @@ function createRoleRemedy(owner: string): string {
     '  heroku addons:attach <database add-on> --credential sealpost_worker --as WORKER_DATABASE',
     '  heroku config:set SEALPOST_API_ROLE=sealpost_web SEALPOST_WORKER_ROLE=sealpost_worker',
     '  (each role is the user= that heroku pg:credentials:url DATABASE --name <credential> shows; Essential plans have no extra credentials)',
-    'Elsewhere, create the two group roles once as a role that may (e.g. the platform\'s admin user), then set SEALPOST_API_ROLE=sealpost_api SEALPOST_WORKER_ROLE=sealpost_worker:',
+    "Elsewhere, create the two group roles once as a role that may (e.g. the platform's admin user), then set SEALPOST_API_ROLE=sealpost_api SEALPOST_WORKER_ROLE=sealpost_worker:",
     '  CREATE ROLE sealpost_api NOLOGIN; CREATE ROLE sealpost_worker NOLOGIN;',
     '(README "Deploying" walks through both.)',
   ].join('\n')
@@ -53,18 +52,35 @@ function createRoleRemedy(owner: string): string {
  * are not the owner, and have no more power than a web or worker login may have.
  */
 async function checkRoles(db: Knex, roles: DatabaseRoles): Promise<void> {
-  const { rows: [owner] } = await db.raw<{ rows: { rolname: string; rolsuper: boolean; rolcreaterole: boolean }[] }>('SELECT rolname, rolsuper, rolcreaterole FROM pg_roles WHERE rolname = current_user')
+  const {
+    rows: [owner],
+  } = await db.raw<{ rows: { rolname: string; rolsuper: boolean; rolcreaterole: boolean }[] }>(
+    'SELECT rolname, rolsuper, rolcreaterole FROM pg_roles WHERE rolname = current_user',
+  )
   if (!owner) throw new ReleaseError('release: the DATABASE_URL role cannot be inspected')
   if (!roles.named) {
     if (!owner.rolsuper && !owner.rolcreaterole) throw new ReleaseError(createRoleRemedy(owner.rolname))
     return
   }
-  const { rows } = await db.raw<{ rows: { rolname: string; rolsuper: boolean; rolbypassrls: boolean }[] }>('SELECT rolname, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = ANY(?)', [[roles.api, roles.worker]])
-  for (const [variable, name] of [['SEALPOST_API_ROLE', roles.api], ['SEALPOST_WORKER_ROLE', roles.worker]] as const) {
+  const { rows } = await db.raw<{ rows: { rolname: string; rolsuper: boolean; rolbypassrls: boolean }[] }>(
+    'SELECT rolname, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = ANY(?)',
+    [[roles.api, roles.worker]],
+  )
+  for (const [variable, name] of [
+    ['SEALPOST_API_ROLE', roles.api],
+    ['SEALPOST_WORKER_ROLE', roles.worker],
+  ] as const) {
     const role = rows.find((row) => row.rolname === name)
-    if (!role) throw new ReleaseError(`release: ${variable} names the role ${name}, which does not exist on this server; create it first (heroku pg:credentials:create DATABASE --name ${name}, or CREATE ROLE ${name} LOGIN PASSWORD '…' as a role that may)`)
-    if (name === owner.rolname) throw new ReleaseError(`release: ${variable} names the owner role ${name} itself; name a separate role (the owner must not be what web or worker connect as)`)
-    if (role.rolsuper || role.rolbypassrls) throw new ReleaseError(`release: ${variable} names ${name}, a superuser or BYPASSRLS role; name a role without them`)
+    if (!role)
+      throw new ReleaseError(
+        `release: ${variable} names the role ${name}, which does not exist on this server; create it first (heroku pg:credentials:create DATABASE --name ${name}, or CREATE ROLE ${name} LOGIN PASSWORD '…' as a role that may)`,
+      )
+    if (name === owner.rolname)
+      throw new ReleaseError(
+        `release: ${variable} names the owner role ${name} itself; name a separate role (the owner must not be what web or worker connect as)`,
+      )
+    if (role.rolsuper || role.rolbypassrls)
+      throw new ReleaseError(`release: ${variable} names ${name}, a superuser or BYPASSRLS role; name a role without them`)
   }
 }
 
@@ -74,7 +90,9 @@ async function checkRoles(db: Knex, roles: DatabaseRoles): Promise<void> {
  * migrations. Stop and say how to carry them over instead of starting processes that fail later.
  */
 async function checkGrantsLanded(db: Knex, roles: DatabaseRoles): Promise<void> {
-  const { rows: [landed] } = await db.raw<{ rows: { api: boolean; worker: boolean }[] }>(
+  const {
+    rows: [landed],
+  } = await db.raw<{ rows: { api: boolean; worker: boolean }[] }>(
     `SELECT has_table_privilege(?, 'identity.challenges', 'INSERT') AS api,
             has_table_privilege(?, 'outbox.security_outbox_ciphertexts', 'DELETE') AS worker`,
     [roles.api, roles.worker],
@@ -112,14 +130,19 @@ function pgbossRowPolicies({ api, worker }: DatabaseRoles): string {
 }
 
 /** The release step: knex migrations, pg-boss schema and queues, then role grants, as the owner. */
-export async function release(ownerUrl: string, config: Pick<Config, 'LEASE_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE'>, logger: Logger): Promise<void> {
+export async function release(
+  ownerUrl: string,
+  config: Pick<Config, 'LEASE_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE'>,
+  logger: Logger,
+): Promise<void> {
   const started = Date.now()
   const roles = databaseRoles(config)
   const db = createKnex(ownerUrl, { applicationName: 'sealpost-release', max: 2, logger })
   try {
     await checkRoles(db, roles)
     // An installed database is checked before anything changes, too.
-    if ((await db.raw("SELECT to_regclass('outbox.security_outbox_ciphertexts') IS NOT NULL AS installed")).rows[0].installed) await checkGrantsLanded(db, roles)
+    if ((await db.raw("SELECT to_regclass('outbox.security_outbox_ciphertexts') IS NOT NULL AS installed")).rows[0].installed)
+      await checkGrantsLanded(db, roles)
     const [, applied] = (await db.migrate.latest(migrationConfigFor(roles))) as [number, string[]]
     const boss = createBoss(ownerUrl, 'release', logger)
     await boss.start()
@@ -131,7 +154,12 @@ export async function release(ownerUrl: string, config: Pick<Config, 'LEASE_SECO
     await db.raw(pgbossGrants(roles))
     await db.raw(pgbossRowPolicies(roles))
     await checkGrantsLanded(db, roles)
-    logger.info('release complete', { migrationsApplied: applied.length, apiRole: roles.api, workerRole: roles.worker, durationMs: Date.now() - started })
+    logger.info('release complete', {
+      migrationsApplied: applied.length,
+      apiRole: roles.api,
+      workerRole: roles.worker,
+      durationMs: Date.now() - started,
+    })
   } finally {
     await db.destroy()
   }

@@ -10,7 +10,8 @@ export type DatabaseRoles = Readonly<{ api: string; worker: string; named: boole
  * without them the release step creates and grants to the NOLOGIN group roles of DESIGN §7.
  */
 export function databaseRoles(config: Pick<Config, 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE'>): DatabaseRoles {
-  if (config.SEALPOST_API_ROLE && config.SEALPOST_WORKER_ROLE) return { api: config.SEALPOST_API_ROLE, worker: config.SEALPOST_WORKER_ROLE, named: true }
+  if (config.SEALPOST_API_ROLE && config.SEALPOST_WORKER_ROLE)
+    return { api: config.SEALPOST_API_ROLE, worker: config.SEALPOST_WORKER_ROLE, named: true }
   return { api: API_ROLE, worker: WORKER_ROLE, named: false }
 }
 
@@ -34,7 +35,8 @@ export function withRoleNames<T extends Knex>(knex: T, roles: DatabaseRoles): T 
   return new Proxy(knex, {
     get(target, property, receiver) {
       if (property === 'raw') {
-        return (sql: string, ...bindings: unknown[]) => (target.raw as (...args: unknown[]) => unknown)(rewriteRoleNames(sql, roles), ...bindings)
+        return (sql: string, ...bindings: unknown[]) =>
+          (target.raw as (...args: unknown[]) => unknown)(rewriteRoleNames(sql, roles), ...bindings)
       }
       const value: unknown = Reflect.get(target, property, receiver)
       return typeof value === 'function' ? value.bind(target) : value

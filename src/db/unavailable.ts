@@ -4,7 +4,18 @@ import { describeError, type Logger } from '../logging/logger.ts'
 // SQLSTATE classes 08 (connection exception), 53 (insufficient resources) and 57P (operator
 // intervention: admin_shutdown, crash_shutdown, cannot_connect_now, database_dropped).
 const UNAVAILABLE_SQLSTATE = /^(08|53|57P)/
-const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENOTFOUND', 'EAI_AGAIN'])
+const UNAVAILABLE_ERRNO = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+])
 // node-postgres and knex raise these without a code when a connection dies or never comes; knex
 // prefixes a failed query's message with its SQL and " - " ("COMMIT; - Client has encountered…").
 const UNAVAILABLE_MESSAGE =
@@ -26,7 +37,12 @@ function isUnavailableItself(error: object): boolean {
 export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   if (!error || typeof error !== 'object' || depth > 4) return false
   if (isUnavailableItself(error)) return true
-  const { cause, errors, originalError, error: inner } = error as { cause?: unknown; errors?: unknown; originalError?: unknown; error?: unknown }
+  const {
+    cause,
+    errors,
+    originalError,
+    error: inner,
+  } = error as { cause?: unknown; errors?: unknown; originalError?: unknown; error?: unknown }
   if (Array.isArray(errors) && errors.some((item) => isDatabaseUnavailable(item, depth + 1))) return true
   return [cause, originalError, inner].some((item) => isDatabaseUnavailable(item, depth + 1))
 }
@@ -52,15 +68,23 @@ export async function waitForDatabase(
   for (let attempt = 1; ; attempt++) {
     try {
       await db.raw('SELECT 1')
-      if (attempt > 1) options.logger.info('database reachable', { variable: options.variable, attempts: attempt, waitedMs: now() - started })
+      if (attempt > 1)
+        options.logger.info('database reachable', { variable: options.variable, attempts: attempt, waitedMs: now() - started })
       return
     } catch (error) {
       if (!isDatabaseUnavailable(error)) throw error
       const retryInMs = Math.min(5_000, 500 * 2 ** (attempt - 1))
       const waitedMs = now() - started
       if (waitedMs + retryInMs > options.timeoutSeconds * 1000) {
-        options.logger.error('database unreachable: giving up', { variable: options.variable, attempts: attempt, waitedMs, ...describeError(error) })
-        throw new DatabaseUnavailableError(`${options.variable}: the database did not answer within DATABASE_WAIT_SECONDS (${options.timeoutSeconds} s); is it running and reachable?`)
+        options.logger.error('database unreachable: giving up', {
+          variable: options.variable,
+          attempts: attempt,
+          waitedMs,
+          ...describeError(error),
+        })
+        throw new DatabaseUnavailableError(
+          `${options.variable}: the database did not answer within DATABASE_WAIT_SECONDS (${options.timeoutSeconds} s); is it running and reachable?`,
+        )
       }
       options.logger.warn('waiting for the database', { variable: options.variable, attempt, retryInMs, ...describeError(error) })
       await sleep(retryInMs)

@@ -30,7 +30,11 @@ export function composeMessage(
     // A stored name that fails today's rule (stored before it, or edited in the database) is not mailed.
     const checked = checkOrganizationName(context.organizationName ?? '')
     const organizationName = checked.ok ? checked.name : (UNNAMED_ORGANIZATION[message.locale] ?? UNNAMED_ORGANIZATION.en!)
-    return templates.render('invitation', message.channel, message.locale, { ...base, organizationName, link: `${context.invitationLinkBaseUrl}/join#token=${secret.toString('base64url')}` })
+    return templates.render('invitation', message.channel, message.locale, {
+      ...base,
+      organizationName,
+      link: `${context.invitationLinkBaseUrl}/join#token=${secret.toString('base64url')}`,
+    })
   }
   if (message.purpose === 'security_notice') {
     let notice: { event?: unknown; at?: unknown; identifier?: unknown }
@@ -40,8 +44,12 @@ export function composeMessage(
       throw new UnreadableBodyError('security notice body is not JSON')
     }
     const at = typeof notice.at === 'string' ? new Date(notice.at) : new Date(Number.NaN)
-    if (typeof notice.event !== 'string' || typeof notice.identifier !== 'string' || Number.isNaN(at.getTime())) throw new UnreadableBodyError('security notice body is not {event, at, identifier}')
-    return templates.render('security_notice', message.channel, message.locale, { ...base, notice: { event: notice.event, at, identifier: notice.identifier } })
+    if (typeof notice.event !== 'string' || typeof notice.identifier !== 'string' || Number.isNaN(at.getTime()))
+      throw new UnreadableBodyError('security notice body is not {event, at, identifier}')
+    return templates.render('security_notice', message.channel, message.locale, {
+      ...base,
+      notice: { event: notice.event, at, identifier: notice.identifier },
+    })
   }
   return templates.render(message.purpose as 'sign_up', message.channel, message.locale, { ...base, code: secret.toString('utf8') })
 }

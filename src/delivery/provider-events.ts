@@ -27,7 +27,10 @@ const date = (...candidates: unknown[]): Date | undefined => {
  * Rendering Failure, Subscription) and for anything unreadable. Pure, table-tested.
  */
 export function sesEventFrom(message: unknown, fallbackTime: Date): ProviderEvent | null {
-  const record = (message ?? {}) as Record<string, Record<string, unknown> | undefined> & { eventType?: unknown; notificationType?: unknown }
+  const record = (message ?? {}) as Record<string, Record<string, unknown> | undefined> & {
+    eventType?: unknown
+    notificationType?: unknown
+  }
   const kind = record.eventType ?? record.notificationType
   const providerMessageId = text(record.mail?.messageId, 200)
   if (!providerMessageId || typeof kind !== 'string') return null
@@ -38,14 +41,32 @@ export function sesEventFrom(message: unknown, fallbackTime: Date): ProviderEven
     case 'Bounce': {
       const bounceType = text(record.bounce?.bounceType, 40)
       const subtype = [bounceType, text(record.bounce?.bounceSubType, 59)].filter(Boolean).join('/') || null
-      return { providerMessageId, event: 'bounced', subtype, occurredAt: at(record.bounce), suppress: bounceType === 'Permanent' ? 'permanent_bounce' : null }
+      return {
+        providerMessageId,
+        event: 'bounced',
+        subtype,
+        occurredAt: at(record.bounce),
+        suppress: bounceType === 'Permanent' ? 'permanent_bounce' : null,
+      }
     }
     case 'Complaint':
-      return { providerMessageId, event: 'complained', subtype: text(record.complaint?.complaintFeedbackType), occurredAt: at(record.complaint), suppress: 'complaint' }
+      return {
+        providerMessageId,
+        event: 'complained',
+        subtype: text(record.complaint?.complaintFeedbackType),
+        occurredAt: at(record.complaint),
+        suppress: 'complaint',
+      }
     case 'Reject':
       return { providerMessageId, event: 'rejected', subtype: text(record.reject?.reason), occurredAt: at(record.reject), suppress: null }
     case 'DeliveryDelay':
-      return { providerMessageId, event: 'delayed', subtype: text(record.deliveryDelay?.delayType), occurredAt: at(record.deliveryDelay), suppress: null }
+      return {
+        providerMessageId,
+        event: 'delayed',
+        subtype: text(record.deliveryDelay?.delayType),
+        occurredAt: at(record.deliveryDelay),
+        suppress: null,
+      }
     default:
       return null
   }

@@ -42,7 +42,10 @@ export type ChannelPause = { pausedUntil: Date; throttleStreak: number }
  */
 export function throttleBackoff(current: ChannelPause | undefined, now: Date, policy: PausePolicy): ChannelPause | null {
   if (current && current.pausedUntil.getTime() > now.getTime()) return null
-  const recent = current !== undefined && current.throttleStreak > 0 && now.getTime() - current.pausedUntil.getTime() <= THROTTLE_BACKOFF.streakWindowSeconds * 1000
+  const recent =
+    current !== undefined &&
+    current.throttleStreak > 0 &&
+    now.getTime() - current.pausedUntil.getTime() <= THROTTLE_BACKOFF.streakWindowSeconds * 1000
   const throttleStreak = recent ? current.throttleStreak + 1 : 1
   const seconds = Math.min(policy.maxPauseSeconds, THROTTLE_BACKOFF.baseSeconds * 2 ** Math.min(30, throttleStreak - 1))
   const jittered = seconds * (0.5 + 0.5 * Math.min(1, Math.max(0, policy.random())))

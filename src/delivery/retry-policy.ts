@@ -28,6 +28,8 @@ export function parseRateLimitReset(value: string | null | undefined, now: Date)
 
 /** The later of the provider's hints, or null when it gave none usable. */
 export function providerRetryAt(headers: { retryAfter?: string | null; rateLimitReset?: string | null }, now: Date): Date | null {
-  const hints = [parseRetryAfter(headers.retryAfter, now), parseRateLimitReset(headers.rateLimitReset, now)].filter((date): date is Date => date !== null)
+  const hints = [parseRetryAfter(headers.retryAfter, now), parseRateLimitReset(headers.rateLimitReset, now)].filter(
+    (date): date is Date => date !== null,
+  )
   return hints.length === 0 ? null : new Date(Math.max(...hints.map((date) => date.getTime())))
 }

@@ -3,7 +3,14 @@ import { DeliveryFailure, type OutgoingMessage, type Provider } from './provider
 import { providerRetryAt } from './retry-policy.ts'
 import type { FailureClass } from '../outbox/constants.ts'
 
-const REJECTED_NAMES = new Set(['BadRequestException', 'MessageRejected', 'NotFoundException', 'MailFromDomainNotVerifiedException', 'AccountSuspendedException', 'SendingPausedException'])
+const REJECTED_NAMES = new Set([
+  'BadRequestException',
+  'MessageRejected',
+  'NotFoundException',
+  'MailFromDomainNotVerifiedException',
+  'AccountSuspendedException',
+  'SendingPausedException',
+])
 const THROTTLED_NAMES = new Set(['TooManyRequestsException', 'LimitExceededException', 'ThrottlingException'])
 const ABORTED_NAMES = new Set(['AbortError', 'TimeoutError', 'RequestTimeout'])
 const REFUSED_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'])
@@ -17,7 +24,8 @@ export function classifySesError(error: unknown): { failureClass: FailureClass; 
   if (name && THROTTLED_NAMES.has(name)) return { failureClass: 'THROTTLED', providerCode }
   if (name && REJECTED_NAMES.has(name)) {
     // Account-level refusals are ours to fix, not the destination's fault.
-    const accountLevel = name === 'MailFromDomainNotVerifiedException' || name === 'AccountSuspendedException' || name === 'SendingPausedException'
+    const accountLevel =
+      name === 'MailFromDomainNotVerifiedException' || name === 'AccountSuspendedException' || name === 'SendingPausedException'
     return { failureClass: accountLevel ? 'UNAVAILABLE' : 'REJECTED', providerCode }
   }
   if (code && REFUSED_CODES.has(code)) return { failureClass: 'UNAVAILABLE', providerCode }

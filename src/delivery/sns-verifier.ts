@@ -18,7 +18,14 @@ export type SnsEnvelope = {
 }
 
 /** Why an SNS delivery was refused: each is a metric label and a problem code. */
-export type SnsRefusal = 'malformed' | 'unknown_topic' | 'invalid_certificate_url' | 'invalid_subscribe_url' | 'invalid_signature' | 'stale_message' | 'certificate_unavailable'
+export type SnsRefusal =
+  | 'malformed'
+  | 'unknown_topic'
+  | 'invalid_certificate_url'
+  | 'invalid_subscribe_url'
+  | 'invalid_signature'
+  | 'stale_message'
+  | 'certificate_unavailable'
 
 export class SnsRefused extends Error {
   override name = 'SnsRefused'
@@ -44,7 +51,10 @@ const CONFIRMATION_FIELDS = ['Message', 'MessageId', 'SubscribeURL', 'Timestamp'
  */
 export function snsStringToSign(envelope: SnsEnvelope): string {
   const fields = envelope.Type === 'Notification' ? NOTIFICATION_FIELDS : CONFIRMATION_FIELDS
-  return fields.filter((field) => envelope[field] !== undefined).map((field) => `${field}\n${envelope[field]}\n`).join('')
+  return fields
+    .filter((field) => envelope[field] !== undefined)
+    .map((field) => `${field}\n${envelope[field]}\n`)
+    .join('')
 }
 
 /** The region of a topic ARN (`arn:aws:sns:<region>:<account>:<name>`), or undefined. */
@@ -61,7 +71,14 @@ export function isSnsUrl(text: string | undefined, region: string, pathPattern: 
   } catch {
     return false
   }
-  return url.protocol === 'https:' && url.hostname === `sns.${region}.amazonaws.com` && url.port === '' && url.username === '' && url.password === '' && pathPattern.test(url.pathname)
+  return (
+    url.protocol === 'https:' &&
+    url.hostname === `sns.${region}.amazonaws.com` &&
+    url.port === '' &&
+    url.username === '' &&
+    url.password === '' &&
+    pathPattern.test(url.pathname)
+  )
 }
 
 const CERT_PATH = /^\/[A-Za-z0-9_-]+\.pem$/
@@ -86,7 +103,15 @@ async function fetchPem(url: string, timeoutMs: number): Promise<string> {
  * minute, and at most `newUrlsPerMinute` URLs never seen before are fetched a minute, so forged
  * deliveries naming made-up certificate files on the SNS host cannot make the web fetch at will.
  */
-export function fetchedCertificates(options: { timeoutMs?: number; maxEntries?: number; newUrlsPerMinute?: number; fetch?: (url: string) => Promise<string>; clock?: () => Date } = {}): CertificateSource {
+export function fetchedCertificates(
+  options: {
+    timeoutMs?: number
+    maxEntries?: number
+    newUrlsPerMinute?: number
+    fetch?: (url: string) => Promise<string>
+    clock?: () => Date
+  } = {},
+): CertificateSource {
   const cache = new Map<string, Promise<X509Certificate>>()
   const clock = options.clock ?? (() => new Date())
   const fetchOne = options.fetch ?? ((url: string) => fetchPem(url, options.timeoutMs ?? 5_000))
@@ -124,7 +149,11 @@ export function parseSnsEnvelope(body: string, messageTypeHeader: string | undef
   const required = ['Type', 'MessageId', 'TopicArn', 'Message', 'Timestamp', 'SignatureVersion', 'Signature', 'SigningCertURL']
   const optional = ['Subject', 'SubscribeURL', 'Token']
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new SnsRefused('malformed')
-  if (required.some((key) => typeof record[key] !== 'string') || optional.some((key) => record[key] !== undefined && typeof record[key] !== 'string')) throw new SnsRefused('malformed')
+  if (
+    required.some((key) => typeof record[key] !== 'string') ||
+    optional.some((key) => record[key] !== undefined && typeof record[key] !== 'string')
+  )
+    throw new SnsRefused('malformed')
   // SNS names the type in a header too; a body that disagrees with it was not sent as it is.
   if (messageTypeHeader !== undefined && messageTypeHeader !== record.Type) throw new SnsRefused('malformed')
   return record as SnsEnvelope
@@ -135,7 +164,10 @@ export function parseSnsEnvelope(body: string, messageTypeHeader: string | undef
  * region, the signature (SignatureVersion 1: SHA1withRSA, 2: SHA256withRSA) verifies against that
  * certificate, the certificate is within its validity, and the message is under an hour old.
  */
-export async function verifySnsEnvelope(envelope: SnsEnvelope, options: { topicArn: string; certificates: CertificateSource; now: Date }): Promise<void> {
+export async function verifySnsEnvelope(
+  envelope: SnsEnvelope,
+  options: { topicArn: string; certificates: CertificateSource; now: Date },
+): Promise<void> {
   const region = topicRegion(envelope.TopicArn)
   if (envelope.TopicArn !== options.topicArn || !region) throw new SnsRefused('unknown_topic')
   if (!isSnsUrl(envelope.SigningCertURL, region, CERT_PATH)) throw new SnsRefused('invalid_certificate_url')
@@ -167,6 +199,7 @@ export function assertSubscribeUrl(envelope: SnsEnvelope): string {
   const region = topicRegion(envelope.TopicArn)!
   if (!isSnsUrl(envelope.SubscribeURL, region, /^\/?$/)) throw new SnsRefused('invalid_subscribe_url')
   const url = new URL(envelope.SubscribeURL!)
-  if (url.searchParams.get('Action') !== 'ConfirmSubscription' || url.searchParams.get('TopicArn') !== envelope.TopicArn) throw new SnsRefused('invalid_subscribe_url')
+  if (url.searchParams.get('Action') !== 'ConfirmSubscription' || url.searchParams.get('TopicArn') !== envelope.TopicArn)
+    throw new SnsRefused('invalid_subscribe_url')
   return url.toString()
 }

@@ -6,7 +6,14 @@ import type { Channel, Purpose } from '../outbox/constants.ts'
 import { isLocale, LOCALES, type Locale } from './locales.ts'
 
 /** Every purpose a template exists for: the outbox's, plus the lead's `security_notice` (TEAM contract). */
-export const TEMPLATE_PURPOSES = Object.freeze(['sign_up', 'add_sign_in_method', 'password_recovery', 'step_up', 'invitation', 'security_notice'] as const)
+export const TEMPLATE_PURPOSES = Object.freeze([
+  'sign_up',
+  'add_sign_in_method',
+  'password_recovery',
+  'step_up',
+  'invitation',
+  'security_notice',
+] as const)
 export type TemplatePurpose = Purpose | (typeof TEMPLATE_PURPOSES)[number]
 
 /** Deployment-wide text: PRODUCT_NAME, SUPPORT_URL (shown as plain text), DEFAULT_LOCALE. */
@@ -42,8 +49,16 @@ type Compiled = (context: Record<string, unknown>) => string
  * with Handlebars' escaping on; text and WhatsApp with every value passed through `plainText`.
  * A missing file, a missing value or an unknown catalog key is an error, never a blank.
  */
-export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR): { render(purpose: TemplatePurpose, channel: Channel, locale: string, values: MessageValues): Rendered } {
-  const catalogs = Object.fromEntries(LOCALES.map((locale) => [locale, JSON.parse(readFileSync(path.join(dir, 'catalog', `${locale}.json`), 'utf8')) as Record<string, string>]))
+export function loadTemplates(
+  branding: Branding,
+  dir = TEMPLATES_DIR,
+): { render(purpose: TemplatePurpose, channel: Channel, locale: string, values: MessageValues): Rendered } {
+  const catalogs = Object.fromEntries(
+    LOCALES.map((locale) => [
+      locale,
+      JSON.parse(readFileSync(path.join(dir, 'catalog', `${locale}.json`), 'utf8')) as Record<string, string>,
+    ]),
+  )
   const formats = new Map<string, IntlMessageFormat>()
   const translate = (locale: Locale, key: string, values: Record<string, unknown>): string => {
     const message = catalogs[locale]![key]
@@ -67,7 +82,10 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR): { render
   const compiled = new Map<string, { text: Compiled; html?: Compiled }>()
   for (const locale of LOCALES) {
     for (const purpose of TEMPLATE_PURPOSES) {
-      compiled.set(`${locale}/${purpose}.email`, { text: text(`${locale}/${purpose}.email.txt.hbs`), html: html(`${locale}/${purpose}.email.html.hbs`) })
+      compiled.set(`${locale}/${purpose}.email`, {
+        text: text(`${locale}/${purpose}.email.txt.hbs`),
+        html: html(`${locale}/${purpose}.email.html.hbs`),
+      })
       compiled.set(`${locale}/${purpose}.whatsapp`, { text: text(`${locale}/${purpose}.whatsapp.txt.hbs`) })
     }
   }
@@ -87,11 +105,15 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR): { render
         organizationName: values.organizationName ?? '',
         event: values.notice?.event ?? '',
         identifier: values.notice?.identifier ?? '',
-        at: values.notice ? new Intl.DateTimeFormat(locale, { dateStyle: 'long', timeStyle: 'short', timeZone: 'UTC' }).format(values.notice.at) : '',
+        at: values.notice
+          ? new Intl.DateTimeFormat(locale, { dateStyle: 'long', timeStyle: 'short', timeZone: 'UTC' }).format(values.notice.at)
+          : '',
         minutes: Math.max(1, Math.round(remainingMs / 60_000)),
         days: Math.max(1, Math.round(remainingMs / 86_400_000)),
       }
-      const safe = Object.fromEntries(Object.entries(raw).map(([key, value]) => [key, typeof value === 'string' ? plainText(value) : value]))
+      const safe = Object.fromEntries(
+        Object.entries(raw).map(([key, value]) => [key, typeof value === 'string' ? plainText(value) : value]),
+      )
       const subject = translate(locale, `subject.${purpose}`, safe)
       return {
         subject,

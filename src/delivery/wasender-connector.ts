@@ -54,7 +54,9 @@ export function createWasenderConnector(settings: WasenderSettings): Provider & 
           body: JSON.stringify({ to: message.destination, text: message.text }),
         })
       } catch (error) {
-        const { failureClass, providerCode } = signal.aborted ? { failureClass: 'INDETERMINATE' as const, providerCode: 'Timeout' } : classifyWasenderError(error)
+        const { failureClass, providerCode } = signal.aborted
+          ? { failureClass: 'INDETERMINATE' as const, providerCode: 'Timeout' }
+          : classifyWasenderError(error)
         throw new DeliveryFailure(failureClass, providerCode)
       }
       const { statusCode, headers } = response
@@ -74,12 +76,16 @@ export function createWasenderConnector(settings: WasenderSettings): Provider & 
           const value = headers[name]
           return Array.isArray(value) ? value[0] : value
         }
-        const retryAt = failure.failureClass === 'THROTTLED' ? providerRetryAt({ retryAfter: header('retry-after'), rateLimitReset: header('x-ratelimit-reset') }, clock()) : null
+        const retryAt =
+          failure.failureClass === 'THROTTLED'
+            ? providerRetryAt({ retryAfter: header('retry-after'), rateLimitReset: header('x-ratelimit-reset') }, clock())
+            : null
         throw new DeliveryFailure(failure.failureClass, failure.providerCode, retryAt)
       }
       const { success, data } = (body ?? {}) as { success?: unknown; data?: { msgId?: unknown } }
       // A 2xx we cannot read may or may not have been sent: ambiguous, so retried (OB9).
-      if (success !== true || data?.msgId === undefined || data.msgId === null) throw new DeliveryFailure('INDETERMINATE', 'UnreadableSuccess')
+      if (success !== true || data?.msgId === undefined || data.msgId === null)
+        throw new DeliveryFailure('INDETERMINATE', 'UnreadableSuccess')
       return { providerMessageId: String(data.msgId) }
     },
     close: () => void agent.close(),

@@ -40,7 +40,15 @@ export async function confirmSnsSubscription(url: string): Promise<void> {
 async function store(deps: WebhookDeps, provider: 'ses' | 'wasender', channel: Channel, event: ProviderEvent): Promise<WebhookOutcome> {
   const recorded = await recordDeliveryEvent(deps.db, channel, event, deps.clock())
   deps.count(provider, recorded.outcome)
-  if (recorded.outcome !== 'unknown_message') deps.logger.info('delivery event', { provider, messageId: recorded.messageId, event: event.event, subtype: event.subtype, outcome: recorded.outcome, suppressed: event.suppress })
+  if (recorded.outcome !== 'unknown_message')
+    deps.logger.info('delivery event', {
+      provider,
+      messageId: recorded.messageId,
+      event: event.event,
+      subtype: event.subtype,
+      outcome: recorded.outcome,
+      suppressed: event.suppress,
+    })
   return recorded.outcome
 }
 

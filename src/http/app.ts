@@ -23,7 +23,12 @@ import { negotiatedLocale } from './locale.ts'
 import type { Locale } from '../delivery/locales.ts'
 
 export type WebDeps = {
-  db: Knex; challenges: ChallengeDeps; invitations: InvitationDeps; logger: Logger; clientLimitPerMinute: number; metrics: MetricsAccess
+  db: Knex
+  challenges: ChallengeDeps
+  invitations: InvitationDeps
+  logger: Logger
+  clientLimitPerMinute: number
+  metrics: MetricsAccess
   trustProxy?: boolean | number | string[]
   apiDocs?: boolean
   /** Provider webhooks; each refuses everything while unconfigured. */
@@ -50,7 +55,13 @@ export function createApp(deps: WebDeps): express.Express {
     const started = performance.now()
     res.on('finish', () => {
       // 'finish' fires outside the request's async context: the id is passed along by hand.
-      deps.logger.info('request', { requestId: res.locals.requestId, method: req.method, route: req.route?.path ?? 'unmatched', status: res.statusCode, durationMs: Math.round(performance.now() - started) })
+      deps.logger.info('request', {
+        requestId: res.locals.requestId,
+        method: req.method,
+        route: req.route?.path ?? 'unmatched',
+        status: res.statusCode,
+        durationMs: Math.round(performance.now() - started),
+      })
     })
     next()
   })
@@ -66,12 +77,24 @@ export function createApp(deps: WebDeps): express.Express {
   })
   app.use(identityRoutes({ db: deps.db, challenges: deps.challenges, clientLimitPerMinute: deps.clientLimitPerMinute }))
   app.use(organizationRoutes({ db: deps.db, invitations: deps.invitations }))
-  app.use(platformAdminRoutes({ db: deps.db, reissue: { boss: deps.challenges.boss, outboxKey: deps.challenges.outboxKey, codeHashKey: deps.challenges.codeHashKey, clock: deps.challenges.clock, logger: deps.logger } }))
+  app.use(
+    platformAdminRoutes({
+      db: deps.db,
+      reissue: {
+        boss: deps.challenges.boss,
+        outboxKey: deps.challenges.outboxKey,
+        codeHashKey: deps.challenges.codeHashKey,
+        clock: deps.challenges.clock,
+        logger: deps.logger,
+      },
+    }),
+  )
   app.use(suppressionRoutes({ db: deps.db, clock: deps.challenges.clock }))
   app.get('/metrics', async (req, res) => {
     const decision = decideMetricsAccess(deps.metrics, req.get('authorization'))
     if (decision === 'not_served') throw new HttpProblem(404, 'not_found', 'No such route.')
-    if (decision === 'unauthenticated') throw new HttpProblem(401, 'unauthenticated', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.')
+    if (decision === 'unauthenticated')
+      throw new HttpProblem(401, 'unauthenticated', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.')
     res.type(metrics.registry.contentType).send(await metrics.render())
   })
   // Static pages (middleware, not API routes): the operator console always, the API reference where enabled.

@@ -9,10 +9,23 @@ import { bucketKey } from '../identity/secrets.ts'
  * The address is `req.ip`: the socket's peer, or behind a router the hop TRUST_PROXY names
  * (with it off, a forged X-Forwarded-For is ignored).
  */
-export function limitPerClient(db: Knex, secrets: Buffer | readonly Buffer[], perMinute: number, clock: () => Date): (req: Request) => Promise<void> {
+export function limitPerClient(
+  db: Knex,
+  secrets: Buffer | readonly Buffer[],
+  perMinute: number,
+  clock: () => Date,
+): (req: Request) => Promise<void> {
   return async (req) => {
     const address = req.ip ?? req.socket.remoteAddress ?? 'unknown'
-    await db.transaction((trx) => hitRateLimitTx(trx, (Buffer.isBuffer(secrets) ? [secrets] : secrets).map((secret) => bucketKey(secret, 'client', address)), { max: perMinute, windowSeconds: 60 }, clock(), 'too_many_requests'))
+    await db.transaction((trx) =>
+      hitRateLimitTx(
+        trx,
+        (Buffer.isBuffer(secrets) ? [secrets] : secrets).map((secret) => bucketKey(secret, 'client', address)),
+        { max: perMinute, windowSeconds: 60 },
+        clock(),
+        'too_many_requests',
+      ),
+    )
   }
 }
 

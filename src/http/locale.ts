@@ -8,11 +8,14 @@ import { LOCALES, type Locale } from '../delivery/locales.ts'
  */
 export function negotiateLocale(header: string | undefined, fallback: Locale): Locale {
   if (!header) return fallback
-  const ranges = header.split(',').slice(0, 20).map((part, index) => {
-    const [range = '', ...params] = part.trim().split(';')
-    const q = params.map((param) => /^\s*q\s*=\s*([01](?:\.\d{0,3})?)\s*$/i.exec(param)?.[1]).find((value) => value !== undefined)
-    return { range: range.trim().toLowerCase(), q: q === undefined ? 1 : Number(q), index }
-  })
+  const ranges = header
+    .split(',')
+    .slice(0, 20)
+    .map((part, index) => {
+      const [range = '', ...params] = part.trim().split(';')
+      const q = params.map((param) => /^\s*q\s*=\s*([01](?:\.\d{0,3})?)\s*$/i.exec(param)?.[1]).find((value) => value !== undefined)
+      return { range: range.trim().toLowerCase(), q: q === undefined ? 1 : Number(q), index }
+    })
   ranges.sort((a, b) => b.q - a.q || a.index - b.index)
   for (const { range, q } of ranges) {
     if (q <= 0 || range === '*') continue

@@ -12,7 +12,15 @@ import { serviceApi } from './routes/service.ts'
  * Every route module's registry, in the order the document lists their tags. A route is described
  * where it is mounted (`api.add({...})` beside the handler); a new route module adds its registry here.
  */
-export const API_REGISTRIES: readonly ApiRegistry[] = [identityApi, organizationApi, platformAdminApi, suppressionApi, webhookApi, healthApi, serviceApi]
+export const API_REGISTRIES: readonly ApiRegistry[] = [
+  identityApi,
+  organizationApi,
+  platformAdminApi,
+  suppressionApi,
+  webhookApi,
+  healthApi,
+  serviceApi,
+]
 
 let cached: Record<string, unknown> | undefined
 

@@ -21,7 +21,12 @@ const STRICT_CSP = [
 
 function securityHeaders(csp: string): express.RequestHandler {
   return (_req, res, next) => {
-    res.set({ 'Content-Security-Policy': csp, 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer', 'Cache-Control': 'no-store' })
+    res.set({
+      'Content-Security-Policy': csp,
+      'X-Content-Type-Options': 'nosniff',
+      'Referrer-Policy': 'no-referrer',
+      'Cache-Control': 'no-store',
+    })
     next()
   }
 }

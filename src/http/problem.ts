@@ -23,7 +23,12 @@ export class HttpProblem extends Error {
   readonly code: string
   readonly headers: Record<string, string>
   readonly extra: Record<string, unknown>
-  constructor(status: number, code: string, title: string, options: { headers?: Record<string, string>; extra?: Record<string, unknown> } = {}) {
+  constructor(
+    status: number,
+    code: string,
+    title: string,
+    options: { headers?: Record<string, string>; extra?: Record<string, unknown> } = {},
+  ) {
     super(title)
     this.status = status
     this.code = code
@@ -34,13 +39,16 @@ export class HttpProblem extends Error {
 
 export function sendProblem(res: Response, problem: HttpProblem): void {
   res.set(problem.headers)
-  res.status(problem.status).type('application/problem+json').json({
-    type: `https://sealpost.dev/problems/${problem.code}`,
-    title: problem.message,
-    status: problem.status,
-    code: problem.code,
-    ...problem.extra,
-  })
+  res
+    .status(problem.status)
+    .type('application/problem+json')
+    .json({
+      type: `https://sealpost.dev/problems/${problem.code}`,
+      title: problem.message,
+      status: problem.status,
+      code: problem.code,
+      ...problem.extra,
+    })
 }
 
 const DOMAIN_STATUS: [new (...args: never[]) => DomainError, number][] = [
@@ -81,9 +89,11 @@ export function problemHandler(logger: Logger): ErrorRequestHandler {
       problem = new HttpProblem(422, 'invalid_request', 'The request body is not valid.', {
         extra: { errors: error.issues.map((issue) => ({ pointer: '/' + issue.path.join('/'), detail: issue.message })) },
       })
-    } else if (typed.type === 'entity.too.large') problem = new HttpProblem(413, 'payload_too_large', 'The request body is larger than 16 KiB.')
+    } else if (typed.type === 'entity.too.large')
+      problem = new HttpProblem(413, 'payload_too_large', 'The request body is larger than 16 KiB.')
     else if (typed.type === 'entity.parse.failed') problem = new HttpProblem(400, 'malformed_json', 'The request body is not valid JSON.')
-    else if (typed.type && typed.status && typed.status < 500) problem = new HttpProblem(typed.status, 'bad_request', 'The request cannot be read.')
+    else if (typed.type && typed.status && typed.status < 500)
+      problem = new HttpProblem(typed.status, 'bad_request', 'The request cannot be read.')
     else if (isTransientDatabaseError(error)) {
       logger.warn('database unavailable', { route: req.route?.path, ...describeError(error) })
       problem = new HttpProblem(503, 'service_unavailable', 'Try again shortly.', { headers: { 'Retry-After': '5' } })

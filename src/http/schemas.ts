@@ -16,40 +16,66 @@ export const StepUpRequest = z.strictObject({}).optional()
 export const StepUpConfirmationRequest = z.strictObject({ code })
 
 // Response bodies: `id` makes each a named component of the OpenAPI document (and a named type in client/).
-export const ChallengeAccepted = z.object({ challengeExpiresAt: z.iso.datetime() }).meta({ id: 'ChallengeAccepted', description: 'Accepted for delivery (not delivered yet); the code expires at this time' })
+export const ChallengeAccepted = z
+  .object({ challengeExpiresAt: z.iso.datetime() })
+  .meta({ id: 'ChallengeAccepted', description: 'Accepted for delivery (not delivered yet); the code expires at this time' })
 export const SessionCreated = z.object({ token: z.string(), expiresAt: z.iso.datetime() }).meta({ id: 'SessionCreated' })
 export const SignInMethodAdded = z.object({ identifier: z.string(), kind: z.enum(['email', 'phone']) }).meta({ id: 'SignInMethodAdded' })
 export const ElevationCreated = z.object({ elevationToken: z.string(), expiresAt: z.iso.datetime() }).meta({ id: 'ElevationCreated' })
 
 // A name shown in invitation emails; src/organization/organization-name.ts refuses links, addresses,
 // separators and invisible characters (422 invalid_organization_name).
-const organizationName = z.string().max(400).describe('Plain text, 1–100 characters after NFKC normalisation: no URLs, schemes, web or e-mail addresses, line or paragraph separators, bidi controls or invisible characters')
+const organizationName = z
+  .string()
+  .max(400)
+  .describe(
+    'Plain text, 1–100 characters after NFKC normalisation: no URLs, schemes, web or e-mail addresses, line or paragraph separators, bidi controls or invisible characters',
+  )
 export const OrganizationRequest = z.strictObject({ name: organizationName })
 export const InvitationRequest = z.strictObject({ email: z.string().min(3).max(320).describe('The address the invitation goes to') })
-export const InvitationAcceptanceRequest = z.strictObject({ token: z.string().min(1).max(128).describe('The token from the #token= part of the invitation link') })
+export const InvitationAcceptanceRequest = z.strictObject({
+  token: z.string().min(1).max(128).describe('The token from the #token= part of the invitation link'),
+})
 export const OrganizationCreated = z.object({ id: z.uuid() }).meta({ id: 'OrganizationCreated' })
 export const InvitationAccepted = z.object({ invitationId: z.uuid(), expiresAt: z.iso.datetime() }).meta({ id: 'InvitationAccepted' })
 export const MembershipCreated = z.object({ organizationId: z.uuid() }).meta({ id: 'MembershipCreated' })
 
 /** Delivery feedback (DESIGN §12): the webhooks' answers and the staff suppression views. */
-export const SnsDelivery = z.object({
-  Type: z.enum(['Notification', 'SubscriptionConfirmation', 'UnsubscribeConfirmation']),
-  MessageId: z.string(), TopicArn: z.string(), Message: z.string(), Timestamp: z.string(),
-  SignatureVersion: z.enum(['1', '2']), Signature: z.string(), SigningCertURL: z.string(),
-  Subject: z.string().optional(), SubscribeURL: z.string().optional(), Token: z.string().optional(),
-}).describe('An Amazon SNS HTTP(S) delivery, posted as text/plain JSON with an x-amz-sns-message-type header')
-export const WasenderStatusUpdate = z.object({
-  event: z.string().describe('messages.update; other events are ignored'),
-  data: z.unknown().describe('{key: {id}, update: {status}} or a list of them'),
-  timestamp: z.number().optional(),
-}).describe('Wasender webhook; X-Webhook-Signature must equal WASENDER_WEBHOOK_SECRET')
+export const SnsDelivery = z
+  .object({
+    Type: z.enum(['Notification', 'SubscriptionConfirmation', 'UnsubscribeConfirmation']),
+    MessageId: z.string(),
+    TopicArn: z.string(),
+    Message: z.string(),
+    Timestamp: z.string(),
+    SignatureVersion: z.enum(['1', '2']),
+    Signature: z.string(),
+    SigningCertURL: z.string(),
+    Subject: z.string().optional(),
+    SubscribeURL: z.string().optional(),
+    Token: z.string().optional(),
+  })
+  .describe('An Amazon SNS HTTP(S) delivery, posted as text/plain JSON with an x-amz-sns-message-type header')
+export const WasenderStatusUpdate = z
+  .object({
+    event: z.string().describe('messages.update; other events are ignored'),
+    data: z.unknown().describe('{key: {id}, update: {status}} or a list of them'),
+    timestamp: z.number().optional(),
+  })
+  .describe('Wasender webhook; X-Webhook-Signature must equal WASENDER_WEBHOOK_SECRET')
 const webhookOutcome = z.enum(['stored', 'duplicate', 'unknown_message', 'ignored', 'subscription_confirmed'])
 export const SesWebhookAnswer = z.object({ outcome: webhookOutcome })
 export const WasenderWebhookAnswer = z.object({ outcomes: z.array(webhookOutcome) })
 export const SuppressionPage = z.object({
-  items: z.array(z.object({
-    id: z.uuid(), channel: z.enum(['email', 'whatsapp']), maskedDestination: z.string(), reason: z.enum(['permanent_bounce', 'complaint']),
-    since: z.iso.datetime(), messageId: z.uuid().nullable(),
-  })),
+  items: z.array(
+    z.object({
+      id: z.uuid(),
+      channel: z.enum(['email', 'whatsapp']),
+      maskedDestination: z.string(),
+      reason: z.enum(['permanent_bounce', 'complaint']),
+      since: z.iso.datetime(),
+      messageId: z.uuid().nullable(),
+    }),
+  ),
   pageInfo: z.object({ hasNextPage: z.boolean(), endCursor: z.string().nullable() }),
 })

@@ -1,5 +1,13 @@
 import { z } from 'zod'
-import { ATTEMPT_OUTCOMES, CHANNELS, DEAD_LETTER_REASONS, DELIVERY_EVENTS, FAILURE_CLASSES, MESSAGE_STATES, PURPOSES } from '../outbox/constants.ts'
+import {
+  ATTEMPT_OUTCOMES,
+  CHANNELS,
+  DEAD_LETTER_REASONS,
+  DELIVERY_EVENTS,
+  FAILURE_CLASSES,
+  MESSAGE_STATES,
+  PURPOSES,
+} from '../outbox/constants.ts'
 
 /** Query, path and response schemas of the staff routes (DESIGN §8); the API document is generated from them. */
 const count = z.int().min(0)
@@ -8,7 +16,9 @@ const purpose = z.enum(PURPOSES)
 const channel = z.enum(CHANNELS)
 const failureClass = z.enum(FAILURE_CLASSES)
 const reason = z.enum(DEAD_LETTER_REASONS)
-const maskedDestination = z.string().meta({ description: 'The destination with most characters replaced by •, masked in the database', example: 'a•••e@e•••.com' })
+const maskedDestination = z
+  .string()
+  .meta({ description: 'The destination with most characters replaced by •, masked in the database', example: 'a•••e@e•••.com' })
 
 export const DeadLetterQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(100).default(50).meta({ description: 'Items per page' }),
@@ -18,33 +28,82 @@ export const DeadLetterQuery = z.strictObject({
 
 export const MessagePath = z.object({ messageId: z.string().meta({ description: 'The message id (a uuid)' }) })
 
-export const Backlog = z.object({
-  states: z.object(Object.fromEntries(MESSAGE_STATES.map((state) => [state, count])) as Record<(typeof MESSAGE_STATES)[number], typeof count>),
-  oldestDuePendingAgeSeconds: count.nullable().meta({ description: 'Age of the oldest pending message that is due; null when none is' }),
-  deadLettersLast24h: z.object(Object.fromEntries(DEAD_LETTER_REASONS.map((name) => [name, count])) as Record<(typeof DEAD_LETTER_REASONS)[number], typeof count>),
-  deliveryEventsLast24h: z.record(z.string(), z.record(z.string(), count)).meta({ description: 'Provider delivery events received in the last 24 hours, per purpose and event' }),
-  queue: z.object({ queued: count, deferred: count, active: count, failed: count }).meta({ description: 'pg-boss jobs of the delivery queue' }),
-}).meta({ id: 'Backlog' })
+export const Backlog = z
+  .object({
+    states: z.object(
+      Object.fromEntries(MESSAGE_STATES.map((state) => [state, count])) as Record<(typeof MESSAGE_STATES)[number], typeof count>,
+    ),
+    oldestDuePendingAgeSeconds: count.nullable().meta({ description: 'Age of the oldest pending message that is due; null when none is' }),
+    deadLettersLast24h: z.object(
+      Object.fromEntries(DEAD_LETTER_REASONS.map((name) => [name, count])) as Record<(typeof DEAD_LETTER_REASONS)[number], typeof count>,
+    ),
+    deliveryEventsLast24h: z
+      .record(z.string(), z.record(z.string(), count))
+      .meta({ description: 'Provider delivery events received in the last 24 hours, per purpose and event' }),
+    queue: z
+      .object({ queued: count, deferred: count, active: count, failed: count })
+      .meta({ description: 'pg-boss jobs of the delivery queue' }),
+  })
+  .meta({ id: 'Backlog' })
 
-export const DeadLetterPage = z.object({
-  items: z.array(z.object({
-    messageId: z.uuid(), purpose, channel, maskedDestination, attemptCount: count, reason,
-    lastFailureClass: failureClass.nullable(), deadLetteredAt: at, expiresAt: at,
-  })),
-  pageInfo: z.object({ hasNextPage: z.boolean(), hasPreviousPage: z.boolean(), startCursor: z.string().nullable(), endCursor: z.string().nullable() }),
-}).meta({ id: 'DeadLetterPage' })
+export const DeadLetterPage = z
+  .object({
+    items: z.array(
+      z.object({
+        messageId: z.uuid(),
+        purpose,
+        channel,
+        maskedDestination,
+        attemptCount: count,
+        reason,
+        lastFailureClass: failureClass.nullable(),
+        deadLetteredAt: at,
+        expiresAt: at,
+      }),
+    ),
+    pageInfo: z.object({
+      hasNextPage: z.boolean(),
+      hasPreviousPage: z.boolean(),
+      startCursor: z.string().nullable(),
+      endCursor: z.string().nullable(),
+    }),
+  })
+  .meta({ id: 'DeadLetterPage' })
 
-export const Reissued = z.object({ messageId: z.uuid(), challengeExpiresAt: at }).meta({ id: 'Reissued', description: 'The new message, accepted for delivery with a fresh code' })
+export const Reissued = z
+  .object({ messageId: z.uuid(), challengeExpiresAt: at })
+  .meta({ id: 'Reissued', description: 'The new message, accepted for delivery with a fresh code' })
 
-export const MessageHistory = z.object({
-  message: z.object({
-    messageId: z.uuid(), purpose, channel, maskedDestination, locale: z.string(), state: z.enum(MESSAGE_STATES), attemptCount: count,
-    createdAt: at, availableAt: at, publishedAt: at.nullable(), deadLetteredAt: at.nullable(), expiresAt: at,
-  }),
-  attempts: z.array(z.object({
-    attemptNo: z.int().min(1), outcome: z.enum(ATTEMPT_OUTCOMES), failureClass: failureClass.nullable(), providerMessageId: z.string().nullable(),
-    retryAfterAt: at.nullable(), durationMs: count, attemptedAt: at,
-  })),
-  deadLetter: z.object({ reason, lastFailureClass: failureClass.nullable(), deadLetteredAt: at }).nullable(),
-  events: z.array(z.object({ event: z.enum(DELIVERY_EVENTS), subtype: z.string().nullable(), occurredAt: at, receivedAt: at })).meta({ description: 'What the provider reported after it accepted the message' }),
-}).meta({ id: 'MessageHistory' })
+export const MessageHistory = z
+  .object({
+    message: z.object({
+      messageId: z.uuid(),
+      purpose,
+      channel,
+      maskedDestination,
+      locale: z.string(),
+      state: z.enum(MESSAGE_STATES),
+      attemptCount: count,
+      createdAt: at,
+      availableAt: at,
+      publishedAt: at.nullable(),
+      deadLetteredAt: at.nullable(),
+      expiresAt: at,
+    }),
+    attempts: z.array(
+      z.object({
+        attemptNo: z.int().min(1),
+        outcome: z.enum(ATTEMPT_OUTCOMES),
+        failureClass: failureClass.nullable(),
+        providerMessageId: z.string().nullable(),
+        retryAfterAt: at.nullable(),
+        durationMs: count,
+        attemptedAt: at,
+      }),
+    ),
+    deadLetter: z.object({ reason, lastFailureClass: failureClass.nullable(), deadLetteredAt: at }).nullable(),
+    events: z
+      .array(z.object({ event: z.enum(DELIVERY_EVENTS), subtype: z.string().nullable(), occurredAt: at, receivedAt: at }))
+      .meta({ description: 'What the provider reported after it accepted the message' }),
+  })
+  .meta({ id: 'MessageHistory' })

@@ -46,7 +46,18 @@ export async function insertChallengeTx(trx: Knex.Transaction, challenge: NewCha
 /** The open challenge of a subject: not consumed, revoked, expired or out of attempts. */
 function openChallenge(db: Knex | Knex.Transaction, subject: ChallengeSubject, now: Date) {
   return db(CHALLENGES)
-    .select('id', 'purpose', 'identity_id', 'login_identifier_id', 'code_hash', 'expires_at', 'attempts_left', 'resend_count', 'last_sent_at', 'candidate_password_hash')
+    .select(
+      'id',
+      'purpose',
+      'identity_id',
+      'login_identifier_id',
+      'code_hash',
+      'expires_at',
+      'attempts_left',
+      'resend_count',
+      'last_sent_at',
+      'candidate_password_hash',
+    )
     .where({ purpose: subject.purpose, identity_id: subject.identityId, login_identifier_id: subject.loginIdentifierId })
     .whereNull('consumed_at')
     .whereNull('revoked_at')
@@ -85,7 +96,10 @@ export async function rotateChallengeCodeTx(
 
 /** One wrong code: returns the attempts the challenge has left (0 = dead). */
 export async function spendAttemptTx(trx: Knex.Transaction, id: string): Promise<number> {
-  const [row] = await trx(CHALLENGES).where({ id }).update({ attempts_left: trx.raw('attempts_left - 1') }).returning('attempts_left')
+  const [row] = await trx(CHALLENGES)
+    .where({ id })
+    .update({ attempts_left: trx.raw('attempts_left - 1') })
+    .returning('attempts_left')
   return (row as { attempts_left: number }).attempts_left
 }
 

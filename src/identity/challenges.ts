@@ -5,7 +5,15 @@ import { describeError, type Logger } from '../logging/logger.ts'
 import type { ChallengePurpose, Channel } from '../outbox/constants.ts'
 import { enqueueSecurityMessageTx, type EnqueueDeps } from '../outbox/enqueue.ts'
 import { deadLetterChallengeMessagesTx } from '../outbox/web-functions-sql.ts'
-import { consumeChallengeTx, insertChallengeTx, lockOpenChallengeTx, rotateChallengeCodeTx, spendAttemptTx, type ChallengeRow, type ChallengeSubject } from './challenges-sql.ts'
+import {
+  consumeChallengeTx,
+  insertChallengeTx,
+  lockOpenChallengeTx,
+  rotateChallengeCodeTx,
+  spendAttemptTx,
+  type ChallengeRow,
+  type ChallengeSubject,
+} from './challenges-sql.ts'
 import { ChannelUnavailableError, RateLimitedError } from './errors.ts'
 import { insertClaimTx, insertIdentityTx } from './identities-sql.ts'
 import { canonicalDestination, channelFor, type Identifier } from './identifiers.ts'
@@ -34,7 +42,12 @@ export type ChallengeDeps = EnqueueDeps & {
  * hour. Wrong codes: fifteen a day per identity and purpose, across all its challenges, so guessing
  * is bounded per account and not only per challenge.
  */
-export const CHALLENGE_LIMITS = Object.freeze({ resendIntervalSeconds: 30, maxResends: 5, codesPerDestinationPerHour: 5, wrongCodesPerIdentityPerDay: 15 })
+export const CHALLENGE_LIMITS = Object.freeze({
+  resendIntervalSeconds: 30,
+  maxResends: 5,
+  codesPerDestinationPerHour: 5,
+  wrongCodesPerIdentityPerDay: 15,
+})
 const WRONG_CODES: Limit = { max: CHALLENGE_LIMITS.wrongCodesPerIdentityPerDay, windowSeconds: 86_400 }
 
 /** When a challenge issued at `now` stops verifying. */
@@ -48,14 +61,31 @@ export function assertChannelAvailable(deps: Pick<ChallengeDeps, 'channels'>, id
 }
 
 /** Counts one request of a signed-in identity against an hourly allowance (pumping from one session). */
-export async function limitIdentityTx(trx: Knex.Transaction, deps: Pick<ChallengeDeps, 'codeHashKey' | 'codeHashKeys'>, action: string, identityId: string, perHour: number, now: Date): Promise<void> {
-  await hitRateLimitTx(trx, bucketKeys(deps, `identity:${action}`, identityId), { max: perHour, windowSeconds: 3_600 }, now, 'identity_rate_limited')
+export async function limitIdentityTx(
+  trx: Knex.Transaction,
+  deps: Pick<ChallengeDeps, 'codeHashKey' | 'codeHashKeys'>,
+  action: string,
+  identityId: string,
+  perHour: number,
+  now: Date,
+): Promise<void> {
+  await hitRateLimitTx(
+    trx,
+    bucketKeys(deps, `identity:${action}`, identityId),
+    { max: perHour, windowSeconds: 3_600 },
+    now,
+    'identity_rate_limited',
+  )
 }
 
 const REHEARSAL = Symbol('rehearsal')
 
 /** Runs `work` in a savepoint that is always rolled back; its writes still cost their WAL at the caller's commit. */
-async function rehearseTx(trx: Knex.Transaction, deps: Pick<ChallengeDeps, 'logger'>, work: (savepoint: Knex.Transaction) => Promise<unknown>): Promise<void> {
+async function rehearseTx(
+  trx: Knex.Transaction,
+  deps: Pick<ChallengeDeps, 'logger'>,
+  work: (savepoint: Knex.Transaction) => Promise<unknown>,
+): Promise<void> {
   await trx
     .transaction(async (savepoint) => {
       await work(savepoint)
@@ -67,7 +97,11 @@ async function rehearseTx(trx: Knex.Transaction, deps: Pick<ChallengeDeps, 'logg
 }
 
 /** A throw-away pending identity claiming the identifier, inside the caller's savepoint. */
-async function insertThrowAwayClaimTx(trx: Knex.Transaction, identifier: Identifier, now: Date): Promise<{ identityId: string; loginIdentifierId: string }> {
+async function insertThrowAwayClaimTx(
+  trx: Knex.Transaction,
+  identifier: Identifier,
+  now: Date,
+): Promise<{ identityId: string; loginIdentifierId: string }> {
   const ids = { identityId: uuidv7(), loginIdentifierId: uuidv7() }
   await insertIdentityTx(trx, ids.identityId, 'pending', now)
   await insertClaimTx(trx, ids.loginIdentifierId, ids.identityId, identifier, null, now)
@@ -91,7 +125,12 @@ export const rehearse = {
     rehearseTx(trx, deps, async (savepoint) => {
       const ids = await insertThrowAwayClaimTx(savepoint, identifier, now)
       // The destination was counted (or refused) by the caller, in its own transaction, as for a real issue.
-      await issueChallengeTx(savepoint, { ...deps, afterEnqueueTx: undefined }, { purpose, ...ids, identifier }, { now, countDestination: false })
+      await issueChallengeTx(
+        savepoint,
+        { ...deps, afterEnqueueTx: undefined },
+        { purpose, ...ids, identifier },
+        { now, countDestination: false },
+      )
     }),
 }
 
@@ -136,7 +175,12 @@ export async function issueHiddenTx(
  * hour is refused. The bucket is the canonical mailbox, so `+tag` variants share it.
  */
 async function enforceDestinationLimitTx(trx: Knex.Transaction, deps: ChallengeDeps, identifier: Identifier, now: Date): Promise<void> {
-  await hitRateLimitTx(trx, bucketKeys(deps, `destination:${identifier.kind}`, canonicalDestination(identifier)), { max: CHALLENGE_LIMITS.codesPerDestinationPerHour, windowSeconds: 3_600 }, now)
+  await hitRateLimitTx(
+    trx,
+    bucketKeys(deps, `destination:${identifier.kind}`, canonicalDestination(identifier)),
+    { max: CHALLENGE_LIMITS.codesPerDestinationPerHour, windowSeconds: 3_600 },
+    now,
+  )
 }
 
 /**
@@ -154,7 +198,9 @@ export async function issueChallengeTx(
 ): Promise<{ challengeId: string; expiresAt: Date }> {
   const now = options.now ?? deps.clock()
   const expiresAt = challengeExpiry(deps, now)
-  await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`challenge:${subject.purpose}:${subject.identityId}:${subject.loginIdentifierId}`])
+  await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [
+    `challenge:${subject.purpose}:${subject.identityId}:${subject.loginIdentifierId}`,
+  ])
   const open = await lockOpenChallengeTx(trx, subject, now)
   const code = generateCode()
   try {
@@ -162,10 +208,16 @@ export async function issueChallengeTx(
     if (open) {
       const waitMs = open.last_sent_at.getTime() + CHALLENGE_LIMITS.resendIntervalSeconds * 1000 - now.getTime()
       if (waitMs > 0) throw new RateLimitedError(waitMs / 1000, 'resend_too_soon')
-      if (open.resend_count >= CHALLENGE_LIMITS.maxResends) throw new RateLimitedError((open.expires_at.getTime() - now.getTime()) / 1000, 'too_many_resends')
+      if (open.resend_count >= CHALLENGE_LIMITS.maxResends)
+        throw new RateLimitedError((open.expires_at.getTime() - now.getTime()) / 1000, 'too_many_resends')
       challengeId = open.id
       await deadLetterChallengeMessagesTx(trx, challengeId, 'superseded_by_resend')
-      await rotateChallengeCodeTx(trx, challengeId, { codeHash: hashCode(deps.codeHashKey, challengeId, code), expiresAt, now, candidatePasswordHash: options.candidatePasswordHash })
+      await rotateChallengeCodeTx(trx, challengeId, {
+        codeHash: hashCode(deps.codeHashKey, challengeId, code),
+        expiresAt,
+        now,
+        candidatePasswordHash: options.candidatePasswordHash,
+      })
     } else {
       challengeId = uuidv7()
       await insertChallengeTx(trx, {
@@ -183,7 +235,14 @@ export async function issueChallengeTx(
     await enqueueSecurityMessageTx(
       trx,
       deps,
-      { purpose: subject.purpose, challengeId, channel: channelFor(subject.identifier), destination: subject.identifier.value, locale: deps.locale ?? 'en', expiresAt },
+      {
+        purpose: subject.purpose,
+        challengeId,
+        channel: channelFor(subject.identifier),
+        destination: subject.identifier.value,
+        locale: deps.locale ?? 'en',
+        expiresAt,
+      },
       code,
     )
     await deps.afterEnqueueTx?.(trx)
@@ -196,7 +255,8 @@ export async function issueChallengeTx(
 /** What checking a code decided: the consumed challenge, or a refusal (with a wait when the identity's wrong-code budget is spent). */
 export type CodeCheck = { kind: 'verified'; challenge: ChallengeRow } | { kind: 'refused'; budgetRetryAfterSeconds?: number }
 
-const wrongCodeBucket = (deps: Pick<ChallengeDeps, 'codeHashKey' | 'codeHashKeys'>, purpose: ChallengePurpose, owner: string) => bucketKeys(deps, `wrong-codes:${purpose}`, owner)
+const wrongCodeBucket = (deps: Pick<ChallengeDeps, 'codeHashKey' | 'codeHashKeys'>, purpose: ChallengePurpose, owner: string) =>
+  bucketKeys(deps, `wrong-codes:${purpose}`, owner)
 
 /**
  * Checks a code against the subject's open challenge. Refused outright while the identity's
@@ -225,7 +285,11 @@ export async function checkCodeTx(
     await budget.spendTx(trx, wrongCodeBucket(deps, subject.purpose, `no-challenge:${subject.loginIdentifierId}`), now)
     return { kind: 'refused' }
   }
-  if (!/^\d{6}$/.test(code) || !verifyCode(deps.codeHashKeys ?? deps.codeHashKey, open.id, code, open.code_hash) || !(options.accept?.(open) ?? true)) {
+  if (
+    !/^\d{6}$/.test(code) ||
+    !verifyCode(deps.codeHashKeys ?? deps.codeHashKey, open.id, code, open.code_hash) ||
+    !(options.accept?.(open) ?? true)
+  ) {
     await budget.spendTx(trx, bucket, now)
     if ((await spendAttemptTx(trx, open.id)) <= 0) await deadLetterChallengeMessagesTx(trx, open.id, 'challenge_consumed')
     return { kind: 'refused' }
@@ -239,7 +303,12 @@ export async function checkCodeTx(
  * A code presented for an identifier nobody can be checked against: spends a unit of a budget kept
  * for the identifier itself, so the refusal writes and commits what a real wrong guess does.
  */
-export async function refuseUnknownCodeTx(trx: Knex.Transaction, deps: Pick<ChallengeDeps, 'codeHashKey' | 'codeHashKeys' | 'clock'>, purpose: ChallengePurpose, identifier: Identifier): Promise<void> {
+export async function refuseUnknownCodeTx(
+  trx: Knex.Transaction,
+  deps: Pick<ChallengeDeps, 'codeHashKey' | 'codeHashKeys' | 'clock'>,
+  purpose: ChallengePurpose,
+  identifier: Identifier,
+): Promise<void> {
   const now = deps.clock()
   const bucket = wrongCodeBucket(deps, purpose, `identifier:${identifier.kind}:${canonicalDestination(identifier)}`)
   if ((await budget.checkTx(trx, bucket, WRONG_CODES, now)) === undefined) await budget.spendTx(trx, bucket, now)

@@ -6,7 +6,10 @@ export type VerifiedIdentifierRow = { login_identifier_id: string; identity_id: 
 export type ClaimRow = { login_identifier_id: string; identity_id: string; verified_at: Date | null; identity_status: string }
 
 /** A verified identifier of an active identity, the only kind a recovery code may be sent to. */
-export async function findVerifiedIdentifierTx(trx: Knex.Transaction | Knex, identifier: Identifier): Promise<VerifiedIdentifierRow | undefined> {
+export async function findVerifiedIdentifierTx(
+  trx: Knex.Transaction | Knex,
+  identifier: Identifier,
+): Promise<VerifiedIdentifierRow | undefined> {
   return await trx('identity.login_identifiers as li')
     .join('identity.identities as i', 'i.id', 'li.identity_id')
     .select('li.id as login_identifier_id', 'li.identity_id')
@@ -27,8 +30,22 @@ export async function insertIdentityTx(trx: Knex.Transaction, id: string, status
   await trx('identity.identities').insert({ id, status, created_at: now })
 }
 
-export async function insertClaimTx(trx: Knex.Transaction, id: string, identityId: string, identifier: Identifier, verifiedAt: Date | null, now: Date): Promise<void> {
-  await trx('identity.login_identifiers').insert({ id, identity_id: identityId, kind: identifier.kind, value: identifier.value, verified_at: verifiedAt, created_at: now })
+export async function insertClaimTx(
+  trx: Knex.Transaction,
+  id: string,
+  identityId: string,
+  identifier: Identifier,
+  verifiedAt: Date | null,
+  now: Date,
+): Promise<void> {
+  await trx('identity.login_identifiers').insert({
+    id,
+    identity_id: identityId,
+    kind: identifier.kind,
+    value: identifier.value,
+    verified_at: verifiedAt,
+    created_at: now,
+  })
 }
 
 export async function insertActiveIdentityTx(
@@ -50,7 +67,8 @@ export async function verifyClaimTx(trx: Knex.Transaction, loginIdentifierId: st
   try {
     await trx('identity.login_identifiers').where({ id: loginIdentifierId }).update({ verified_at: now })
   } catch (error) {
-    if ((error as { code?: string }).code === '23505') throw new ConflictError('identifier_taken', 'Another account verified this identifier first.')
+    if ((error as { code?: string }).code === '23505')
+      throw new ConflictError('identifier_taken', 'Another account verified this identifier first.')
     throw error
   }
 }
@@ -64,12 +82,18 @@ export async function setPasswordTx(trx: Knex.Transaction, identityId: string, p
 }
 
 export async function findPasswordHashTx(trx: Knex.Transaction | Knex, identityId: string): Promise<string | undefined> {
-  const row = await trx('identity.password_credentials').select('password_hash').where({ identity_id: identityId }).first<{ password_hash: string } | undefined>()
+  const row = await trx('identity.password_credentials')
+    .select('password_hash')
+    .where({ identity_id: identityId })
+    .first<{ password_hash: string } | undefined>()
   return row?.password_hash
 }
 
 /** Where a step-up code goes: the identity's verified email, else its verified phone. */
-export async function findStepUpIdentifierTx(trx: Knex.Transaction, identityId: string): Promise<(Identifier & { id: string }) | undefined> {
+export async function findStepUpIdentifierTx(
+  trx: Knex.Transaction,
+  identityId: string,
+): Promise<(Identifier & { id: string }) | undefined> {
   return await trx('identity.login_identifiers')
     .select('id', 'kind', 'value')
     .where({ identity_id: identityId })
@@ -80,5 +104,9 @@ export async function findStepUpIdentifierTx(trx: Knex.Transaction, identityId: 
 
 /** Every verified identifier of an identity (where security notices go). */
 export async function findVerifiedIdentifiersTx(trx: Knex.Transaction, identityId: string): Promise<(Identifier & { id: string })[]> {
-  return await trx('identity.login_identifiers').select('id', 'kind', 'value').where({ identity_id: identityId }).whereNotNull('verified_at').orderBy('verified_at', 'asc')
+  return await trx('identity.login_identifiers')
+    .select('id', 'kind', 'value')
+    .where({ identity_id: identityId })
+    .whereNotNull('verified_at')
+    .orderBy('verified_at', 'asc')
 }

@@ -1,5 +1,13 @@
 import type { Knex } from 'knex'
-import { assertChannelAvailable, challengeExpiry, checkCodeTx, issueHiddenTx, refuseUnknownCodeTx, rehearse, type ChallengeDeps } from './challenges.ts'
+import {
+  assertChannelAvailable,
+  challengeExpiry,
+  checkCodeTx,
+  issueHiddenTx,
+  refuseUnknownCodeTx,
+  rehearse,
+  type ChallengeDeps,
+} from './challenges.ts'
 import { InvalidCodeError } from './errors.ts'
 import { findVerifiedIdentifierTx, setPasswordTx } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
@@ -15,7 +23,11 @@ export type { ChallengeDeps } from './challenges.ts'
  * and a real challenge, an unknown one both rehearsed; every existence-dependent failure (a resend
  * too soon, a destination over its budget) is logged, not shown.
  */
-export async function requestPasswordRecoveryTx(trx: Knex.Transaction, deps: ChallengeDeps, identifier: Identifier): Promise<{ challengeExpiresAt: Date }> {
+export async function requestPasswordRecoveryTx(
+  trx: Knex.Transaction,
+  deps: ChallengeDeps,
+  identifier: Identifier,
+): Promise<{ challengeExpiresAt: Date }> {
   assertChannelAvailable(deps, identifier)
   const now = deps.clock()
   const known = await findVerifiedIdentifierTx(trx, identifier)
@@ -42,12 +54,23 @@ export async function completePasswordRecovery(
       await refuseUnknownCodeTx(trx, deps, 'password_recovery', input.identifier)
       return false
     }
-    const checked = await checkCodeTx(trx, deps, { purpose: 'password_recovery', identityId: known.identity_id, loginIdentifierId: known.login_identifier_id }, input.code)
+    const checked = await checkCodeTx(
+      trx,
+      deps,
+      { purpose: 'password_recovery', identityId: known.identity_id, loginIdentifierId: known.login_identifier_id },
+      input.code,
+    )
     if (checked.kind === 'refused') return false
     const now = deps.clock()
     await setPasswordTx(trx, known.identity_id, passwordHash, now)
     await revokeAllSessionsTx(trx, known.identity_id, now)
-    await notifyOtherIdentifiersTx(trx, deps, { identityId: known.identity_id, exceptLoginIdentifierId: known.login_identifier_id, event: 'password_changed', identifier: input.identifier, now })
+    await notifyOtherIdentifiersTx(trx, deps, {
+      identityId: known.identity_id,
+      exceptLoginIdentifierId: known.login_identifier_id,
+      event: 'password_changed',
+      identifier: input.identifier,
+      now,
+    })
     return true
   })
   if (!completed) throw new InvalidCodeError()

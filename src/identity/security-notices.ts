@@ -31,7 +31,12 @@ export async function notifyOtherIdentifiersTx(
       deps.logger.warn('security notice skipped: channel not configured', { identityId: input.identityId, channel, event: input.event })
       continue
     }
-    const { messageId } = await enqueueSecurityMessageTx(trx, deps, { purpose: 'security_notice', channel, destination: other.value, locale: deps.locale ?? 'en', expiresAt }, Buffer.from(body, 'utf8'))
+    const { messageId } = await enqueueSecurityMessageTx(
+      trx,
+      deps,
+      { purpose: 'security_notice', channel, destination: other.value, locale: deps.locale ?? 'en', expiresAt },
+      Buffer.from(body, 'utf8'),
+    )
     deps.logger.info('security notice enqueued', { identityId: input.identityId, messageId, event: input.event })
   }
 }

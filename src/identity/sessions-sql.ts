@@ -2,8 +2,17 @@ import type { Knex } from 'knex'
 
 export type SessionRow = { id: string; identity_id: string; expires_at: Date }
 
-export async function insertSessionTx(trx: Knex.Transaction, session: { id: string; identityId: string; tokenHash: Buffer; expiresAt: Date; now: Date }): Promise<void> {
-  await trx('identity.sessions').insert({ id: session.id, identity_id: session.identityId, token_hash: session.tokenHash, expires_at: session.expiresAt, created_at: session.now })
+export async function insertSessionTx(
+  trx: Knex.Transaction,
+  session: { id: string; identityId: string; tokenHash: Buffer; expiresAt: Date; now: Date },
+): Promise<void> {
+  await trx('identity.sessions').insert({
+    id: session.id,
+    identity_id: session.identityId,
+    token_hash: session.tokenHash,
+    expires_at: session.expiresAt,
+    created_at: session.now,
+  })
 }
 
 export async function findActiveSession(db: Knex, tokenHash: Buffer, now: Date): Promise<SessionRow | undefined> {
@@ -24,7 +33,10 @@ export async function revokeAllSessionsTx(trx: Knex.Transaction, identityId: str
   await trx('identity.sessions').where({ identity_id: identityId }).whereNull('revoked_at').update({ revoked_at: now })
 }
 
-export async function insertElevationTx(trx: Knex.Transaction, elevation: { id: string; identityId: string; sessionId: string; tokenHash: Buffer; expiresAt: Date; now: Date }): Promise<void> {
+export async function insertElevationTx(
+  trx: Knex.Transaction,
+  elevation: { id: string; identityId: string; sessionId: string; tokenHash: Buffer; expiresAt: Date; now: Date },
+): Promise<void> {
   await trx('identity.elevations').insert({
     id: elevation.id,
     identity_id: elevation.identityId,
@@ -36,7 +48,12 @@ export async function insertElevationTx(trx: Knex.Transaction, elevation: { id: 
 }
 
 /** A live elevation of this very session (step-up proof), by the SHA-256 of its token. */
-export async function findLiveElevationTx(trx: Knex.Transaction, session: { sessionId: string; identityId: string }, tokenHash: Buffer, now: Date): Promise<{ id: string } | undefined> {
+export async function findLiveElevationTx(
+  trx: Knex.Transaction,
+  session: { sessionId: string; identityId: string },
+  tokenHash: Buffer,
+  now: Date,
+): Promise<{ id: string } | undefined> {
   return await trx('identity.elevations')
     .where({ token_hash: tokenHash, session_id: session.sessionId, identity_id: session.identityId })
     .andWhere('expires_at', '>', now)

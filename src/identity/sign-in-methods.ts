@@ -34,7 +34,12 @@ export async function addSignInMethod(
     if (mine?.verified_at) throw new ConflictError('identifier_already_added', 'This identifier is already one of your sign-in methods.')
     const loginIdentifierId = mine?.login_identifier_id ?? uuidv7()
     if (!mine) await insertClaimTx(trx, loginIdentifierId, session.identityId, input.identifier, null, now)
-    const issued = await issueChallengeTx(trx, deps, { purpose: 'add_sign_in_method', identityId: session.identityId, loginIdentifierId, identifier: input.identifier }, { now })
+    const issued = await issueChallengeTx(
+      trx,
+      deps,
+      { purpose: 'add_sign_in_method', identityId: session.identityId, loginIdentifierId, identifier: input.identifier },
+      { now },
+    )
     return { challengeExpiresAt: issued.expiresAt }
   })
 }
@@ -52,11 +57,22 @@ export async function confirmSignInMethod(
   const confirmed = await db.transaction(async (trx) => {
     const mine = (await findClaimsTx(trx, input.identifier)).find((claim) => claim.identity_id === session.identityId && !claim.verified_at)
     if (!mine) return false
-    const checked = await checkCodeTx(trx, deps, { purpose: 'add_sign_in_method', identityId: session.identityId, loginIdentifierId: mine.login_identifier_id }, input.code)
+    const checked = await checkCodeTx(
+      trx,
+      deps,
+      { purpose: 'add_sign_in_method', identityId: session.identityId, loginIdentifierId: mine.login_identifier_id },
+      input.code,
+    )
     if (checked.kind === 'refused') return checked.budgetRetryAfterSeconds ?? false
     const now = deps.clock()
     await verifyClaimTx(trx, mine.login_identifier_id, now)
-    await notifyOtherIdentifiersTx(trx, deps, { identityId: session.identityId, exceptLoginIdentifierId: mine.login_identifier_id, event: 'sign_in_method_added', identifier: input.identifier, now })
+    await notifyOtherIdentifiersTx(trx, deps, {
+      identityId: session.identityId,
+      exceptLoginIdentifierId: mine.login_identifier_id,
+      event: 'sign_in_method_added',
+      identifier: input.identifier,
+      now,
+    })
     return true
   })
   if (typeof confirmed === 'number') throw new RateLimitedError(confirmed, 'too_many_wrong_codes')

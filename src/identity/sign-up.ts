@@ -1,10 +1,26 @@
 import { createHash } from 'node:crypto'
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
-import { assertChannelAvailable, challengeExpiry, checkCodeTx, issueHiddenTx, refuseUnknownCodeTx, rehearse, type ChallengeDeps } from './challenges.ts'
+import {
+  assertChannelAvailable,
+  challengeExpiry,
+  checkCodeTx,
+  issueHiddenTx,
+  refuseUnknownCodeTx,
+  rehearse,
+  type ChallengeDeps,
+} from './challenges.ts'
 import { findOpenChallenge } from './challenges-sql.ts'
 import { InvalidCodeError } from './errors.ts'
-import { activateIdentityTx, findClaimsTx, insertClaimTx, insertIdentityTx, setPasswordTx, verifyClaimTx, type ClaimRow } from './identities-sql.ts'
+import {
+  activateIdentityTx,
+  findClaimsTx,
+  insertClaimTx,
+  insertIdentityTx,
+  setPasswordTx,
+  verifyClaimTx,
+  type ClaimRow,
+} from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
 import { hashPassword, verifyPassword } from './secrets.ts'
 import { createSessionTx } from './sessions.ts'
@@ -16,7 +32,11 @@ import { createSessionTx } from './sessions.ts'
  * someone tried, and can get in if it was them; the caller learns nothing. A refused resend (too
  * soon, over the destination's budget) is hidden behind the same 202 on both paths.
  */
-export async function signUp(db: Knex, deps: ChallengeDeps, input: { identifier: Identifier; password: string }): Promise<{ challengeExpiresAt: Date }> {
+export async function signUp(
+  db: Knex,
+  deps: ChallengeDeps,
+  input: { identifier: Identifier; password: string },
+): Promise<{ challengeExpiresAt: Date }> {
   assertChannelAvailable(deps, input.identifier)
   const candidatePasswordHash = await hashPassword(input.password)
   return await db.transaction(async (trx) => {
@@ -31,7 +51,9 @@ export async function signUp(db: Knex, deps: ChallengeDeps, input: { identifier:
       await issueHiddenTx(trx, deps, 'sign-up notice', { purpose: 'password_recovery', identifier: input.identifier, subject }, { now })
     } else {
       const pending = pendingSignUp(claims)
-      const ids = pending ? { identityId: pending.identity_id, loginIdentifierId: pending.login_identifier_id } : { identityId: uuidv7(), loginIdentifierId: uuidv7() }
+      const ids = pending
+        ? { identityId: pending.identity_id, loginIdentifierId: pending.login_identifier_id }
+        : { identityId: uuidv7(), loginIdentifierId: uuidv7() }
       if (pending) {
         await rehearse.claimTx(trx, deps, input.identifier, now)
       } else {
@@ -41,7 +63,13 @@ export async function signUp(db: Knex, deps: ChallengeDeps, input: { identifier:
           await insertClaimTx(savepoint, ids.loginIdentifierId, ids.identityId, input.identifier, null, now)
         })
       }
-      await issueHiddenTx(trx, deps, 'sign-up', { purpose: 'sign_up', identifier: input.identifier, subject: ids }, { candidatePasswordHash, now })
+      await issueHiddenTx(
+        trx,
+        deps,
+        'sign-up',
+        { purpose: 'sign_up', identifier: input.identifier, subject: ids },
+        { candidatePasswordHash, now },
+      )
     }
     return { challengeExpiresAt: challengeExpiry(deps, now) }
   })
@@ -64,7 +92,13 @@ export async function confirmSignUp(
 ): Promise<{ token: string; expiresAt: Date }> {
   const pendingNow = pendingSignUp(await findClaimsTx(db, input.identifier))
   const candidate = pendingNow
-    ? (await findOpenChallenge(db, { purpose: 'sign_up', identityId: pendingNow.identity_id, loginIdentifierId: pendingNow.login_identifier_id }, deps.clock()))?.candidate_password_hash ?? undefined
+    ? ((
+        await findOpenChallenge(
+          db,
+          { purpose: 'sign_up', identityId: pendingNow.identity_id, loginIdentifierId: pendingNow.login_identifier_id },
+          deps.clock(),
+        )
+      )?.candidate_password_hash ?? undefined)
     : undefined
   const passwordMatches = await verifyPassword(candidate, input.password)
   const session = await db.transaction(async (trx) => {
@@ -76,8 +110,13 @@ export async function confirmSignUp(
     const subject = { purpose: 'sign_up' as const, identityId: pending.identity_id, loginIdentifierId: pending.login_identifier_id }
     // The wrong-code budget of a sign-up belongs to whoever chose the candidate: an attacker's
     // guesses under their password do not lock out the person who signs up next with theirs.
-    const budgetOwner = `identity:${pending.identity_id}:candidate:${createHash('sha256').update(candidate ?? '').digest('base64url')}`
-    const checked = await checkCodeTx(trx, deps, subject, input.code, { accept: (challenge) => passwordMatches && challenge.candidate_password_hash === candidate, budgetOwner })
+    const budgetOwner = `identity:${pending.identity_id}:candidate:${createHash('sha256')
+      .update(candidate ?? '')
+      .digest('base64url')}`
+    const checked = await checkCodeTx(trx, deps, subject, input.code, {
+      accept: (challenge) => passwordMatches && challenge.candidate_password_hash === candidate,
+      budgetOwner,
+    })
     if (checked.kind === 'refused' || !checked.challenge.candidate_password_hash) return undefined
     const now = deps.clock()
     await activateIdentityTx(trx, pending.identity_id)

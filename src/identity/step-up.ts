@@ -21,13 +21,23 @@ export async function startStepUp(db: Knex, deps: ChallengeDeps, session: Sessio
     // Not counted against the destination's budget, which strangers can spend (sign-ups and
     // recoveries for the address): a step-up code goes only to the caller's own verified address and
     // is bounded per identity above, so nobody else can lock the owner out of stepping up.
-    const issued = await issueChallengeTx(trx, deps, { purpose: 'step_up', identityId: session.identityId, loginIdentifierId: target.id, identifier: target }, { now, countDestination: false })
+    const issued = await issueChallengeTx(
+      trx,
+      deps,
+      { purpose: 'step_up', identityId: session.identityId, loginIdentifierId: target.id, identifier: target },
+      { now, countDestination: false },
+    )
     return { challengeExpiresAt: issued.expiresAt }
   })
 }
 
 /** POST /step-ups/confirmation: the right code yields an elevation token for this session, valid 5 minutes. */
-export async function confirmStepUp(db: Knex, deps: Pick<ChallengeDeps, 'codeHashKey' | 'clock'>, session: SessionContext, code: string): Promise<{ elevationToken: string; expiresAt: Date }> {
+export async function confirmStepUp(
+  db: Knex,
+  deps: Pick<ChallengeDeps, 'codeHashKey' | 'clock'>,
+  session: SessionContext,
+  code: string,
+): Promise<{ elevationToken: string; expiresAt: Date }> {
   const elevation = await db.transaction(async (trx) => {
     const target = await findStepUpIdentifierTx(trx, session.identityId)
     if (!target) return undefined
@@ -36,7 +46,14 @@ export async function confirmStepUp(db: Knex, deps: Pick<ChallengeDeps, 'codeHas
     const now = deps.clock()
     const { token, hash } = newToken()
     const expiresAt = new Date(now.getTime() + ELEVATION_TTL_SECONDS * 1000)
-    await insertElevationTx(trx, { id: uuidv7(), identityId: session.identityId, sessionId: session.sessionId, tokenHash: hash, expiresAt, now })
+    await insertElevationTx(trx, {
+      id: uuidv7(),
+      identityId: session.identityId,
+      sessionId: session.sessionId,
+      tokenHash: hash,
+      expiresAt,
+      now,
+    })
     return { elevationToken: token, expiresAt }
   })
   if (typeof elevation === 'number') throw new RateLimitedError(elevation, 'too_many_wrong_codes')

@@ -7,13 +7,31 @@ export type Logger = Pick<winston.Logger, 'error' | 'warn' | 'info' | 'debug' | 
 
 // Keys whose values are secrets or personal data. `errorCode` is how we log an error's code, so a
 // bare `code` (an OTP as often as not) is always redacted.
-const SECRET_KEYS = new Set(
-  [
-    'code', 'otp', 'token', 'password', 'newpassword', 'secret', 'envelope', 'ciphertext', 'plaintext',
-    'authorization', 'cookie', 'destination', 'identifier', 'email', 'phone', 'to', 'key', 'apikey',
-    'body', 'text', 'message_body', 'connectionstring', 'databaseurl',
-  ],
-)
+const SECRET_KEYS = new Set([
+  'code',
+  'otp',
+  'token',
+  'password',
+  'newpassword',
+  'secret',
+  'envelope',
+  'ciphertext',
+  'plaintext',
+  'authorization',
+  'cookie',
+  'destination',
+  'identifier',
+  'email',
+  'phone',
+  'to',
+  'key',
+  'apikey',
+  'body',
+  'text',
+  'message_body',
+  'connectionstring',
+  'databaseurl',
+])
 const EMAIL = /[^\s@"'<>]+@[^\s@"'<>]+\.[^\s@"'<>]+/g
 const PHONE = /\+\d{8,15}/g
 const REDACTED = '[redacted]'
@@ -57,11 +75,7 @@ export function createLogger(options: { level: string; stream?: Writable; base?:
     level: options.level,
     defaultMeta: options.base,
     format: winston.format.combine(requestIdFormat(), redactFormat(), winston.format.timestamp(), winston.format.json()),
-    transports: [
-      options.stream
-        ? new winston.transports.Stream({ stream: options.stream })
-        : new winston.transports.Console(),
-    ],
+    transports: [options.stream ? new winston.transports.Stream({ stream: options.stream }) : new winston.transports.Console()],
   })
 }
 

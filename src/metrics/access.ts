@@ -19,7 +19,10 @@ export function metricsAccess(config: Pick<Config, 'NODE_ENV' | 'METRICS_TOKEN'>
 }
 
 /** `allowed`, `unauthenticated` (answer 401) or `not_served` (answer 404, as for no route at all). */
-export function decideMetricsAccess(access: MetricsAccess, authorization: string | undefined): 'allowed' | 'unauthenticated' | 'not_served' {
+export function decideMetricsAccess(
+  access: MetricsAccess,
+  authorization: string | undefined,
+): 'allowed' | 'unauthenticated' | 'not_served' {
   if (!access.tokenDigest) return access.openWithoutToken ? 'allowed' : 'not_served'
   const presented = /^Bearer (\S{1,512})$/.exec(authorization ?? '')?.[1]
   // Compared as digests: equal lengths for timingSafeEqual, and nothing learnt from the timing.

@@ -8,13 +8,46 @@ import { gauges } from '../platform/outbox-admin.ts'
  */
 export function createWebMetrics(db: Knex, clock: () => Date) {
   const registry = new Registry()
-  const messages = new Gauge({ name: 'sealpost_outbox_messages', help: 'Security outbox messages by state', labelNames: ['state'], registers: [registry] })
-  const lag = new Gauge({ name: 'sealpost_outbox_oldest_due_pending_age_seconds', help: 'Age of the oldest pending message already due (0 when none): the outbox lag', registers: [registry] })
-  const deadLetters = new Gauge({ name: 'sealpost_outbox_dead_letters_last_24h', help: 'Messages dead-lettered in the last 24 hours, by reason', labelNames: ['reason'], registers: [registry] })
-  const queue = new Gauge({ name: 'sealpost_outbox_queue_jobs', help: 'Jobs of the security-outbox pg-boss queue, by state', labelNames: ['state'], registers: [registry] })
-  const deliveryEvents = new Gauge({ name: 'sealpost_delivery_events_last_24h', help: 'Provider delivery events received in the last 24 hours, by purpose and event', labelNames: ['purpose', 'event'], registers: [registry] })
-  const webhooks = new Counter({ name: 'sealpost_webhook_events_total', help: 'Provider webhook deliveries handled by this web process, by provider, outcome and refusal reason', labelNames: ['provider', 'outcome', 'reason'], registers: [registry] })
-  const scrapeOk = new Gauge({ name: 'sealpost_outbox_metrics_scrape_ok', help: '1 when the last scrape could read the database', registers: [registry] })
+  const messages = new Gauge({
+    name: 'sealpost_outbox_messages',
+    help: 'Security outbox messages by state',
+    labelNames: ['state'],
+    registers: [registry],
+  })
+  const lag = new Gauge({
+    name: 'sealpost_outbox_oldest_due_pending_age_seconds',
+    help: 'Age of the oldest pending message already due (0 when none): the outbox lag',
+    registers: [registry],
+  })
+  const deadLetters = new Gauge({
+    name: 'sealpost_outbox_dead_letters_last_24h',
+    help: 'Messages dead-lettered in the last 24 hours, by reason',
+    labelNames: ['reason'],
+    registers: [registry],
+  })
+  const queue = new Gauge({
+    name: 'sealpost_outbox_queue_jobs',
+    help: 'Jobs of the security-outbox pg-boss queue, by state',
+    labelNames: ['state'],
+    registers: [registry],
+  })
+  const deliveryEvents = new Gauge({
+    name: 'sealpost_delivery_events_last_24h',
+    help: 'Provider delivery events received in the last 24 hours, by purpose and event',
+    labelNames: ['purpose', 'event'],
+    registers: [registry],
+  })
+  const webhooks = new Counter({
+    name: 'sealpost_webhook_events_total',
+    help: 'Provider webhook deliveries handled by this web process, by provider, outcome and refusal reason',
+    labelNames: ['provider', 'outcome', 'reason'],
+    registers: [registry],
+  })
+  const scrapeOk = new Gauge({
+    name: 'sealpost_outbox_metrics_scrape_ok',
+    help: '1 when the last scrape could read the database',
+    registers: [registry],
+  })
   function backlogOf(summary: Awaited<ReturnType<typeof gauges>>) {
     for (const [state, count] of Object.entries(summary.states)) messages.set({ state }, count)
     lag.set(summary.oldestDuePendingAgeSeconds ?? 0)

@@ -10,17 +10,38 @@ import { Counter, Histogram, Registry } from 'prom-client'
  */
 export function createWorkerMetrics() {
   const registry = new Registry()
-  const attempts = new Counter({ name: 'sealpost_delivery_attempts_total', help: 'Delivery attempts recorded, by outcome and failure class', labelNames: ['outcome', 'failure_class'], registers: [registry] })
-  const deadLetters = new Counter({ name: 'sealpost_dead_letters_total', help: 'Messages dead-lettered by this worker, by reason', labelNames: ['reason'], registers: [registry] })
+  const attempts = new Counter({
+    name: 'sealpost_delivery_attempts_total',
+    help: 'Delivery attempts recorded, by outcome and failure class',
+    labelNames: ['outcome', 'failure_class'],
+    registers: [registry],
+  })
+  const deadLetters = new Counter({
+    name: 'sealpost_dead_letters_total',
+    help: 'Messages dead-lettered by this worker, by reason',
+    labelNames: ['reason'],
+    registers: [registry],
+  })
   const sendDuration = new Histogram({
-    name: 'sealpost_send_duration_seconds', help: 'Provider call duration', labelNames: ['channel'], registers: [registry],
+    name: 'sealpost_send_duration_seconds',
+    help: 'Provider call duration',
+    labelNames: ['channel'],
+    registers: [registry],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
   })
   const commitToSend = new Histogram({
-    name: 'sealpost_commit_to_send_seconds', help: 'From the enqueue commit (message created_at) to the start of its first provider call', labelNames: ['channel'], registers: [registry],
+    name: 'sealpost_commit_to_send_seconds',
+    help: 'From the enqueue commit (message created_at) to the start of its first provider call',
+    labelNames: ['channel'],
+    registers: [registry],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 120],
   })
-  const maintenance = new Counter({ name: 'sealpost_maintenance_rows_total', help: 'Rows the expiry purge and retention sweep changed, by pass and kind', labelNames: ['pass', 'kind'], registers: [registry] })
+  const maintenance = new Counter({
+    name: 'sealpost_maintenance_rows_total',
+    help: 'Rows the expiry purge and retention sweep changed, by pass and kind',
+    labelNames: ['pass', 'kind'],
+    registers: [registry],
+  })
   return {
     registry,
     attempt(outcome: string, failureClass: string | null) {
@@ -44,7 +65,12 @@ export function createWorkerMetrics() {
 export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>
 
 /** A plain HTTP listener for Prometheus: GET /metrics, nothing else. */
-export async function serveMetrics(registry: Registry, port: number, access: MetricsAccess, host = '0.0.0.0'): Promise<{ url: string; stop: () => Promise<void> }> {
+export async function serveMetrics(
+  registry: Registry,
+  port: number,
+  access: MetricsAccess,
+  host = '0.0.0.0',
+): Promise<{ url: string; stop: () => Promise<void> }> {
   const server: Server = createServer((req, res) => {
     const decision = req.method === 'GET' && req.url === '/metrics' ? decideMetricsAccess(access, req.headers.authorization) : 'not_served'
     if (decision !== 'allowed') {
@@ -60,9 +86,10 @@ export async function serveMetrics(registry: Registry, port: number, access: Met
   const address = server.address() as AddressInfo
   return {
     url: `http://127.0.0.1:${address.port}`,
-    stop: () => new Promise<void>((resolve) => {
-      server.closeAllConnections()
-      server.close(() => resolve())
-    }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
   }
 }

@@ -51,12 +51,23 @@ export function invitationTokenHash(token: Buffer): Buffer {
  * `POST /organizations`: the name is checked (no links, addresses or forged lines; stored in its
  * NFKC form), the creator's daily count is taken, and the creator becomes its admin, in one transaction.
  */
-export async function createOrganization(db: Knex, deps: Pick<InvitationDeps, 'codeHashKey' | 'clock'>, creatorId: string, rawName: string): Promise<{ id: string }> {
+export async function createOrganization(
+  db: Knex,
+  deps: Pick<InvitationDeps, 'codeHashKey' | 'clock'>,
+  creatorId: string,
+  rawName: string,
+): Promise<{ id: string }> {
   const name = organizationNameOrThrow(rawName)
   const id = uuidv7()
   await db.transaction(async (trx) => {
     const now = deps.clock()
-    await hitRateLimitTx(trx, bucketKeys(deps, 'organization-creator', creatorId), { max: ORGANIZATION_LIMITS.perIdentityPerDay, windowSeconds: 86_400 }, now, 'organization_rate_limited')
+    await hitRateLimitTx(
+      trx,
+      bucketKeys(deps, 'organization-creator', creatorId),
+      { max: ORGANIZATION_LIMITS.perIdentityPerDay, windowSeconds: 86_400 },
+      now,
+      'organization_rate_limited',
+    )
     await trx('organization.organizations').insert({ id, name, created_by: creatorId, created_at: now })
     await trx('organization.memberships').insert({ organization_id: id, identity_id: creatorId, role: 'admin' })
   })
@@ -96,12 +107,39 @@ export async function inviteTx(
   await lockAsAdminTx(trx, input.organizationId, input.inviterId)
   const mailbox = canonicalDestination({ kind: 'email', value: input.email })
   const day = { windowSeconds: 86_400 }
-  await hitRateLimitTx(trx, bucketKeys(deps, 'invitation-address-organization', `${input.organizationId}:${mailbox}`), { ...day, max: INVITATION_LIMITS.perAddressPerOrganizationPerDay }, now, 'invitation_address_rate_limited')
-  await hitRateLimitTx(trx, bucketKeys(deps, 'invitation-address-inviter', `${input.inviterId}:${mailbox}`), { ...day, max: INVITATION_LIMITS.perAddressPerInviterPerDay }, now, 'invitation_address_rate_limited')
-  await hitRateLimitTx(trx, bucketKeys(deps, 'invitation-inviter', input.inviterId), { ...day, max: INVITATION_LIMITS.perInviterPerDay }, now, 'invitation_inviter_rate_limited')
-  await hitRateLimitTx(trx, bucketKeys(deps, 'invitation-organization', input.organizationId), { max: INVITATION_LIMITS.perOrganizationPerHour, windowSeconds: 3_600 }, now, 'invitation_rate_limited')
+  await hitRateLimitTx(
+    trx,
+    bucketKeys(deps, 'invitation-address-organization', `${input.organizationId}:${mailbox}`),
+    { ...day, max: INVITATION_LIMITS.perAddressPerOrganizationPerDay },
+    now,
+    'invitation_address_rate_limited',
+  )
+  await hitRateLimitTx(
+    trx,
+    bucketKeys(deps, 'invitation-address-inviter', `${input.inviterId}:${mailbox}`),
+    { ...day, max: INVITATION_LIMITS.perAddressPerInviterPerDay },
+    now,
+    'invitation_address_rate_limited',
+  )
+  await hitRateLimitTx(
+    trx,
+    bucketKeys(deps, 'invitation-inviter', input.inviterId),
+    { ...day, max: INVITATION_LIMITS.perInviterPerDay },
+    now,
+    'invitation_inviter_rate_limited',
+  )
+  await hitRateLimitTx(
+    trx,
+    bucketKeys(deps, 'invitation-organization', input.organizationId),
+    { max: INVITATION_LIMITS.perOrganizationPerHour, windowSeconds: 3_600 },
+    now,
+    'invitation_rate_limited',
+  )
 
-  const previous = await trx(INVITATIONS).where({ organization_id: input.organizationId, email: input.email, status: 'pending' }).forUpdate().first<{ id: string } | undefined>('id')
+  const previous = await trx(INVITATIONS)
+    .where({ organization_id: input.organizationId, email: input.email, status: 'pending' })
+    .forUpdate()
+    .first<{ id: string } | undefined>('id')
   if (previous) await revokeTx(trx, previous.id, now)
   const pending = await trx(INVITATIONS)
     .where({ organization_id: input.organizationId, status: 'pending' })
@@ -133,7 +171,11 @@ export async function inviteTx(
 }
 
 /** The invitation's unsent messages go, through the one outbox function the web may call for it. */
-async function closeInvitationMessagesTx(trx: Knex.Transaction, invitationId: string, reason: 'invitation_revoked' | 'invitation_accepted'): Promise<void> {
+async function closeInvitationMessagesTx(
+  trx: Knex.Transaction,
+  invitationId: string,
+  reason: 'invitation_revoked' | 'invitation_accepted',
+): Promise<void> {
   await trx.raw('SELECT outbox.dead_letter_invitation_messages(?, ?)', [invitationId, reason])
 }
 
@@ -143,10 +185,17 @@ async function revokeTx(trx: Knex.Transaction, invitationId: string, now: Date):
 }
 
 /** `DELETE /organizations/:id/invitations/:invitationId`: revokes; revoking twice is a no-op. */
-export async function revokeInvitation(db: Knex, input: { organizationId: string; invitationId: string; identityId: string }, now: Date): Promise<void> {
+export async function revokeInvitation(
+  db: Knex,
+  input: { organizationId: string; invitationId: string; identityId: string },
+  now: Date,
+): Promise<void> {
   await db.transaction(async (trx) => {
     await lockAsAdminTx(trx, input.organizationId, input.identityId)
-    const invitation = await trx(INVITATIONS).where({ id: input.invitationId, organization_id: input.organizationId }).forUpdate().first<{ status: string } | undefined>('status')
+    const invitation = await trx(INVITATIONS)
+      .where({ id: input.invitationId, organization_id: input.organizationId })
+      .forUpdate()
+      .first<{ status: string } | undefined>('status')
     if (!invitation) throw invitationNotFound()
     if (invitation.status === 'accepted') throw new ConflictError('invitation_accepted', 'The invitation was already accepted.')
     if (invitation.status === 'pending') await revokeTx(trx, input.invitationId, now)
@@ -160,7 +209,11 @@ export async function revokeInvitation(db: Knex, input: { organizationId: string
  * message of it is dead-lettered `invitation_accepted`. Every other token, and a caller who is not
  * the invited person, gets the same 422 and leaves the invitation pending.
  */
-export async function acceptInvitation(db: Knex, input: { identityId: string; token: string }, now: Date): Promise<{ organizationId: string }> {
+export async function acceptInvitation(
+  db: Knex,
+  input: { identityId: string; token: string },
+  now: Date,
+): Promise<{ organizationId: string }> {
   const token = Buffer.from(input.token, 'base64url')
   if (token.length !== 32 || token.toString('base64url') !== input.token) throw new InvalidInvitationError()
   const tokenHash = invitationTokenHash(token)
@@ -169,14 +222,24 @@ export async function acceptInvitation(db: Knex, input: { identityId: string; to
     const invitation = await trx(INVITATIONS)
       .where({ token_hash: tokenHash })
       .forUpdate()
-      .first<{ id: string; organization_id: string; email: string; status: string; expires_at: Date } | undefined>('id', 'organization_id', 'email', 'status', 'expires_at')
-    if (!invitation || invitation.status !== 'pending' || invitation.expires_at.getTime() <= now.getTime()) throw new InvalidInvitationError()
+      .first<{ id: string; organization_id: string; email: string; status: string; expires_at: Date } | undefined>(
+        'id',
+        'organization_id',
+        'email',
+        'status',
+        'expires_at',
+      )
+    if (!invitation || invitation.status !== 'pending' || invitation.expires_at.getTime() <= now.getTime())
+      throw new InvalidInvitationError()
     const invitee = await trx('identity.login_identifiers')
       .where({ identity_id: input.identityId, kind: 'email', value: invitation.email })
       .whereNotNull('verified_at')
       .first('id')
     if (!invitee) throw new InvalidInvitationError()
-    await trx('organization.memberships').insert({ organization_id: invitation.organization_id, identity_id: input.identityId, role: 'member' }).onConflict(['organization_id', 'identity_id']).ignore()
+    await trx('organization.memberships')
+      .insert({ organization_id: invitation.organization_id, identity_id: input.identityId, role: 'member' })
+      .onConflict(['organization_id', 'identity_id'])
+      .ignore()
     await trx(INVITATIONS).where({ id: invitation.id }).update({ status: 'accepted', accepted_by: input.identityId, accepted_at: now })
     await closeInvitationMessagesTx(trx, invitation.id, 'invitation_accepted')
     return { organizationId: invitation.organization_id }

@@ -16,7 +16,10 @@ export type NameRefusal = 'length' | 'invisible_or_control' | 'email_address' | 
 export class InvalidOrganizationNameError extends DomainError {
   readonly reason: NameRefusal
   constructor(reason: NameRefusal) {
-    super('invalid_organization_name', 'An organization name must be plain text: no links, web or e-mail addresses, line breaks or invisible characters.')
+    super(
+      'invalid_organization_name',
+      'An organization name must be plain text: no links, web or e-mail addresses, line breaks or invisible characters.',
+    )
     this.reason = reason
   }
 }
@@ -35,8 +38,10 @@ const LOOKALIKES: [RegExp, string][] = [
   [/[\u2216\u29F5\u29F9]/gu, '\\'],
 ]
 
-const SCHEMES = 'https?|s?ftps?|mailto|javascript|vbscript|data|file|blob|tel|sms|smsto|callto|skype|whatsapp|wa|tg|intent|market|itms(?:-apps)?|ws|wss|irc|news|git|ssh|telnet'
-const TLDS = 'com|net|org|io|co|info|biz|app|dev|xyz|me|ru|cn|top|site|online|link|click|help|support|security|login|page|live|ly|gl|to|us|uk|de|eu|fr|es|in|br|au|ca'
+const SCHEMES =
+  'https?|s?ftps?|mailto|javascript|vbscript|data|file|blob|tel|sms|smsto|callto|skype|whatsapp|wa|tg|intent|market|itms(?:-apps)?|ws|wss|irc|news|git|ssh|telnet'
+const TLDS =
+  'com|net|org|io|co|info|biz|app|dev|xyz|me|ru|cn|top|site|online|link|click|help|support|security|login|page|live|ly|gl|to|us|uk|de|eu|fr|es|in|br|au|ca'
 const LINK_PATTERNS: RegExp[] = [
   new RegExp(`(?:^|[^\\p{L}\\p{N}])(?:${SCHEMES})\\s*:`, 'u'), // a known scheme, spaced or not
   /[\p{L}\p{N}+.-]\s*:\s*[/\\]/u, // any scheme-like prefix before a slash: x:/, x:\

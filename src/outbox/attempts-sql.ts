@@ -15,14 +15,16 @@ export type NewAttempt = {
 /** Appends attempts; the database checks each sequence and bumps the message's attempt_count. */
 export async function insertAttemptsTx(trx: Knex.Transaction, attempts: readonly NewAttempt[]): Promise<void> {
   if (attempts.length === 0) return
-  await trx('outbox.security_outbox_attempts').insert(attempts.map((attempt) => ({
-    message_id: attempt.messageId,
-    attempt_no: attempt.attemptNo,
-    outcome: attempt.outcome,
-    failure_class: attempt.failureClass,
-    provider_message_id: attempt.providerMessageId,
-    retry_after_at: attempt.retryAfterAt,
-    duration_ms: Math.max(0, Math.round(attempt.durationMs)),
-    attempted_at: attempt.attemptedAt,
-  })))
+  await trx('outbox.security_outbox_attempts').insert(
+    attempts.map((attempt) => ({
+      message_id: attempt.messageId,
+      attempt_no: attempt.attemptNo,
+      outcome: attempt.outcome,
+      failure_class: attempt.failureClass,
+      provider_message_id: attempt.providerMessageId,
+      retry_after_at: attempt.retryAfterAt,
+      duration_ms: Math.max(0, Math.round(attempt.durationMs)),
+      attempted_at: attempt.attemptedAt,
+    })),
+  )
 }

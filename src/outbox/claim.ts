@@ -11,7 +11,11 @@ export type Claim =
   /** An invitation's message also carries its organization's name, for the email. */
   | { kind: 'claimed'; message: MessageRow; envelope: string; organizationName?: string }
   /** `nextAttemptAt`: when the message was put back for a later job (a paused channel). */
-  | { kind: 'settled'; why: 'missing' | 'final' | 'expired' | 'no_ciphertext' | 'held_by_another_job' | 'channel_paused' | 'invitation_closed'; nextAttemptAt?: Date }
+  | {
+      kind: 'settled'
+      why: 'missing' | 'final' | 'expired' | 'no_ciphertext' | 'held_by_another_job' | 'channel_paused' | 'invitation_closed'
+      nextAttemptAt?: Date
+    }
 
 /** A job of a batch whose own claim failed even alone: its job is left to pg-boss to retry. */
 export type FailedClaim = Failed
@@ -30,14 +34,32 @@ export type ClaimRequest = { messageId: string; lease: Lease }
  * job's attempt lapsed meanwhile, a deadlock), each job is claimed again alone, so one bad job
  * never holds up the others.
  */
-export async function claimMessages(db: Knex, boss: PgBoss, requests: readonly ClaimRequest[], now: Date): Promise<(Claim | FailedClaim)[]> {
+export async function claimMessages(
+  db: Knex,
+  boss: PgBoss,
+  requests: readonly ClaimRequest[],
+  now: Date,
+): Promise<(Claim | FailedClaim)[]> {
   const common = await claimCommonCase(db, requests, now)
   const rest = requests.filter((request) => !common.has(request.messageId))
   const settled = await batchOrEach(rest, (batch) => claimBatch(db, boss, batch, now))
   return requests.map((request) => common.get(request.messageId) ?? settled[rest.indexOf(request)]!)
 }
 
-const MESSAGE_COLUMNS = ['id', 'purpose', 'channel', 'destination', 'locale', 'invitation_id', 'state', 'attempt_count', 'lease_job_id', 'lease_retry_count', 'expires_at', 'created_at']
+const MESSAGE_COLUMNS = [
+  'id',
+  'purpose',
+  'channel',
+  'destination',
+  'locale',
+  'invitation_id',
+  'state',
+  'attempt_count',
+  'lease_job_id',
+  'lease_retry_count',
+  'expires_at',
+  'created_at',
+]
 
 /**
  * One statement, no BEGIN/COMMIT round trips: code messages that are pending (or leased under an
@@ -80,13 +102,25 @@ async function claimCommonCase(db: Knex, requests: readonly ClaimRequest[], now:
 
 async function claimBatch(db: Knex, boss: PgBoss, requests: readonly ClaimRequest[], now: Date): Promise<Claim[]> {
   return await db.transaction(async (trx) => {
-    const rows = new Map((await lockMessagesTx(trx, requests.map((request) => request.messageId))).map((row) => [row.id, row]))
+    const rows = new Map(
+      (
+        await lockMessagesTx(
+          trx,
+          requests.map((request) => request.messageId),
+        )
+      ).map((row) => [row.id, row]),
+    )
     const ourJobs = new Set(requests.map((request) => request.lease.jobId))
-    const foreignHolders = [...rows.values()].flatMap((row) => (row.state === 'leased' && row.lease_job_id && !ourJobs.has(row.lease_job_id) ? [row.lease_job_id] : []))
+    const foreignHolders = [...rows.values()].flatMap((row) =>
+      row.state === 'leased' && row.lease_job_id && !ourJobs.has(row.lease_job_id) ? [row.lease_job_id] : [],
+    )
     const liveHolders = await activeJobsTx(trx, foreignHolders)
     const pauses = await activePausesTx(trx, now)
     const envelopes = await selectEnvelopesTx(trx, [...rows.keys()])
-    const invitations = await invitationStatesTx(trx, [...rows.values()].flatMap((row) => (row.invitation_id ? [row.invitation_id] : [])))
+    const invitations = await invitationStatesTx(
+      trx,
+      [...rows.values()].flatMap((row) => (row.invitation_id ? [row.invitation_id] : [])),
+    )
 
     const toLease: ClaimRequest[] = []
     const toDeadLetter: DeadLetter[] = []
@@ -100,7 +134,12 @@ async function claimBatch(db: Knex, boss: PgBoss, requests: readonly ClaimReques
         return { kind: 'settled', why }
       }
       if (!message || message.state === 'published' || message.state === 'dead_lettered') return settle(message ? 'final' : 'missing')
-      if (message.state === 'leased' && message.lease_job_id !== lease.jobId && message.lease_job_id && (liveHolders.has(message.lease_job_id) || ourJobs.has(message.lease_job_id))) {
+      if (
+        message.state === 'leased' &&
+        message.lease_job_id !== lease.jobId &&
+        message.lease_job_id &&
+        (liveHolders.has(message.lease_job_id) || ourJobs.has(message.lease_job_id))
+      ) {
         // Another live job holds this message (OX-W3): it will send; this job is a duplicate.
         return settle('held_by_another_job')
       }
@@ -142,7 +181,12 @@ async function claimBatch(db: Knex, boss: PgBoss, requests: readonly ClaimReques
       toLease.push(request)
       // Later jobs of this batch for the same message see it held by this one.
       Object.assign(message, { state: 'leased', lease_job_id: lease.jobId, lease_retry_count: lease.retryCount })
-      return { kind: 'claimed', message: { ...message }, envelope, ...(invitation ? { organizationName: invitation.organization_name } : {}) }
+      return {
+        kind: 'claimed',
+        message: { ...message },
+        envelope,
+        ...(invitation ? { organizationName: invitation.organization_name } : {}),
+      }
     })
 
     await deadLetterMessagesTx(trx, toDeadLetter, now)

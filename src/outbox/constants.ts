@@ -6,7 +6,14 @@
 export const MESSAGE_STATES = Object.freeze(['pending', 'leased', 'published', 'dead_lettered'] as const)
 export type MessageState = (typeof MESSAGE_STATES)[number]
 
-export const PURPOSES = Object.freeze(['sign_up', 'add_sign_in_method', 'password_recovery', 'step_up', 'invitation', 'security_notice'] as const)
+export const PURPOSES = Object.freeze([
+  'sign_up',
+  'add_sign_in_method',
+  'password_recovery',
+  'step_up',
+  'invitation',
+  'security_notice',
+] as const)
 export type Purpose = (typeof PURPOSES)[number]
 export type ChallengePurpose = Exclude<Purpose, 'invitation' | 'security_notice'>
 

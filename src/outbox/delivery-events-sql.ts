@@ -16,12 +16,17 @@ export async function recordDeliveryEvent(db: Knex, channel: Channel, event: Pro
     [channel, event.providerMessageId, event.event, event.subtype, event.occurredAt, receivedAt, event.suppress],
   )
   const row = rows[0]!
-  return row.outcome === 'unknown_message' ? { outcome: 'unknown_message' } : { outcome: row.outcome, messageId: row.message_id!, purpose: row.purpose! }
+  return row.outcome === 'unknown_message'
+    ? { outcome: 'unknown_message' }
+    : { outcome: row.outcome, messageId: row.message_id!, purpose: row.purpose! }
 }
 
 /** Delivery events per purpose and event received since `since` (the backlog answer and the web metrics). */
 export async function deliveryEventsSince(db: Knex, since: Date): Promise<{ purpose: string; event: string; count: number }[]> {
-  const { rows } = await db.raw<{ rows: { purpose: string; event: string; count: string }[] }>('SELECT * FROM outbox.delivery_events_since(?)', [since])
+  const { rows } = await db.raw<{ rows: { purpose: string; event: string; count: string }[] }>(
+    'SELECT * FROM outbox.delivery_events_since(?)',
+    [since],
+  )
   return rows.map((row) => ({ purpose: row.purpose, event: row.event, count: Number(row.count) }))
 }
 

@@ -30,5 +30,7 @@ const GMAIL_DOMAINS = new Set(['gmail.com', 'googlemail.com'])
  * the webhook only compare stored values.
  */
 export function destinationHmac(key: Buffer, channel: Channel, destination: string): Buffer {
-  return createHmac('sha256', key).update(`suppression:${channel}:${canonicalDestination(channel, destination)}`).digest()
+  return createHmac('sha256', key)
+    .update(`suppression:${channel}:${canonicalDestination(channel, destination)}`)
+    .digest()
 }

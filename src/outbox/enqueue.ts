@@ -35,7 +35,12 @@ export async function enqueueSecurityMessageTx(
     secret.fill(0)
   }
   const jobId = randomUUID()
-  await insertMessageTx(trx, { ...message, id: messageId, jobId, destinationHmac: destinationHmac(deps.codeHashKey, message.channel, message.destination) })
+  await insertMessageTx(trx, {
+    ...message,
+    id: messageId,
+    jobId,
+    destinationHmac: destinationHmac(deps.codeHashKey, message.channel, message.destination),
+  })
   await insertCiphertextTx(trx, messageId, envelope)
   const data: DeliveryJobData = { messageId }
   await deps.boss.send(QUEUES.delivery, data, { db: fromKnex(trx), id: jobId })

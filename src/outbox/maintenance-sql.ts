@@ -31,7 +31,11 @@ export async function lockExpiredUnclaimedTx(trx: Knex.Transaction, now: Date, l
 
 /** Dead-letters a batch of expired messages (three statements, as any dead-lettering). */
 export async function deadLetterExpiredTx(trx: Knex.Transaction, rows: ExpiredRow[], now: Date): Promise<void> {
-  await deadLetterMessagesTx(trx, rows.map((row) => ({ messageId: row.id, reason: expiredReason(row.purpose), lastFailureClass: null })), now)
+  await deadLetterMessagesTx(
+    trx,
+    rows.map((row) => ({ messageId: row.id, reason: expiredReason(row.purpose), lastFailureClass: null })),
+    now,
+  )
 }
 
 /** Deletes up to `limit` terminal messages finished before `before` (attempts and dead letters cascade). */
@@ -63,13 +67,19 @@ export async function sweepIdentity(db: Knex, now: Date, keepDays: number, limit
 
 /** Deletes up to `limit` invitations that ended more than `keepDays` ago and no message refers to. */
 export async function sweepInvitations(db: Knex, now: Date, keepDays: number, limit: number): Promise<number> {
-  const { rows } = await db.raw<{ rows: { deleted: number }[] }>('SELECT organization.sweep_invitations(?, make_interval(days => ?), ?) AS deleted', [now, keepDays, limit])
+  const { rows } = await db.raw<{ rows: { deleted: number }[] }>(
+    'SELECT organization.sweep_invitations(?, make_interval(days => ?), ?) AS deleted',
+    [now, keepDays, limit],
+  )
   return rows[0]?.deleted ?? 0
 }
 
 /** Deletes up to `limit` old audit records and up to `limit` expired idempotency keys; returns how many in all. */
 export async function sweepPlatform(db: Knex, now: Date, limit: number): Promise<number> {
-  const { rows } = await db.raw<{ rows: { audit_records: number; idempotency_keys: number }[] }>('SELECT * FROM platform.sweep(?, ?)', [now, limit])
+  const { rows } = await db.raw<{ rows: { audit_records: number; idempotency_keys: number }[] }>('SELECT * FROM platform.sweep(?, ?)', [
+    now,
+    limit,
+  ])
   const row = rows[0] ?? { audit_records: 0, idempotency_keys: 0 }
   return row.audit_records + row.idempotency_keys
 }

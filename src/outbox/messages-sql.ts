@@ -59,8 +59,20 @@ export async function lockMessageTx(trx: Knex.Transaction, id: string): Promise<
 /** Locks several messages, always in id order, so two batches that overlap cannot deadlock. */
 export async function lockMessagesTx(trx: Knex.Transaction, ids: readonly string[]): Promise<MessageRow[]> {
   return await trx(MESSAGES)
-    .select('id', 'purpose', 'channel', 'destination', 'locale', 'invitation_id', 'state', 'attempt_count',
-      'lease_job_id', 'lease_retry_count', 'expires_at', 'created_at')
+    .select(
+      'id',
+      'purpose',
+      'channel',
+      'destination',
+      'locale',
+      'invitation_id',
+      'state',
+      'attempt_count',
+      'lease_job_id',
+      'lease_retry_count',
+      'expires_at',
+      'created_at',
+    )
     .whereIn('id', [...new Set(ids)])
     .orderBy('id')
     .forUpdate()
@@ -71,7 +83,11 @@ export function isLeasedBy(row: MessageRow, lease: Lease): boolean {
 }
 
 /** Leases each message to its job attempt, one statement for the batch. */
-export async function leaseMessagesTx(trx: Knex.Transaction, leases: readonly { messageId: string; lease: Lease }[], now: Date): Promise<void> {
+export async function leaseMessagesTx(
+  trx: Knex.Transaction,
+  leases: readonly { messageId: string; lease: Lease }[],
+  now: Date,
+): Promise<void> {
   if (leases.length === 0) return
   await trx.raw(
     `UPDATE ${MESSAGES} AS m
@@ -85,20 +101,30 @@ export async function leaseMessagesTx(trx: Knex.Transaction, leases: readonly { 
 /** Publishes messages whose (first successful) attempt was just inserted: attempt_count follows. */
 export async function publishMessagesTx(trx: Knex.Transaction, ids: readonly string[], now: Date): Promise<void> {
   if (ids.length === 0) return
-  await trx(MESSAGES).whereIn('id', ids).update({ state: 'published', published_at: now, attempt_count: trx.raw('attempt_count + 1') })
+  await trx(MESSAGES)
+    .whereIn('id', ids)
+    .update({ state: 'published', published_at: now, attempt_count: trx.raw('attempt_count + 1') })
 }
 
 /** Back to pending for a later job; `attempted` when an attempt row was just inserted for it. */
-export async function releaseMessageForRetryTx(trx: Knex.Transaction, id: string, availableAt: Date, nextJobId: string, attempted: boolean): Promise<void> {
-  await trx(MESSAGES).where({ id }).update({
-    ...(attempted ? { attempt_count: trx.raw('attempt_count + 1') } : {}),
-    state: 'pending',
-    available_at: availableAt,
-    job_id: nextJobId,
-    lease_job_id: null,
-    lease_retry_count: null,
-    leased_at: null,
-  })
+export async function releaseMessageForRetryTx(
+  trx: Knex.Transaction,
+  id: string,
+  availableAt: Date,
+  nextJobId: string,
+  attempted: boolean,
+): Promise<void> {
+  await trx(MESSAGES)
+    .where({ id })
+    .update({
+      ...(attempted ? { attempt_count: trx.raw('attempt_count + 1') } : {}),
+      state: 'pending',
+      available_at: availableAt,
+      job_id: nextJobId,
+      lease_job_id: null,
+      lease_retry_count: null,
+      leased_at: null,
+    })
 }
 
 /** Why a message is dead-lettered, as its dead-letter row records it; `attempted` when an attempt row was just inserted for it. */
@@ -120,16 +146,22 @@ export async function deadLetterMessagesTx(trx: Knex.Transaction, letters: reado
   if (letters.length === 0) return
   const ids = letters.map((letter) => letter.messageId)
   const attempted = letters.filter((letter) => letter.attempted).map((letter) => letter.messageId)
-  await trx(MESSAGES).whereIn('id', ids).update({
-    state: 'dead_lettered',
-    dead_lettered_at: now,
-    ...(attempted.length > 0 ? { attempt_count: trx.raw('attempt_count + CASE WHEN id = ANY(?::uuid[]) THEN 1 ELSE 0 END', [attempted]) } : {}),
-  })
-  await trx('outbox.security_outbox_dead_letters').insert(letters.map((letter) => ({
-    message_id: letter.messageId,
-    reason: letter.reason,
-    last_failure_class: letter.lastFailureClass,
-    dead_lettered_at: now,
-  })))
+  await trx(MESSAGES)
+    .whereIn('id', ids)
+    .update({
+      state: 'dead_lettered',
+      dead_lettered_at: now,
+      ...(attempted.length > 0
+        ? { attempt_count: trx.raw('attempt_count + CASE WHEN id = ANY(?::uuid[]) THEN 1 ELSE 0 END', [attempted]) }
+        : {}),
+    })
+  await trx('outbox.security_outbox_dead_letters').insert(
+    letters.map((letter) => ({
+      message_id: letter.messageId,
+      reason: letter.reason,
+      last_failure_class: letter.lastFailureClass,
+      dead_lettered_at: now,
+    })),
+  )
   await trx('outbox.security_outbox_ciphertexts').whereIn('message_id', ids).delete()
 }

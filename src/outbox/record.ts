@@ -84,7 +84,9 @@ export async function recordOutcomesEach(
     batchOrEach(published, (batch) => recordPublishedBatch(db, boss, batch, now)),
     batchOrEach(others, (batch) => recordBatch(db, boss, settings, batch, now)),
   ])
-  return requests.map((request) => (request.outcome.kind === 'published' ? fast[published.indexOf(request)]! : full[others.indexOf(request)]!))
+  return requests.map((request) =>
+    request.outcome.kind === 'published' ? fast[published.indexOf(request)]! : full[others.indexOf(request)]!,
+  )
 }
 
 /**
@@ -106,7 +108,11 @@ async function recordPublishedBatch(db: Knex, boss: PgBoss, requests: readonly R
       now,
     ])
     const attemptNo = new Map(rows.map((row) => [row.id, row.attempt_count + 1]))
-    await completeJobsTx(trx, boss, requests.filter((request) => attemptNo.has(request.messageId)).map((request) => request.lease))
+    await completeJobsTx(
+      trx,
+      boss,
+      requests.filter((request) => attemptNo.has(request.messageId)).map((request) => request.lease),
+    )
     return requests.map((request): Recorded => {
       const no = attemptNo.get(request.messageId)
       return no === undefined ? { kind: 'lease_lost' } : { kind: 'published', attemptNo: no }
@@ -146,7 +152,14 @@ async function recordBatch(
   now: Date,
 ): Promise<Recorded[]> {
   return await db.transaction(async (trx): Promise<Recorded[]> => {
-    const rows = new Map((await lockMessagesTx(trx, requests.map((request) => request.messageId))).map((row) => [row.id, row]))
+    const rows = new Map(
+      (
+        await lockMessagesTx(
+          trx,
+          requests.map((request) => request.messageId),
+        )
+      ).map((row) => [row.id, row]),
+    )
     const attempts: NewAttempt[] = []
     const published: string[] = []
     const deadLetters: DeadLetter[] = []
@@ -157,10 +170,13 @@ async function recordBatch(
     const throttledAnswers: { index: number; channel: Channel }[] = []
 
     // An invitation revoked, accepted or expired while its message was out is never requeued.
-    const invitations = await invitationStatesTx(trx, requests.flatMap((request) => {
-      const invitationId = rows.get(request.messageId)?.invitation_id
-      return invitationId && request.outcome.kind === 'failed' ? [invitationId] : []
-    }))
+    const invitations = await invitationStatesTx(
+      trx,
+      requests.flatMap((request) => {
+        const invitationId = rows.get(request.messageId)?.invitation_id
+        return invitationId && request.outcome.kind === 'failed' ? [invitationId] : []
+      }),
+    )
     const results = requests.map(({ messageId, lease, outcome }, index): Recorded => {
       const message = rows.get(messageId)
       if (!message || !isLeasedBy(message, lease)) return { kind: 'lease_lost' }
@@ -178,7 +194,10 @@ async function recordBatch(
       if (outcome.kind === 'failed' && outcome.failureClass === 'THROTTLED') throttledAnswers.push({ index, channel: message.channel })
       const attemptNo = message.attempt_count + 1
       let decided = decide(settings, attemptNo, outcome, message, now)
-      const closed = decided.kind === 'retry_scheduled' && message.invitation_id ? invitationClosedReason(invitations.get(message.invitation_id), now) : undefined
+      const closed =
+        decided.kind === 'retry_scheduled' && message.invitation_id
+          ? invitationClosedReason(invitations.get(message.invitation_id), now)
+          : undefined
       if (closed) decided = { kind: 'dead_lettered', attemptNo, reason: closed }
       attempts.push({
         messageId,
@@ -191,7 +210,13 @@ async function recordBatch(
         attemptedAt: now,
       })
       if (decided.kind === 'published') published.push(messageId)
-      else if (decided.kind === 'dead_lettered') deadLetters.push({ messageId, reason: decided.reason, lastFailureClass: outcome.kind === 'failed' ? outcome.failureClass : null, attempted: true })
+      else if (decided.kind === 'dead_lettered')
+        deadLetters.push({
+          messageId,
+          reason: decided.reason,
+          lastFailureClass: outcome.kind === 'failed' ? outcome.failureClass : null,
+          attempted: true,
+        })
       else retries.push({ messageId, at: decided.nextAttemptAt })
       // One pause per channel and batch: the latest hint any answer gave, else a hint-less back-off.
       if (outcome.kind === 'failed' && outcome.failureClass === 'THROTTLED') {
@@ -206,13 +231,15 @@ async function recordBatch(
     await deleteCiphertextsTx(trx, published)
     await deadLetterMessagesTx(trx, deadLetters, now)
     for (const { messageId, at } of retries) await scheduleNextAttemptTx(trx, boss, messageId, at, { attempted: true })
-    for (const [channel, retryAfterAt] of throttled) await pauseForThrottleTx(trx, channel, retryAfterAt, now, settings.providerPause ?? defaultPausePolicy())
+    for (const [channel, retryAfterAt] of throttled)
+      await pauseForThrottleTx(trx, channel, retryAfterAt, now, settings.providerPause ?? defaultPausePolicy())
     if (deferrals.length > 0 || throttledAnswers.length > 0) {
       // The database's pauses are the truth (whatever cap or GREATEST they went through).
       const channelPauses = await activePausesTx(trx, now)
       for (const { index, channel } of throttledAnswers) {
         const result = results[index]!
-        if (result.kind === 'retry_scheduled' || result.kind === 'dead_lettered') result.channelPausedUntil = channelPauses.get(channel) ?? null
+        if (result.kind === 'retry_scheduled' || result.kind === 'dead_lettered')
+          result.channelPausedUntil = channelPauses.get(channel) ?? null
       }
       const expired: DeadLetter[] = []
       for (const { index, messageId, message } of deferrals) {
@@ -246,6 +273,7 @@ export function decide(
   const providerAsked = cappedRetryAfter(outcome.retryAfterAt, now, settings.providerPause ?? defaultPausePolicy())
   const nextAttemptAt = nextRetryAt(now, attemptNo, providerAsked, settings.retrySchedule)
   // A code nobody can use is never sent late.
-  if (nextAttemptAt.getTime() >= message.expires_at.getTime()) return { kind: 'dead_lettered', attemptNo, reason: expiredReason(message.purpose) }
+  if (nextAttemptAt.getTime() >= message.expires_at.getTime())
+    return { kind: 'dead_lettered', attemptNo, reason: expiredReason(message.purpose) }
   return { kind: 'retry_scheduled', attemptNo, nextAttemptAt }
 }

@@ -22,7 +22,12 @@ export async function completeJobTx(trx: Knex.Transaction, boss: PgBoss, lease: 
 }
 
 /** Completes several job attempts in one statement; any one that lapsed rolls the whole batch back. */
-export async function completeJobsTx(trx: Knex.Transaction, boss: PgBoss, leases: readonly Lease[], queue: string = QUEUES.delivery): Promise<void> {
+export async function completeJobsTx(
+  trx: Knex.Transaction,
+  boss: PgBoss,
+  leases: readonly Lease[],
+  queue: string = QUEUES.delivery,
+): Promise<void> {
   if (leases.length === 0) return
   const jobs = leases.map((lease) => ({ id: lease.jobId, retryCount: lease.retryCount }))
   const result = await boss.complete(queue, jobs, null, { db: fromKnex(trx) })
@@ -31,14 +36,24 @@ export async function completeJobsTx(trx: Knex.Transaction, boss: PgBoss, leases
 }
 
 /** Which of these pg-boss jobs are still being worked on (their lease has not lapsed into retry or failure). */
-export async function activeJobsTx(trx: Knex.Transaction, jobIds: readonly string[], queue: string = QUEUES.delivery): Promise<Set<string>> {
+export async function activeJobsTx(
+  trx: Knex.Transaction,
+  jobIds: readonly string[],
+  queue: string = QUEUES.delivery,
+): Promise<Set<string>> {
   if (jobIds.length === 0) return new Set()
   const rows: { id: string }[] = await trx('pgboss.job').select('id').where({ name: queue, state: 'active' }).whereIn('id', jobIds)
   return new Set(rows.map((row) => row.id))
 }
 
 /** Puts a message back to pending and queues its next job for `at`, in the caller's transaction. */
-export async function scheduleNextAttemptTx(trx: Knex.Transaction, boss: PgBoss, messageId: string, at: Date, options: { attempted: boolean }): Promise<void> {
+export async function scheduleNextAttemptTx(
+  trx: Knex.Transaction,
+  boss: PgBoss,
+  messageId: string,
+  at: Date,
+  options: { attempted: boolean },
+): Promise<void> {
   const jobId = randomUUID()
   await releaseMessageForRetryTx(trx, messageId, at, jobId, options.attempted)
   const data: DeliveryJobData = { messageId }

@@ -6,6 +6,10 @@ import type { Knex } from 'knex'
  */
 
 /** Closes every unsent message of a challenge: a resend supersedes them, a consumed or dead challenge ends them. */
-export async function deadLetterChallengeMessagesTx(trx: Knex.Transaction, challengeId: string, reason: 'superseded_by_resend' | 'challenge_consumed'): Promise<void> {
+export async function deadLetterChallengeMessagesTx(
+  trx: Knex.Transaction,
+  challengeId: string,
+  reason: 'superseded_by_resend' | 'challenge_consumed',
+): Promise<void> {
   await trx.raw('SELECT outbox.dead_letter_open_messages(?, ?)', [challengeId, reason])
 }

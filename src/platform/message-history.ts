@@ -2,7 +2,13 @@ import type { Knex } from 'knex'
 
 type Stamp = string | null
 type HistoryRow = {
-  message: Record<string, unknown> & { createdAt: string; availableAt: string; publishedAt: Stamp; deadLetteredAt: Stamp; expiresAt: string }
+  message: Record<string, unknown> & {
+    createdAt: string
+    availableAt: string
+    publishedAt: Stamp
+    deadLetteredAt: Stamp
+    expiresAt: string
+  }
   attempts: (Record<string, unknown> & { retryAfterAt: Stamp; attemptedAt: string })[]
   deadLetter: (Record<string, unknown> & { deadLetteredAt: string }) | null
   events: (Record<string, unknown> & { occurredAt: string; receivedAt: string })[]
@@ -16,12 +22,22 @@ const iso = <T extends Stamp>(value: T): T => (value === null ? value : (new Dat
  * Undefined when there is no such message.
  */
 export async function messageHistory(db: Knex, sessionTokenHash: Buffer, messageId: string) {
-  const { rows } = await db.raw<{ rows: { history: HistoryRow | null }[] }>('SELECT outbox.message_history(?, ?) AS history', [sessionTokenHash, messageId])
+  const { rows } = await db.raw<{ rows: { history: HistoryRow | null }[] }>('SELECT outbox.message_history(?, ?) AS history', [
+    sessionTokenHash,
+    messageId,
+  ])
   const history = rows[0]?.history
   if (!history) return undefined
   const { message, attempts, deadLetter, events } = history
   return {
-    message: { ...message, createdAt: iso(message.createdAt), availableAt: iso(message.availableAt), publishedAt: iso(message.publishedAt), deadLetteredAt: iso(message.deadLetteredAt), expiresAt: iso(message.expiresAt) },
+    message: {
+      ...message,
+      createdAt: iso(message.createdAt),
+      availableAt: iso(message.availableAt),
+      publishedAt: iso(message.publishedAt),
+      deadLetteredAt: iso(message.deadLetteredAt),
+      expiresAt: iso(message.expiresAt),
+    },
     attempts: attempts.map((attempt) => ({ ...attempt, retryAfterAt: iso(attempt.retryAfterAt), attemptedAt: iso(attempt.attemptedAt) })),
     deadLetter: deadLetter && { ...deadLetter, deadLetteredAt: iso(deadLetter.deadLetteredAt) },
     events: events.map((event) => ({ ...event, occurredAt: iso(event.occurredAt), receivedAt: iso(event.receivedAt) })),

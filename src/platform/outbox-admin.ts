@@ -29,8 +29,16 @@ async function asStaff<T>(call: () => Promise<T>): Promise<T> {
 }
 
 type CountsRow = {
-  pending: number; leased: number; published: number; dead_lettered: number; oldest_due_pending_age_seconds: number | null
-  queued: number; deferred: number; active: number; failed: number; dead_letters_last_24h: Record<string, number>
+  pending: number
+  leased: number
+  published: number
+  dead_lettered: number
+  oldest_due_pending_age_seconds: number | null
+  queued: number
+  deferred: number
+  active: number
+  failed: number
+  dead_letters_last_24h: Record<string, number>
 }
 
 function summaryOf(row: CountsRow, events: Awaited<ReturnType<typeof deliveryEventsSince>>) {
@@ -44,7 +52,12 @@ function summaryOf(row: CountsRow, events: Awaited<ReturnType<typeof deliveryEve
   }
   const age = row.oldest_due_pending_age_seconds
   return {
-    states: { pending: Number(row.pending), leased: Number(row.leased), published: Number(row.published), dead_lettered: Number(row.dead_lettered) },
+    states: {
+      pending: Number(row.pending),
+      leased: Number(row.leased),
+      published: Number(row.published),
+      dead_lettered: Number(row.dead_lettered),
+    },
     oldestDuePendingAgeSeconds: age === null ? null : Math.max(0, Math.floor(Number(age))),
     deadLettersLast24h,
     deliveryEventsLast24h,
@@ -73,20 +86,41 @@ const encodeCursor = (at: Date, id: string) => Buffer.from(`${at.toISOString()}|
 export function decodeCursor(text: string): Cursor {
   const [at, id] = Buffer.from(text, 'base64url').toString('utf8').split('|')
   const date = new Date(at ?? '')
-  if (!id || Number.isNaN(date.getTime()) || !/^[0-9a-f-]{36}$/.test(id)) throw new DomainError('invalid_cursor', 'The cursor is not one this API gave out.')
+  if (!id || Number.isNaN(date.getTime()) || !/^[0-9a-f-]{36}$/.test(id))
+    throw new DomainError('invalid_cursor', 'The cursor is not one this API gave out.')
   return { at: date, id }
 }
 
 type DeadLetterRow = {
-  message_id: string; purpose: Purpose; channel: Channel; masked_destination: string; attempt_count: number; reason: string
-  last_failure_class: string | null; dead_lettered_at: Date; expires_at: Date
+  message_id: string
+  purpose: Purpose
+  channel: Channel
+  masked_destination: string
+  attempt_count: number
+  reason: string
+  last_failure_class: string | null
+  dead_lettered_at: Date
+  expires_at: Date
 }
 
 /** `GET …/dead-letters`: a keyset page, newest first; `after` goes to older entries, `before` to newer. */
-export async function deadLetterPage(db: Knex, staff: Pick<StaffSession, 'tokenHash'>, input: { limit: number; after?: Cursor; before?: Cursor }, now: Date) {
-  const { rows } = await asStaff(() => db.raw<{ rows: DeadLetterRow[] }>('SELECT * FROM outbox.dead_letter_page(?, ?, ?, ?, ?, ?, ?)', [
-    staff.tokenHash, now, input.limit + 1, input.after?.at ?? null, input.after?.id ?? null, input.before?.at ?? null, input.before?.id ?? null,
-  ]))
+export async function deadLetterPage(
+  db: Knex,
+  staff: Pick<StaffSession, 'tokenHash'>,
+  input: { limit: number; after?: Cursor; before?: Cursor },
+  now: Date,
+) {
+  const { rows } = await asStaff(() =>
+    db.raw<{ rows: DeadLetterRow[] }>('SELECT * FROM outbox.dead_letter_page(?, ?, ?, ?, ?, ?, ?)', [
+      staff.tokenHash,
+      now,
+      input.limit + 1,
+      input.after?.at ?? null,
+      input.after?.id ?? null,
+      input.before?.at ?? null,
+      input.before?.id ?? null,
+    ]),
+  )
   // One row more than asked tells whether the direction of travel goes on; it is dropped at that end.
   const more = rows.length > input.limit
   const page = input.before ? rows.slice(rows.length - Math.min(rows.length, input.limit)) : rows.slice(0, input.limit)
@@ -134,34 +168,76 @@ export async function reissueDeadLetter(
 
     const requestHash = createHash('sha256').update(`reissue:${input.messageId}`).digest()
     const claimed = await trx('platform.idempotency_keys')
-      .insert({ identity_id: input.staff.identityId, scope: 'reissue', key: input.idempotencyKey, request_hash: requestHash, created_at: now })
-      .onConflict(['identity_id', 'scope', 'key']).ignore()
+      .insert({
+        identity_id: input.staff.identityId,
+        scope: 'reissue',
+        key: input.idempotencyKey,
+        request_hash: requestHash,
+        created_at: now,
+      })
+      .onConflict(['identity_id', 'scope', 'key'])
+      .ignore()
       .returning('key')
     if (claimed.length === 0) {
-      const stored = await trx('platform.idempotency_keys').where({ identity_id: input.staff.identityId, scope: 'reissue', key: input.idempotencyKey }).forUpdate().first<{ request_hash: Buffer; response: { messageId: string; challengeExpiresAt: string } | null }>('request_hash', 'response')
-      if (!stored.request_hash.equals(requestHash)) throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used for another request.')
-      if (!stored.response) throw new ConflictError('idempotency_key_in_use', 'A request with this Idempotency-Key did not finish; use a new key.')
+      const stored = await trx('platform.idempotency_keys')
+        .where({ identity_id: input.staff.identityId, scope: 'reissue', key: input.idempotencyKey })
+        .forUpdate()
+        .first<{ request_hash: Buffer; response: { messageId: string; challengeExpiresAt: string } | null }>('request_hash', 'response')
+      if (!stored.request_hash.equals(requestHash))
+        throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used for another request.')
+      if (!stored.response)
+        throw new ConflictError('idempotency_key_in_use', 'A request with this Idempotency-Key did not finish; use a new key.')
       return { ...stored.response, replayed: true }
     }
 
-    const { rows } = await asStaff(() => trx.raw('SELECT * FROM outbox.reissue_candidate(?, ?, ?)', [input.staff.tokenHash, input.messageId, now]))
-    const candidate = rows[0] as { refusal: string | null; purpose: Purpose; challenge_id: string; channel: Channel; destination: string; locale: string; expires_at: Date }
+    const { rows } = await asStaff(() =>
+      trx.raw('SELECT * FROM outbox.reissue_candidate(?, ?, ?)', [input.staff.tokenHash, input.messageId, now]),
+    )
+    const candidate = rows[0] as {
+      refusal: string | null
+      purpose: Purpose
+      challenge_id: string
+      channel: Channel
+      destination: string
+      locale: string
+      expires_at: Date
+    }
     // Reissue refusals (OX-O2), each its own stable problem code.
     if (candidate.refusal === 'dead_letter_not_found') throw new NotFoundError(candidate.refusal, 'There is no such dead letter.')
     if (candidate.refusal) throw new ConflictError(candidate.refusal, `This dead letter cannot be reissued (${candidate.refusal}).`)
     // A notice carries no code to mint anew, and its text is gone with its ciphertext.
     if (candidate.purpose === 'security_notice') throw new ConflictError('security_notice_message', 'A security notice cannot be reissued.')
     const code = generateCode()
-    await trx('identity.challenges').where({ id: candidate.challenge_id }).update({ code_hash: hashCode(deps.codeHashKey, candidate.challenge_id, code), last_sent_at: now })
+    await trx('identity.challenges')
+      .where({ id: candidate.challenge_id })
+      .update({ code_hash: hashCode(deps.codeHashKey, candidate.challenge_id, code), last_sent_at: now })
     const { messageId } = await enqueueSecurityMessageTx(
       trx,
       { boss: deps.boss, outboxKey: deps.outboxKey, codeHashKey: deps.codeHashKey, logger: deps.logger },
-      { purpose: candidate.purpose, challengeId: candidate.challenge_id, channel: candidate.channel, destination: candidate.destination, locale: candidate.locale, expiresAt: candidate.expires_at },
+      {
+        purpose: candidate.purpose,
+        challengeId: candidate.challenge_id,
+        channel: candidate.channel,
+        destination: candidate.destination,
+        locale: candidate.locale,
+        expiresAt: candidate.expires_at,
+      },
       code,
     )
-    await auditTx(trx, { actor: input.staff.identityId, action: 'security_outbox.dead_letter_reissued', subject: input.messageId, details: { newMessageId: messageId } }, now)
+    await auditTx(
+      trx,
+      {
+        actor: input.staff.identityId,
+        action: 'security_outbox.dead_letter_reissued',
+        subject: input.messageId,
+        details: { newMessageId: messageId },
+      },
+      now,
+    )
     const response = { messageId, challengeExpiresAt: candidate.expires_at.toISOString() }
-    await trx('platform.idempotency_keys').where({ identity_id: input.staff.identityId, scope: 'reissue', key: input.idempotencyKey }).update({ response })
+    await trx('platform.idempotency_keys')
+      .where({ identity_id: input.staff.identityId, scope: 'reissue', key: input.idempotencyKey })
+      .update({ response })
     return { ...response, replayed: false }
   })
 }

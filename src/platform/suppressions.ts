@@ -10,7 +10,8 @@ const encodeCursor = (since: Date, id: string) => Buffer.from(`${since.toISOStri
 export function decodeSuppressionCursor(text: string): Cursor {
   const [since, id] = Buffer.from(text, 'base64url').toString('utf8').split('|')
   const date = new Date(since ?? '')
-  if (!id || Number.isNaN(date.getTime()) || !/^[0-9a-f-]{36}$/.test(id)) throw new DomainError('invalid_cursor', 'The cursor is not one this API gave out.')
+  if (!id || Number.isNaN(date.getTime()) || !/^[0-9a-f-]{36}$/.test(id))
+    throw new DomainError('invalid_cursor', 'The cursor is not one this API gave out.')
   return { since: date, id }
 }
 
@@ -20,14 +21,28 @@ type SuppressionRow = { id: string; channel: string; masked_destination: string;
  * `GET /platform-admin/suppressions`: a keyset page, newest first, through `outbox.suppression_page`,
  * which checks the staff session itself and only ever returns masked destinations.
  */
-export async function suppressionPage(db: Knex, input: { staff: Pick<StaffSession, 'tokenHash'>; now: Date; limit: number; after?: Cursor }) {
+export async function suppressionPage(
+  db: Knex,
+  input: { staff: Pick<StaffSession, 'tokenHash'>; now: Date; limit: number; after?: Cursor },
+) {
   const { rows } = await db.raw<{ rows: SuppressionRow[] }>('SELECT * FROM outbox.suppression_page(?, ?, ?, ?, ?)', [
-    input.staff.tokenHash, input.now, input.limit + 1, input.after?.since ?? null, input.after?.id ?? null,
+    input.staff.tokenHash,
+    input.now,
+    input.limit + 1,
+    input.after?.since ?? null,
+    input.after?.id ?? null,
   ])
   const page = rows.slice(0, input.limit)
   const last = page.at(-1)
   return {
-    items: page.map((row) => ({ id: row.id, channel: row.channel, maskedDestination: row.masked_destination, reason: row.reason, since: row.since.toISOString(), messageId: row.message_id })),
+    items: page.map((row) => ({
+      id: row.id,
+      channel: row.channel,
+      maskedDestination: row.masked_destination,
+      reason: row.reason,
+      since: row.since.toISOString(),
+      messageId: row.message_id,
+    })),
     pageInfo: { hasNextPage: rows.length > input.limit, endCursor: last ? encodeCursor(last.since, last.id) : null },
   }
 }
@@ -37,10 +52,17 @@ export async function suppressionPage(db: Knex, input: { staff: Pick<StaffSessio
  * may be sent to again. One transaction: the elevation is checked, the suppression deleted and
  * an audit record written by `outbox.lift_suppression`.
  */
-export async function liftSuppression(db: Knex, input: { staff: StaffSession; elevationToken: string | undefined; id: string; now: Date }): Promise<void> {
+export async function liftSuppression(
+  db: Knex,
+  input: { staff: StaffSession; elevationToken: string | undefined; id: string; now: Date },
+): Promise<void> {
   await db.transaction(async (trx) => {
     await requireElevationTx(trx, input.staff, input.elevationToken, input.now)
-    const { rows } = await trx.raw<{ rows: { lifted: boolean }[] }>('SELECT outbox.lift_suppression(?, ?, ?) AS lifted', [input.staff.tokenHash, input.now, input.id])
+    const { rows } = await trx.raw<{ rows: { lifted: boolean }[] }>('SELECT outbox.lift_suppression(?, ?, ?) AS lifted', [
+      input.staff.tokenHash,
+      input.now,
+      input.id,
+    ])
     if (!rows[0]?.lifted) throw new NotFoundError('suppression_not_found', 'There is no such suppression.')
   })
 }

@@ -1,5 +1,15 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
-import { claimRequestOf, deferClaimed, logSettled, reportRecorded, sendClaimed, suppressedClaims, type DeliveryDeps, type DeliveryJob, type PendingRecord } from '../../jobs/deliver.ts'
+import {
+  claimRequestOf,
+  deferClaimed,
+  logSettled,
+  reportRecorded,
+  sendClaimed,
+  suppressedClaims,
+  type DeliveryDeps,
+  type DeliveryJob,
+  type PendingRecord,
+} from '../../jobs/deliver.ts'
 import { describeError } from '../logging/logger.ts'
 import type { Failed } from '../outbox/batch-or-each.ts'
 import { claimMessages } from '../outbox/claim.ts'
@@ -87,18 +97,19 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
     wanted = true
     kick()
   }
-  const sendSlot = () => new Promise<void>((resolve) => {
-    account()
-    if (sending < concurrency) {
-      sending += 1
-      resolve()
-    } else {
-      ready.push(() => {
+  const sendSlot = () =>
+    new Promise<void>((resolve) => {
+      account()
+      if (sending < concurrency) {
         sending += 1
         resolve()
-      })
-    }
-  })
+      } else {
+        ready.push(() => {
+          sending += 1
+          resolve()
+        })
+      }
+    })
   const sendDone = () => {
     account()
     sending -= 1
@@ -106,7 +117,19 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
     kick()
   }
   // Counters for the log line at stop (and bench/README.md): how busy the send slots were, and why not.
-  const stats = { fetches: 0, fetched: 0, fetchMs: 0, claimMs: 0, commits: 0, recorded: 0, recordMs: 0, busySlotMs: 0, starvedMs: 0, since: performance.now(), last: performance.now() }
+  const stats = {
+    fetches: 0,
+    fetched: 0,
+    fetchMs: 0,
+    claimMs: 0,
+    commits: 0,
+    recorded: 0,
+    recordMs: 0,
+    busySlotMs: 0,
+    starvedMs: 0,
+    since: performance.now(),
+    last: performance.now(),
+  }
   const account = () => {
     const now = performance.now()
     stats.busySlotMs += sending * (now - stats.last)
@@ -129,11 +152,14 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
     dueAt = when
     // pg-boss compares start_after with the database's clock (real time, whatever clock the
     // worker was given): a few ms late rather than early.
-    dueTimer = setTimeout(() => {
-      dueTimer = undefined
-      dueAt = Infinity
-      wake()
-    }, Math.max(0, when - Date.now()) + 5)
+    dueTimer = setTimeout(
+      () => {
+        dueTimer = undefined
+        dueAt = Infinity
+        wake()
+      },
+      Math.max(0, when - Date.now()) + 5,
+    )
     dueTimer.unref()
   }
 
@@ -176,13 +202,20 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
       await sendSlot()
       let entry: PendingRecord
       try {
-        entry = pausedLocally(claim.message.channel) && !suppressed ? deferClaimed(request, claim) : await sendClaimed(deps, request, claim, suppressed)
+        entry =
+          pausedLocally(claim.message.channel) && !suppressed
+            ? deferClaimed(request, claim)
+            : await sendClaimed(deps, request, claim, suppressed)
       } finally {
         sendDone()
       }
       const { channel } = claim.message
       const { outcome } = entry
-      const throttled = outcome.kind === 'failed' && outcome.failureClass === 'THROTTLED' && outcome.retryAfterAt !== null && outcome.retryAfterAt.getTime() > Date.now()
+      const throttled =
+        outcome.kind === 'failed' &&
+        outcome.failureClass === 'THROTTLED' &&
+        outcome.retryAfterAt !== null &&
+        outcome.retryAfterAt.getTime() > Date.now()
       if (throttled) localPauses.set(channel, Math.max(localPauses.get(channel) ?? 0, outcome.retryAfterAt!.getTime()))
       let result: Recorded
       try {
@@ -223,23 +256,29 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
     } finally {
       claiming -= jobs.length
     }
-    await Promise.all(jobs.map((job, index) => {
-      const claim = claims[index]!
-      return settleOne(job, claim, claim.kind === 'claimed' && suppressed.has(claim.message.id))
-    }))
+    await Promise.all(
+      jobs.map((job, index) => {
+        const claim = claims[index]!
+        return settleOne(job, claim, claim.kind === 'claimed' && suppressed.has(claim.message.id))
+      }),
+    )
   }
 
-  const pause = (ms: number) => new Promise<void>((resolve) => {
-    const timer = setTimeout(() => {
-      if (signal === done) signal = undefined
-      resolve()
-    }, Math.max(1, ms))
-    const done = () => {
-      clearTimeout(timer)
-      resolve()
-    }
-    signal = done
-  })
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(
+        () => {
+          if (signal === done) signal = undefined
+          resolve()
+        },
+        Math.max(1, ms),
+      )
+      const done = () => {
+        clearTimeout(timer)
+        resolve()
+      }
+      signal = done
+    })
 
   let lastFetch = 0
   const loop = async () => {
@@ -343,7 +382,8 @@ export function groupCommit<T, R>(
           const results = await commit(group.map((entry) => entry.item))
           group.forEach((entry, index) => {
             const result = results[index]
-            if (result && typeof result === 'object' && (result as Failed).kind === 'failed' && 'error' in (result as object)) entry.reject((result as Failed).error)
+            if (result && typeof result === 'object' && (result as Failed).kind === 'failed' && 'error' in (result as object))
+              entry.reject((result as Failed).error)
             else entry.resolve(result as R)
           })
         } catch (error) {

@@ -29,5 +29,8 @@ export async function ensureDevKeys(dataDir: string): Promise<Keys> {
     })
   }
   const stored = JSON.parse(await readFile(file, 'utf8')) as Record<string, string>
-  return keysFromRings(singleKeyRing(Buffer.from(stored.OUTBOX_ENCRYPTION_KEY ?? '', 'base64')), singleKeyRing(Buffer.from(stored.CODE_HASH_KEY ?? '', 'base64')))
+  return keysFromRings(
+    singleKeyRing(Buffer.from(stored.OUTBOX_ENCRYPTION_KEY ?? '', 'base64')),
+    singleKeyRing(Buffer.from(stored.CODE_HASH_KEY ?? '', 'base64')),
+  )
 }

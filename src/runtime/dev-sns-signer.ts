@@ -10,7 +10,10 @@ export const DEV_TOPIC_ARN = 'arn:aws:sns:us-east-1:000000000000:sealpost-dev-se
 export type SnsSigner = {
   certificatePath: string
   /** A signed envelope; `overrides` are applied before signing (or after, with `tamper`). */
-  envelope(fields: Partial<SnsEnvelope> & Pick<SnsEnvelope, 'Type' | 'Message' | 'TopicArn'>, options?: { version?: '1' | '2'; tamper?: Partial<SnsEnvelope> }): SnsEnvelope
+  envelope(
+    fields: Partial<SnsEnvelope> & Pick<SnsEnvelope, 'Type' | 'Message' | 'TopicArn'>,
+    options?: { version?: '1' | '2'; tamper?: Partial<SnsEnvelope> },
+  ): SnsEnvelope
 }
 
 /**
@@ -26,7 +29,11 @@ export async function devSnsSigner(dir: string): Promise<SnsSigner> {
     await readFile(certificatePath, 'utf8')
   } catch {
     const { generate } = await import('selfsigned')
-    const pems = await generate([{ name: 'commonName', value: 'sns.amazonaws.com' }], { keySize: 2048, algorithm: 'sha256', notAfterDate: new Date(Date.now() + 3_650 * 86_400_000) })
+    const pems = await generate([{ name: 'commonName', value: 'sns.amazonaws.com' }], {
+      keySize: 2048,
+      algorithm: 'sha256',
+      notAfterDate: new Date(Date.now() + 3_650 * 86_400_000),
+    })
     await mkdir(dir, { recursive: true })
     await writeFile(keyPath, pems.private, { mode: 0o600 })
     await writeFile(certificatePath, pems.cert)
@@ -52,16 +59,51 @@ export async function devSnsSigner(dir: string): Promise<SnsSigner> {
 }
 
 /** An SES event-publishing record for one sent message, as SES puts it in an SNS Notification. */
-export function sesEventMessage(kind: 'bounce' | 'transient-bounce' | 'complaint' | 'delivery' | 'reject' | 'delay', sesMessageId: string, at = new Date()): string {
-  const mail = { timestamp: at.toISOString(), messageId: sesMessageId, source: 'no-reply@sealpost.test', destination: ['someone@example.com'] }
+export function sesEventMessage(
+  kind: 'bounce' | 'transient-bounce' | 'complaint' | 'delivery' | 'reject' | 'delay',
+  sesMessageId: string,
+  at = new Date(),
+): string {
+  const mail = {
+    timestamp: at.toISOString(),
+    messageId: sesMessageId,
+    source: 'no-reply@sealpost.test',
+    destination: ['someone@example.com'],
+  }
   const timestamp = at.toISOString()
   const records = {
-    bounce: { eventType: 'Bounce', mail, bounce: { bounceType: 'Permanent', bounceSubType: 'General', timestamp, bouncedRecipients: [{ emailAddress: 'someone@example.com' }] } },
-    'transient-bounce': { eventType: 'Bounce', mail, bounce: { bounceType: 'Transient', bounceSubType: 'MailboxFull', timestamp, bouncedRecipients: [{ emailAddress: 'someone@example.com' }] } },
-    complaint: { eventType: 'Complaint', mail, complaint: { complaintFeedbackType: 'abuse', timestamp, complainedRecipients: [{ emailAddress: 'someone@example.com' }] } },
+    bounce: {
+      eventType: 'Bounce',
+      mail,
+      bounce: {
+        bounceType: 'Permanent',
+        bounceSubType: 'General',
+        timestamp,
+        bouncedRecipients: [{ emailAddress: 'someone@example.com' }],
+      },
+    },
+    'transient-bounce': {
+      eventType: 'Bounce',
+      mail,
+      bounce: {
+        bounceType: 'Transient',
+        bounceSubType: 'MailboxFull',
+        timestamp,
+        bouncedRecipients: [{ emailAddress: 'someone@example.com' }],
+      },
+    },
+    complaint: {
+      eventType: 'Complaint',
+      mail,
+      complaint: { complaintFeedbackType: 'abuse', timestamp, complainedRecipients: [{ emailAddress: 'someone@example.com' }] },
+    },
     delivery: { eventType: 'Delivery', mail, delivery: { timestamp, recipients: ['someone@example.com'], smtpResponse: '250 OK' } },
     reject: { eventType: 'Reject', mail, reject: { reason: 'Bad content' } },
-    delay: { eventType: 'DeliveryDelay', mail, deliveryDelay: { delayType: 'MailboxFull', timestamp, delayedRecipients: [{ emailAddress: 'someone@example.com' }] } },
+    delay: {
+      eventType: 'DeliveryDelay',
+      mail,
+      deliveryDelay: { delayType: 'MailboxFull', timestamp, delayedRecipients: [{ emailAddress: 'someone@example.com' }] },
+    },
   }
   return JSON.stringify(records[kind])
 }

@@ -20,7 +20,8 @@ export type DevStack = { apiUrl: string; inboxUrl: string | null; stop: () => Pr
  * made on first start (through a dev dependency: without it, events are simply off).
  */
 async function devSesEvents(config: Config, logger: Logger): Promise<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT'>> {
-  if (config.SNS_TEST_SIGNING_CERT || config.SES_EVENTS_TOPIC_ARN) return { SES_EVENTS_TOPIC_ARN: config.SES_EVENTS_TOPIC_ARN, SNS_TEST_SIGNING_CERT: config.SNS_TEST_SIGNING_CERT }
+  if (config.SNS_TEST_SIGNING_CERT || config.SES_EVENTS_TOPIC_ARN)
+    return { SES_EVENTS_TOPIC_ARN: config.SES_EVENTS_TOPIC_ARN, SNS_TEST_SIGNING_CERT: config.SNS_TEST_SIGNING_CERT }
   try {
     return { SES_EVENTS_TOPIC_ARN: DEV_TOPIC_ARN, SNS_TEST_SIGNING_CERT: (await devSnsSigner(config.SEALPOST_DATA_DIR)).certificatePath }
   } catch (error) {
@@ -75,7 +76,12 @@ export async function startDevStack(config: Config, logger: Logger): Promise<Dev
     const events = await devSesEvents(config, logger)
     const web = await startWeb({ config: { ...config, ...events }, apiUrl, keys, logger })
     stops.push(web.stop)
-    if (!config.DATABASE_URL) await writeFile(runtimeFile(config.SEALPOST_DATA_DIR), JSON.stringify({ databaseUrl: ownerUrl, apiUrl: web.url, sesEventsTopicArn: events.SES_EVENTS_TOPIC_ARN }), { mode: 0o600 })
+    if (!config.DATABASE_URL)
+      await writeFile(
+        runtimeFile(config.SEALPOST_DATA_DIR),
+        JSON.stringify({ databaseUrl: ownerUrl, apiUrl: web.url, sesEventsTopicArn: events.SES_EVENTS_TOPIC_ARN }),
+        { mode: 0o600 },
+      )
     return { apiUrl: web.url, inboxUrl, stop: stopAll }
   } catch (error) {
     await stopAll()

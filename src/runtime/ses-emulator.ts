@@ -10,9 +10,10 @@ export async function startSesEmulator(port: number): Promise<{ url: string; sto
   const address = http.address() as AddressInfo
   return {
     url: `http://127.0.0.1:${address.port}`,
-    stop: () => new Promise<void>((resolve) => {
-      http.closeAllConnections()
-      http.close(() => resolve())
-    }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        http.closeAllConnections()
+        http.close(() => resolve())
+      }),
   }
 }

@@ -18,9 +18,18 @@ export type RunningWeb = { url: string; stop: () => Promise<void> }
 
 /** The web process: Express over the api role's pool; pg-boss only to enqueue inside our transactions. */
 export async function startWeb(options: {
-  config: Pick<Config, 'NODE_ENV' | 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'INVITATION_TTL_SECONDS' | 'WASENDER_API_URL' | 'CLIENT_RATE_LIMIT_PER_MINUTE' | 'METRICS_TOKEN'>
-    & Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'API_DOCS'>>
-    & Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>>
+  config: Pick<
+    Config,
+    | 'NODE_ENV'
+    | 'PORT'
+    | 'CHALLENGE_TTL_SECONDS'
+    | 'INVITATION_TTL_SECONDS'
+    | 'WASENDER_API_URL'
+    | 'CLIENT_RATE_LIMIT_PER_MINUTE'
+    | 'METRICS_TOKEN'
+  > &
+    Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'API_DOCS'>> &
+    Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>>
   apiUrl: string
   keys: Keys
   logger: Logger
@@ -42,7 +51,15 @@ export async function startWeb(options: {
     const app = createApp({
       db,
       logger,
-      invitations: { boss, outboxKey: options.keys.outboxKey, codeHashKey: options.keys.codeHashKey, codeHashKeys: options.keys.codeHashKeys, invitationTtlSeconds: config.INVITATION_TTL_SECONDS, clock, logger },
+      invitations: {
+        boss,
+        outboxKey: options.keys.outboxKey,
+        codeHashKey: options.keys.codeHashKey,
+        codeHashKeys: options.keys.codeHashKeys,
+        invitationTtlSeconds: config.INVITATION_TTL_SECONDS,
+        clock,
+        logger,
+      },
       challenges: {
         boss,
         outboxKey: options.keys.outboxKey,
@@ -62,7 +79,11 @@ export async function startWeb(options: {
       defaultLocale: config.DEFAULT_LOCALE ?? 'en',
       webhooks: {
         ses: config.SES_EVENTS_TOPIC_ARN
-          ? { topicArn: config.SES_EVENTS_TOPIC_ARN, certificates: config.SNS_TEST_SIGNING_CERT ? fileCertificate(config.SNS_TEST_SIGNING_CERT) : fetchedCertificates(), confirmSubscription: options.confirmSubscription }
+          ? {
+              topicArn: config.SES_EVENTS_TOPIC_ARN,
+              certificates: config.SNS_TEST_SIGNING_CERT ? fileCertificate(config.SNS_TEST_SIGNING_CERT) : fetchedCertificates(),
+              confirmSubscription: options.confirmSubscription,
+            }
           : undefined,
         wasender: config.WASENDER_WEBHOOK_SECRET ? { secret: config.WASENDER_WEBHOOK_SECRET } : undefined,
       },

@@ -37,7 +37,10 @@ type WorkerConfig = Pick<
   | 'PORT'
   | 'WORKER_METRICS_PORT'
   | 'METRICS_TOKEN'
-> & Partial<Pick<Config, 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'PRODUCT_NAME' | 'SUPPORT_URL' | 'DEFAULT_LOCALE'>>
+> &
+  Partial<
+    Pick<Config, 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'PRODUCT_NAME' | 'SUPPORT_URL' | 'DEFAULT_LOCALE'>
+  >
 
 /**
  * Where invitation links point: INVITATION_LINK_BASE_URL, or in development the local web. In
@@ -47,7 +50,12 @@ type WorkerConfig = Pick<
 export function invitationLinkBase(config: Pick<Config, 'INVITATION_LINK_BASE_URL' | 'NODE_ENV' | 'PORT'>): string {
   if (config.INVITATION_LINK_BASE_URL) return config.INVITATION_LINK_BASE_URL.replace(/\/+$/, '')
   if (config.NODE_ENV === 'production' || config.NODE_ENV === 'staging') {
-    throw new ConfigError([{ variable: 'INVITATION_LINK_BASE_URL', problem: `is required for the worker process in ${config.NODE_ENV}: invitation links point there` }])
+    throw new ConfigError([
+      {
+        variable: 'INVITATION_LINK_BASE_URL',
+        problem: `is required for the worker process in ${config.NODE_ENV}: invitation links point there`,
+      },
+    ])
   }
   return `http://localhost:${config.PORT}`
 }
@@ -65,9 +73,11 @@ export function cronIntervalSeconds(cron: string, variable: string): number {
     throw new ConfigError([{ variable, problem: 'is not a valid cron expression' }])
   }
   const [first, second, third] = occurrences.map((date) => date.getTime())
-  if (first === undefined || second === undefined || third === undefined) throw new ConfigError([{ variable, problem: 'never fires again' }])
+  if (first === undefined || second === undefined || third === undefined)
+    throw new ConfigError([{ variable, problem: 'never fires again' }])
   const interval = Math.min(second - first, third - second) / 1000
-  if (interval < 60) throw new ConfigError([{ variable, problem: 'runs more than once a minute; pg-boss schedules run at most once a minute' }])
+  if (interval < 60)
+    throw new ConfigError([{ variable, problem: 'runs more than once a minute; pg-boss schedules run at most once a minute' }])
   return interval
 }
 
@@ -105,9 +115,15 @@ export async function startWorker(options: {
   const clock = options.clock ?? (() => new Date())
   const invitationLinkBaseUrl = invitationLinkBase(config)
   const db = createKnex(options.workerUrl, { applicationName: 'sealpost-worker', max: config.WORKER_CONCURRENCY + 4, logger })
-  const cron = { purge: cronIntervalSeconds(config.EXPIRY_PURGE_CRON, 'EXPIRY_PURGE_CRON'), sweep: cronIntervalSeconds(config.RETENTION_SWEEP_CRON, 'RETENTION_SWEEP_CRON') }
+  const cron = {
+    purge: cronIntervalSeconds(config.EXPIRY_PURGE_CRON, 'EXPIRY_PURGE_CRON'),
+    sweep: cronIntervalSeconds(config.RETENTION_SWEEP_CRON, 'RETENTION_SWEEP_CRON'),
+  }
   if (cron.purge > config.CHALLENGE_TTL_SECONDS) {
-    logger.warn('EXPIRY_PURGE_CRON runs less often than challenges expire; expired messages wait longer for the purge (the per-claim expiry check still protects every send)', { purgeIntervalSeconds: cron.purge, challengeTtlSeconds: config.CHALLENGE_TTL_SECONDS })
+    logger.warn(
+      'EXPIRY_PURGE_CRON runs less often than challenges expire; expired messages wait longer for the purge (the per-claim expiry check still protects every send)',
+      { purgeIntervalSeconds: cron.purge, challengeTtlSeconds: config.CHALLENGE_TTL_SECONDS },
+    )
   }
   let leaseSeconds: number
   try {
@@ -119,33 +135,53 @@ export async function startWorker(options: {
     throw error
   }
   const boss = createBoss(options.workerUrl, 'worker', logger, { leaseSeconds, shortestCronSeconds: Math.min(cron.purge, cron.sweep) })
-  const providers: Partial<Record<Channel, Provider>> = Object.fromEntries(options.providers.map((provider) => [provider.channel, provider]))
+  const providers: Partial<Record<Channel, Provider>> = Object.fromEntries(
+    options.providers.map((provider) => [provider.channel, provider]),
+  )
   for (const channel of CHANNELS) {
-    if (!providers[channel]) logger.warn('no provider configured for a channel; its messages will fail as UNAVAILABLE until one is', { channel })
+    if (!providers[channel])
+      logger.warn('no provider configured for a channel; its messages will fail as UNAVAILABLE until one is', { channel })
   }
   const metrics = createWorkerMetrics()
   let pipeline: DeliveryPipeline | undefined
   let listener: { close: () => Promise<void> } | undefined
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined
   try {
-    if (config.WORKER_METRICS_PORT !== undefined) metricsServer = await serveMetrics(metrics.registry, config.WORKER_METRICS_PORT, metricsAccess(config))
+    if (config.WORKER_METRICS_PORT !== undefined)
+      metricsServer = await serveMetrics(metrics.registry, config.WORKER_METRICS_PORT, metricsAccess(config))
     await boss.start()
-    pipeline = startDeliveryPipeline({
-      db,
-      boss,
-      outboxKey: options.keys.outboxKey,
-      providers,
-      clock,
-      logger,
-      settings: { maxAttempts: config.MAX_ATTEMPTS, retrySchedule: config.RETRY_SCHEDULE, sendTimeoutMs: config.SEND_TIMEOUT_MS, providerPause: { maxPauseSeconds: config.MAX_PROVIDER_PAUSE_SECONDS, random: Math.random } },
-      invitationLinkBaseUrl,
-      metrics,
-      templates: loadTemplates({ productName: config.PRODUCT_NAME ?? 'Sealpost', supportUrl: config.SUPPORT_URL, defaultLocale: config.DEFAULT_LOCALE ?? 'en' }),
-    }, deliveryPipelineOptions(config))
+    pipeline = startDeliveryPipeline(
+      {
+        db,
+        boss,
+        outboxKey: options.keys.outboxKey,
+        providers,
+        clock,
+        logger,
+        settings: {
+          maxAttempts: config.MAX_ATTEMPTS,
+          retrySchedule: config.RETRY_SCHEDULE,
+          sendTimeoutMs: config.SEND_TIMEOUT_MS,
+          providerPause: { maxPauseSeconds: config.MAX_PROVIDER_PAUSE_SECONDS, random: Math.random },
+        },
+        invitationLinkBaseUrl,
+        metrics,
+        templates: loadTemplates({
+          productName: config.PRODUCT_NAME ?? 'Sealpost',
+          supportUrl: config.SUPPORT_URL,
+          defaultLocale: config.DEFAULT_LOCALE ?? 'en',
+        }),
+      },
+      deliveryPipelineOptions(config),
+    )
     // A commit anywhere in the fleet wakes this worker; a reconnect fetches once for what it missed.
     const running = pipeline
     const { rows } = await boss.getDb().executeSql(NOTIFY_CHANNEL_SQL)
-    listener = await boss.getDb().listen?.(rows[0].channel, (payload) => payload === QUEUES.delivery && running.wake(), () => running.wake())
+    listener = await boss.getDb().listen?.(
+      rows[0].channel,
+      (payload) => payload === QUEUES.delivery && running.wake(),
+      () => running.wake(),
+    )
     await boss.work<DeliveryJobData>(QUEUES.deadLetter, { batchSize: 10 }, createDeadLetterQueueHandler({ db, boss, clock, logger }))
     // Registered by every worker; pg-boss sends each tick once for the whole fleet (UTC).
     await boss.schedule(QUEUES.expiryPurge, config.EXPIRY_PURGE_CRON, null, { tz: 'UTC' })
@@ -154,14 +190,25 @@ export async function startWorker(options: {
     await boss.work(
       QUEUES.retentionSweep,
       { pollingIntervalSeconds: 5 },
-      createRetentionSweepHandler({ db, clock, logger, metrics, publishedDays: config.RETENTION_PUBLISHED_DAYS, deadLetteredDays: config.RETENTION_DEAD_LETTERED_DAYS }),
+      createRetentionSweepHandler({
+        db,
+        clock,
+        logger,
+        metrics,
+        publishedDays: config.RETENTION_PUBLISHED_DAYS,
+        deadLetteredDays: config.RETENTION_DEAD_LETTERED_DAYS,
+      }),
     )
   } catch (error) {
     await Promise.allSettled([listener?.close(), pipeline?.stop()])
     await Promise.allSettled([boss.stop({ graceful: false }), db.destroy(), metricsServer?.stop()])
     throw error
   }
-  logger.info('worker started', { ...deliveryPipelineOptions(config), leaseSeconds, ...(metricsServer ? { metricsUrl: metricsServer.url } : {}) })
+  logger.info('worker started', {
+    ...deliveryPipelineOptions(config),
+    leaseSeconds,
+    ...(metricsServer ? { metricsUrl: metricsServer.url } : {}),
+  })
   return {
     metricsUrl: metricsServer?.url,
     async stop() {

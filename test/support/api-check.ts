@@ -17,7 +17,9 @@ ajv.addKeyword('example')
 
 // The document's `#/components/schemas/X` become `components#/$defs/X` in one schema ajv knows.
 const rewrite = (value: unknown): unknown =>
-  JSON.parse(JSON.stringify(value), (key, v) => (key === '$ref' && typeof v === 'string' ? v.replace('#/components/schemas/', 'components#/$defs/') : v))
+  JSON.parse(JSON.stringify(value), (key, v) =>
+    key === '$ref' && typeof v === 'string' ? v.replace('#/components/schemas/', 'components#/$defs/') : v,
+  )
 ajv.addSchema({ $id: 'components', $defs: rewrite(doc.components.schemas) as Schema })
 
 const compiled = new Map<string, ValidateFunction>()
@@ -49,7 +51,10 @@ export function operationFor(method: string, url: string): Operation | undefined
  * an undocumented status, a missing required header, another content type, or a body that does
  * not match the schema (problem `code` values included). Unknown routes may only answer 404 `not_found`.
  */
-export function assertDocumentedAnswer(request: { method: string; url: string }, answer: { status: number; headers: Headers; text: string }): void {
+export function assertDocumentedAnswer(
+  request: { method: string; url: string },
+  answer: { status: number; headers: Headers; text: string },
+): void {
   const where = `${request.method} ${new URL(request.url, 'http://x').pathname} → ${answer.status}`
   const operation = operationFor(request.method, request.url)
   if (!operation) {
@@ -59,7 +64,10 @@ export function assertDocumentedAnswer(request: { method: string; url: string },
   }
   const status = String(answer.status)
   const response = operation.responses[status] ?? operation.responses[`${status[0]}XX`] ?? operation.responses.default
-  if (!response) throw new Error(`${where}: status not documented for ${operation.operationId} (documented: ${Object.keys(operation.responses).join(', ')})`)
+  if (!response)
+    throw new Error(
+      `${where}: status not documented for ${operation.operationId} (documented: ${Object.keys(operation.responses).join(', ')})`,
+    )
   for (const [name, header] of Object.entries(response.headers ?? {})) {
     const value = answer.headers.get(name)
     if (value === null) {

@@ -9,25 +9,49 @@ export const SCREENSHOTS = join(import.meta.dirname, '..', '..', 'test-artifacts
 
 const CHROMIUM = '/usr/bin/chromium'
 // Debian's chromium, no network of its own, a profile nobody used before.
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+]
 
 /** Headless Chromium from the distribution (`.ci/run` installs it) with a fresh user-data dir. */
-export async function launchChromium(): Promise<{ context: BrowserContext; page: Page; problems: string[]; shot: (name: string) => Promise<void>; close: () => Promise<void> }> {
+export async function launchChromium(): Promise<{
+  context: BrowserContext
+  page: Page
+  problems: string[]
+  shot: (name: string) => Promise<void>
+  close: () => Promise<void>
+}> {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get update && apt-get install -y chromium (.ci/run does this)`)
   const userDataDir = await mkdtemp(join(tmpdir(), 'sealpost-chromium-'))
   await mkdir(SCREENSHOTS, { recursive: true })
-  const context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1280, height: 900 } })
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: FLAGS,
+    viewport: { width: 1280, height: 900 },
+  })
   const page = context.pages()[0] ?? (await context.newPage())
   // Anything the page complains about (a CSP refusal, a script error) fails the test that reads it.
   const problems: string[] = []
   // (A refused API call is logged as "Failed to load resource"; the console expects those.)
-  page.on('console', (message) => { if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(message.text()) })
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(message.text())
+  })
   page.on('pageerror', (error) => problems.push(`${error.name}: ${error.message}`))
   return {
     context,
     page,
     problems,
-    shot: async (name) => { await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true }) },
+    shot: async (name) => {
+      await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
+    },
     close: async () => {
       await context.close()
       await rm(userDataDir, { recursive: true, force: true })

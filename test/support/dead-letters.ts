@@ -20,22 +20,50 @@ export async function insertFailedDeadLetter(
   const at = input.at ?? new Date()
   const expiresAt = new Date(Date.now() + 600_000)
   await owner.transaction(async (trx) => {
-    await trx('identity.challenges').insert({ id: challengeId, purpose: 'password_recovery', identity_id: identityId, login_identifier_id: loginIdentifierId, code_hash: randomBytes(32), expires_at: expiresAt })
+    await trx('identity.challenges').insert({
+      id: challengeId,
+      purpose: 'password_recovery',
+      identity_id: identityId,
+      login_identifier_id: loginIdentifierId,
+      code_hash: randomBytes(32),
+      expires_at: expiresAt,
+    })
     await trx('outbox.security_outbox_messages').insert({
-      id: messageId, purpose: 'password_recovery', challenge_id: challengeId, channel, destination: input.destination, expires_at: expiresAt,
-      state: 'leased', lease_job_id: uuidv7(), lease_retry_count: 0, leased_at: at,
+      id: messageId,
+      purpose: 'password_recovery',
+      challenge_id: challengeId,
+      channel,
+      destination: input.destination,
+      expires_at: expiresAt,
+      state: 'leased',
+      lease_job_id: uuidv7(),
+      lease_retry_count: 0,
+      leased_at: at,
     })
     for (const [index, failureClass] of input.failures.entries()) {
       const last = index === input.failures.length - 1
       await trx('outbox.security_outbox_attempts').insert({
-        message_id: messageId, attempt_no: index + 1, outcome: last ? 'failed' : 'retryable_error', failure_class: failureClass,
-        retry_after_at: failureClass === 'THROTTLED' ? new Date(at.getTime() + 30_000) : null, duration_ms: 40 + index * 15,
+        message_id: messageId,
+        attempt_no: index + 1,
+        outcome: last ? 'failed' : 'retryable_error',
+        failure_class: failureClass,
+        retry_after_at: failureClass === 'THROTTLED' ? new Date(at.getTime() + 30_000) : null,
+        duration_ms: 40 + index * 15,
         attempted_at: new Date(at.getTime() - (input.failures.length - index) * 60_000),
       })
-      await trx('outbox.security_outbox_messages').where({ id: messageId }).update({ attempt_count: index + 1 })
+      await trx('outbox.security_outbox_messages')
+        .where({ id: messageId })
+        .update({ attempt_count: index + 1 })
     }
-    await trx('outbox.security_outbox_messages').where({ id: messageId }).update({ state: 'dead_lettered', dead_lettered_at: at, lease_job_id: null, lease_retry_count: null })
-    await trx('outbox.security_outbox_dead_letters').insert({ message_id: messageId, reason: input.reason ?? 'retries_exhausted', last_failure_class: input.failures.at(-1) ?? null, dead_lettered_at: at })
+    await trx('outbox.security_outbox_messages')
+      .where({ id: messageId })
+      .update({ state: 'dead_lettered', dead_lettered_at: at, lease_job_id: null, lease_retry_count: null })
+    await trx('outbox.security_outbox_dead_letters').insert({
+      message_id: messageId,
+      reason: input.reason ?? 'retries_exhausted',
+      last_failure_class: input.failures.at(-1) ?? null,
+      dead_lettered_at: at,
+    })
   })
   return { messageId, challengeId, identityId }
 }

@@ -12,7 +12,14 @@ export type WasenderBehavior =
   | { kind: 'garbage' }
 
 /** `finishedAt`: when the exchange ended (answered, or the caller gave up on a hang), Date.now() like `at`. */
-export type WasenderRequest = { to: string; text: string; authorization: string | undefined; at: number; accepted: boolean; finishedAt?: number }
+export type WasenderRequest = {
+  to: string
+  text: string
+  authorization: string | undefined
+  at: number
+  accepted: boolean
+  finishedAt?: number
+}
 
 /**
  * A local Wasender that speaks its API (`POST /api/send-message`, bearer key, `{to, text}` →
@@ -38,7 +45,13 @@ export async function startFakeWasender(apiKey: string) {
       res.writeHead(400, { 'content-type': 'application/json' }).end('{"success":false}')
       return
     }
-    const entry: WasenderRequest = { to: parsed.to ?? '', text: parsed.text ?? '', authorization: req.headers.authorization, at: Date.now(), accepted: false }
+    const entry: WasenderRequest = {
+      to: parsed.to ?? '',
+      text: parsed.text ?? '',
+      authorization: req.headers.authorization,
+      at: Date.now(),
+      accepted: false,
+    }
     requests.push(entry)
     res.once('close', () => (entry.finishedAt = Date.now()))
     if (req.headers.authorization !== `Bearer ${apiKey}`) {
@@ -50,11 +63,15 @@ export async function startFakeWasender(apiKey: string) {
       case 'accept': {
         if (behavior.delayMs) await new Promise((resolve) => setTimeout(resolve, behavior.delayMs))
         entry.accepted = true
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ success: true, data: { msgId: nextId++, jid: entry.to, status: 'in_progress' } }))
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ success: true, data: { msgId: nextId++, jid: entry.to, status: 'in_progress' } }))
         return
       }
       case 'status':
-        res.writeHead(behavior.status, { 'content-type': 'application/json', ...behavior.headers }).end(JSON.stringify(behavior.body ?? { success: false, message: 'fake failure' }))
+        res
+          .writeHead(behavior.status, { 'content-type': 'application/json', ...behavior.headers })
+          .end(JSON.stringify(behavior.body ?? { success: false, message: 'fake failure' }))
         return
       case 'accept-then-hang':
         entry.accepted = true

@@ -16,9 +16,17 @@ export async function startFaultySes(emulatorUrl: string) {
     const decided = fault(++calls)
     if (decided === 'hang') return
     if (decided === 'forward') {
-      const headers = Object.fromEntries(Object.entries(req.headers).filter(([name]) => !['host', 'content-length', 'connection'].includes(name))) as Record<string, string>
-      const upstream = await fetch(`${emulatorUrl}${req.url}`, { method: req.method, headers, body: chunks.length ? Buffer.concat(chunks) : undefined })
-      res.writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' }).end(Buffer.from(await upstream.arrayBuffer()))
+      const headers = Object.fromEntries(
+        Object.entries(req.headers).filter(([name]) => !['host', 'content-length', 'connection'].includes(name)),
+      ) as Record<string, string>
+      const upstream = await fetch(`${emulatorUrl}${req.url}`, {
+        method: req.method,
+        headers,
+        body: chunks.length ? Buffer.concat(chunks) : undefined,
+      })
+      res
+        .writeHead(upstream.status, { 'content-type': upstream.headers.get('content-type') ?? 'application/json' })
+        .end(Buffer.from(await upstream.arrayBuffer()))
       return
     }
     res

@@ -52,7 +52,14 @@ export async function createElevatedSession(owner: Knex, identityId: string, now
   const sessionId = uuidv7()
   await owner.transaction(async (trx) => {
     await insertSessionTx(trx, { id: sessionId, identityId, tokenHash: session.hash, expiresAt: new Date(now.getTime() + 3_600_000), now })
-    await insertElevationTx(trx, { id: uuidv7(), identityId, sessionId, tokenHash: elevation.hash, expiresAt: new Date(now.getTime() + 300_000), now })
+    await insertElevationTx(trx, {
+      id: uuidv7(),
+      identityId,
+      sessionId,
+      tokenHash: elevation.hash,
+      expiresAt: new Date(now.getTime() + 300_000),
+      now,
+    })
   })
   return { authorization: `Bearer ${session.token}`, 'x-elevation-token': elevation.token }
 }

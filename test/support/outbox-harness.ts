@@ -47,7 +47,11 @@ export async function outboxHarness(db: TestDatabase, options: { keys: Keys; clo
       await createVerifiedIdentity(db.owner, identifier)
       const parsed = parseIdentifier(identifier)!
       await api.transaction((trx) => requestPasswordRecoveryTx(trx, challengeDeps(challengeTtlSeconds), parsed))
-      const message = await db.owner('outbox.security_outbox_messages').where({ destination: parsed.value }).orderBy('created_at', 'desc').first()
+      const message = await db
+        .owner('outbox.security_outbox_messages')
+        .where({ destination: parsed.value })
+        .orderBy('created_at', 'desc')
+        .first()
       return { messageId: message.id }
     },
     /** A backlog: verified identities in bulk, then one code each, a hundred per transaction. */
@@ -55,15 +59,26 @@ export async function outboxHarness(db: TestDatabase, options: { keys: Keys; clo
       const parsed = identifiers.map((identifier) => parseIdentifier(identifier)!)
       const ids = parsed.map(() => ({ identity: uuidv7(), login: uuidv7() }))
       const now = new Date()
-      await db.owner.batchInsert('identity.identities', ids.map(({ identity }) => ({ id: identity, status: 'active' })), 500)
+      await db.owner.batchInsert(
+        'identity.identities',
+        ids.map(({ identity }) => ({ id: identity, status: 'active' })),
+        500,
+      )
       await db.owner.batchInsert(
         'identity.login_identifiers',
-        parsed.map((identifier, i) => ({ id: ids[i]!.login, identity_id: ids[i]!.identity, kind: identifier.kind, value: identifier.value, verified_at: now })),
+        parsed.map((identifier, i) => ({
+          id: ids[i]!.login,
+          identity_id: ids[i]!.identity,
+          kind: identifier.kind,
+          value: identifier.value,
+          verified_at: now,
+        })),
         500,
       )
       for (let start = 0; start < parsed.length; start += 100) {
         await api.transaction(async (trx) => {
-          for (const identifier of parsed.slice(start, start + 100)) await requestPasswordRecoveryTx(trx, challengeDeps(challengeTtlSeconds), identifier)
+          for (const identifier of parsed.slice(start, start + 100))
+            await requestPasswordRecoveryTx(trx, challengeDeps(challengeTtlSeconds), identifier)
         })
       }
     },

@@ -10,7 +10,14 @@ import { createLogger } from '../../src/logging/logger.ts'
  * A PostgreSQL server of a test file's own, migrated and with its login users, for tests that
  * restart it or reconfigure it (TLS): the run's shared cluster is never touched.
  */
-export type OwnCluster = { server: EmbeddedDatabase; ownerUrl: string; apiUrl: string; workerUrl: string; dataDir: string; stop: () => Promise<void> }
+export type OwnCluster = {
+  server: EmbeddedDatabase
+  ownerUrl: string
+  apiUrl: string
+  workerUrl: string
+  dataDir: string
+  stop: () => Promise<void>
+}
 
 export async function startOwnCluster(options: { leaseSeconds?: number } = {}): Promise<OwnCluster> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'sealpost-own-'))

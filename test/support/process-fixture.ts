@@ -40,7 +40,15 @@ export function useProcessFixture(options: { harness?: boolean; leaseSeconds?: n
     },
     /** The production environment of the Procfile processes against this fixture. */
     env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-      return productionEnvironment({ apiUrl: db.apiUrl, workerUrl: db.workerUrl, keys, sesEndpoint: emulator.url, wasenderUrl: wasender.url, wasenderKey: FAKE_WASENDER_KEY, extra })
+      return productionEnvironment({
+        apiUrl: db.apiUrl,
+        workerUrl: db.workerUrl,
+        keys,
+        sesEndpoint: emulator.url,
+        wasenderUrl: wasender.url,
+        wasenderKey: FAKE_WASENDER_KEY,
+        extra,
+      })
     },
     worker(extra: Record<string, string> = {}): Spawned {
       const worker = spawnWorker(fixture.env(extra))

@@ -10,8 +10,17 @@ export type Spawned = {
   exited: Promise<number | null>
 }
 
-export function spawnCollecting(command: string, args: string[], options: { env: NodeJS.ProcessEnv; cwd?: string; detached?: boolean }): Spawned {
-  const child = spawn(command, args, { env: options.env, cwd: options.cwd ?? process.cwd(), detached: options.detached ?? false, stdio: ['ignore', 'pipe', 'pipe'] })
+export function spawnCollecting(
+  command: string,
+  args: string[],
+  options: { env: NodeJS.ProcessEnv; cwd?: string; detached?: boolean },
+): Spawned {
+  const child = spawn(command, args, {
+    env: options.env,
+    cwd: options.cwd ?? process.cwd(),
+    detached: options.detached ?? false,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let text = ''
   const listeners = new Set<() => void>()
   const append = (chunk: Buffer) => {
@@ -63,7 +72,9 @@ export function bareEnvironment(extra: Record<string, string>): NodeJS.ProcessEn
 
 /** The Procfile's command for a process type, run through sh as a platform would. */
 export function procfileCommand(type: string): string {
-  const line = readFileSync('Procfile', 'utf8').split('\n').find((entry) => entry.startsWith(`${type}:`))
+  const line = readFileSync('Procfile', 'utf8')
+    .split('\n')
+    .find((entry) => entry.startsWith(`${type}:`))
   if (!line) throw new Error(`Procfile has no ${type} entry`)
   return line.slice(type.length + 1).trim()
 }

@@ -13,10 +13,32 @@ function openssl(args: string[], cwd: string): void {
 
 export async function makeCertificates(commonName = 'Sealpost test CA'): Promise<TestCertificates> {
   const dir = await mkdtemp(path.join(tmpdir(), 'sealpost-tls-'))
-  openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=${commonName}`, '-keyout', 'ca.key', '-out', 'ca.crt'], dir)
+  openssl(
+    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', `/CN=${commonName}`, '-keyout', 'ca.key', '-out', 'ca.crt'],
+    dir,
+  )
   openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost', '-keyout', 'server.key', '-out', 'server.csr'], dir)
   await writeFile(path.join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n')
-  openssl(['x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'san.ext', '-out', 'server.crt'], dir)
+  openssl(
+    [
+      'x509',
+      '-req',
+      '-in',
+      'server.csr',
+      '-CA',
+      'ca.crt',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-days',
+      '2',
+      '-extfile',
+      'san.ext',
+      '-out',
+      'server.crt',
+    ],
+    dir,
+  )
   return { dir, caCert: path.join(dir, 'ca.crt'), serverCert: path.join(dir, 'server.crt'), serverKey: path.join(dir, 'server.key') }
 }
 
@@ -27,13 +49,19 @@ export async function makeCertificates(commonName = 'Sealpost test CA'): Promise
  */
 export async function requireTls(databaseDir: string, superuserUrl: string, certificates: TestCertificates): Promise<void> {
   const owner = await stat(databaseDir)
-  for (const [from, name] of [[certificates.serverCert, 'server.crt'], [certificates.serverKey, 'server.key']] as const) {
+  for (const [from, name] of [
+    [certificates.serverCert, 'server.crt'],
+    [certificates.serverKey, 'server.key'],
+  ] as const) {
     const to = path.join(databaseDir, name)
     await copyFile(from, to)
     await chmod(to, 0o600)
     await chown(to, owner.uid, owner.gid)
   }
-  await writeFile(path.join(databaseDir, 'pg_hba.conf'), 'hostssl all all 127.0.0.1/32 scram-sha-256\nhostssl all all ::1/128 scram-sha-256\n')
+  await writeFile(
+    path.join(databaseDir, 'pg_hba.conf'),
+    'hostssl all all 127.0.0.1/32 scram-sha-256\nhostssl all all ::1/128 scram-sha-256\n',
+  )
   const client = new pg.Client({ connectionString: superuserUrl })
   await client.connect()
   try {

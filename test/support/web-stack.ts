@@ -15,8 +15,16 @@ import { capturingLogger, testKeys, workerConfig } from './helpers.ts'
 export async function startWebStack(
   db: TestDatabase,
   options: {
-    keys: Keys; logger: Logger; clock?: () => Date; worker?: boolean; whatsapp?: boolean; clientLimitPerMinute?: number; trustProxy?: boolean | number | string[]
-    invitationTtlSeconds?: number; invitationLinkBaseUrl?: string; metricsToken?: string
+    keys: Keys
+    logger: Logger
+    clock?: () => Date
+    worker?: boolean
+    whatsapp?: boolean
+    clientLimitPerMinute?: number
+    trustProxy?: boolean | number | string[]
+    invitationTtlSeconds?: number
+    invitationLinkBaseUrl?: string
+    metricsToken?: string
     /** Delivery-feedback settings of the web (webhooks, DEFAULT_LOCALE) and how it confirms SNS subscriptions. */
     webhooks?: Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>>
     confirmSubscription?: (url: string) => Promise<void>
@@ -26,7 +34,12 @@ export async function startWebStack(
   const wasender = await startFakeWasender('stack-key')
   let worker: RunningWorker | undefined
   const connectors = [
-    createSesConnector({ region: 'us-east-1', fromAddress: 'no-reply@sealpost.test', endpoint: emulator.url, credentials: { accessKeyId: 'x', secretAccessKey: 'x' } }),
+    createSesConnector({
+      region: 'us-east-1',
+      fromAddress: 'no-reply@sealpost.test',
+      endpoint: emulator.url,
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    }),
     createWasenderConnector({ apiUrl: wasender.url, apiKey: 'stack-key', logger: options.logger }),
   ]
   if (options.worker ?? true) {
@@ -39,7 +52,17 @@ export async function startWebStack(
     })
   }
   const web: RunningWeb = await startWeb({
-    config: { NODE_ENV: 'test', METRICS_TOKEN: options.metricsToken, PORT: 0, CHALLENGE_TTL_SECONDS: 600, INVITATION_TTL_SECONDS: options.invitationTtlSeconds ?? 3_600, CLIENT_RATE_LIMIT_PER_MINUTE: options.clientLimitPerMinute ?? 10_000, WASENDER_API_URL: options.whatsapp === false ? undefined : wasender.url, TRUST_PROXY: options.trustProxy, ...options.webhooks },
+    config: {
+      NODE_ENV: 'test',
+      METRICS_TOKEN: options.metricsToken,
+      PORT: 0,
+      CHALLENGE_TTL_SECONDS: 600,
+      INVITATION_TTL_SECONDS: options.invitationTtlSeconds ?? 3_600,
+      CLIENT_RATE_LIMIT_PER_MINUTE: options.clientLimitPerMinute ?? 10_000,
+      WASENDER_API_URL: options.whatsapp === false ? undefined : wasender.url,
+      TRUST_PROXY: options.trustProxy,
+      ...options.webhooks,
+    },
     confirmSubscription: options.confirmSubscription,
     apiUrl: db.apiUrl,
     keys: options.keys,
@@ -56,7 +79,12 @@ export async function startWebStack(
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     })
     const text = await response.text()
-    return { status: response.status, headers: response.headers, text, body: (text ? JSON.parse(text) : undefined) as Record<string, unknown> | undefined }
+    return {
+      status: response.status,
+      headers: response.headers,
+      text,
+      body: (text ? JSON.parse(text) : undefined) as Record<string, unknown> | undefined,
+    }
   }
 
   /** rawCall, with the answer checked against the API document first: the description cannot drift from the behaviour. */

@@ -2,20 +2,36 @@ import { z } from 'zod'
 
 /** Headers that several operations share, described once. */
 export const RetryAfterHeader = z.string().regex(/^\d+$/).meta({ description: 'Seconds to wait before trying again.', example: '30' })
-export const IdempotencyKeyHeader = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces').meta({
-  description: 'Any 1–200 printable characters chosen by the caller; a repeat of the same key answers the first result without doing the work again.',
-  example: '0b8e1c4e-5d0c-4a41-9f55-cc1d1b2f6a10',
-})
-export const IdempotentReplayedHeader = z.literal('true').meta({ description: 'Present when this answer is the stored result of an earlier request with the same Idempotency-Key.' })
-export const ElevationTokenHeader = z.string().min(1).meta({ description: 'The elevation token from POST /step-ups/confirmation (valid 5 minutes, bound to the session).' })
+export const IdempotencyKeyHeader = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
+  .meta({
+    description:
+      'Any 1–200 printable characters chosen by the caller; a repeat of the same key answers the first result without doing the work again.',
+    example: '0b8e1c4e-5d0c-4a41-9f55-cc1d1b2f6a10',
+  })
+export const IdempotentReplayedHeader = z
+  .literal('true')
+  .meta({ description: 'Present when this answer is the stored result of an earlier request with the same Idempotency-Key.' })
+export const ElevationTokenHeader = z
+  .string()
+  .min(1)
+  .meta({ description: 'The elevation token from POST /step-ups/confirmation (valid 5 minutes, bound to the session).' })
 
-const Problem = z.object({
-  type: z.string().meta({ description: '`https://sealpost.dev/problems/<code>`' }),
-  title: z.string(),
-  status: z.int(),
-  code: z.string().meta({ description: 'Stable machine-readable reason' }),
-  errors: z.array(z.object({ pointer: z.string(), detail: z.string() })).optional().meta({ description: 'For `invalid_request`: which fields are wrong' }),
-}).meta({ id: 'Problem', description: 'RFC 9457 problem details' })
+const Problem = z
+  .object({
+    type: z.string().meta({ description: '`https://sealpost.dev/problems/<code>`' }),
+    title: z.string(),
+    status: z.int(),
+    code: z.string().meta({ description: 'Stable machine-readable reason' }),
+    errors: z
+      .array(z.object({ pointer: z.string(), detail: z.string() }))
+      .optional()
+      .meta({ description: 'For `invalid_request`: which fields are wrong' }),
+  })
+  .meta({ id: 'Problem', description: 'RFC 9457 problem details' })
 
 /** The problem body for one status, narrowed to the `code` values that status can carry on one operation. */
 export function problemSchema(status: number, codes: readonly string[]) {

@@ -56,7 +56,8 @@ function responsesOf(operation: ApiOperation): ZodOpenApiResponsesObject {
   for (const [status, codes] of problemsOf(operation)) {
     const headers: Record<string, z.ZodType> = {}
     if (RETRY_AFTER_STATUSES.has(status)) headers['Retry-After'] = RetryAfterHeader
-    if (status === 401 && codes.includes('unauthenticated')) headers['WWW-Authenticate'] = z.literal('Bearer').meta({ description: 'The bearer scheme is expected' })
+    if (status === 401 && codes.includes('unauthenticated'))
+      headers['WWW-Authenticate'] = z.literal('Bearer').meta({ description: 'The bearer scheme is expected' })
     responses[String(status) as `${1 | 2 | 3 | 4 | 5}${string}`] = {
       description: `Refused: ${codes.map((code) => `\`${code}\``).join(', ')}`,
       ...(Object.keys(headers).length > 0 ? { headers: z.object(headers) } : {}),
@@ -81,7 +82,14 @@ function operationObject(operation: ApiOperation, tag: string): ZodOpenApiOperat
     tags: [tag],
     security: SECURITY[operation.auth],
     ...(Object.keys(requestParams).length > 0 ? { requestParams } : {}),
-    ...(operation.body ? { requestBody: { required: !operation.bodyOptional, content: { [operation.bodyContentType ?? 'application/json']: { schema: operation.body } } } } : {}),
+    ...(operation.body
+      ? {
+          requestBody: {
+            required: !operation.bodyOptional,
+            content: { [operation.bodyContentType ?? 'application/json']: { schema: operation.body } },
+          },
+        }
+      : {}),
     responses: responsesOf(operation),
   }
 }
@@ -101,7 +109,8 @@ export function buildDocument(registries: readonly ApiRegistry[]): Record<string
     info: {
       title: 'Sealpost',
       version: '0.1.0',
-      description: 'Transactional outbox for security messages: sign-up, sign-in methods, password recovery, step-up, organizations and invitations, and the staff views of the outbox. Errors are RFC 9457 problems with a stable `code`.',
+      description:
+        'Transactional outbox for security messages: sign-up, sign-in methods, password recovery, step-up, organizations and invitations, and the staff views of the outbox. Errors are RFC 9457 problems with a stable `code`.',
       license: { name: 'UNLICENSED', identifier: 'LicenseRef-UNLICENSED' },
     },
     servers: [{ url: '/', description: 'This server' }],
@@ -109,8 +118,17 @@ export function buildDocument(registries: readonly ApiRegistry[]): Record<string
     components: {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'A session token from POST /sessions or POST /sign-ups/confirmation.' },
-        elevation: { type: 'apiKey', in: 'header', name: 'X-Elevation-Token', description: 'An elevation token from POST /step-ups/confirmation, sent with the session it belongs to.' },
-        metricsToken: { type: 'http', scheme: 'bearer', description: 'The `METRICS_TOKEN` of the deployment (open in development when unset).' },
+        elevation: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-Elevation-Token',
+          description: 'An elevation token from POST /step-ups/confirmation, sent with the session it belongs to.',
+        },
+        metricsToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'The `METRICS_TOKEN` of the deployment (open in development when unset).',
+        },
       },
     },
     paths,

@@ -8,11 +8,19 @@ import { HttpProblem, sendProblem } from '../problem.ts'
 export const healthApi = apiRegistry('Health', 'Liveness and readiness for the platform router')
 const api = {
   liveness: healthApi.add({
-    operationId: 'liveness', method: 'get', path: '/healthz', auth: 'none', summary: 'Liveness: the process runs (never touches the database)',
+    operationId: 'liveness',
+    method: 'get',
+    path: '/healthz',
+    auth: 'none',
+    summary: 'Liveness: the process runs (never touches the database)',
     success: { status: 200, description: 'Alive', body: z.object({ status: z.literal('ok') }) },
   }),
   readiness: healthApi.add({
-    operationId: 'readiness', method: 'get', path: '/readyz', auth: 'none', summary: 'Readiness: the database answers',
+    operationId: 'readiness',
+    method: 'get',
+    path: '/readyz',
+    auth: 'none',
+    summary: 'Readiness: the database answers',
     success: { status: 200, description: 'Ready', body: z.object({ status: z.literal('ready') }) },
     problems: { 503: ['database_unavailable'] },
   }),

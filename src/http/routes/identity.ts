@@ -47,65 +47,119 @@ const codeSent = { status: 202, description: 'Accepted: a code is on its way (no
 export const identityApi = apiRegistry('Identity', 'Sign-up, sessions, sign-in methods, password recovery and step-up')
 const api = {
   signUp: identityApi.add({
-    operationId: 'startSignUp', method: 'post', path: '/sign-ups', auth: 'none', clientLimited: true,
+    operationId: 'startSignUp',
+    method: 'post',
+    path: '/sign-ups',
+    auth: 'none',
+    clientLimited: true,
     summary: 'Start a sign-up: a code goes to the identifier',
-    description: 'The same 202, body and timing whether or not the identifier already has an account (an existing owner gets a password-recovery code instead).',
-    body: SignUpRequest, success: codeSent,
+    description:
+      'The same 202, body and timing whether or not the identifier already has an account (an existing owner gets a password-recovery code instead).',
+    body: SignUpRequest,
+    success: codeSent,
     problems: { 422: ['invalid_identifier', 'channel_unavailable'], 429: CODE_LIMITS },
   }),
   confirmSignUp: identityApi.add({
-    operationId: 'confirmSignUp', method: 'post', path: '/sign-ups/confirmation', auth: 'none', clientLimited: true,
+    operationId: 'confirmSignUp',
+    method: 'post',
+    path: '/sign-ups/confirmation',
+    auth: 'none',
+    clientLimited: true,
     summary: 'Confirm a sign-up with its code and the password of the latest sign-up request; answers a session',
-    description: 'The password must be the one the latest sign-up request for the identifier gave (whoever asked last chose the candidate), so a code alone never activates an account with somebody else\'s password. A wrong code, a wrong password, an expired or used code, and a code past the identity\'s daily wrong-code budget all answer the same 422 invalid_code and spend an attempt.',
-    body: SignUpConfirmationRequest, success: { status: 201, description: 'Signed up and signed in', body: SessionCreated },
+    description:
+      "The password must be the one the latest sign-up request for the identifier gave (whoever asked last chose the candidate), so a code alone never activates an account with somebody else's password. A wrong code, a wrong password, an expired or used code, and a code past the identity's daily wrong-code budget all answer the same 422 invalid_code and spend an attempt.",
+    body: SignUpConfirmationRequest,
+    success: { status: 201, description: 'Signed up and signed in', body: SessionCreated },
     problems: { 409: ['identifier_taken'], 422: ['invalid_identifier', 'invalid_code'] },
   }),
   signIn: identityApi.add({
-    operationId: 'signIn', method: 'post', path: '/sessions', auth: 'none', clientLimited: true,
+    operationId: 'signIn',
+    method: 'post',
+    path: '/sessions',
+    auth: 'none',
+    clientLimited: true,
     summary: 'Sign in with a verified identifier and the password',
-    body: SignInRequest, success: { status: 201, description: 'Signed in', body: SessionCreated },
+    body: SignInRequest,
+    success: { status: 201, description: 'Signed in', body: SessionCreated },
     problems: { 401: ['invalid_credentials'], 422: ['invalid_identifier'] },
   }),
   signOut: identityApi.add({
-    operationId: 'signOut', method: 'delete', path: '/sessions/current', auth: 'bearer',
-    summary: 'Sign out: the session token stops working', success: { status: 204, description: 'Signed out' },
+    operationId: 'signOut',
+    method: 'delete',
+    path: '/sessions/current',
+    auth: 'bearer',
+    summary: 'Sign out: the session token stops working',
+    success: { status: 204, description: 'Signed out' },
   }),
   addSignInMethod: identityApi.add({
-    operationId: 'addSignInMethod', method: 'post', path: '/sign-in-methods', auth: 'elevated',
+    operationId: 'addSignInMethod',
+    method: 'post',
+    path: '/sign-in-methods',
+    auth: 'elevated',
     summary: 'Add a sign-in method: a code goes to it (needs a fresh step-up of this session)',
-    description: 'An identifier another account verified takes exactly the path of a free one (claim, challenge, resend interval, destination budget, a code to the address), so no answer tells whether it belongs to someone. At most 10 additions an hour per identity.',
-    body: IdentifierRequest, success: codeSent,
-    problems: { 409: ['identifier_already_added'], 422: ['invalid_identifier', 'channel_unavailable'], 429: [...CODE_LIMITS, 'identity_rate_limited'] },
+    description:
+      'An identifier another account verified takes exactly the path of a free one (claim, challenge, resend interval, destination budget, a code to the address), so no answer tells whether it belongs to someone. At most 10 additions an hour per identity.',
+    body: IdentifierRequest,
+    success: codeSent,
+    problems: {
+      409: ['identifier_already_added'],
+      422: ['invalid_identifier', 'channel_unavailable'],
+      429: [...CODE_LIMITS, 'identity_rate_limited'],
+    },
   }),
   confirmSignInMethod: identityApi.add({
-    operationId: 'confirmSignInMethod', method: 'post', path: '/sign-in-methods/confirmation', auth: 'bearer',
-    summary: 'Confirm a new sign-in method with its code; the identity\'s other verified identifiers get a security notice',
-    body: ConfirmationRequest, success: { status: 201, description: 'Added', body: SignInMethodAdded },
+    operationId: 'confirmSignInMethod',
+    method: 'post',
+    path: '/sign-in-methods/confirmation',
+    auth: 'bearer',
+    summary: "Confirm a new sign-in method with its code; the identity's other verified identifiers get a security notice",
+    body: ConfirmationRequest,
+    success: { status: 201, description: 'Added', body: SignInMethodAdded },
     problems: { 409: ['identifier_taken'], 422: ['invalid_identifier', 'invalid_code'], 429: ['too_many_wrong_codes'] },
   }),
   requestPasswordRecovery: identityApi.add({
-    operationId: 'requestPasswordRecovery', method: 'post', path: '/password-recoveries', auth: 'none', clientLimited: true,
+    operationId: 'requestPasswordRecovery',
+    method: 'post',
+    path: '/password-recoveries',
+    auth: 'none',
+    clientLimited: true,
     summary: 'Ask for a recovery code',
     description: 'The same 202, body and timing for unknown identifiers.',
-    body: IdentifierRequest, success: codeSent,
+    body: IdentifierRequest,
+    success: codeSent,
     problems: { 422: ['invalid_identifier', 'channel_unavailable'], 429: CODE_LIMITS },
   }),
   completePasswordRecovery: identityApi.add({
-    operationId: 'completePasswordRecovery', method: 'post', path: '/password-recoveries/completion', auth: 'none', clientLimited: true,
-    summary: 'Set a new password with the recovery code; revokes every session and sends a security notice to the other verified identifiers',
-    body: PasswordRecoveryCompletionRequest, success: { status: 204, description: 'Password changed' },
+    operationId: 'completePasswordRecovery',
+    method: 'post',
+    path: '/password-recoveries/completion',
+    auth: 'none',
+    clientLimited: true,
+    summary:
+      'Set a new password with the recovery code; revokes every session and sends a security notice to the other verified identifiers',
+    body: PasswordRecoveryCompletionRequest,
+    success: { status: 204, description: 'Password changed' },
     problems: { 422: ['invalid_identifier', 'invalid_code'] },
   }),
   startStepUp: identityApi.add({
-    operationId: 'startStepUp', method: 'post', path: '/step-ups', auth: 'bearer',
+    operationId: 'startStepUp',
+    method: 'post',
+    path: '/step-ups',
+    auth: 'bearer',
     summary: 'Ask for a step-up code (to the first verified identifier)',
-    body: StepUpRequest.unwrap(), bodyOptional: true, success: codeSent,
+    body: StepUpRequest.unwrap(),
+    bodyOptional: true,
+    success: codeSent,
     problems: { 409: ['no_verified_identifier'], 429: [...CODE_LIMITS, 'identity_rate_limited'] },
   }),
   confirmStepUp: identityApi.add({
-    operationId: 'confirmStepUp', method: 'post', path: '/step-ups/confirmation', auth: 'bearer',
+    operationId: 'confirmStepUp',
+    method: 'post',
+    path: '/step-ups/confirmation',
+    auth: 'bearer',
     summary: 'Exchange the step-up code for an elevation token (5 minutes, this session only)',
-    body: StepUpConfirmationRequest, success: { status: 201, description: 'Elevated', body: ElevationCreated },
+    body: StepUpConfirmationRequest,
+    success: { status: 201, description: 'Elevated', body: ElevationCreated },
     problems: { 422: ['invalid_code'], 429: ['too_many_wrong_codes'] },
   }),
 }
@@ -122,7 +176,9 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
     const body = SignUpRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
     await countClient(req)
-    const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () => signUp(db, localized(deps, res), { identifier, password: body.password }))
+    const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
+      signUp(db, localized(deps, res), { identifier, password: body.password }),
+    )
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
 
@@ -131,7 +187,9 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
     const identifier = identifierFrom(body.identifier)
     await countClient(req)
     // Whether a sign-up is pending for the address must not show in the timing either (idle or not, the work is alike).
-    const session = await withMinimumDuration(ENUMERATION_FLOOR_MS, () => confirmSignUp(db, deps, { identifier, code: body.code, password: body.password }))
+    const session = await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
+      confirmSignUp(db, deps, { identifier, code: body.code, password: body.password }),
+    )
     res.status(201).json({ token: session.token, expiresAt: iso(session.expiresAt) })
   })
 
@@ -157,14 +215,18 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
 
   route(router, api.confirmSignInMethod, signedIn, async (req, res) => {
     const body = ConfirmationRequest.parse(req.body)
-    res.status(201).json(await confirmSignInMethod(db, deps, sessionOf(res), { identifier: identifierFrom(body.identifier), code: body.code }))
+    res
+      .status(201)
+      .json(await confirmSignInMethod(db, deps, sessionOf(res), { identifier: identifierFrom(body.identifier), code: body.code }))
   })
 
   route(router, api.requestPasswordRecovery, async (req, res) => {
     const body = IdentifierRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
     await countClient(req)
-    const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () => db.transaction((trx) => requestPasswordRecoveryTx(trx, localized(deps, res), identifier)))
+    const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
+      db.transaction((trx) => requestPasswordRecoveryTx(trx, localized(deps, res), identifier)),
+    )
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
 
@@ -172,7 +234,9 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
     const body = PasswordRecoveryCompletionRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
     await countClient(req)
-    await withMinimumDuration(ENUMERATION_FLOOR_MS, () => completePasswordRecovery(db, localized(deps, res), { identifier, code: body.code, newPassword: body.newPassword }))
+    await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
+      completePasswordRecovery(db, localized(deps, res), { identifier, code: body.code, newPassword: body.newPassword }),
+    )
     res.status(204).end()
   })
 

@@ -10,34 +10,70 @@ import { apiRegistry, route } from '../openapi/registry.ts'
 import { HttpProblem } from '../problem.ts'
 import { Backlog, DeadLetterPage, DeadLetterQuery, MessageHistory, MessagePath, Reissued } from '../staff-schemas.ts'
 
-const REISSUE_REFUSALS = ['invitation_message', 'security_notice_message', 'reissue_refused_provider_rejected', 'superseded_by_resend', 'challenge_expired', 'challenge_consumed', 'own_message', 'challenge_revoked', 'challenge_out_of_attempts', 'newer_message_exists', 'idempotency_key_in_use'] as const
+const REISSUE_REFUSALS = [
+  'invitation_message',
+  'security_notice_message',
+  'reissue_refused_provider_rejected',
+  'superseded_by_resend',
+  'challenge_expired',
+  'challenge_consumed',
+  'own_message',
+  'challenge_revoked',
+  'challenge_out_of_attempts',
+  'newer_message_exists',
+  'idempotency_key_in_use',
+] as const
 
 /** The API document's description of each route below, in the same order. */
-export const platformAdminApi = apiRegistry('Platform admin', 'Staff views of the security outbox (active staff members only; `npm run staff -- grant`)')
+export const platformAdminApi = apiRegistry(
+  'Platform admin',
+  'Staff views of the security outbox (active staff members only; `npm run staff -- grant`)',
+)
 const api = {
   backlog: platformAdminApi.add({
-    operationId: 'getOutboxBacklog', method: 'get', path: '/platform-admin/security-outbox/backlog', auth: 'staff',
+    operationId: 'getOutboxBacklog',
+    method: 'get',
+    path: '/platform-admin/security-outbox/backlog',
+    auth: 'staff',
     summary: 'Is delivery healthy? Messages per state, the oldest due age, dead letters of the last 24 h, the queue',
     success: { status: 200, description: 'The backlog', body: Backlog },
   }),
   deadLetters: platformAdminApi.add({
-    operationId: 'listDeadLetters', method: 'get', path: '/platform-admin/security-outbox/dead-letters', auth: 'staff',
+    operationId: 'listDeadLetters',
+    method: 'get',
+    path: '/platform-admin/security-outbox/dead-letters',
+    auth: 'staff',
     summary: 'A keyset page of dead letters, newest first, destinations masked',
-    query: DeadLetterQuery, success: { status: 200, description: 'One page', body: DeadLetterPage },
+    query: DeadLetterQuery,
+    success: { status: 200, description: 'One page', body: DeadLetterPage },
     problems: { 400: ['invalid_cursor'] },
   }),
   message: platformAdminApi.add({
-    operationId: 'getOutboxMessage', method: 'get', path: '/platform-admin/security-outbox/messages/:messageId', auth: 'staff',
+    operationId: 'getOutboxMessage',
+    method: 'get',
+    path: '/platform-admin/security-outbox/messages/:messageId',
+    auth: 'staff',
     summary: "One message's history: the message (destination masked), its attempts and its dead letter",
-    params: MessagePath, success: { status: 200, description: 'The history', body: MessageHistory },
+    params: MessagePath,
+    success: { status: 200, description: 'The history', body: MessageHistory },
     problems: { 404: ['message_not_found'] },
   }),
   reissue: platformAdminApi.add({
-    operationId: 'reissueDeadLetter', method: 'post', path: '/platform-admin/security-outbox/dead-letters/:messageId/reissues', auth: 'staff-elevated',
+    operationId: 'reissueDeadLetter',
+    method: 'post',
+    path: '/platform-admin/security-outbox/dead-letters/:messageId/reissues',
+    auth: 'staff-elevated',
     summary: 'Send a dead-lettered code again with a fresh code (audited, idempotent)',
-    description: 'Needs a fresh elevation token of this staff session and an Idempotency-Key; a repeat of the key answers the first result with `Idempotent-Replayed: true`.',
-    params: MessagePath, headers: z.object({ 'Idempotency-Key': IdempotencyKeyHeader }),
-    success: { status: 201, description: 'Reissued (or the replay of an earlier reissue with this key)', body: Reissued, headers: z.object({ 'Idempotent-Replayed': IdempotentReplayedHeader.optional() }) },
+    description:
+      'Needs a fresh elevation token of this staff session and an Idempotency-Key; a repeat of the key answers the first result with `Idempotent-Replayed: true`.',
+    params: MessagePath,
+    headers: z.object({ 'Idempotency-Key': IdempotencyKeyHeader }),
+    success: {
+      status: 201,
+      description: 'Reissued (or the replay of an earlier reissue with this key)',
+      body: Reissued,
+      headers: z.object({ 'Idempotent-Replayed': IdempotentReplayedHeader.optional() }),
+    },
     problems: { 400: ['idempotency_key_reused'], 404: ['dead_letter_not_found'], 409: REISSUE_REFUSALS, 422: ['idempotency_key_required'] },
   }),
 }
@@ -54,7 +90,18 @@ export function platformAdminRoutes({ db, reissue: deps }: { db: Knex; reissue: 
   route(router, api.deadLetters, ...staff, async (req, res) => {
     const query = DeadLetterQuery.parse(req.query)
     if (query.after && query.before) throw new HttpProblem(422, 'invalid_request', 'Give `after` or `before`, not both.')
-    res.json(await deadLetterPage(db, staffSessionOf(res), { limit: query.limit, after: query.after ? decodeCursor(query.after) : undefined, before: query.before ? decodeCursor(query.before) : undefined }, deps.clock()))
+    res.json(
+      await deadLetterPage(
+        db,
+        staffSessionOf(res),
+        {
+          limit: query.limit,
+          after: query.after ? decodeCursor(query.after) : undefined,
+          before: query.before ? decodeCursor(query.before) : undefined,
+        },
+        deps.clock(),
+      ),
+    )
   })
 
   route(router, api.message, ...staff, async (req, res) => {
@@ -68,9 +115,18 @@ export function platformAdminRoutes({ db, reissue: deps }: { db: Knex; reissue: 
     const messageId = String(req.params.messageId ?? '')
     if (!z.uuid().safeParse(messageId).success) throw new NotFoundError('dead_letter_not_found', 'There is no such dead letter.')
     const key = IdempotencyKeyHeader.safeParse(req.get('idempotency-key'))
-    if (!key.success) throw new HttpProblem(422, 'idempotency_key_required', 'An Idempotency-Key header (1–200 printable characters) is required.')
-    const result = await reissueDeadLetter(db, deps, { staff: staffSessionOf(res), elevationToken: req.get('x-elevation-token'), idempotencyKey: key.data, messageId })
-    res.status(201).set(result.replayed ? { 'Idempotent-Replayed': 'true' } : {}).json({ messageId: result.messageId, challengeExpiresAt: result.challengeExpiresAt })
+    if (!key.success)
+      throw new HttpProblem(422, 'idempotency_key_required', 'An Idempotency-Key header (1–200 printable characters) is required.')
+    const result = await reissueDeadLetter(db, deps, {
+      staff: staffSessionOf(res),
+      elevationToken: req.get('x-elevation-token'),
+      idempotencyKey: key.data,
+      messageId,
+    })
+    res
+      .status(201)
+      .set(result.replayed ? { 'Idempotent-Replayed': 'true' } : {})
+      .json({ messageId: result.messageId, challengeExpiresAt: result.challengeExpiresAt })
   })
 
   return router

@@ -13,18 +13,29 @@ export const SuppressionQuery = z.strictObject({
 })
 
 /** The API document's description of each route below, in the same order. */
-export const suppressionApi = apiRegistry('Suppressions', 'Destinations that bounced permanently or complained: the staff list (masked) and lifting an entry (audited)')
+export const suppressionApi = apiRegistry(
+  'Suppressions',
+  'Destinations that bounced permanently or complained: the staff list (masked) and lifting an entry (audited)',
+)
 const api = {
   list: suppressionApi.add({
-    operationId: 'listSuppressions', method: 'get', path: '/platform-admin/suppressions', auth: 'staff',
+    operationId: 'listSuppressions',
+    method: 'get',
+    path: '/platform-admin/suppressions',
+    auth: 'staff',
     summary: 'Suppressed destinations, masked, newest first (keyset pages)',
-    query: SuppressionQuery, success: { status: 200, description: 'One page', body: SuppressionPage },
+    query: SuppressionQuery,
+    success: { status: 200, description: 'One page', body: SuppressionPage },
     problems: { 400: ['invalid_cursor'] },
   }),
   lift: suppressionApi.add({
-    operationId: 'liftSuppression', method: 'delete', path: '/platform-admin/suppressions/:id', auth: 'staff-elevated',
+    operationId: 'liftSuppression',
+    method: 'delete',
+    path: '/platform-admin/suppressions/:id',
+    auth: 'staff-elevated',
     summary: 'Lift a suppression (audited): messages to the destination are sent again',
-    params: z.object({ id: z.string().meta({ description: 'The suppression id (a uuid)' }) }), success: { status: 204, description: 'Lifted' },
+    params: z.object({ id: z.string().meta({ description: 'The suppression id (a uuid)' }) }),
+    success: { status: 204, description: 'Lifted' },
     problems: { 404: ['suppression_not_found'] },
   }),
 }
@@ -36,7 +47,14 @@ export function suppressionRoutes({ db, clock }: { db: Knex; clock: () => Date }
 
   route(router, api.list, ...staff, async (req, res) => {
     const query = SuppressionQuery.parse(req.query)
-    res.json(await suppressionPage(db, { staff: staffSessionOf(res), now: clock(), limit: query.limit, after: query.after ? decodeSuppressionCursor(query.after) : undefined }))
+    res.json(
+      await suppressionPage(db, {
+        staff: staffSessionOf(res),
+        now: clock(),
+        limit: query.limit,
+        after: query.after ? decodeSuppressionCursor(query.after) : undefined,
+      }),
+    )
   })
 
   route(router, api.lift, ...staff, async (req, res) => {

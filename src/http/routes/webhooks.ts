@@ -7,18 +7,29 @@ import { SesWebhookAnswer, SnsDelivery, WasenderStatusUpdate, WasenderWebhookAns
 const SES_REFUSALS = ['invalid_signature', 'invalid_certificate_url', 'invalid_subscribe_url', 'unknown_topic', 'stale_message'] as const
 
 /** The API document's description of each route below, in the same order. */
-export const webhookApi = apiRegistry('Webhooks', 'Provider delivery events: Amazon SNS deliveries of SES events, Wasender message status updates')
+export const webhookApi = apiRegistry(
+  'Webhooks',
+  'Provider delivery events: Amazon SNS deliveries of SES events, Wasender message status updates',
+)
 const api = {
   ses: webhookApi.add({
-    operationId: 'receiveSesEvent', method: 'post', path: '/webhooks/ses', auth: 'none',
+    operationId: 'receiveSesEvent',
+    method: 'post',
+    path: '/webhooks/ses',
+    auth: 'none',
     summary: 'Amazon SNS deliveries of SES events (signature verified; subscriptions confirmed only for SES_EVENTS_TOPIC_ARN)',
-    description: 'SNS posts JSON as text/plain with x-amz-sns-message-type. Refusals (4xx) are final for SNS; an authentic event for a message we do not know is 200 unknown_message; a certificate that cannot be fetched is 503 so SNS retries.',
-    body: SnsDelivery, bodyContentType: 'text/plain',
+    description:
+      'SNS posts JSON as text/plain with x-amz-sns-message-type. Refusals (4xx) are final for SNS; an authentic event for a message we do not know is 200 unknown_message; a certificate that cannot be fetched is 503 so SNS retries.',
+    body: SnsDelivery,
+    bodyContentType: 'text/plain',
     success: { status: 200, description: 'Handled', body: SesWebhookAnswer },
     problems: { 400: ['malformed'], 403: SES_REFUSALS, 503: ['certificate_unavailable'] },
   }),
   wasender: webhookApi.add({
-    operationId: 'receiveWasenderStatus', method: 'post', path: '/webhooks/wasender', auth: 'none',
+    operationId: 'receiveWasenderStatus',
+    method: 'post',
+    path: '/webhooks/wasender',
+    auth: 'none',
     summary: 'Wasender message status updates (X-Webhook-Signature must equal WASENDER_WEBHOOK_SECRET)',
     body: WasenderStatusUpdate,
     success: { status: 200, description: 'Handled', body: WasenderWebhookAnswer },
@@ -36,7 +47,12 @@ export function webhookRoutes(deps: WebhookDeps): Router {
   const router = Router()
   const refused = (error: unknown): never => {
     if (error instanceof WebhookRefused) {
-      throw new HttpProblem(error.reason === 'malformed' ? 400 : error.reason === 'certificate_unavailable' ? 503 : 403, error.reason, 'The webhook delivery was refused.', error.reason === 'certificate_unavailable' ? { headers: { 'Retry-After': '30' } } : {})
+      throw new HttpProblem(
+        error.reason === 'malformed' ? 400 : error.reason === 'certificate_unavailable' ? 503 : 403,
+        error.reason,
+        'The webhook delivery was refused.',
+        error.reason === 'certificate_unavailable' ? { headers: { 'Retry-After': '30' } } : {},
+      )
     }
     throw error
   }
