@@ -135,14 +135,12 @@ export async function httpEnqueue(
   try {
     const { perSecond } = await closedLoop(concurrency, seconds, async (n, worker) => {
       const started = performance.now()
-      const response = await clients
-        .pool(worker)
-        .request({
-          method: 'POST',
-          path: '/password-recoveries',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ identifier: identifiers[n % identifiers.length] }),
-        })
+      const response = await clients.pool(worker).request({
+        method: 'POST',
+        path: '/password-recoveries',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ identifier: identifiers[n % identifiers.length] }),
+      })
       await response.body.dump()
       latencies.push(performance.now() - started)
       if (response.statusCode !== 202) non202 += 1

@@ -185,16 +185,14 @@ describe('operator console in headless Chromium', function () {
     expect(await changeStaff(f.db.owner, 'grant', parseIdentifier(staff)!, 'test', new Date())).to.equal('granted')
     // A real suppression (as a permanent bounce would leave it), lifted through the real routes.
     const id = uuidv7()
-    await f.db
-      .owner('outbox.suppressed_destinations')
-      .insert({
-        id,
-        destination_hmac: randomBytes(32),
-        channel: 'email',
-        masked_destination: 'b•••e@e•••.com',
-        reason: 'permanent_bounce',
-        since: new Date(),
-      })
+    await f.db.owner('outbox.suppressed_destinations').insert({
+      id,
+      destination_hmac: randomBytes(32),
+      channel: 'email',
+      masked_destination: 'b•••e@e•••.com',
+      reason: 'permanent_bounce',
+      since: new Date(),
+    })
     await page.goto(`${f.stack.web.url}/platform-admin/`)
     await page.evaluate(() => sessionStorage.clear())
     await page.reload()

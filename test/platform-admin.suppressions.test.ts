@@ -27,15 +27,13 @@ describe('staff: the suppression list', () => {
   }
   async function elevate(who: { identityId: string; sessionId: string }) {
     const token = randomBytes(32).toString('base64url')
-    await f.db
-      .owner('identity.elevations')
-      .insert({
-        id: uuidv7(),
-        identity_id: who.identityId,
-        session_id: who.sessionId,
-        token_hash: hashToken(token),
-        expires_at: new Date(Date.now() + 300_000),
-      })
+    await f.db.owner('identity.elevations').insert({
+      id: uuidv7(),
+      identity_id: who.identityId,
+      session_id: who.sessionId,
+      token_hash: hashToken(token),
+      expires_at: new Date(Date.now() + 300_000),
+    })
     return token
   }
   async function suppression(since: Date, reason = 'permanent_bounce') {

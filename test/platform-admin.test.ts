@@ -386,35 +386,31 @@ describe('staff: reissue of a dead letter (OX-O2)', () => {
     // A newer code already went out to the same destination for the same purpose (a resend, say).
     const resent = await kit.deadSignUp()
     const dead = await f.db.owner('outbox.security_outbox_messages').where({ id: resent.messageId }).first()
-    await f.db
-      .owner('outbox.security_outbox_messages')
-      .insert({
-        id: uuidv7(),
-        purpose: dead.purpose,
-        challenge_id: dead.challenge_id,
-        channel: dead.channel,
-        destination: dead.destination,
-        state: 'published',
-        published_at: new Date(),
-        attempt_count: 0,
-        expires_at: dead.expires_at,
-      })
+    await f.db.owner('outbox.security_outbox_messages').insert({
+      id: uuidv7(),
+      purpose: dead.purpose,
+      challenge_id: dead.challenge_id,
+      channel: dead.channel,
+      destination: dead.destination,
+      state: 'published',
+      published_at: new Date(),
+      attempt_count: 0,
+      expires_at: dead.expires_at,
+    })
     await refusedWith(resent.messageId, 'newer_message_exists')
 
     const invitation = await insertInvitationDeadLetter(f.db.owner)
     await refusedWith(invitation, 'invitation_message')
     const notice = uuidv7()
-    await f.db
-      .owner('outbox.security_outbox_messages')
-      .insert({
-        id: notice,
-        purpose: 'security_notice',
-        channel: 'email',
-        destination: 'n@example.com',
-        state: 'dead_lettered',
-        dead_lettered_at: new Date(),
-        expires_at: new Date(Date.now() + 86_400_000),
-      })
+    await f.db.owner('outbox.security_outbox_messages').insert({
+      id: notice,
+      purpose: 'security_notice',
+      channel: 'email',
+      destination: 'n@example.com',
+      state: 'dead_lettered',
+      dead_lettered_at: new Date(),
+      expires_at: new Date(Date.now() + 86_400_000),
+    })
     await f.db.owner('outbox.security_outbox_dead_letters').insert({ message_id: notice, reason: 'retries_exhausted' })
     await refusedWith(notice, 'security_notice_message')
     await refusedWith(uuidv7(), 'dead_letter_not_found', 404)

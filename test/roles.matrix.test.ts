@@ -300,16 +300,14 @@ describe('HTTP refusal matrix', () => {
         async () => {
           const admin = await signedIn()
           const organizationId = await organizationOf(admin)
-          await f.db
-            .owner('organization.invitations')
-            .insert({
-              id: uuidv7(),
-              organization_id: organizationId,
-              email: uniqueEmail('invitee'),
-              token_hash: invitationTokenHash(INVITE_TOKEN),
-              invited_by: admin.identityId,
-              expires_at: new Date(Date.now() + 3_600_000),
-            })
+          await f.db.owner('organization.invitations').insert({
+            id: uuidv7(),
+            organization_id: organizationId,
+            email: uniqueEmail('invitee'),
+            token_hash: invitationTokenHash(INVITE_TOKEN),
+            invited_by: admin.identityId,
+            expires_at: new Date(Date.now() + 3_600_000),
+          })
           return {
             method: 'POST',
             path: '/invitations/acceptance',
@@ -332,15 +330,13 @@ describe('HTTP refusal matrix', () => {
           const staff = await signedIn()
           await f.db.owner('platform.staff_members').insert({ identity_id: staff.identityId })
           const elevation = randomBytes(32).toString('base64url')
-          await f.db
-            .owner('identity.elevations')
-            .insert({
-              id: uuidv7(),
-              identity_id: staff.identityId,
-              session_id: staff.sessionId,
-              token_hash: hashToken(elevation),
-              expires_at: new Date(Date.now() + 300_000),
-            })
+          await f.db.owner('identity.elevations').insert({
+            id: uuidv7(),
+            identity_id: staff.identityId,
+            session_id: staff.sessionId,
+            token_hash: hashToken(elevation),
+            expires_at: new Date(Date.now() + 300_000),
+          })
           const messageId = await insertOpenMessage(f.db.owner)
           await f.db.owner.transaction(async (trx) => {
             await trx('outbox.security_outbox_ciphertexts').where({ message_id: messageId }).delete()
