@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 import type { Job, PgBoss } from 'pg-boss'
 import type { Logger } from '../src/logging/logger.ts'
 import { QUEUES, type DeliveryJobData } from '../src/outbox/constants.ts'
-import { isRealCrashLoopTx } from '../src/outbox/crash-loop-sql.ts'
+import { isRealCrashLoopTx } from '../src/outbox/pgboss-jobs-sql.ts'
 import { deadLetterMessageTx, lockMessageTx } from '../src/outbox/messages-sql.ts'
 import { completeJobTx } from '../src/outbox/settle.ts'
 

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { ConfigError } from '../../config/schema.ts'
 import { createKnex } from '../db/knex.ts'
+import { latestProviderMessageId } from '../outbox/attempts-sql.ts'
 import { DEV_TOPIC_ARN, devSnsSigner, sesEventMessage } from '../runtime/dev-sns-signer.ts'
 import { runtimeFile } from '../runtime/dev-stack.ts'
 import { main } from './main.ts'
@@ -29,12 +30,7 @@ await main('cli', async (config) => {
   const db = createKnex(await ownerDatabaseUrl(config), { applicationName: 'sealpost-dev-ses-event', max: 1 })
   let providerMessageId: string | undefined
   try {
-    const attempt = await db('outbox.security_outbox_attempts')
-      .where({ message_id: messageId })
-      .whereNotNull('provider_message_id')
-      .orderBy('attempt_no', 'desc')
-      .first<{ provider_message_id: string } | undefined>('provider_message_id')
-    providerMessageId = attempt?.provider_message_id
+    providerMessageId = await latestProviderMessageId(db, messageId)
   } finally {
     await db.destroy()
   }

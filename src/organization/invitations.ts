@@ -8,6 +8,7 @@ import { hitRateLimitTx } from '../identity/rate-limits.ts'
 import type { KeyRing } from '../crypto/key-ring.ts'
 import { bucketKeys } from '../identity/secrets.ts'
 import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
+import { deadLetterInvitationMessagesTx } from '../outbox/web-functions-sql.ts'
 import { organizationNameOrThrow } from './organization-name.ts'
 import type { Logger } from '../logging/logger.ts'
 
@@ -170,18 +171,9 @@ export async function inviteTx(
   return { invitationId, expiresAt }
 }
 
-/** The invitation's unsent messages go, through the one outbox function the web may call for it. */
-async function closeInvitationMessagesTx(
-  trx: Knex.Transaction,
-  invitationId: string,
-  reason: 'invitation_revoked' | 'invitation_accepted',
-): Promise<void> {
-  await trx.raw('SELECT outbox.dead_letter_invitation_messages(?, ?)', [invitationId, reason])
-}
-
 async function revokeTx(trx: Knex.Transaction, invitationId: string, now: Date): Promise<void> {
   await trx(INVITATIONS).where({ id: invitationId }).update({ status: 'revoked', revoked_at: now })
-  await closeInvitationMessagesTx(trx, invitationId, 'invitation_revoked')
+  await deadLetterInvitationMessagesTx(trx, invitationId, 'invitation_revoked')
 }
 
 /** `DELETE /organizations/:id/invitations/:invitationId`: revokes; revoking twice is a no-op. */
@@ -241,7 +233,7 @@ export async function acceptInvitation(
       .onConflict(['organization_id', 'identity_id'])
       .ignore()
     await trx(INVITATIONS).where({ id: invitation.id }).update({ status: 'accepted', accepted_by: input.identityId, accepted_at: now })
-    await closeInvitationMessagesTx(trx, invitation.id, 'invitation_accepted')
+    await deadLetterInvitationMessagesTx(trx, invitation.id, 'invitation_accepted')
     return { organizationId: invitation.organization_id }
   })
 }

@@ -28,3 +28,13 @@ export async function insertAttemptsTx(trx: Knex.Transaction, attempts: readonly
     })),
   )
 }
+
+/** The provider's id of a message's latest attempt that has one (the dev tool that fakes an SES event). */
+export async function latestProviderMessageId(db: Knex, messageId: string): Promise<string | undefined> {
+  const attempt = await db('outbox.security_outbox_attempts')
+    .where({ message_id: messageId })
+    .whereNotNull('provider_message_id')
+    .orderBy('attempt_no', 'desc')
+    .first<{ provider_message_id: string } | undefined>('provider_message_id')
+  return attempt?.provider_message_id
+}

@@ -2,10 +2,12 @@ import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
 import { batchOrEach, type Failed } from './batch-or-each.ts'
 import { selectEnvelopesTx } from './ciphertexts-sql.ts'
+import { leaseClaimableMessages } from './claim-sql.ts'
 import { deadLetterMessagesTx, leaseMessagesTx, lockMessagesTx, type DeadLetter, type Lease, type MessageRow } from './messages-sql.ts'
 import { expiredReason, invitationClosedReason, invitationStatesTx } from './invitations-sql.ts'
 import { activePausesTx } from './provider-pauses-sql.ts'
-import { activeJobsTx, completeJobsTx, scheduleNextAttemptTx } from './settle.ts'
+import { activeJobsTx } from './pgboss-jobs-sql.ts'
+import { completeJobsTx, scheduleNextAttemptTx } from './settle.ts'
 
 export type Claim =
   /** An invitation's message also carries its organization's name, for the email. */
@@ -46,53 +48,15 @@ export async function claimMessages(
   return requests.map((request) => common.get(request.messageId) ?? settled[rest.indexOf(request)]!)
 }
 
-const MESSAGE_COLUMNS = [
-  'id',
-  'purpose',
-  'channel',
-  'destination',
-  'locale',
-  'invitation_id',
-  'state',
-  'attempt_count',
-  'lease_job_id',
-  'lease_retry_count',
-  'expires_at',
-  'created_at',
-]
-
 /**
- * One statement, no BEGIN/COMMIT round trips: code messages that are pending (or leased under an
- * earlier attempt of the same job), unexpired, on an unpaused channel and still holding their
- * envelope are locked in id order, leased to their job attempts and returned with the envelope.
- * Anything else (and a batch naming one message twice) is left to the full path.
+ * The common case in one statement (`leaseClaimableMessages`). Anything it does not lease (and a
+ * batch naming one message twice) is left to the full path.
  */
 async function claimCommonCase(db: Knex, requests: readonly ClaimRequest[], now: Date): Promise<Map<string, Claim>> {
   const ids = requests.map((request) => request.messageId)
   if (ids.length === 0 || new Set(ids).size !== ids.length) return new Map()
   try {
-    const { rows } = await db.raw<{ rows: (MessageRow & { envelope: string })[] }>(
-      `WITH req AS (
-         SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::integer[]) AS r (id, job_id, retry_count)
-       ), claimable AS (
-         SELECT m.id FROM outbox.security_outbox_messages m JOIN req ON req.id = m.id
-          WHERE (m.state = 'pending' OR (m.state = 'leased' AND m.lease_job_id = req.job_id))
-            AND m.purpose <> 'invitation'
-            AND m.expires_at > ?
-            AND NOT EXISTS (SELECT FROM outbox.provider_pauses p WHERE p.channel = m.channel AND p.paused_until > ?)
-            AND EXISTS (SELECT FROM outbox.security_outbox_ciphertexts c WHERE c.message_id = m.id)
-          ORDER BY m.id
-          FOR UPDATE OF m
-       ), leased AS (
-         UPDATE outbox.security_outbox_messages m
-            SET state = 'leased', lease_job_id = req.job_id, lease_retry_count = req.retry_count, leased_at = ?
-           FROM claimable JOIN req ON req.id = claimable.id
-          WHERE m.id = claimable.id
-         RETURNING ${MESSAGE_COLUMNS.map((column) => `m.${column}`).join(', ')}
-       )
-       SELECT leased.*, c.envelope FROM leased JOIN outbox.security_outbox_ciphertexts c ON c.message_id = leased.id`,
-      [ids, requests.map((request) => request.lease.jobId), requests.map((request) => request.lease.retryCount), now, now, now],
-    )
+    const rows = await leaseClaimableMessages(db, requests, now)
     return new Map(rows.map(({ envelope, ...message }) => [message.id, { kind: 'claimed', message, envelope }]))
   } catch {
     // A deadlock or a lost connection: the full path decides for every job instead.

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
-import { QUEUES } from './constants.ts'
 import { expiredReason } from './invitations-sql.ts'
 import { deadLetterMessagesTx } from './messages-sql.ts'
+import { LEASE_HELD_BY_LIVE_JOB } from './pgboss-jobs-sql.ts'
 
 const MESSAGES = 'outbox.security_outbox_messages'
 
@@ -18,13 +18,11 @@ export async function lockExpiredUnclaimedTx(trx: Knex.Transaction, now: Date, l
        FROM ${MESSAGES} m
       WHERE m.state IN ('pending', 'leased')
         AND m.expires_at <= ?
-        AND NOT EXISTS (
-          SELECT FROM pgboss.job j
-           WHERE j.name = ? AND j.id = m.lease_job_id AND j.state = 'active' AND j.retry_count = m.lease_retry_count)
+        AND NOT ${LEASE_HELD_BY_LIVE_JOB}
       ORDER BY m.expires_at
       LIMIT ?
       FOR UPDATE OF m SKIP LOCKED`,
-    [now, QUEUES.delivery, limit],
+    [now, limit],
   )
   return rows
 }

@@ -56,23 +56,26 @@ export async function lockMessageTx(trx: Knex.Transaction, id: string): Promise<
   return (await lockMessagesTx(trx, [id]))[0]
 }
 
+/** The select list of a `MessageRow`: every reader of one (lock, claim) selects exactly these. */
+export const MESSAGE_COLUMNS = [
+  'id',
+  'purpose',
+  'channel',
+  'destination',
+  'locale',
+  'invitation_id',
+  'state',
+  'attempt_count',
+  'lease_job_id',
+  'lease_retry_count',
+  'expires_at',
+  'created_at',
+] as const satisfies readonly (keyof MessageRow)[]
+
 /** Locks several messages, always in id order, so two batches that overlap cannot deadlock. */
 export async function lockMessagesTx(trx: Knex.Transaction, ids: readonly string[]): Promise<MessageRow[]> {
   return await trx(MESSAGES)
-    .select(
-      'id',
-      'purpose',
-      'channel',
-      'destination',
-      'locale',
-      'invitation_id',
-      'state',
-      'attempt_count',
-      'lease_job_id',
-      'lease_retry_count',
-      'expires_at',
-      'created_at',
-    )
+    .select(...MESSAGE_COLUMNS)
     .whereIn('id', [...new Set(ids)])
     .orderBy('id')
     .forUpdate()

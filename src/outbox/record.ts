@@ -4,6 +4,7 @@ import { cappedRetryAfter, defaultPausePolicy, type PausePolicy } from '../deliv
 import { nextRetryAt } from '../delivery/retry-policy.ts'
 import { insertAttemptsTx, type NewAttempt } from './attempts-sql.ts'
 import { batchOrEach, type Failed } from './batch-or-each.ts'
+import { publishLeasedMessagesTx } from './publish-sql.ts'
 import { deleteCiphertextsTx } from './ciphertexts-sql.ts'
 import type { Channel, DeadLetterReason, FailureClass } from './constants.ts'
 import { deadLetterMessagesTx, isLeasedBy, lockMessagesTx, publishMessagesTx, type DeadLetter, type Lease } from './messages-sql.ts'
@@ -98,15 +99,16 @@ export async function recordOutcomesEach(
 async function recordPublishedBatch(db: Knex, boss: PgBoss, requests: readonly RecordRequest[], now: Date): Promise<Recorded[]> {
   if (new Set(requests.map((request) => request.messageId)).size !== requests.length) throw new Error('one message twice in a record batch')
   return await db.transaction(async (trx): Promise<Recorded[]> => {
-    const { rows } = await trx.raw<{ rows: { id: string; attempt_count: number }[] }>(PUBLISH_SQL, [
-      requests.map((request) => request.messageId),
-      requests.map((request) => request.lease.jobId),
-      requests.map((request) => request.lease.retryCount),
-      requests.map((request) => (request.outcome.kind === 'published' ? request.outcome.providerMessageId : '')),
-      requests.map((request) => (request.outcome.kind === 'published' ? Math.max(0, Math.round(request.outcome.durationMs)) : 0)),
+    const rows = await publishLeasedMessagesTx(
+      trx,
+      requests.map((request) => ({
+        messageId: request.messageId,
+        lease: request.lease,
+        providerMessageId: request.outcome.kind === 'published' ? request.outcome.providerMessageId : '',
+        durationMs: request.outcome.kind === 'published' ? request.outcome.durationMs : 0,
+      })),
       now,
-      now,
-    ])
+    )
     const attemptNo = new Map(rows.map((row) => [row.id, row.attempt_count + 1]))
     await completeJobsTx(
       trx,
@@ -119,30 +121,6 @@ async function recordPublishedBatch(db: Knex, boss: PgBoss, requests: readonly R
     })
   })
 }
-
-const PUBLISH_SQL = `
-  WITH req AS (
-    SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::integer[], ?::text[], ?::integer[]) AS r (id, job_id, retry_count, provider_message_id, duration_ms)
-  ), locked AS (
-    SELECT m.id, m.attempt_count FROM outbox.security_outbox_messages m JOIN req ON req.id = m.id
-     WHERE m.state = 'leased' AND m.lease_job_id = req.job_id AND m.lease_retry_count = req.retry_count
-     ORDER BY m.id
-     FOR UPDATE OF m
-  ), attempts AS (
-    INSERT INTO outbox.security_outbox_attempts (message_id, attempt_no, outcome, failure_class, provider_message_id, retry_after_at, duration_ms, attempted_at)
-    SELECT locked.id, locked.attempt_count + 1, 'published', NULL, req.provider_message_id, NULL, req.duration_ms, ?
-      FROM locked JOIN req ON req.id = locked.id
-    RETURNING message_id
-  ), published AS (
-    -- Reads the attempts' output, so each attempt (and its trigger's lease check) comes first.
-    UPDATE outbox.security_outbox_messages m
-       SET state = 'published', published_at = ?, attempt_count = m.attempt_count + 1
-      FROM attempts
-     WHERE m.id = attempts.message_id
-  ), deleted AS (
-    DELETE FROM outbox.security_outbox_ciphertexts c USING locked WHERE c.message_id = locked.id
-  )
-  SELECT id, attempt_count FROM locked`
 
 async function recordBatch(
   db: Knex,

@@ -35,17 +35,6 @@ export async function completeJobsTx(
   if ((result as { affected?: number }).affected !== leases.length) throw new LeaseLostError()
 }
 
-/** Which of these pg-boss jobs are still being worked on (their lease has not lapsed into retry or failure). */
-export async function activeJobsTx(
-  trx: Knex.Transaction,
-  jobIds: readonly string[],
-  queue: string = QUEUES.delivery,
-): Promise<Set<string>> {
-  if (jobIds.length === 0) return new Set()
-  const rows: { id: string }[] = await trx('pgboss.job').select('id').where({ name: queue, state: 'active' }).whereIn('id', jobIds)
-  return new Set(rows.map((row) => row.id))
-}
-
 /** Puts a message back to pending and queues its next job for `at`, in the caller's transaction. */
 export async function scheduleNextAttemptTx(
   trx: Knex.Transaction,

@@ -13,3 +13,12 @@ export async function deadLetterChallengeMessagesTx(
 ): Promise<void> {
   await trx.raw('SELECT outbox.dead_letter_open_messages(?, ?)', [challengeId, reason])
 }
+
+/** Closes every unsent message of an invitation: a revoked or accepted invitation sends nothing more. */
+export async function deadLetterInvitationMessagesTx(
+  trx: Knex.Transaction,
+  invitationId: string,
+  reason: 'invitation_revoked' | 'invitation_accepted',
+): Promise<void> {
+  await trx.raw('SELECT outbox.dead_letter_invitation_messages(?, ?)', [invitationId, reason])
+}

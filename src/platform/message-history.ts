@@ -1,18 +1,7 @@
 import type { Knex } from 'knex'
+import { messageHistoryRow } from '../outbox/staff-functions-sql.ts'
 
 type Stamp = string | null
-type HistoryRow = {
-  message: Record<string, unknown> & {
-    createdAt: string
-    availableAt: string
-    publishedAt: Stamp
-    deadLetteredAt: Stamp
-    expiresAt: string
-  }
-  attempts: (Record<string, unknown> & { retryAfterAt: Stamp; attemptedAt: string })[]
-  deadLetter: (Record<string, unknown> & { deadLetteredAt: string }) | null
-  events: (Record<string, unknown> & { occurredAt: string; receivedAt: string })[]
-}
 
 const iso = <T extends Stamp>(value: T): T => (value === null ? value : (new Date(value).toISOString() as T))
 
@@ -22,11 +11,7 @@ const iso = <T extends Stamp>(value: T): T => (value === null ? value : (new Dat
  * Undefined when there is no such message.
  */
 export async function messageHistory(db: Knex, sessionTokenHash: Buffer, messageId: string) {
-  const { rows } = await db.raw<{ rows: { history: HistoryRow | null }[] }>('SELECT outbox.message_history(?, ?) AS history', [
-    sessionTokenHash,
-    messageId,
-  ])
-  const history = rows[0]?.history
+  const history = await messageHistoryRow(db, sessionTokenHash, messageId)
   if (!history) return undefined
   const { message, attempts, deadLetter, events } = history
   return {

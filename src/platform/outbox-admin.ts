@@ -6,9 +6,10 @@ import type { KeyRing } from '../crypto/key-ring.ts'
 import { requireElevationTx } from '../identity/elevation.ts'
 import { ConflictError, DomainError, ForbiddenError, NotFoundError } from '../identity/errors.ts'
 import type { SessionContext } from '../identity/sessions.ts'
-import { DEAD_LETTER_REASONS, DELIVERY_EVENTS, type Channel, type Purpose } from '../outbox/constants.ts'
+import { DEAD_LETTER_REASONS, DELIVERY_EVENTS } from '../outbox/constants.ts'
 import { deliveryEventsSince } from '../outbox/delivery-events-sql.ts'
 import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
+import { backlogSummary, deadLetterPageRows, gaugeSummary, reissueCandidateTx, type CountsRow } from '../outbox/staff-functions-sql.ts'
 import { auditTx } from './staff.ts'
 import type { Logger } from '../logging/logger.ts'
 
@@ -26,19 +27,6 @@ async function asStaff<T>(call: () => Promise<T>): Promise<T> {
     if ((error as { code?: unknown }).code === '42501') throw new ForbiddenError('not_staff', 'Only staff may do this.')
     throw error
   }
-}
-
-type CountsRow = {
-  pending: number
-  leased: number
-  published: number
-  dead_lettered: number
-  oldest_due_pending_age_seconds: number | null
-  queued: number
-  deferred: number
-  active: number
-  failed: number
-  dead_letters_last_24h: Record<string, number>
 }
 
 function summaryOf(row: CountsRow, events: Awaited<ReturnType<typeof deliveryEventsSince>>) {
@@ -69,14 +57,13 @@ export type BacklogSummary = ReturnType<typeof summaryOf>
 
 /** `GET /platform-admin/security-outbox/backlog` (DESIGN §8): one request answers "is delivery healthy?". */
 export async function backlog(db: Knex, staff: Pick<StaffSession, 'tokenHash'>, now: Date): Promise<BacklogSummary> {
-  const { rows } = await asStaff(() => db.raw<{ rows: CountsRow[] }>('SELECT * FROM outbox.backlog_summary(?, ?)', [staff.tokenHash, now]))
-  return summaryOf(rows[0]!, await deliveryEventsSince(db, new Date(now.getTime() - 24 * 3_600_000)))
+  const counts = await asStaff(() => backlogSummary(db, staff.tokenHash, now))
+  return summaryOf(counts, await deliveryEventsSince(db, new Date(now.getTime() - 24 * 3_600_000)))
 }
 
 /** The same counts for the web's /metrics gauges, which no staff session scrapes: counts only, never a row. */
 export async function gauges(db: Knex, now: Date): Promise<BacklogSummary> {
-  const { rows } = await db.raw<{ rows: CountsRow[] }>('SELECT * FROM outbox.gauge_summary(?)', [now])
-  return summaryOf(rows[0]!, await deliveryEventsSince(db, new Date(now.getTime() - 24 * 3_600_000)))
+  return summaryOf(await gaugeSummary(db, now), await deliveryEventsSince(db, new Date(now.getTime() - 24 * 3_600_000)))
 }
 
 type Cursor = { at: Date; id: string }
@@ -91,18 +78,6 @@ export function decodeCursor(text: string): Cursor {
   return { at: date, id }
 }
 
-type DeadLetterRow = {
-  message_id: string
-  purpose: Purpose
-  channel: Channel
-  masked_destination: string
-  attempt_count: number
-  reason: string
-  last_failure_class: string | null
-  dead_lettered_at: Date
-  expires_at: Date
-}
-
 /** `GET …/dead-letters`: a keyset page, newest first; `after` goes to older entries, `before` to newer. */
 export async function deadLetterPage(
   db: Knex,
@@ -110,16 +85,12 @@ export async function deadLetterPage(
   input: { limit: number; after?: Cursor; before?: Cursor },
   now: Date,
 ) {
-  const { rows } = await asStaff(() =>
-    db.raw<{ rows: DeadLetterRow[] }>('SELECT * FROM outbox.dead_letter_page(?, ?, ?, ?, ?, ?, ?)', [
-      staff.tokenHash,
-      now,
-      input.limit + 1,
-      input.after?.at ?? null,
-      input.after?.id ?? null,
-      input.before?.at ?? null,
-      input.before?.id ?? null,
-    ]),
+  const rows = await asStaff(() =>
+    deadLetterPageRows(db, staff.tokenHash, now, {
+      limit: input.limit + 1,
+      ...(input.after ? { after: input.after } : {}),
+      ...(input.before ? { before: input.before } : {}),
+    }),
   )
   // One row more than asked tells whether the direction of travel goes on; it is dropped at that end.
   const more = rows.length > input.limit
@@ -190,18 +161,7 @@ export async function reissueDeadLetter(
       return { ...stored.response, replayed: true }
     }
 
-    const { rows } = await asStaff(() =>
-      trx.raw('SELECT * FROM outbox.reissue_candidate(?, ?, ?)', [input.staff.tokenHash, input.messageId, now]),
-    )
-    const candidate = rows[0] as {
-      refusal: string | null
-      purpose: Purpose
-      challenge_id: string
-      channel: Channel
-      destination: string
-      locale: string
-      expires_at: Date
-    }
+    const candidate = await asStaff(() => reissueCandidateTx(trx, input.staff.tokenHash, input.messageId, now))
     // Reissue refusals (OX-O2), each its own stable problem code.
     if (candidate.refusal === 'dead_letter_not_found') throw new NotFoundError(candidate.refusal, 'There is no such dead letter.')
     if (candidate.refusal) throw new ConflictError(candidate.refusal, `This dead letter cannot be reissued (${candidate.refusal}).`)

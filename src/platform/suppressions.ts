@@ -1,6 +1,7 @@
 import type { Knex } from 'knex'
 import { requireElevationTx } from '../identity/elevation.ts'
 import { DomainError, NotFoundError } from '../identity/errors.ts'
+import { liftSuppressionTx, suppressionPageRows } from '../outbox/staff-functions-sql.ts'
 import type { StaffSession } from './outbox-admin.ts'
 
 type Cursor = { since: Date; id: string }
@@ -15,8 +16,6 @@ export function decodeSuppressionCursor(text: string): Cursor {
   return { since: date, id }
 }
 
-type SuppressionRow = { id: string; channel: string; masked_destination: string; reason: string; since: Date; message_id: string | null }
-
 /**
  * `GET /platform-admin/suppressions`: a keyset page, newest first, through `outbox.suppression_page`,
  * which checks the staff session itself and only ever returns masked destinations.
@@ -25,13 +24,10 @@ export async function suppressionPage(
   db: Knex,
   input: { staff: Pick<StaffSession, 'tokenHash'>; now: Date; limit: number; after?: Cursor },
 ) {
-  const { rows } = await db.raw<{ rows: SuppressionRow[] }>('SELECT * FROM outbox.suppression_page(?, ?, ?, ?, ?)', [
-    input.staff.tokenHash,
-    input.now,
-    input.limit + 1,
-    input.after?.since ?? null,
-    input.after?.id ?? null,
-  ])
+  const rows = await suppressionPageRows(db, input.staff.tokenHash, input.now, {
+    limit: input.limit + 1,
+    ...(input.after ? { after: input.after } : {}),
+  })
   const page = rows.slice(0, input.limit)
   const last = page.at(-1)
   return {
@@ -58,11 +54,7 @@ export async function liftSuppression(
 ): Promise<void> {
   await db.transaction(async (trx) => {
     await requireElevationTx(trx, input.staff, input.elevationToken, input.now)
-    const { rows } = await trx.raw<{ rows: { lifted: boolean }[] }>('SELECT outbox.lift_suppression(?, ?, ?) AS lifted', [
-      input.staff.tokenHash,
-      input.now,
-      input.id,
-    ])
-    if (!rows[0]?.lifted) throw new NotFoundError('suppression_not_found', 'There is no such suppression.')
+    if (!(await liftSuppressionTx(trx, input.staff.tokenHash, input.now, input.id)))
+      throw new NotFoundError('suppression_not_found', 'There is no such suppression.')
   })
 }

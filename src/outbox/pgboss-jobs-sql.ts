@@ -2,6 +2,30 @@ import type { Knex } from 'knex'
 import { QUEUES } from './constants.ts'
 
 /**
+ * The outbox's reads of pg-boss's job table, `pgboss.job`. pg-boss writes it (send, fetch,
+ * complete, cancel through its own API); these statements only ask it which jobs are alive.
+ */
+
+/** Which of these pg-boss jobs are still being worked on (their lease has not lapsed into retry or failure). */
+export async function activeJobsTx(
+  trx: Knex.Transaction,
+  jobIds: readonly string[],
+  queue: string = QUEUES.delivery,
+): Promise<Set<string>> {
+  if (jobIds.length === 0) return new Set()
+  const rows: { id: string }[] = await trx('pgboss.job').select('id').where({ name: queue, state: 'active' }).whereIn('id', jobIds)
+  return new Set(rows.map((row) => row.id))
+}
+
+/**
+ * SQL condition: the message aliased `m` is leased to a delivery job attempt that is still active
+ * (same job, same retry count). Takes no bindings; `m` must be `outbox.security_outbox_messages`.
+ */
+export const LEASE_HELD_BY_LIVE_JOB = `EXISTS (
+          SELECT FROM pgboss.job j
+           WHERE j.name = '${QUEUES.delivery}' AND j.id = m.lease_job_id AND j.state = 'active' AND j.retry_count = m.lease_retry_count)`
+
+/**
  * Whether a dead-letter-queue job is pg-boss's own record of a real crash loop of this message:
  * pg-boss files a DLQ job with `source_name`/`source_id` naming the delivery job that failed past
  * its retries. The job is believed only if that delivery job exists, really is `failed`, carries

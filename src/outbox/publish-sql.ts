@@ -1,0 +1,52 @@
+import type { Knex } from 'knex'
+import type { Lease } from './messages-sql.ts'
+
+/** A successful send to record: its message, the job attempt that claims to hold it, the provider's answer. */
+export type Publication = { messageId: string; lease: Lease; providerMessageId: string; durationMs: number }
+
+/**
+ * Publications in one statement: locks in id order the messages still leased to these very job
+ * attempts, inserts their attempt rows, publishes them and deletes their ciphertexts. Returns the
+ * messages it locked with their attempt count before this attempt; a message no longer leased to
+ * its attempt is not returned and records nothing.
+ */
+export async function publishLeasedMessagesTx(
+  trx: Knex.Transaction,
+  publications: readonly Publication[],
+  now: Date,
+): Promise<{ id: string; attempt_count: number }[]> {
+  const { rows } = await trx.raw<{ rows: { id: string; attempt_count: number }[] }>(PUBLISH_SQL, [
+    publications.map((publication) => publication.messageId),
+    publications.map((publication) => publication.lease.jobId),
+    publications.map((publication) => publication.lease.retryCount),
+    publications.map((publication) => publication.providerMessageId),
+    publications.map((publication) => Math.max(0, Math.round(publication.durationMs))),
+    now,
+    now,
+  ])
+  return rows
+}
+
+const PUBLISH_SQL = `
+  WITH req AS (
+    SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::integer[], ?::text[], ?::integer[]) AS r (id, job_id, retry_count, provider_message_id, duration_ms)
+  ), locked AS (
+    SELECT m.id, m.attempt_count FROM outbox.security_outbox_messages m JOIN req ON req.id = m.id
+     WHERE m.state = 'leased' AND m.lease_job_id = req.job_id AND m.lease_retry_count = req.retry_count
+     ORDER BY m.id
+     FOR UPDATE OF m
+  ), attempts AS (
+    INSERT INTO outbox.security_outbox_attempts (message_id, attempt_no, outcome, failure_class, provider_message_id, retry_after_at, duration_ms, attempted_at)
+    SELECT locked.id, locked.attempt_count + 1, 'published', NULL, req.provider_message_id, NULL, req.duration_ms, ?
+      FROM locked JOIN req ON req.id = locked.id
+    RETURNING message_id
+  ), published AS (
+    -- Reads the attempts' output, so each attempt (and its trigger's lease check) comes first.
+    UPDATE outbox.security_outbox_messages m
+       SET state = 'published', published_at = ?, attempt_count = m.attempt_count + 1
+      FROM attempts
+     WHERE m.id = attempts.message_id
+  ), deleted AS (
+    DELETE FROM outbox.security_outbox_ciphertexts c USING locked WHERE c.message_id = locked.id
+  )
+  SELECT id, attempt_count FROM locked`
