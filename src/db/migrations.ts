@@ -20,6 +20,7 @@ import * as envelopeV2 from '../../migrations/20261201000350_envelope_v2.ts'
 import * as messageHistory from '../../migrations/20261201000600_message_history.ts'
 import * as messageHistoryEvents from '../../migrations/20261201000610_message_history_events.ts'
 import * as deliveryEvents from '../../migrations/20261201000500_delivery_events.ts'
+import * as deadLetterFunction from '../../migrations/20261201000700_dead_letter_function.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -45,6 +46,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261201000600_message_history': messageHistory,
   '20261201000610_message_history_events': messageHistoryEvents,
   '20261201000500_delivery_events': deliveryEvents,
+  '20261201000700_dead_letter_function': deadLetterFunction,
 }
 
 /**

@@ -211,7 +211,7 @@ export async function issueChallengeTx(
       if (open.resend_count >= CHALLENGE_LIMITS.maxResends)
         throw new RateLimitedError((open.expires_at.getTime() - now.getTime()) / 1000, 'too_many_resends')
       challengeId = open.id
-      await deadLetterChallengeMessagesTx(trx, challengeId, 'superseded_by_resend')
+      await deadLetterChallengeMessagesTx(trx, challengeId, 'superseded_by_resend', now)
       await rotateChallengeCodeTx(trx, challengeId, {
         codeHash: hashCode(deps.codeHashKey, challengeId, code),
         expiresAt,
@@ -291,11 +291,11 @@ export async function checkCodeTx(
     !(options.accept?.(open) ?? true)
   ) {
     await budget.spendTx(trx, bucket, now)
-    if ((await spendAttemptTx(trx, open.id)) <= 0) await deadLetterChallengeMessagesTx(trx, open.id, 'challenge_consumed')
+    if ((await spendAttemptTx(trx, open.id)) <= 0) await deadLetterChallengeMessagesTx(trx, open.id, 'challenge_consumed', now)
     return { kind: 'refused' }
   }
   await consumeChallengeTx(trx, open.id, now)
-  await deadLetterChallengeMessagesTx(trx, open.id, 'challenge_consumed')
+  await deadLetterChallengeMessagesTx(trx, open.id, 'challenge_consumed', now)
   return { kind: 'verified', challenge: open }
 }
 

@@ -173,7 +173,7 @@ export async function inviteTx(
 
 async function revokeTx(trx: Knex.Transaction, invitationId: string, now: Date): Promise<void> {
   await trx(INVITATIONS).where({ id: invitationId }).update({ status: 'revoked', revoked_at: now })
-  await deadLetterInvitationMessagesTx(trx, invitationId, 'invitation_revoked')
+  await deadLetterInvitationMessagesTx(trx, invitationId, 'invitation_revoked', now)
 }
 
 /** `DELETE /organizations/:id/invitations/:invitationId`: revokes; revoking twice is a no-op. */
@@ -233,7 +233,7 @@ export async function acceptInvitation(
       .onConflict(['organization_id', 'identity_id'])
       .ignore()
     await trx(INVITATIONS).where({ id: invitation.id }).update({ status: 'accepted', accepted_by: input.identityId, accepted_at: now })
-    await deadLetterInvitationMessagesTx(trx, invitation.id, 'invitation_accepted')
+    await deadLetterInvitationMessagesTx(trx, invitation.id, 'invitation_accepted', now)
     return { organizationId: invitation.organization_id }
   })
 }

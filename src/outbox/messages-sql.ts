@@ -144,27 +144,24 @@ export async function deadLetterMessageTx(
   await deadLetterMessagesTx(trx, [{ messageId: id, reason, lastFailureClass }], now)
 }
 
-/** Dead-letters several messages at once, three statements whatever their number. */
+/**
+ * Dead-letters several messages at once through `outbox.dead_letter_messages`, the one
+ * implementation the web's functions share: final state at `now`, the dead-letter row, the
+ * ciphertext gone. The caller has locked them open; one found final already throws (and rolls back).
+ */
 export async function deadLetterMessagesTx(trx: Knex.Transaction, letters: readonly DeadLetter[], now: Date): Promise<void> {
   if (letters.length === 0) return
-  const ids = letters.map((letter) => letter.messageId)
-  const attempted = letters.filter((letter) => letter.attempted).map((letter) => letter.messageId)
-  await trx(MESSAGES)
-    .whereIn('id', ids)
-    .update({
-      state: 'dead_lettered',
-      dead_lettered_at: now,
-      ...(attempted.length > 0
-        ? { attempt_count: trx.raw('attempt_count + CASE WHEN id = ANY(?::uuid[]) THEN 1 ELSE 0 END', [attempted]) }
-        : {}),
-    })
-  await trx('outbox.security_outbox_dead_letters').insert(
-    letters.map((letter) => ({
-      message_id: letter.messageId,
-      reason: letter.reason,
-      last_failure_class: letter.lastFailureClass,
-      dead_lettered_at: now,
-    })),
+  const { rows } = await trx.raw<{ rows: { closed: string[] }[] }>(
+    'SELECT outbox.dead_letter_messages(?::uuid[], ?::text[], ?::text[], ?::boolean[], ?) AS closed',
+    [
+      letters.map((letter) => letter.messageId),
+      letters.map((letter) => letter.reason),
+      // NULL elements travel as NULL; knex's binding type has no room for them.
+      letters.map((letter) => letter.lastFailureClass) as string[],
+      letters.map((letter) => letter.attempted ?? false),
+      now,
+    ],
   )
-  await trx('outbox.security_outbox_ciphertexts').whereIn('message_id', ids).delete()
+  const closed = rows[0]?.closed.length ?? 0
+  if (closed !== letters.length) throw new Error(`dead-lettered ${closed} of ${letters.length} messages: the others were not open`)
 }
