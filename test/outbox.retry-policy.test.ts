@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { nextRetryAt, parseRetryAfter } from '../src/delivery/retry-policy.ts'
+import { nextRetryAt, parseRetryAfter } from '../src/outbox/retry-policy.ts'
 import { decide } from '../src/outbox/record.ts'
 
 const SCHEDULE = [5_000, 30_000, 120_000, 600_000, 1_800_000]
