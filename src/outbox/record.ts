@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
-import { cappedRetryAfter, defaultPausePolicy, type PausePolicy } from '../delivery/provider-pause.ts'
+import { cappedRetryAfter, defaultPausePolicy, type PausePolicy } from './provider-pause.ts'
 import { nextRetryAt } from './retry-policy.ts'
 import { insertAttemptsTx, type NewAttempt } from './attempts-sql.ts'
 import { batchOrEach, type Failed } from './batch-or-each.ts'
