@@ -3,7 +3,7 @@ import type { PgBoss } from 'pg-boss'
 import { batchOrEach, type Failed } from './batch-or-each.ts'
 import { selectEnvelopesTx } from './ciphertexts-sql.ts'
 import { deadLetterMessagesTx, leaseMessagesTx, lockMessagesTx, type DeadLetter, type Lease, type MessageRow } from './messages-sql.ts'
-import { expiredReason, invitationClosedReason, invitationStatesTx } from './invitations-sql.ts'
+import { expiredReason, invitationClosedReason, invitationStatesTx } from './invitation-states-sql.ts'
 import { activePausesTx } from './provider-pauses-sql.ts'
 import { activeJobsTx, completeJobsTx, scheduleNextAttemptTx } from './settle.ts'
 

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import { QUEUES } from './constants.ts'
-import { expiredReason } from './invitations-sql.ts'
+import { expiredReason } from './invitation-states-sql.ts'
 import { deadLetterMessagesTx } from './messages-sql.ts'
 
 const MESSAGES = 'outbox.security_outbox_messages'

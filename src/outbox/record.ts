@@ -7,7 +7,7 @@ import { batchOrEach, type Failed } from './batch-or-each.ts'
 import { deleteCiphertextsTx } from './ciphertexts-sql.ts'
 import type { Channel, DeadLetterReason, FailureClass } from './constants.ts'
 import { deadLetterMessagesTx, isLeasedBy, lockMessagesTx, publishMessagesTx, type DeadLetter, type Lease } from './messages-sql.ts'
-import { expiredReason, invitationClosedReason, invitationStatesTx } from './invitations-sql.ts'
+import { expiredReason, invitationClosedReason, invitationStatesTx } from './invitation-states-sql.ts'
 import { activePausesTx, pauseForThrottleTx } from './provider-pauses-sql.ts'
 import { completeJobsTx, scheduleNextAttemptTx } from './settle.ts'
 
