@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { createDeadLetterQueueHandler } from '../jobs/dead-letter-queue.ts'
+import { createDeadLetterQueueHandler } from '../jobs/crash-loop-queue.ts'
 import { QUEUES, type DeliveryJobData } from '../src/outbox/constants.ts'
 import { uniqueEmail } from './support/helpers.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
