@@ -1,3 +1,38 @@
+import type { DeadLetterReason, FailureClass } from './constants.ts'
+import { expiredReason } from './invitation-states-sql.ts'
+import { cappedRetryAfter, defaultPausePolicy, type PausePolicy } from './provider-pause.ts'
+
+/** `providerPause` bounds every provider-requested wait (MAX_PROVIDER_PAUSE_SECONDS; default 300 s). */
+export type RetrySettings = { maxAttempts: number; retrySchedule: readonly number[]; providerPause?: PausePolicy }
+
+/** What a send came back with, as far as the decision after it cares. */
+export type SendResult = { kind: 'published' } | { kind: 'failed'; failureClass: FailureClass; retryAfterAt: Date | null }
+
+/** What the record step does with an attempt that was sent. */
+export type Decision =
+  | { kind: 'published'; attemptNo: number }
+  | { kind: 'retry_scheduled'; attemptNo: number; nextAttemptAt: Date }
+  | { kind: 'dead_lettered'; attemptNo: number; reason: DeadLetterReason }
+
+/** The pure decision after an attempt: publish, retry later, or dead-letter (DESIGN §5). */
+export function decide(
+  settings: RetrySettings,
+  attemptNo: number,
+  outcome: SendResult,
+  message: { expires_at: Date; purpose: string },
+  now: Date,
+): Decision {
+  if (outcome.kind === 'published') return { kind: 'published', attemptNo }
+  if (outcome.failureClass === 'REJECTED') return { kind: 'dead_lettered', attemptNo, reason: 'provider_rejected' }
+  if (attemptNo >= settings.maxAttempts) return { kind: 'dead_lettered', attemptNo, reason: 'retries_exhausted' }
+  const providerAsked = cappedRetryAfter(outcome.retryAfterAt, now, settings.providerPause ?? defaultPausePolicy())
+  const nextAttemptAt = nextRetryAt(now, attemptNo, providerAsked, settings.retrySchedule)
+  // A code nobody can use is never sent late.
+  if (nextAttemptAt.getTime() >= message.expires_at.getTime())
+    return { kind: 'dead_lettered', attemptNo, reason: expiredReason(message.purpose) }
+  return { kind: 'retry_scheduled', attemptNo, nextAttemptAt }
+}
+
 /**
  * When attempt `attemptNo` (1-based) failed retryably: now + the schedule's delay for it, or the
  * provider's Retry-After when that is later. A Retry-After in the past or invalid is ignored.
@@ -7,29 +42,4 @@ export function nextRetryAt(now: Date, attemptNo: number, retryAfterAt: Date | n
   const scheduled = now.getTime() + delay
   const providerAsked = retryAfterAt && Number.isFinite(retryAfterAt.getTime()) ? retryAfterAt.getTime() : 0
   return new Date(Math.max(scheduled, providerAsked))
-}
-
-/** Parses a Retry-After header (delta-seconds or HTTP-date) against `now`; null when unusable. */
-export function parseRetryAfter(value: string | null | undefined, now: Date): Date | null {
-  if (!value) return null
-  const text = value.trim()
-  if (/^\d+$/.test(text)) return new Date(now.getTime() + Number(text) * 1000)
-  const date = new Date(text)
-  if (!Number.isFinite(date.getTime()) || !/[a-z]/i.test(text)) return null
-  return date.getTime() > now.getTime() ? date : null
-}
-
-/** Wasender's `X-RateLimit-Reset`: Unix seconds when the window reopens; null when past or invalid. */
-export function parseRateLimitReset(value: string | null | undefined, now: Date): Date | null {
-  if (!value || !/^\d+$/.test(value.trim())) return null
-  const date = new Date(Number(value.trim()) * 1000)
-  return date.getTime() > now.getTime() ? date : null
-}
-
-/** The later of the provider's hints, or null when it gave none usable. */
-export function providerRetryAt(headers: { retryAfter?: string | null; rateLimitReset?: string | null }, now: Date): Date | null {
-  const hints = [parseRetryAfter(headers.retryAfter, now), parseRateLimitReset(headers.rateLimitReset, now)].filter(
-    (date): date is Date => date !== null,
-  )
-  return hints.length === 0 ? null : new Date(Math.max(...hints.map((date) => date.getTime())))
 }
