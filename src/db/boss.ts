@@ -3,7 +3,7 @@ import type { Config } from '../../config/schema.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
 import { withLibpqSslModes } from './connection-url.ts'
 import { isDatabaseUnavailable } from './unavailable.ts'
-import { QUEUES } from '../outbox/constants.ts'
+import { QUEUES } from './queues.ts'
 
 /** pg-boss's own retries count worker crashes only; past this a job lands in the dead-letter queue. */
 export const CRASH_RETRY_LIMIT = 3

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 import type { Config } from '../../config/schema.ts'
 import type { Logger } from '../logging/logger.ts'
-import { QUEUES } from '../outbox/constants.ts'
+import { QUEUES } from './queues.ts'
 import { createBoss, installQueues } from './boss.ts'
 import { createKnex } from './knex.ts'
 import { migrationConfigFor } from './migrations.ts'
