@@ -35,9 +35,9 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
     ['delete a pg-boss job', `DELETE FROM pgboss.job WHERE name = 'security-outbox'`],
     ['run the identity retention', `SELECT * FROM identity.sweep_expired(now(), '1 day', 1)`],
     // Issue 13 item 7: only fresh jobs of the delivery queue, through the table or its partition.
-    ['enqueue into the dead-letter queue', `INSERT INTO pgboss.job (name, data) VALUES ('security-outbox-dlq', '{"messageId": "${ID}"}')`],
+    ['enqueue into the crash-loop queue', `INSERT INTO pgboss.job (name, data) VALUES ('security-outbox-dlq', '{"messageId": "${ID}"}')`],
     [
-      'enqueue into the dead-letter queue’s partition',
+      'enqueue into the crash-loop queue’s partition',
       `INSERT INTO pgboss.job_common (name, data) VALUES ('security-outbox-dlq', '{"messageId": "${ID}"}')`,
     ],
     ['enqueue into a maintenance queue', `INSERT INTO pgboss.job (name, data) VALUES ('security-outbox-expiry-purge', '{}')`],
