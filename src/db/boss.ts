@@ -27,11 +27,13 @@ export function deliveryQueueOptions(config: Pick<Config, 'LEASE_SECONDS'>) {
   }
 }
 
-type BossRole = 'release' | 'web' | 'worker'
+type BossRole = 'release' | 'web' | 'worker' | 'manual-worker'
 
 /**
  * One pg-boss instance per process. Only `release` migrates pg-boss's schema; only the worker
- * runs maintenance, cron and LISTEN; the web uses pg-boss for transactional `send` alone.
+ * runs maintenance, cron and LISTEN; the web uses pg-boss for transactional `send` alone. A
+ * `manual-worker` is a worker login's pg-boss driven by hand (the test harness fetches and settles
+ * jobs itself): like the web, no supervisor, cron, LISTEN or fleet registration.
  */
 export function createBoss(
   connectionString: string,
