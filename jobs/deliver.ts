@@ -10,7 +10,8 @@ import { describeError, type Logger } from '../src/logging/logger.ts'
 import { claimMessages, type Claim, type ClaimRequest } from '../src/outbox/claim.ts'
 import type { WorkerMetrics } from '../src/metrics/worker-metrics.ts'
 import type { Channel, DeliveryJobData } from '../src/outbox/constants.ts'
-import { recordOutcomes, type Outcome, type RecordRequest, type Recorded, type RetrySettings } from '../src/outbox/record.ts'
+import { recordOutcomes, type Outcome, type RecordRequest, type Recorded } from '../src/outbox/record.ts'
+import type { RetrySettings } from '../src/outbox/retry-policy.ts'
 
 /** Everything a delivery needs, injected so tests drive the clock and the providers. */
 export type DeliveryDeps = {

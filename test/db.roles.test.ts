@@ -1,5 +1,16 @@
 import { expect } from 'chai'
-import { databaseRoles, rewriteRoleNames } from '../src/db/roles.ts'
+import type { Knex } from 'knex'
+import * as rolesMigration from '../migrations/20261130000100_roles.ts'
+import { API_ROLE, databaseRoles, rewriteRoleNames, WORKER_ROLE } from '../src/db/roles.ts'
+
+describe('the group role names', () => {
+  it('are the roles the frozen migration 20261130000100_roles creates', async () => {
+    const statements: string[] = []
+    await rolesMigration.up({ raw: async (sql: string) => void statements.push(sql) } as unknown as Knex)
+    const created = statements.flatMap((sql) => [...sql.matchAll(/CREATE ROLE (\w+) NOLOGIN/g)].map((match) => match[1]))
+    expect(created).to.deep.equal([API_ROLE, WORKER_ROLE])
+  })
+})
 
 describe('role names in migrations', () => {
   const named = databaseRoles({ SEALPOST_API_ROLE: 'u_web', SEALPOST_WORKER_ROLE: 'u_worker' })

@@ -64,7 +64,7 @@ describe('security outbox invariants', () => {
     const third = await failure(db.owner('outbox.security_outbox_attempts').insert(attempt(id, 3)))
     expect(third?.code, 'attempt 3 before 2').to.equal('23000')
     const byHand = await failure(messages().where({ id }).update({ attempt_count: 4 }))
-    expect(byHand?.code, 'attempt_count written by hand').to.equal('23000')
+    expect(byHand?.code, 'an attempt_count no attempt row matches').to.equal('23000')
     expect((await messages().where({ id }).first()).attempt_count).to.equal(1)
   })
 

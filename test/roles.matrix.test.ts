@@ -3,7 +3,7 @@ import { expect } from 'chai'
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
 import { runExpiryPurge } from '../jobs/expiry-purge.ts'
-import { API_ROLE } from '../migrations/20261130000100_roles.ts'
+import { API_ROLE } from '../src/db/roles.ts'
 import { assertConnectionRole, UnsafeConnectionError } from '../src/db/connection-guard.ts'
 import { createKnex, withCredentials } from '../src/db/knex.ts'
 import { bucketKey, hashToken } from '../src/identity/secrets.ts'
@@ -35,9 +35,9 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
     ['delete a pg-boss job', `DELETE FROM pgboss.job WHERE name = 'security-outbox'`],
     ['run the identity retention', `SELECT * FROM identity.sweep_expired(now(), '1 day', 1)`],
     // Issue 13 item 7: only fresh jobs of the delivery queue, through the table or its partition.
-    ['enqueue into the dead-letter queue', `INSERT INTO pgboss.job (name, data) VALUES ('security-outbox-dlq', '{"messageId": "${ID}"}')`],
+    ['enqueue into the crash-loop queue', `INSERT INTO pgboss.job (name, data) VALUES ('security-outbox-dlq', '{"messageId": "${ID}"}')`],
     [
-      'enqueue into the dead-letter queue’s partition',
+      'enqueue into the crash-loop queue’s partition',
       `INSERT INTO pgboss.job_common (name, data) VALUES ('security-outbox-dlq', '{"messageId": "${ID}"}')`,
     ],
     ['enqueue into a maintenance queue', `INSERT INTO pgboss.job (name, data) VALUES ('security-outbox-expiry-purge', '{}')`],

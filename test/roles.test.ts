@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import type { Knex } from 'knex'
-import { API_ROLE, WORKER_ROLE } from '../migrations/20261130000100_roles.ts'
+import { API_ROLE, WORKER_ROLE } from '../src/db/roles.ts'
 import { assertConnectionRole, UnsafeConnectionError } from '../src/db/connection-guard.ts'
 import { createKnex } from '../src/db/knex.ts'
 import { createTestDatabase, type TestDatabase } from './support/database.ts'

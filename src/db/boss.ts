@@ -3,9 +3,9 @@ import type { Config } from '../../config/schema.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
 import { withLibpqSslModes } from './connection-url.ts'
 import { isDatabaseUnavailable } from './unavailable.ts'
-import { QUEUES } from '../outbox/constants.ts'
+import { QUEUES } from './queues.ts'
 
-/** pg-boss's own retries count worker crashes only; past this a job lands in the dead-letter queue. */
+/** pg-boss's own retries count worker crashes only; past this a job lands in the crash-loop queue. */
 export const CRASH_RETRY_LIMIT = 3
 
 /**
@@ -20,18 +20,20 @@ export function deliveryQueueOptions(config: Pick<Config, 'LEASE_SECONDS'>) {
     // A crashed worker's job comes back 1 s, 2 s, 4 s after its lease expired: OTPs are short-lived.
     retryDelay: 1,
     retryBackoff: true,
-    deadLetter: QUEUES.deadLetter,
+    deadLetter: QUEUES.crashLoop,
     notify: true,
     deleteAfterSeconds: 7 * 24 * 3600,
     retentionSeconds: 14 * 24 * 3600,
   }
 }
 
-type BossRole = 'release' | 'web' | 'worker'
+type BossRole = 'release' | 'web' | 'worker' | 'manual-worker'
 
 /**
  * One pg-boss instance per process. Only `release` migrates pg-boss's schema; only the worker
- * runs maintenance, cron and LISTEN; the web uses pg-boss for transactional `send` alone.
+ * runs maintenance, cron and LISTEN; the web uses pg-boss for transactional `send` alone. A
+ * `manual-worker` is a worker login's pg-boss driven by hand (the test harness fetches and settles
+ * jobs itself): like the web, no supervisor, cron, LISTEN or fleet registration.
  */
 export function createBoss(
   connectionString: string,
@@ -87,7 +89,7 @@ export async function installQueues(boss: PgBoss, config: Pick<Config, 'LEASE_SE
   // Schedule ticks are never retried by pg-boss: the next tick is the retry (jobs/tick.ts).
   const maintenance = { retryLimit: 0, expireInSeconds: 15 * 60, deleteAfterSeconds: 7 * 24 * 3600 }
   const queues: [string, Omit<Queue, 'name'>][] = [
-    [QUEUES.deadLetter, { retryLimit: CRASH_RETRY_LIMIT, expireInSeconds: config.LEASE_SECONDS, deleteAfterSeconds: 30 * 24 * 3600 }],
+    [QUEUES.crashLoop, { retryLimit: CRASH_RETRY_LIMIT, expireInSeconds: config.LEASE_SECONDS, deleteAfterSeconds: 30 * 24 * 3600 }],
     [QUEUES.delivery, deliveryQueueOptions(config)],
     [QUEUES.expiryPurge, maintenance],
     [QUEUES.retentionSweep, maintenance],

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { API_ROLE, WORKER_ROLE } from '../../migrations/20261130000100_roles.ts'
 import { withLibpqSslModes } from './connection-url.ts'
-import type { DatabaseRoles } from './roles.ts'
+import { API_ROLE, WORKER_ROLE, type DatabaseRoles } from './roles.ts'
 import { withCredentials } from './knex.ts'
 
 export const API_LOGIN = 'sealpost_api_login'

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import { fromKnex, PgBoss } from 'pg-boss'
-import { QUEUES } from '../outbox/constants.ts'
+import { QUEUES } from './queues.ts'
 
 /** The queue's lease is too short for this worker's send timeout, or the queue is missing. */
 export class QueueLeaseError extends Error {

@@ -1,6 +1,12 @@
 import type { Knex } from 'knex'
 import type { Config } from '../../config/schema.ts'
-import { API_ROLE, WORKER_ROLE } from '../../migrations/20261130000100_roles.ts'
+
+/**
+ * The NOLOGIN group roles migration 20261130000100_roles creates. Migrations are history and spell
+ * these names out themselves; running code takes them from here (test/db.roles.test.ts checks both agree).
+ */
+export const API_ROLE = 'sealpost_api'
+export const WORKER_ROLE = 'sealpost_worker'
 
 /** The roles web and worker logins act as: the group roles, or existing roles a platform made. */
 export type DatabaseRoles = Readonly<{ api: string; worker: string; named: boolean }>

@@ -1,14 +1,5 @@
-import type { DeliveryEvent, SuppressionReason } from '../outbox/constants.ts'
-
-/** One provider event as stored: matched later to a message by the provider's message id. */
-export type ProviderEvent = {
-  providerMessageId: string
-  event: DeliveryEvent
-  subtype: string | null
-  occurredAt: Date
-  /** A permanent bounce or a complaint puts the destination on the suppression list. */
-  suppress: SuppressionReason | null
-}
+import type { DeliveryEvent } from '../outbox/constants.ts'
+import type { ProviderEvent } from '../outbox/delivery-events-sql.ts'
 
 const text = (value: unknown, max = 100): string | null => (typeof value === 'string' && value.length > 0 ? value.slice(0, max) : null)
 const date = (...candidates: unknown[]): Date | undefined => {

@@ -1,6 +1,6 @@
 import { SendEmailCommand, SESv2Client } from '@aws-sdk/client-sesv2'
 import { DeliveryFailure, type OutgoingMessage, type Provider } from './provider.ts'
-import { providerRetryAt } from './retry-policy.ts'
+import { providerRetryAt } from './retry-after.ts'
 import type { FailureClass } from '../outbox/constants.ts'
 
 const REJECTED_NAMES = new Set([

@@ -2,7 +2,7 @@ import { Agent, request } from 'undici'
 import type { Logger } from '../logging/logger.ts'
 import type { FailureClass } from '../outbox/constants.ts'
 import { DeliveryFailure, type OutgoingMessage, type Provider } from './provider.ts'
-import { providerRetryAt } from './retry-policy.ts'
+import { providerRetryAt } from './retry-after.ts'
 
 type Classified = { failureClass: FailureClass; providerCode: string }
 

@@ -2,9 +2,9 @@ import { timingSafeEqual, createHash } from 'node:crypto'
 import type { Knex } from 'knex'
 import { request } from 'undici'
 import type { Logger } from '../logging/logger.ts'
-import { recordDeliveryEvent } from '../outbox/delivery-events-sql.ts'
+import { recordDeliveryEvent, type ProviderEvent } from '../outbox/delivery-events-sql.ts'
 import type { Channel } from '../outbox/constants.ts'
-import { sesEventFrom, wasenderEventsFrom, type ProviderEvent } from './provider-events.ts'
+import { sesEventFrom, wasenderEventsFrom } from './provider-events.ts'
 import { assertSubscribeUrl, parseSnsEnvelope, SnsRefused, verifySnsEnvelope, type CertificateSource } from './sns-verifier.ts'
 
 /** What one webhook delivery came to, per event: a metric label each. */

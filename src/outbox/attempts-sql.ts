@@ -12,7 +12,10 @@ export type NewAttempt = {
   attemptedAt: Date
 }
 
-/** Appends attempts; the database checks each sequence and bumps the message's attempt_count. */
+/**
+ * Appends attempts. The database checks each number and the lease at once; the writer's own
+ * state-changing UPDATE sets attempt_count, and COMMIT checks that it matches (20261130001100).
+ */
 export async function insertAttemptsTx(trx: Knex.Transaction, attempts: readonly NewAttempt[]): Promise<void> {
   if (attempts.length === 0) return
   await trx('outbox.security_outbox_attempts').insert(

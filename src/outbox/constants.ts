@@ -60,13 +60,8 @@ export type DeliveryEvent = (typeof DELIVERY_EVENTS)[number]
 export const SUPPRESSION_REASONS = Object.freeze(['permanent_bounce', 'complaint'] as const)
 export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number]
 
-/** pg-boss queue names: part of the operator contract (DESIGN §3). */
-export const QUEUES = Object.freeze({
-  delivery: 'security-outbox',
-  deadLetter: 'security-outbox-dlq',
-  expiryPurge: 'security-outbox-expiry-purge',
-  retentionSweep: 'security-outbox-retention-sweep',
-} as const)
+/** pg-boss queue names (defined with the queues themselves, in src/db/queues.ts). */
+export { QUEUES } from '../db/queues.ts'
 
 /** The only thing a pg-boss job carries: operators read pgboss.job, so no secret or address. */
 export type DeliveryJobData = { messageId: string }

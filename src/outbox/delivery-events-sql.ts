@@ -1,6 +1,15 @@
 import type { Knex } from 'knex'
-import type { ProviderEvent } from '../delivery/provider-events.ts'
-import type { Channel } from './constants.ts'
+import type { Channel, DeliveryEvent, SuppressionReason } from './constants.ts'
+
+/** One provider event as stored: matched later to a message by the provider's message id. */
+export type ProviderEvent = {
+  providerMessageId: string
+  event: DeliveryEvent
+  subtype: string | null
+  occurredAt: Date
+  /** A permanent bounce or a complaint puts the destination on the suppression list. */
+  suppress: SuppressionReason | null
+}
 
 /** What storing one provider event did; `purpose` labels the metric. */
 export type RecordedEvent = { outcome: 'stored' | 'duplicate'; messageId: string; purpose: string } | { outcome: 'unknown_message' }

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex'
-import { expiredReason } from './invitations-sql.ts'
+import { expiredReason } from './invitation-states-sql.ts'
 import { deadLetterMessagesTx } from './messages-sql.ts'
 import { LEASE_HELD_BY_LIVE_JOB } from './pgboss-jobs-sql.ts'
 

@@ -26,13 +26,13 @@ export const LEASE_HELD_BY_LIVE_JOB = `EXISTS (
            WHERE j.name = '${QUEUES.delivery}' AND j.id = m.lease_job_id AND j.state = 'active' AND j.retry_count = m.lease_retry_count)`
 
 /**
- * Whether a dead-letter-queue job is pg-boss's own record of a real crash loop of this message:
- * pg-boss files a DLQ job with `source_name`/`source_id` naming the delivery job that failed past
+ * Whether a crash-loop queue job is pg-boss's own record of a real crash loop of this message:
+ * pg-boss files a crash-loop job with `source_name`/`source_id` naming the delivery job that failed past
  * its retries. The job is believed only if that delivery job exists, really is `failed`, carries
- * this message, and is the message's current job. A row inserted into the dead-letter queue by
+ * this message, and is the message's current job. A row inserted into the crash-loop queue by
  * anyone else (a forged source, a job that never failed, an older job) dead-letters nothing.
  */
-export async function isRealCrashLoopTx(trx: Knex.Transaction, deadLetterJobId: string, messageId: string): Promise<boolean> {
+export async function isRealCrashLoopTx(trx: Knex.Transaction, crashLoopJobId: string, messageId: string): Promise<boolean> {
   const { rows } = await trx.raw<{ rows: unknown[] }>(
     `SELECT 1
        FROM pgboss.job d
@@ -40,7 +40,7 @@ export async function isRealCrashLoopTx(trx: Knex.Transaction, deadLetterJobId: 
        JOIN outbox.security_outbox_messages m ON m.id = ? AND m.job_id = src.id
       WHERE d.name = ? AND d.id = ?
         AND src.name = ? AND src.state = 'failed' AND src.data->>'messageId' = ?`,
-    [messageId, QUEUES.deadLetter, deadLetterJobId, QUEUES.delivery, messageId],
+    [messageId, QUEUES.crashLoop, crashLoopJobId, QUEUES.delivery, messageId],
   )
   return rows.length > 0
 }

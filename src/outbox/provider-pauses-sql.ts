@@ -1,5 +1,5 @@
 import type { Knex } from 'knex'
-import { cappedRetryAfter, HINTLESS_BACKOFF_CHANNELS, pauseCeiling, throttleBackoff, type PausePolicy } from '../delivery/provider-pause.ts'
+import { cappedRetryAfter, HINTLESS_BACKOFF_CHANNELS, pauseCeiling, throttleBackoff, type PausePolicy } from './provider-pause.ts'
 import type { Channel } from './constants.ts'
 
 const PAUSES = 'outbox.provider_pauses'

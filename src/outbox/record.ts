@@ -1,14 +1,14 @@
 import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
-import { cappedRetryAfter, defaultPausePolicy, type PausePolicy } from '../delivery/provider-pause.ts'
-import { nextRetryAt } from '../delivery/retry-policy.ts'
+import { defaultPausePolicy } from './provider-pause.ts'
+import { decide, type Decision, type RetrySettings } from './retry-policy.ts'
 import { insertAttemptsTx, type NewAttempt } from './attempts-sql.ts'
 import { batchOrEach, type Failed } from './batch-or-each.ts'
 import { publishLeasedMessagesTx } from './publish-sql.ts'
 import { deleteCiphertextsTx } from './ciphertexts-sql.ts'
 import type { Channel, DeadLetterReason, FailureClass } from './constants.ts'
 import { deadLetterMessagesTx, isLeasedBy, lockMessagesTx, publishMessagesTx, type DeadLetter, type Lease } from './messages-sql.ts'
-import { expiredReason, invitationClosedReason, invitationStatesTx } from './invitations-sql.ts'
+import { expiredReason, invitationClosedReason, invitationStatesTx } from './invitation-states-sql.ts'
 import { activePausesTx, pauseForThrottleTx } from './provider-pauses-sql.ts'
 import { completeJobsTx, scheduleNextAttemptTx } from './settle.ts'
 
@@ -20,9 +20,6 @@ export type Outcome =
   | { kind: 'dead_letter'; reason: DeadLetterReason }
   /** Not sent: its channel was paused while it waited for a send slot; back for the pause's end, no attempt spent. */
   | { kind: 'deferred' }
-
-/** `providerPause` bounds every provider-requested wait (MAX_PROVIDER_PAUSE_SECONDS; default 300 s). */
-export type RetrySettings = { maxAttempts: number; retrySchedule: readonly number[]; providerPause?: PausePolicy }
 
 /** What the record step decided, for logs and metrics. */
 export type Recorded =
@@ -171,7 +168,7 @@ async function recordBatch(
       }
       if (outcome.kind === 'failed' && outcome.failureClass === 'THROTTLED') throttledAnswers.push({ index, channel: message.channel })
       const attemptNo = message.attempt_count + 1
-      let decided = decide(settings, attemptNo, outcome, message, now)
+      let decided: Decision = decide(settings, attemptNo, outcome, message, now)
       const closed =
         decided.kind === 'retry_scheduled' && message.invitation_id
           ? invitationClosedReason(invitations.get(message.invitation_id), now)
@@ -235,23 +232,4 @@ async function recordBatch(
     await completeJobsTx(trx, boss, settled)
     return results
   })
-}
-
-/** The pure decision after an attempt: publish, retry later, or dead-letter (DESIGN §5). */
-export function decide(
-  settings: RetrySettings,
-  attemptNo: number,
-  outcome: Exclude<Outcome, { kind: 'dead_letter' } | { kind: 'deferred' }>,
-  message: { expires_at: Date; purpose: string },
-  now: Date,
-): Exclude<Recorded, { kind: 'lease_lost' }> {
-  if (outcome.kind === 'published') return { kind: 'published', attemptNo }
-  if (outcome.failureClass === 'REJECTED') return { kind: 'dead_lettered', attemptNo, reason: 'provider_rejected' }
-  if (attemptNo >= settings.maxAttempts) return { kind: 'dead_lettered', attemptNo, reason: 'retries_exhausted' }
-  const providerAsked = cappedRetryAfter(outcome.retryAfterAt, now, settings.providerPause ?? defaultPausePolicy())
-  const nextAttemptAt = nextRetryAt(now, attemptNo, providerAsked, settings.retrySchedule)
-  // A code nobody can use is never sent late.
-  if (nextAttemptAt.getTime() >= message.expires_at.getTime())
-    return { kind: 'dead_lettered', attemptNo, reason: expiredReason(message.purpose) }
-  return { kind: 'retry_scheduled', attemptNo, nextAttemptAt }
 }

@@ -24,7 +24,7 @@ export async function outboxHarness(db: TestDatabase, options: { keys: Keys; clo
   const worker: Knex = createKnex(db.workerUrl, { applicationName: 'test-worker', max: 20 })
   const webBoss: PgBoss = createBoss(db.apiUrl, 'web', options.logger)
   // A worker-role pg-boss that neither supervises nor listens: the test fetches jobs itself.
-  const workerBoss: PgBoss = createBoss(db.workerUrl, 'web', options.logger)
+  const workerBoss: PgBoss = createBoss(db.workerUrl, 'manual-worker', options.logger)
   await Promise.all([webBoss.start(), workerBoss.start()])
 
   const challengeDeps = (challengeTtlSeconds: number) => ({

@@ -7,12 +7,13 @@ import { deadLetterMessageTx, lockMessageTx } from '../src/outbox/messages-sql.t
 import { completeJobTx } from '../src/outbox/settle.ts'
 
 /**
- * A delivery job that crashed its worker past pg-boss's retry limit lands here: the message is
- * dead-lettered `worker_crash_loop` so a human sees it, and the DLQ job settles in the same commit.
+ * The crash-loop queue (pg-boss's dead-letter queue `security-outbox-dlq`): a delivery job that
+ * crashed its worker past pg-boss's retry limit lands here: the message is
+ * dead-lettered `worker_crash_loop` so a human sees it, and the crash-loop job settles in the same commit.
  * Only pg-boss's own record of a real crash loop of the message's current job counts
  * (`isRealCrashLoopTx`); any other row in the queue is settled and logged, and changes nothing.
  */
-export function createDeadLetterQueueHandler(deps: { db: Knex; boss: PgBoss; clock: () => Date; logger: Logger }) {
+export function createCrashLoopQueueHandler(deps: { db: Knex; boss: PgBoss; clock: () => Date; logger: Logger }) {
   return async (jobs: Job<DeliveryJobData>[]): Promise<void> => {
     for (const job of jobs) {
       const messageId =
@@ -22,11 +23,11 @@ export function createDeadLetterQueueHandler(deps: { db: Knex; boss: PgBoss; clo
         const open = message !== undefined && (message.state === 'pending' || message.state === 'leased')
         const real = open && (await isRealCrashLoopTx(trx, job.id, messageId!))
         if (real) await deadLetterMessageTx(trx, messageId!, 'worker_crash_loop', 'unexpected_worker_error', deps.clock())
-        await completeJobTx(trx, deps.boss, { jobId: job.id, retryCount: job.retryCount }, QUEUES.deadLetter)
+        await completeJobTx(trx, deps.boss, { jobId: job.id, retryCount: job.retryCount }, QUEUES.crashLoop)
         return open && !real ? 'refused' : real ? 'dead_lettered' : 'nothing_open'
       })
       if (outcome === 'refused')
-        deps.logger.error('dead-letter queue job refused: not a crash loop of the message’s delivery job', {
+        deps.logger.error('crash-loop queue job refused: not a crash loop of the message’s delivery job', {
           messageId,
           jobId: job.id,
           security: true,

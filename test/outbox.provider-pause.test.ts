@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { deliverOne } from '../jobs/deliver.ts'
-import { cappedRetryAfter, throttleBackoff, type PausePolicy } from '../src/delivery/provider-pause.ts'
+import { cappedRetryAfter, throttleBackoff, type PausePolicy } from '../src/outbox/provider-pause.ts'
 import { DeliveryFailure } from '../src/delivery/provider.ts'
 import { pauseForThrottleTx } from '../src/outbox/provider-pauses-sql.ts'
 import { uniqueEmail, uniquePhone } from './support/helpers.ts'

@@ -1,14 +1,3 @@
-/**
- * When attempt `attemptNo` (1-based) failed retryably: now + the schedule's delay for it, or the
- * provider's Retry-After when that is later. A Retry-After in the past or invalid is ignored.
- */
-export function nextRetryAt(now: Date, attemptNo: number, retryAfterAt: Date | null, schedule: readonly number[]): Date {
-  const delay = schedule[Math.min(attemptNo, schedule.length) - 1] ?? 0
-  const scheduled = now.getTime() + delay
-  const providerAsked = retryAfterAt && Number.isFinite(retryAfterAt.getTime()) ? retryAfterAt.getTime() : 0
-  return new Date(Math.max(scheduled, providerAsked))
-}
-
 /** Parses a Retry-After header (delta-seconds or HTTP-date) against `now`; null when unusable. */
 export function parseRetryAfter(value: string | null | undefined, now: Date): Date | null {
   if (!value) return null

@@ -1,0 +1,13 @@
+/** pg-boss queue names: part of the operator contract (DESIGN §3). */
+export const QUEUES = Object.freeze({
+  delivery: 'security-outbox',
+  /**
+   * pg-boss's dead-letter queue for delivery jobs that crashed their worker past the retry limit:
+   * the crash-loop queue. Not our dead letters (`outbox.security_outbox_dead_letters`). The stored
+   * name keeps its `-dlq` suffix: it is in pgboss.queue, in every queued delivery job's
+   * `dead_letter` column and in operators' alerts, and renaming it would move live jobs for no gain.
+   */
+  crashLoop: 'security-outbox-dlq',
+  expiryPurge: 'security-outbox-expiry-purge',
+  retentionSweep: 'security-outbox-retention-sweep',
+} as const)
