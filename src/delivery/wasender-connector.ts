@@ -86,6 +86,8 @@ export function createWasenderConnector(settings: WasenderSettings): Provider & 
       // A 2xx we cannot read may or may not have been sent: ambiguous, so retried (OB9).
       if (success !== true || data?.msgId === undefined || data.msgId === null)
         throw new DeliveryFailure('INDETERMINATE', 'UnreadableSuccess')
+      // Wasender's msgId is a number or a string; whatever else it might be is kept in its default spelling, as always.
+      // eslint-disable-next-line @typescript-eslint/no-base-to-string
       return { providerMessageId: String(data.msgId) }
     },
     close: () => void agent.close(),

@@ -27,8 +27,8 @@ export function spawnCollecting(
     text += chunk.toString('utf8')
     for (const listener of listeners) listener()
   }
-  child.stdout!.on('data', append)
-  child.stderr!.on('data', append)
+  child.stdout.on('data', append)
+  child.stderr.on('data', append)
   // 'close' waits for every holder of the pipes (npm's node child too) to finish.
   const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)))
   return {
