@@ -52,7 +52,7 @@ export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number]
 
 /** Envelope versions the ciphertext CHECK accepts (20261201000350_envelope_v2): v2 names its key. */
 export const ENVELOPE_VERSIONS = Object.freeze(['v1', 'v2'] as const)
-/** What a provider told us after it accepted a message (DESIGN §12); mirrored by a CHECK. */
+/** What a provider told us after it accepted a message (README "Delivery feedback"); mirrored by a CHECK. */
 export const DELIVERY_EVENTS = Object.freeze(['delivered', 'bounced', 'complained', 'rejected', 'delayed'] as const)
 export type DeliveryEvent = (typeof DELIVERY_EVENTS)[number]
 
@@ -60,7 +60,7 @@ export type DeliveryEvent = (typeof DELIVERY_EVENTS)[number]
 export const SUPPRESSION_REASONS = Object.freeze(['permanent_bounce', 'complaint'] as const)
 export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number]
 
-/** pg-boss queue names: part of the operator contract (DESIGN §3). */
+/** pg-boss queue names: part of the operator contract (README "What operators query"). */
 export const QUEUES = Object.freeze({
   delivery: 'security-outbox',
   deadLetter: 'security-outbox-dlq',

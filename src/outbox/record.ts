@@ -259,7 +259,7 @@ async function recordBatch(
   })
 }
 
-/** The pure decision after an attempt: publish, retry later, or dead-letter (DESIGN §5). */
+/** The pure decision after an attempt: publish, retry later, or dead-letter (docs/architecture.md §4, step 6). */
 export function decide(
   settings: RetrySettings,
   attemptNo: number,

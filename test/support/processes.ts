@@ -67,7 +67,9 @@ export function spawnCollecting(
 
 /** The environment of a machine with nothing configured: PATH and HOME only. */
 export function bareEnvironment(extra: Record<string, string>): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH, HOME: process.env.HOME, ...extra }
+  // Under `c8` (npm test, npm run coverage) the children write their coverage where the run's goes.
+  const coverage = process.env.NODE_V8_COVERAGE ? { NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE } : {}
+  return { PATH: process.env.PATH, HOME: process.env.HOME, ...coverage, ...extra }
 }
 
 /** The Procfile's command for a process type, run through sh as a platform would. */
