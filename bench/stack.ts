@@ -256,8 +256,8 @@ export async function spawnProcess(kind: 'web' | 'worker', env: NodeJS.ProcessEn
       }
     }
   }
-  child.stdout!.on('data', onData)
-  child.stderr!.on('data', onData)
+  child.stdout.on('data', onData)
+  child.stderr.on('data', onData)
   const exited = new Promise<void>((resolve) => child.on('close', () => resolve()))
   child.on('close', (code) => failed(new Error(`${kind} exited (${code}) before it started:\n${tail}`)))
   const url = await Promise.race([

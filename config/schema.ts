@@ -91,7 +91,7 @@ const envSchema = z.object({
   API_DATABASE_URL: url.optional(),
   WORKER_DATABASE_URL: url.optional(),
   OUTBOX_ENCRYPTION_KEY: base64Key(32, 32).optional(),
-  /** `id:base64key,…`: the first key seals, every key opens (key rotation, DESIGN §11). */
+  /** `id:base64key,…`: the first key seals, every key opens (README "Rotating keys"). */
   OUTBOX_ENCRYPTION_KEYS: keyRing({ min: 32, max: 32 }).optional(),
   CODE_HASH_KEY: base64Key(32, 64).optional(),
   /** `id:base64key,…`: the first key hashes, every key verifies codes and counts budgets. */
@@ -211,7 +211,7 @@ export function apiDocsEnabled(config: { NODE_ENV?: Config['NODE_ENV']; API_DOCS
 /** The process roles of the Procfile plus the CLI; each needs different settings in production. */
 export type ProcessRole = 'release' | 'web' | 'worker' | 'cli' | 'all-in-one'
 
-// The worker never hashes a code or counts a budget, so it holds no CODE_HASH_KEYS (DESIGN §7).
+// The worker never hashes a code or counts a budget, so it holds no CODE_HASH_KEYS (least privilege: docs/architecture.md §6).
 const REQUIRED_IN_PRODUCTION: Record<ProcessRole, (keyof Config)[]> = {
   release: ['DATABASE_URL'],
   cli: ['DATABASE_URL', 'OUTBOX_ENCRYPTION_KEYS', 'CODE_HASH_KEYS'],

@@ -11,7 +11,7 @@ export const PURGE_BATCH_SIZE = 500
 export type PurgeDeps = { db: Knex; boss: PgBoss; clock: () => Date; logger: Logger; batchSize?: number; metrics?: WorkerMetrics }
 
 /**
- * One expiry-purge pass (OX-S7): expired messages nobody holds are dead-lettered
+ * One expiry-purge pass (docs/architecture.md §5): expired messages nobody holds are dead-lettered
  * `challenge_expired` (`invitation_expired`), their ciphertexts erased and their queued jobs
  * cancelled, a bounded batch per transaction until none is left. A second pass changes nothing.
  */

@@ -44,7 +44,7 @@ async function inBatches(
 }
 
 /**
- * One retention pass (OB11): published messages older than `publishedDays` and dead-lettered ones
+ * One retention pass (docs/architecture.md §5): published messages older than `publishedDays` and dead-lettered ones
  * older than `deadLetteredDays` go with their attempts and dead letters, in bounded batches (each
  * its own short statement) so no lock is held for long. Open messages are never touched here.
  * Then the identity rows that ended more than 30 days ago: sessions, elevations, challenges no

@@ -153,7 +153,7 @@ describe('attacks on the identity flows', () => {
           'POST',
           '/sign-in-methods',
           { identifier: attackerAddress },
-          { ...owner.auth, 'x-elevation-token': foreign['x-elevation-token']! },
+          { ...owner.auth, 'x-elevation-token': foreign['x-elevation-token'] },
         )
       ).status,
     ).to.equal(403)

@@ -8,7 +8,7 @@ import { createVerifiedIdentity, eventually, inbox, ringSetting, uniqueEmail } f
 import type { Spawned } from './support/processes.ts'
 
 /**
- * DESIGN §11 / README "Rotating keys", run as an operator would, with the Procfile processes:
+ * README "Rotating keys", run as an operator would, with the Procfile processes:
  * add the new key second → deploy → move it first → wait the longest TTL → drop the old one,
  * with messages sealed and codes hashed under the old key in flight at every step.
  */

@@ -55,12 +55,13 @@ describe('migrations as history', () => {
     opened.push(db)
     return db
   }
-  after(async () => {
-    await Promise.all(opened.map((db) => db.destroy()))
+  // Each test's pools and databases go when it ends (the leak guard holds a test to what it opened).
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((db) => db.destroy()))
     const admin = new pg.Client({ connectionString: testCluster().ownerUrl('postgres') })
     await admin.connect()
     try {
-      for (const name of databases) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      for (const name of databases.splice(0)) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
     } finally {
       await admin.end()
     }

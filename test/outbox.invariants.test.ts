@@ -3,7 +3,7 @@ import { ATTEMPT_OUTCOMES, CHANNELS, DEAD_LETTER_REASONS, FAILURE_CLASSES, MESSA
 import { createTestDatabase, type TestDatabase } from './support/database.ts'
 import { insertOpenMessage } from './support/helpers.ts'
 
-/** DESIGN §3: invariants the database itself enforces, tried as the owner, who could break them. */
+/** docs/architecture.md §6: invariants the database itself enforces, tried as the owner, who could break them. */
 describe('security outbox invariants', () => {
   let db: TestDatabase
   before(async () => {

@@ -269,7 +269,7 @@ describe('staff: refusals come before any outbox row is read', () => {
   })
 })
 
-describe('staff: reissue of a dead letter (OX-O2)', () => {
+describe('staff: reissue of a dead letter', () => {
   const f = useWebStack({ worker: false })
   const kit = staffKit(f)
 

@@ -15,7 +15,7 @@ import { useWebStack } from './support/web-stack.ts'
 const ID = '01a22d1f-4e0c-7711-8dbc-3725e1d0239f'
 const NO_SESSION = '\\x' + '00'.repeat(32)
 
-/** DESIGN §7 / OX-W9, OX-W10: one row per operation a role must never perform; each must fail 42501. */
+/** Least privilege (docs/architecture.md §6): one row per operation a role must never perform; each must fail 42501. */
 const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
   api: [
     ['read a sealed envelope', 'SELECT envelope FROM outbox.security_outbox_ciphertexts'],

@@ -50,11 +50,12 @@ describe('provider back-pressure', () => {
         const [open] = await db
           .owner('outbox.security_outbox_messages')
           .count({ open: '*' })
-          .where((q) =>
-            q
-              .where({ state: 'leased' })
-              .orWhere((p) => p.where({ state: 'pending' }).andWhere('available_at', '<', new Date(pausedUntil.getTime() - 1_000))),
-          )
+          // knex builds the sub-clause on `q` and ignores the callback's value (a thenable builder, not a promise).
+          .where((q) => {
+            q.where({ state: 'leased' }).orWhere((p) => {
+              p.where({ state: 'pending' }).andWhere('available_at', '<', new Date(pausedUntil.getTime() - 1_000))
+            })
+          })
         const [due] = await db
           .owner('pgboss.job')
           .count({ due: '*' })

@@ -2,7 +2,7 @@
 export type RingKey = Readonly<{ id: string; key: Buffer }>
 
 /**
- * A key ring (DESIGN §11): the first key seals or hashes, every key opens or verifies, so a new key
+ * A key ring (docs/architecture.md §8, decision 11): the first key seals or hashes, every key opens or verifies, so a new key
  * can be deployed before it is used and an old one kept until nothing sealed under it is alive.
  */
 export type KeyRing = readonly [RingKey, ...RingKey[]]

@@ -6,7 +6,7 @@ export class UnsafeConnectionError extends Error {
 }
 
 /**
- * DESIGN §7: web and worker run as members of their group role, never as a superuser, a role
+ * Least privilege (docs/architecture.md §6): web and worker run as members of their group role, never as a superuser, a role
  * that bypasses row security, or the owner of the schemas. Checked once at startup.
  */
 export async function assertConnectionRole(db: Knex, groupRole: string, variable: string): Promise<void> {

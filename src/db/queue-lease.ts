@@ -13,7 +13,7 @@ export function minimumLeaseSeconds(sendTimeoutMs: number): number {
 }
 
 /**
- * One lease truth (DESIGN §11): the lease is what the release step wrote into the delivery queue
+ * One lease truth (docs/architecture.md §8, decision 9): the lease is what the release step wrote into the delivery queue
  * (LEASE_SECONDS), never a worker's own setting. Read at start through pg-boss (over the worker's
  * pool, no second pool): a lease below 2 × SEND_TIMEOUT_MS + 5 s would let a job expire mid-send
  * and be handed to another worker (a duplicate code), so the worker refuses to start.

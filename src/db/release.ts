@@ -109,7 +109,7 @@ async function checkGrantsLanded(db: Knex, roles: DatabaseRoles): Promise<void> 
  * Row-level security on pg-boss's job table and each of its partitions (pg-boss inserts into a
  * queue's partition directly), re-applied with the grants: the web may insert only a fresh job of
  * the delivery queue and see only that queue's rows, so it can neither file a job in the
- * crash-loop or maintenance queues nor forge a failed or active job (DESIGN §5, §7). The worker's
+ * crash-loop or maintenance queues nor forge a failed or active job (docs/architecture.md §6). The worker's
  * policy lets it do everything its grants allow; the owner, which owns the tables, is not subject
  * to row security. Web and worker logins refuse to start with BYPASSRLS (connection-guard.ts).
  */

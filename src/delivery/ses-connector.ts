@@ -15,7 +15,7 @@ const THROTTLED_NAMES = new Set(['TooManyRequestsException', 'LimitExceededExcep
 const ABORTED_NAMES = new Set(['AbortError', 'TimeoutError', 'RequestTimeout'])
 const REFUSED_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'])
 
-/** Maps an SES SDK error to our taxonomy (DESIGN §5): pure, table-tested. */
+/** Maps an SES SDK error to our taxonomy (docs/architecture.md §4, step 5): pure, table-tested. */
 export function classifySesError(error: unknown): { failureClass: FailureClass; providerCode: string } {
   const { name, code, $metadata } = (error ?? {}) as { name?: string; code?: string; $metadata?: { httpStatusCode?: number } }
   const status = $metadata?.httpStatusCode

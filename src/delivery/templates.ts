@@ -14,6 +14,8 @@ export const TEMPLATE_PURPOSES = Object.freeze([
   'invitation',
   'security_notice',
 ] as const)
+// Purpose is named although every one is listed above today: a purpose added to the outbox is a template purpose at once.
+// eslint-disable-next-line @typescript-eslint/no-duplicate-type-constituents
 export type TemplatePurpose = Purpose | (typeof TEMPLATE_PURPOSES)[number]
 
 /** Deployment-wide text: PRODUCT_NAME, SUPPORT_URL (shown as plain text), DEFAULT_LOCALE. */

@@ -6,7 +6,7 @@ import { providerRetryAt } from './retry-after.ts'
 
 type Classified = { failureClass: FailureClass; providerCode: string }
 
-/** Maps a Wasender HTTP status to our taxonomy (DESIGN §5); null for a success status. */
+/** Maps a Wasender HTTP status to our taxonomy (docs/architecture.md §4, step 5); null for a success status. */
 export function classifyWasenderStatus(status: number): Classified | null {
   const providerCode = `HTTP${status}`
   if (status >= 200 && status < 300) return null
@@ -83,9 +83,11 @@ export function createWasenderConnector(settings: WasenderSettings): Provider & 
         throw new DeliveryFailure(failure.failureClass, failure.providerCode, retryAt)
       }
       const { success, data } = (body ?? {}) as { success?: unknown; data?: { msgId?: unknown } }
-      // A 2xx we cannot read may or may not have been sent: ambiguous, so retried (OB9).
+      // A 2xx we cannot read may or may not have been sent: ambiguous, so retried (at-least-once: docs/architecture.md §8, decision 5).
       if (success !== true || data?.msgId === undefined || data.msgId === null)
         throw new DeliveryFailure('INDETERMINATE', 'UnreadableSuccess')
+      // Wasender's msgId is a number or a string; whatever else it might be is kept in its default spelling, as always.
+      // eslint-disable-next-line @typescript-eslint/no-base-to-string
       return { providerMessageId: String(data.msgId) }
     },
     close: () => void agent.close(),

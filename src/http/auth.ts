@@ -28,7 +28,7 @@ export function sessionOf(res: Response): SessionContext {
 
 /**
  * The caller's session as staff functions take it: the SHA-256 of the bearer token, which the
- * database checks against a live staff session itself (DESIGN §7), besides the resolved ids.
+ * database checks against a live staff session itself (docs/architecture.md §6), besides the resolved ids.
  */
 export function staffSessionOf(res: Response): StaffSession {
   return { ...sessionOf(res), tokenHash: res.locals.sessionTokenHash as Buffer }

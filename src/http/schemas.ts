@@ -40,7 +40,7 @@ export const OrganizationCreated = z.object({ id: z.uuid() }).meta({ id: 'Organi
 export const InvitationAccepted = z.object({ invitationId: z.uuid(), expiresAt: z.iso.datetime() }).meta({ id: 'InvitationAccepted' })
 export const MembershipCreated = z.object({ organizationId: z.uuid() }).meta({ id: 'MembershipCreated' })
 
-/** Delivery feedback (DESIGN §12): the webhooks' answers and the staff suppression views. */
+/** Delivery feedback (README "Delivery feedback"): the webhooks' answers and the staff suppression views. */
 export const SnsDelivery = z
   .object({
     Type: z.enum(['Notification', 'SubscriptionConfirmation', 'UnsubscribeConfirmation']),

@@ -9,7 +9,7 @@ import {
   PURPOSES,
 } from '../outbox/constants.ts'
 
-/** Query, path and response schemas of the staff routes (DESIGN §8); the API document is generated from them. */
+/** Query, path and response schemas of the staff routes; the API document is generated from them. */
 const count = z.int().min(0)
 const at = z.iso.datetime()
 const purpose = z.enum(PURPOSES)

@@ -60,7 +60,7 @@ export function createWebMetrics(db: Knex, clock: () => Date) {
   return {
     registry,
     /** One webhook outcome (stored, duplicate, unknown_message, ignored, refused with its reason…). */
-    webhook(provider: string, outcome: string, reason?: string) {
+    webhook: (provider: string, outcome: string, reason?: string) => {
       webhooks.inc({ provider, outcome, reason: reason ?? '' })
     },
     /** Reads the database, then renders: call once per scrape. */

@@ -13,7 +13,7 @@ import { organizationNameOrThrow } from './organization-name.ts'
 import type { Logger } from '../logging/logger.ts'
 
 /**
- * Limits on organizations and invitations (seed 000 OB12, D29; issue 13 items 1 and 4), counted in
+ * Limits on organizations and invitations (docs/architecture.md §7, budgets; issue 13 items 1 and 4), counted in
  * the database under locks, so they hold across any number of web processes: the organization's
  * row lock serializes its invitations, and every other count is an advisory-locked rate-limit
  * bucket keyed by an HMAC. A person's invitation budget is kept per inviting organization and per

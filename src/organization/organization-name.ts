@@ -2,7 +2,7 @@ import { DomainError } from '../identity/errors.ts'
 
 /**
  * Organization names are mailed by the official sender inside invitations, so a name must not be
- * able to carry a link, an address or forged lines (DESIGN §8, §13; issue 13 item 4). The check
+ * able to carry a link, an address or forged lines (a phishing link under our sender; issue 13 item 4). The check
  * runs on the NFKC form (full-width `：／．` become `:/.`) and on a skeleton in which the look-alikes
  * NFKC leaves alone (ideographic full stop, ratio sign, division slash, Arabic-Indic zero…) are
  * folded to ASCII and combining marks dropped, so `evil。com`, `https∶∕∕x`, `evil[.]com`,

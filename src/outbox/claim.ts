@@ -104,7 +104,7 @@ async function claimBatch(db: Knex, boss: PgBoss, requests: readonly ClaimReques
         message.lease_job_id &&
         (liveHolders.has(message.lease_job_id) || ourJobs.has(message.lease_job_id))
       ) {
-        // Another live job holds this message (OX-W3): it will send; this job is a duplicate.
+        // Another live job holds this message (one live lease, one sender: docs/architecture.md §4, step 2): it will send; this job is a duplicate.
         return settle('held_by_another_job')
       }
       if (message.expires_at.getTime() <= now.getTime()) {

@@ -52,7 +52,7 @@ export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number]
 
 /** Envelope versions the ciphertext CHECK accepts (20261201000350_envelope_v2): v2 names its key. */
 export const ENVELOPE_VERSIONS = Object.freeze(['v1', 'v2'] as const)
-/** What a provider told us after it accepted a message (DESIGN §12); mirrored by a CHECK. */
+/** What a provider told us after it accepted a message (README "Delivery feedback"); mirrored by a CHECK. */
 export const DELIVERY_EVENTS = Object.freeze(['delivered', 'bounced', 'complained', 'rejected', 'delayed'] as const)
 export type DeliveryEvent = (typeof DELIVERY_EVENTS)[number]
 

@@ -14,7 +14,7 @@ export type Decision =
   | { kind: 'retry_scheduled'; attemptNo: number; nextAttemptAt: Date }
   | { kind: 'dead_lettered'; attemptNo: number; reason: DeadLetterReason }
 
-/** The pure decision after an attempt: publish, retry later, or dead-letter (DESIGN §5). */
+/** The pure decision after an attempt: publish, retry later, or dead-letter (docs/architecture.md §4, step 6). */
 export function decide(
   settings: RetrySettings,
   attemptNo: number,

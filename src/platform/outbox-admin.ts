@@ -55,7 +55,7 @@ function summaryOf(row: CountsRow, events: Awaited<ReturnType<typeof deliveryEve
 
 export type BacklogSummary = ReturnType<typeof summaryOf>
 
-/** `GET /platform-admin/security-outbox/backlog` (DESIGN §8): one request answers "is delivery healthy?". */
+/** `GET /platform-admin/security-outbox/backlog`: one request answers "is delivery healthy?". */
 export async function backlog(db: Knex, staff: Pick<StaffSession, 'tokenHash'>, now: Date): Promise<BacklogSummary> {
   const counts = await asStaff(() => backlogSummary(db, staff.tokenHash, now))
   return summaryOf(counts, await deliveryEventsSince(db, new Date(now.getTime() - 24 * 3_600_000)))
@@ -122,7 +122,7 @@ export async function deadLetterPage(
 export type ReissueDeps = { boss: PgBoss; outboxKey: KeyRing; codeHashKey: Buffer; clock: () => Date; logger?: Logger }
 
 /**
- * OX-O2 / OB10, one transaction: claim the idempotency key, check and lock the dead letter and its
+ * The audited staff reissue of a dead letter, one transaction: claim the idempotency key, check and lock the dead letter and its
  * challenge (`outbox.reissue_candidate`), mint a new code, replace the challenge's code hash, seal
  * and enqueue a fresh message, and write one audit record. A replay of the key answers the stored
  * result and enqueues nothing; a concurrent second reissue waits for the first and is refused
@@ -162,7 +162,7 @@ export async function reissueDeadLetter(
     }
 
     const candidate = await asStaff(() => reissueCandidateTx(trx, input.staff.tokenHash, input.messageId, now))
-    // Reissue refusals (OX-O2), each its own stable problem code.
+    // Reissue refusals (the rules of `outbox.reissue_candidate`), each its own stable problem code.
     if (candidate.refusal === 'dead_letter_not_found') throw new NotFoundError(candidate.refusal, 'There is no such dead letter.')
     if (candidate.refusal) throw new ConflictError(candidate.refusal, `This dead letter cannot be reissued (${candidate.refusal}).`)
     // A notice carries no code to mint anew, and its text is gone with its ciphertext.

@@ -45,7 +45,8 @@ type WorkerConfig = Pick<
 /**
  * Where invitation links point: INVITATION_LINK_BASE_URL, or in development the local web. In
  * staging and production there is no default and the worker does not start without it: a
- * configuration gap must never spend a message's attempts (DESIGN §11).
+ * configuration gap must never spend a message's attempts (a worker that refuses to start, naming the
+ * variable, is seen at once; codes that fail five times and die quietly are not).
  */
 export function invitationLinkBase(config: Pick<Config, 'INVITATION_LINK_BASE_URL' | 'NODE_ENV' | 'PORT'>): string {
   if (config.INVITATION_LINK_BASE_URL) return config.INVITATION_LINK_BASE_URL.replace(/\/+$/, '')

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
 export type SesFault = { status: number; errorType: string; headers?: Record<string, string> } | 'forward' | 'hang'
@@ -10,7 +10,7 @@ export type SesFault = { status: number; errorType: string; headers?: Record<str
 export async function startFaultySes(emulatorUrl: string) {
   let fault: (call: number) => SesFault = () => 'forward'
   let calls = 0
-  const server: Server = createServer(async (req, res) => {
+  const answer = async (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = []
     for await (const chunk of req) chunks.push(chunk as Buffer)
     const decided = fault(++calls)
@@ -32,6 +32,13 @@ export async function startFaultySes(emulatorUrl: string) {
     res
       .writeHead(decided.status, { 'content-type': 'application/json', 'x-amzn-ErrorType': decided.errorType, ...decided.headers })
       .end(JSON.stringify({ message: `fake ${decided.errorType}` }))
+  }
+  // A failed forward (the emulator gone mid-test) answers 502 instead of an unhandled rejection.
+  const server: Server = createServer((req, res) => {
+    answer(req, res).catch(() => {
+      if (!res.headersSent) res.writeHead(502)
+      res.end()
+    })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   return {

@@ -25,19 +25,19 @@ export function useIdentityKit(options: { metricsToken?: string } = {}) {
     code,
     now: () => now,
     /** Moves the stack's clock forward. */
-    later(seconds: number) {
+    later: (seconds: number) => {
       now = new Date(now.getTime() + seconds * 1000)
     },
     /** A wrong code for sure: never the right one. */
     wrongFor: (right: string) => (right === '000000' ? '111111' : '000000'),
     /** A signed-in identity with a verified email and no password: its bearer header. */
-    async signedIn(email = uniqueEmail('member')) {
+    signedIn: async (email = uniqueEmail('member')) => {
       const { identityId } = await createVerifiedIdentity(f.db.owner, email)
       const { token } = await f.db.owner.transaction((trx) => createSessionTx(trx, identityId, now))
       return { email, identityId, auth: f.stack.bearer(token) }
     },
     /** A fresh step-up, as its owner makes it (the code from their own inbox): the headers of an elevated call. */
-    async elevate(who: { email: string; auth: Record<string, string> }) {
+    elevate: async (who: { email: string; auth: Record<string, string> }) => {
       expect((await call('POST', '/step-ups', {}, who.auth)).status).to.equal(202)
       const confirmed = await call('POST', '/step-ups/confirmation', { code: await code(who.email) }, who.auth)
       expect(confirmed.status).to.equal(201)

@@ -27,8 +27,8 @@ export function spawnCollecting(
     text += chunk.toString('utf8')
     for (const listener of listeners) listener()
   }
-  child.stdout!.on('data', append)
-  child.stderr!.on('data', append)
+  child.stdout.on('data', append)
+  child.stderr.on('data', append)
   // 'close' waits for every holder of the pipes (npm's node child too) to finish.
   const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)))
   return {
@@ -67,7 +67,9 @@ export function spawnCollecting(
 
 /** The environment of a machine with nothing configured: PATH and HOME only. */
 export function bareEnvironment(extra: Record<string, string>): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH, HOME: process.env.HOME, ...extra }
+  // Under `c8` (npm test, npm run coverage) the children write their coverage where the run's goes.
+  const coverage = process.env.NODE_V8_COVERAGE ? { NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE } : {}
+  return { PATH: process.env.PATH, HOME: process.env.HOME, ...coverage, ...extra }
 }
 
 /** The Procfile's command for a process type, run through sh as a platform would. */

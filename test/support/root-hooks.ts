@@ -1,3 +1,4 @@
+import { leakGuardHooks } from './leak-guard.ts'
 import { startTestCluster, type TestCluster } from './cluster.ts'
 
 let cluster: TestCluster | undefined
@@ -9,12 +10,20 @@ export function testCluster(): TestCluster {
 }
 
 export const mochaHooks = {
-  async beforeAll(this: Mocha.Context) {
-    this.timeout(120_000)
-    cluster = await startTestCluster()
-  },
-  async afterAll(this: Mocha.Context) {
-    this.timeout(60_000)
-    await cluster?.stop()
-  },
+  beforeAll: [
+    // First: every suite gets its leak checks before anything is created (test/support/leak-guard.ts).
+    leakGuardHooks.beforeAll,
+    async function (this: Mocha.Context) {
+      this.timeout(120_000)
+      cluster = await startTestCluster()
+    },
+  ],
+  afterAll: [
+    async function (this: Mocha.Context) {
+      this.timeout(60_000)
+      await cluster?.stop()
+    },
+    // Last: whatever the run itself made must be gone by now.
+    leakGuardHooks.afterAll,
+  ],
 }

@@ -28,7 +28,7 @@ import {
   StepUpRequest,
 } from '../schemas.ts'
 
-/** Answers to requests that could reveal whether an account exists take at least this long (OX-S3). */
+/** Answers to requests that could reveal whether an account exists take at least this long: a second layer behind equal work (docs/architecture.md §7). */
 export const ENUMERATION_FLOOR_MS = 150
 
 function identifierFrom(raw: string): Identifier {
@@ -39,7 +39,7 @@ function identifierFrom(raw: string): Identifier {
 
 const iso = (date: Date) => date.toISOString()
 
-// What a request for a code can be refused with (DESIGN §8 rules: resends, per-destination budget).
+// What a request for a code can be refused with (docs/architecture.md §7, budgets: resends, per-destination budget).
 const CODE_LIMITS = ['rate_limited', 'resend_too_soon', 'too_many_resends'] as const
 const codeSent = { status: 202, description: 'Accepted: a code is on its way (not yet delivered)', body: ChallengeAccepted }
 
@@ -166,7 +166,7 @@ const api = {
 
 export type IdentityRouteOptions = { db: Knex; challenges: ChallengeDeps; clientLimitPerMinute: number }
 
-/** The four security flows and sessions (DESIGN §8): thin routes over the use cases. */
+/** The four security flows and sessions (docs/architecture.md §3): thin routes over the use cases. */
 export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: IdentityRouteOptions): Router {
   const router = Router()
   const countClient = limitPerClient(db, deps.codeHashKeys ?? deps.codeHashKey, clientLimitPerMinute, deps.clock)

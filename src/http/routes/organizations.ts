@@ -95,7 +95,7 @@ const api = {
   }),
 }
 
-/** Organizations and invitations (DESIGN §8, seed 000 OB12). */
+/** Organizations and invitations: thin routes over src/organization (its limits: docs/architecture.md §7, budgets). */
 export function organizationRoutes({ db, invitations: deps }: { db: Knex; invitations: InvitationDeps }): Router {
   const router = Router()
   const signedIn = requireSession(db, deps.clock)

@@ -78,7 +78,7 @@ const api = {
   }),
 }
 
-/** Staff views of the security outbox and the audited reissue (DESIGN §8, seed 000 OX-O1, OX-O2). */
+/** Staff views of the security outbox and the audited reissue (README "Operations"). */
 export function platformAdminRoutes({ db, reissue: deps }: { db: Knex; reissue: ReissueDeps }): Router {
   const router = Router()
   const staff = [requireSession(db, deps.clock), requireStaff(db)]
