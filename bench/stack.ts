@@ -236,6 +236,8 @@ export type BenchProcess = {
   peakRssMb: () => Promise<number>
   cpuSeconds: () => Promise<number>
   stop: () => Promise<void>
+  /** The last 8 000 characters the process wrote (its `delivery pipeline stopped` counters, after stop). */
+  tail: () => string
   url?: string
 }
 
@@ -291,5 +293,6 @@ export async function spawnProcess(kind: 'web' | 'worker', env: NodeJS.ProcessEn
       child.kill('SIGTERM')
       await exited
     },
+    tail: () => tail,
   }
 }
