@@ -218,6 +218,16 @@ export async function delivery(
   } finally {
     await Promise.all(processes.map((worker) => worker.stop()))
   }
+  // BENCH_PIPELINE_STATS=1: each worker's own counters (send slots, fetch, claim, commit, event-loop lag).
+  if (process.env.BENCH_PIPELINE_STATS === '1') {
+    const calls = stack.wasender.requests.slice(before).filter((call) => call.finishedAt !== undefined)
+    const openMs = calls.reduce((sum, call) => sum + (call.finishedAt! - call.at), 0) / Math.max(1, calls.length)
+    // eslint-disable-next-line no-console -- asked for by BENCH_PIPELINE_STATS, for a person at a terminal
+    console.log(`    provider: ${calls.length} calls, mean ${openMs.toFixed(1)} ms from arrival to answer`)
+    for (const worker of processes)
+      // eslint-disable-next-line no-console -- the same
+      console.log(`    ${/\{[^\n]*"delivery pipeline stopped"[^\n]*\}/.exec(worker.tail())?.[0] ?? '(no pipeline line)'}`)
+  }
   const { rows } = await stack.owner.raw(
     `SELECT extract(epoch FROM max(published_at) - min(leased_at)) AS seconds FROM outbox.security_outbox_messages WHERE id = ANY(?)`,
     [ids],

@@ -65,7 +65,8 @@ export async function startBenchStack() {
     // A production worker needs it (and will refuse to start without it); the bench sends codes only.
     INVITATION_LINK_BASE_URL: 'https://app.sealpost.test',
     // BENCH_PROFILE_DIR=<dir>: every web and worker process writes a V8 CPU profile there on exit.
-    ...(process.env.BENCH_PROFILE_DIR ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}` } : {}),
+    // BENCH_NODE_OPTIONS: further Node options for those processes (a memory trace preload, heap flags).
+    ...nodeOptions(),
     ...extra,
   })
 
@@ -235,7 +236,17 @@ export type BenchProcess = {
   peakRssMb: () => Promise<number>
   cpuSeconds: () => Promise<number>
   stop: () => Promise<void>
+  /** The last 8 000 characters the process wrote (its `delivery pipeline stopped` counters, after stop). */
+  tail: () => string
   url?: string
+}
+
+function nodeOptions(): { NODE_OPTIONS?: string } {
+  const options = [
+    ...(process.env.BENCH_PROFILE_DIR ? [`--cpu-prof --cpu-prof-dir=${path.resolve(process.env.BENCH_PROFILE_DIR)}`] : []),
+    ...(process.env.BENCH_NODE_OPTIONS ? [process.env.BENCH_NODE_OPTIONS] : []),
+  ]
+  return options.length > 0 ? { NODE_OPTIONS: options.join(' ') } : {}
 }
 
 export async function spawnProcess(kind: 'web' | 'worker', env: NodeJS.ProcessEnv): Promise<BenchProcess> {
@@ -282,5 +293,6 @@ export async function spawnProcess(kind: 'web' | 'worker', env: NodeJS.ProcessEn
       child.kill('SIGTERM')
       await exited
     },
+    tail: () => tail,
   }
 }

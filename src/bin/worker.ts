@@ -1,3 +1,5 @@
+// First: the heap's growth policy must be set before the worker's modules allocate.
+import './worker-heap.ts'
 import { providersFromConfig } from '../runtime/providers.ts'
 import { handleSignals } from '../runtime/signals.ts'
 import { startWorker } from '../runtime/worker.ts'

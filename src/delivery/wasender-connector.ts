@@ -29,14 +29,21 @@ export function classifyWasenderError(error: unknown): Classified {
   return { failureClass: 'INDETERMINATE', providerCode }
 }
 
-export type WasenderSettings = { apiUrl: string; apiKey: string; logger: Logger; clock?: () => Date }
+export type WasenderSettings = {
+  apiUrl: string
+  apiKey: string
+  logger: Logger
+  clock?: () => Date
+  /** Sends in flight at most (WORKER_CONCURRENCY): one connection each, so no send queues for a socket. */
+  concurrency?: number
+}
 
 /**
  * WhatsApp through Wasender: `POST /api/send-message` with a bearer key, `{to, text}`; accepted
  * only on a 2xx whose body says `success: true` with a `data.msgId`.
  */
 export function createWasenderConnector(settings: WasenderSettings): Provider & { close(): void } {
-  const agent = new Agent({ keepAliveTimeout: 10_000, connections: 64 })
+  const agent = new Agent({ keepAliveTimeout: 10_000, connections: Math.max(64, settings.concurrency ?? 0) })
   const endpoint = new URL('/api/send-message', settings.apiUrl).toString()
   const clock = settings.clock ?? (() => new Date())
   let misconfigurationLogged = false

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
 import type { ChallengePurpose } from '../outbox/constants.ts'
+import type { AlongsideSql } from '../outbox/messages-sql.ts'
 
 const CHALLENGES = 'identity.challenges'
 
@@ -29,18 +30,23 @@ export type ChallengeRow = {
 
 export type ChallengeSubject = { purpose: ChallengePurpose; identityId: string; loginIdentifierId: string }
 
-export async function insertChallengeTx(trx: Knex.Transaction, challenge: NewChallenge): Promise<void> {
-  await trx(CHALLENGES).insert({
-    id: challenge.id,
-    purpose: challenge.purpose,
-    identity_id: challenge.identityId,
-    login_identifier_id: challenge.loginIdentifierId,
-    code_hash: challenge.codeHash,
-    expires_at: challenge.expiresAt,
-    last_sent_at: challenge.now,
-    created_at: challenge.now,
-    candidate_password_hash: challenge.candidatePasswordHash ?? null,
-  })
+/** A new challenge, as a statement to run alongside its message's insert (`enqueueSecurityMessageTx`). */
+export function insertChallengeSql(challenge: NewChallenge): AlongsideSql {
+  return {
+    sql: `INSERT INTO ${CHALLENGES} (id, purpose, identity_id, login_identifier_id, code_hash, expires_at, last_sent_at, created_at, candidate_password_hash)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    bindings: [
+      challenge.id,
+      challenge.purpose,
+      challenge.identityId,
+      challenge.loginIdentifierId,
+      challenge.codeHash,
+      challenge.expiresAt,
+      challenge.now,
+      challenge.now,
+      challenge.candidatePasswordHash ?? null,
+    ],
+  }
 }
 
 /** The open challenge of a subject: not consumed, revoked, expired or out of attempts. */
@@ -77,21 +83,20 @@ export async function findOpenChallenge(db: Knex, subject: ChallengeSubject, now
   return await openChallenge(db, subject, now)
 }
 
-/** A resend: the new code replaces the old one, which stops verifying at once. */
-export async function rotateChallengeCodeTx(
-  trx: Knex.Transaction,
+/**
+ * A resend: the new code replaces the old one, which stops verifying at once. As a statement to
+ * run alongside the new message's insert (`enqueueSecurityMessageTx`).
+ */
+export function rotateChallengeCodeSql(
   id: string,
   change: { codeHash: Buffer; expiresAt: Date; now: Date; candidatePasswordHash?: string },
-): Promise<void> {
-  await trx(CHALLENGES)
-    .where({ id })
-    .update({
-      code_hash: change.codeHash,
-      expires_at: change.expiresAt,
-      last_sent_at: change.now,
-      resend_count: trx.raw('resend_count + 1'),
-      ...(change.candidatePasswordHash ? { candidate_password_hash: change.candidatePasswordHash } : {}),
-    })
+): AlongsideSql {
+  return {
+    sql: `UPDATE ${CHALLENGES} SET code_hash = ?, expires_at = ?, last_sent_at = ?, resend_count = resend_count + 1${
+      change.candidatePasswordHash ? ', candidate_password_hash = ?' : ''
+    } WHERE id = ?`,
+    bindings: [change.codeHash, change.expiresAt, change.now, ...(change.candidatePasswordHash ? [change.candidatePasswordHash] : []), id],
+  }
 }
 
 /** One wrong code: returns the attempts the challenge has left (0 = dead). */

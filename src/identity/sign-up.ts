@@ -15,8 +15,7 @@ import { InvalidCodeError } from './errors.ts'
 import {
   activateIdentityTx,
   findClaimsTx,
-  insertClaimTx,
-  insertIdentityTx,
+  insertIdentityWithClaimTx,
   setPasswordTx,
   verifyClaimTx,
   type ClaimRow,
@@ -59,8 +58,7 @@ export async function signUp(
       } else {
         // In a savepoint of its own, like the rehearsed claim of the other paths: the same statements.
         await trx.transaction(async (savepoint) => {
-          await insertIdentityTx(savepoint, ids.identityId, 'pending', now)
-          await insertClaimTx(savepoint, ids.loginIdentifierId, ids.identityId, input.identifier, null, now)
+          await insertIdentityWithClaimTx(savepoint, ids, 'pending', input.identifier, null, now)
         })
       }
       await issueHiddenTx(

@@ -2,10 +2,6 @@ import type { Knex } from 'knex'
 
 const CIPHERTEXTS = 'outbox.security_outbox_ciphertexts'
 
-export async function insertCiphertextTx(trx: Knex.Transaction, messageId: string, envelope: string): Promise<void> {
-  await trx(CIPHERTEXTS).insert({ message_id: messageId, envelope })
-}
-
 /** The sealed envelopes of several messages, by message id (absent when a message has none). */
 export async function selectEnvelopesTx(trx: Knex.Transaction, messageIds: readonly string[]): Promise<Map<string, string>> {
   if (messageIds.length === 0) return new Map()

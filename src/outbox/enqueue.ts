@@ -5,10 +5,9 @@ import { uuidv7 } from 'uuidv7'
 import { envelopeContext, seal } from '../crypto/envelope.ts'
 import type { KeyRing } from '../crypto/key-ring.ts'
 import type { Logger } from '../logging/logger.ts'
-import { insertCiphertextTx } from './ciphertexts-sql.ts'
 import { QUEUES, type DeliveryJobData } from './constants.ts'
 import { destinationHmac } from './destination.ts'
-import { insertMessageTx, type NewMessage } from './messages-sql.ts'
+import { insertMessageWithCiphertextTx, type AlongsideSql, type NewMessage } from './messages-sql.ts'
 
 /**
  * `outboxKey` is the OUTBOX_ENCRYPTION_KEYS ring: its first key seals. `codeHashKey` (CODE_HASH_KEYS'
@@ -19,13 +18,15 @@ export type EnqueueDeps = { boss: PgBoss; outboxKey: KeyRing; codeHashKey: Buffe
 /**
  * Writes a security message, its sealed secret and its pg-boss job inside the caller's
  * transaction; it never opens or commits one, so the business change and the message share one
- * COMMIT. The secret buffer is wiped once sealed, whatever happens.
+ * COMMIT. The secret buffer is wiped once sealed, whatever happens. `alongside`: the caller's own
+ * write (its challenge) folded into the message's statement, one round trip fewer.
  */
 export async function enqueueSecurityMessageTx(
   trx: Knex.Transaction,
   deps: EnqueueDeps,
   message: Omit<NewMessage, 'id' | 'jobId' | 'destinationHmac'>,
   secret: Buffer,
+  alongside?: AlongsideSql,
 ): Promise<{ messageId: string }> {
   const messageId = uuidv7()
   let envelope: string
@@ -35,13 +36,12 @@ export async function enqueueSecurityMessageTx(
     secret.fill(0)
   }
   const jobId = randomUUID()
-  await insertMessageTx(trx, {
-    ...message,
-    id: messageId,
-    jobId,
-    destinationHmac: destinationHmac(deps.codeHashKey, message.channel, message.destination),
-  })
-  await insertCiphertextTx(trx, messageId, envelope)
+  await insertMessageWithCiphertextTx(
+    trx,
+    { ...message, id: messageId, jobId, destinationHmac: destinationHmac(deps.codeHashKey, message.channel, message.destination) },
+    envelope,
+    alongside,
+  )
   const data: DeliveryJobData = { messageId }
   await deps.boss.send(QUEUES.delivery, data, { db: fromKnex(trx), id: jobId })
   // Follows one message from its request (the line carries X-Request-ID) to the worker's send.

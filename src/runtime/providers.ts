@@ -16,7 +16,7 @@ export function providersFromConfig(
     Config,
     'NODE_ENV' | 'SES_REGION' | 'SES_FROM_ADDRESS' | 'SES_ENDPOINT' | 'SES_EMULATOR_PORT' | 'WASENDER_API_URL' | 'WASENDER_API_KEY'
   > &
-    Partial<Pick<Config, 'SES_CONFIGURATION_SET' | 'SES_FROM_NAME' | 'PRODUCT_NAME'>>,
+    Partial<Pick<Config, 'SES_CONFIGURATION_SET' | 'SES_FROM_NAME' | 'PRODUCT_NAME' | 'WORKER_CONCURRENCY'>>,
   logger: Logger,
   emulatorEndpoint?: string,
 ): (Provider & { close(): void })[] {
@@ -33,7 +33,14 @@ export function providersFromConfig(
   })
   const whatsapp =
     config.WASENDER_API_URL && config.WASENDER_API_KEY
-      ? [createWasenderConnector({ apiUrl: config.WASENDER_API_URL, apiKey: config.WASENDER_API_KEY, logger })]
+      ? [
+          createWasenderConnector({
+            apiUrl: config.WASENDER_API_URL,
+            apiKey: config.WASENDER_API_KEY,
+            logger,
+            concurrency: config.WORKER_CONCURRENCY,
+          }),
+        ]
       : []
   return [ses, ...whatsapp]
 }
