@@ -80,3 +80,53 @@ describe('SES SendEmail request', () => {
     expect(fromHeader('a@b.test', 'Größe')).to.equal(`=?UTF-8?B?${Buffer.from('Größe').toString('base64')}?= <a@b.test>`)
   })
 })
+
+describe('SES connections', () => {
+  it('opens a socket per send slot: 100 sends at WORKER_CONCURRENCY 100 are all at the provider at once (the SDK default would hold 50 back)', async () => {
+    const inFlight = new Set<import('node:http').ServerResponse>()
+    let peak = 0
+    const server = createServer((req, res) => {
+      req.resume()
+      req.on('end', () => {
+        inFlight.add(res)
+        peak = Math.max(peak, inFlight.size)
+        // Answer everyone only once all 100 are held open together; a queued send would never arrive.
+        if (inFlight.size === 100) {
+          for (const held of inFlight) held.writeHead(200, { 'content-type': 'application/json' }).end('{"MessageId":"ses-n"}')
+          inFlight.clear()
+        }
+      })
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const { port } = server.address() as AddressInfo
+    const ses = createSesConnector({
+      region: 'eu-west-1',
+      fromAddress: 'no-reply@sealpost.test',
+      endpoint: `http://127.0.0.1:${port}`,
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+      concurrency: 100,
+    })
+    try {
+      const sends = Array.from({ length: 100 }, (_, i) =>
+        ses.dispatch(
+          {
+            messageId: `01a22d1f-4e0c-7711-8dbc-${String(i).padStart(12, '0')}`,
+            destination: 'a@example.com',
+            subject: 'S',
+            text: 'T',
+            html: '<p>H</p>',
+            purpose: 'sign_up',
+          },
+          AbortSignal.timeout(10_000),
+        ),
+      )
+      const results = await Promise.all(sends)
+      expect(peak).to.equal(100)
+      expect(results.map((result) => result.providerMessageId)).to.deep.equal(Array(100).fill('ses-n'))
+    } finally {
+      ses.close()
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+    }
+  })
+})

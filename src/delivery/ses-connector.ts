@@ -45,6 +45,8 @@ export type SesSettings = {
   configurationSet?: string
   endpoint?: string
   credentials?: { accessKeyId: string; secretAccessKey: string }
+  /** WORKER_CONCURRENCY: sends in flight at once; the SDK's own default of 50 sockets would queue the rest. */
+  concurrency?: number
 }
 
 /**
@@ -59,11 +61,15 @@ export function fromHeader(address: string, name: string | undefined): string {
 
 /** Email through SES v2 `SendEmail`, one provider request per attempt (SDK retries off). */
 export function createSesConnector(settings: SesSettings): Provider & { close(): void } {
+  const sockets = Math.max(64, settings.concurrency ?? 0)
   const client = new SESv2Client({
     region: settings.region,
     endpoint: settings.endpoint,
     credentials: settings.credentials,
     maxAttempts: 1,
+    // One socket per send slot (as the Wasender connector has), so no send waits for a socket and
+    // spends its SEND_TIMEOUT_MS queued inside the SDK.
+    requestHandler: { httpAgent: { maxSockets: sockets }, httpsAgent: { maxSockets: sockets } },
   })
   return {
     id: 'ses',

@@ -30,6 +30,7 @@ export function providersFromConfig(
     endpoint,
     // The emulator accepts any credentials; real SES uses the default AWS credential chain.
     credentials: local && !config.SES_REGION ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined,
+    concurrency: config.WORKER_CONCURRENCY,
   })
   const whatsapp =
     config.WASENDER_API_URL && config.WASENDER_API_KEY
