@@ -123,11 +123,19 @@ describe('delivery pipeline', () => {
     }
     // Two send slots and up to two more claimed and ready: all eight fetched before the 429 is known.
     pipeline = startDeliveryPipeline(f.harness.deps({ email: provider }), { concurrency: 2, prefetch: 2, pollMs: 60_000 })
+    // Under load the 429 can come back before the last fetch: wait until every message has been
+    // through a claim (none leased, none still due before the pause), not merely until the pause exists.
     await eventually(async () => {
-      const rows = await f.db.owner('outbox.security_outbox_messages').whereIn('state', ['leased'])
       const pause = await f.db.owner('outbox.provider_pauses').where({ channel: 'email' }).first()
-      return rows.length === 0 && pause ? true : undefined
-    }, 'every message published or put back, and the pause recorded')
+      if (!pause) return undefined
+      const open = await f.db
+        .owner('outbox.security_outbox_messages')
+        .where({ state: 'leased' })
+        .orWhere((q) => {
+          void q.where({ state: 'pending' }).where('available_at', '<', new Date(pause.paused_until.getTime() - 1_000))
+        })
+      return open.length === 0 ? true : undefined
+    }, 'every message published or put back to the pause')
     await pipeline.stop()
     pipeline = undefined
 
