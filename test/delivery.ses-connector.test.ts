@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { createServer } from 'node:http'
+import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { classifySesError, createSesConnector, fromHeader } from '../src/delivery/ses-connector.ts'
 
@@ -83,7 +83,7 @@ describe('SES SendEmail request', () => {
 
 describe('SES connections', () => {
   it('opens a socket per send slot: 100 sends at WORKER_CONCURRENCY 100 are all at the provider at once (the SDK default would hold 50 back)', async () => {
-    const inFlight = new Set<import('node:http').ServerResponse>()
+    const inFlight = new Set<ServerResponse>()
     let peak = 0
     const server = createServer((req, res) => {
       req.resume()

@@ -1,58 +1,36 @@
 import { expect } from 'chai'
-import type { Knex } from 'knex'
-import type { PgBoss } from 'pg-boss'
-import { createBoss } from '../src/db/boss.ts'
-import { createKnex } from '../src/db/knex.ts'
 import { requestPasswordRecoveryTx, type ChallengeDeps } from '../src/identity/password-recovery.ts'
-import { createTestDatabase, type TestDatabase } from './support/database.ts'
 import { capturingLogger, createVerifiedIdentity, testKeys, uniqueEmail } from './support/helpers.ts'
+import { openWebSide, webChallengeDeps, type WebSide } from './support/web-side.ts'
 
 /** Round trips of the enqueue path (bench/README.md "What bounds each target"), and equal work for known and unknown. */
 describe('round trips of a password-recovery request', () => {
-  let db: TestDatabase
-  let api: Knex
-  let boss: PgBoss
+  let side: WebSide
   const keys = testKeys()
   const logs = capturingLogger()
-  const deps = (): ChallengeDeps => ({
-    boss,
-    outboxKey: keys.outboxKey,
-    codeHashKey: keys.codeHashKey,
-    challengeTtlSeconds: 600,
-    clock: () => new Date(),
-    logger: logs.logger,
-    channels: new Set(['email', 'whatsapp']),
-  })
+  const deps = (extra: Partial<ChallengeDeps> = {}): ChallengeDeps => webChallengeDeps(side.boss, keys, logs.logger, extra)
 
   before(async () => {
-    db = await createTestDatabase()
-    api = createKnex(db.apiUrl, { applicationName: 'test-api' })
-    boss = createBoss(db.apiUrl, 'web', logs.logger)
-    await boss.start()
+    side = await openWebSide(logs.logger)
   })
-
-  after(async () => {
-    await boss.stop({ graceful: false })
-    await api.destroy()
-    await db.drop()
-  })
+  after(() => side.close())
 
   /** The statements one request sends, literals and identifiers normalised away. */
   const statementsOf = async (email: string): Promise<string[]> => {
     const seen: string[] = []
     const record = (query: { sql: string }) => seen.push(query.sql.replace(/\s+/g, ' ').replace(/"[^"]*"/g, '"…"'))
-    api.on('query', record)
+    side.api.on('query', record)
     try {
-      await api.transaction((trx) => requestPasswordRecoveryTx(trx, deps(), { kind: 'email', value: email }))
+      await side.api.transaction((trx) => requestPasswordRecoveryTx(trx, deps(), { kind: 'email', value: email }))
     } finally {
-      api.off('query', record)
+      side.api.off('query', record)
     }
     return seen
   }
 
   it('runs the same statements for a known and an unknown identifier, in a bounded number of round trips', async () => {
     const known = uniqueEmail('known')
-    await createVerifiedIdentity(db.owner, known)
+    await createVerifiedIdentity(side.db.owner, known)
     const forKnown = await statementsOf(known)
     const forUnknown = await statementsOf(uniqueEmail('unknown'))
     // The same data statements (savepoints aside: a known identifier's rehearsed claim has its own).
