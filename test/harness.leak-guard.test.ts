@@ -23,6 +23,8 @@ describe('the leak guard (test/support/leak-guard.ts)', () => {
         '30000',
         '--reporter',
         'spec',
+        // Plain text whatever the environment (CI=true turns mocha's colours on).
+        '--no-color',
         'test/fixtures/leaks.fixture.ts',
       ],
       { env: { ...process.env, LEAK_FIXTURE_URL: db.apiUrl } },
