@@ -55,6 +55,8 @@ export async function up(knex: Knex): Promise<void> {
       IF p_reason NOT IN ('superseded_by_resend', 'challenge_consumed') THEN
         RAISE EXCEPTION 'reason % is not the web''s to give', p_reason USING ERRCODE = 'insufficient_privilege';
       END IF;
+      -- The web's clock, within a skew of the database's: never a time that moves retention or the gauges.
+      p_now := least(greatest(coalesce(p_now, now()), now() - interval '5 minutes'), now() + interval '5 minutes');
       ids := ARRAY(SELECT id FROM outbox.security_outbox_messages WHERE challenge_id = p_challenge_id AND state IN ('pending', 'leased'));
       RETURN cardinality(outbox.dead_letter_messages(
         ids, array_fill(p_reason, ARRAY[cardinality(ids)]), array_fill(NULL::text, ARRAY[cardinality(ids)]),
@@ -72,6 +74,8 @@ export async function up(knex: Knex): Promise<void> {
       IF p_reason NOT IN ('invitation_revoked', 'invitation_accepted') THEN
         RAISE EXCEPTION 'reason % is not the web''s to give', p_reason USING ERRCODE = 'insufficient_privilege';
       END IF;
+      -- The web's clock, within a skew of the database's: never a time that moves retention or the gauges.
+      p_now := least(greatest(coalesce(p_now, now()), now() - interval '5 minutes'), now() + interval '5 minutes');
       ids := ARRAY(SELECT id FROM outbox.security_outbox_messages WHERE invitation_id = p_invitation_id AND state IN ('pending', 'leased'));
       RETURN cardinality(outbox.dead_letter_messages(
         ids, array_fill(p_reason, ARRAY[cardinality(ids)]), array_fill(NULL::text, ARRAY[cardinality(ids)]),

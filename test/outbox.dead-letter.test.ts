@@ -3,6 +3,7 @@ import type { Knex } from 'knex'
 import { randomBytes } from 'node:crypto'
 import { uuidv7 } from 'uuidv7'
 import { createKnex } from '../src/db/knex.ts'
+import { deleteFinishedBefore } from '../src/outbox/maintenance-sql.ts'
 import { deadLetterMessagesTx } from '../src/outbox/messages-sql.ts'
 import { deadLetterChallengeMessagesTx, deadLetterInvitationMessagesTx } from '../src/outbox/web-functions-sql.ts'
 import { createTestDatabase, type TestDatabase } from './support/database.ts'
@@ -55,8 +56,9 @@ describe('one dead-letter implementation (outbox.dead_letter_messages)', () => {
   })
 
   it('leaves identical rows whether the worker or the web’s functions dead-letter, stamped with the clock passed in', async () => {
-    // A clock far from the database's own, so a now() anywhere on the way would show.
-    const now = new Date('2031-05-06T07:08:09.123Z')
+    // A clock 3 minutes from the database's own (inside the skew the web's functions allow), so a
+    // now() anywhere on the way would show.
+    const now = new Date(Date.now() + 180_000)
     const [byWorker, byChallenge] = [await insertOpenMessage(db.owner), await insertOpenMessage(db.owner)]
     const { invitationId, messageId: byInvitation } = await insertInvitationMessage(db.owner)
 
@@ -85,6 +87,27 @@ describe('one dead-letter implementation (outbox.dead_letter_messages)', () => {
       ...expected,
       letter: { ...expected.letter, reason: 'invitation_revoked' },
     })
+  })
+
+  it('holds the web’s clock within 5 minutes of the database’s: a compromised web cannot back-date a dead letter into retention or post-date it past it', async () => {
+    const stamps: Date[] = []
+    for (const claimed of [new Date(0), new Date('9999-01-01T00:00:00Z')]) {
+      const messageId = await insertOpenMessage(db.owner)
+      const challengeId = await challengeOf(db.owner, messageId)
+      const before = Date.now()
+      await api.transaction((trx) => deadLetterChallengeMessagesTx(trx, challengeId, 'superseded_by_resend', claimed))
+      const after = Date.now()
+      const { message, letter } = await aftermath(db.owner, messageId)
+      expect(message!.dead_lettered_at.getTime()).to.equal(letter!.dead_lettered_at.getTime())
+      const stamp = letter!.dead_lettered_at.getTime()
+      const skew = claimed.getTime() < before ? -300_000 : 300_000
+      expect(stamp).to.be.within(before + skew - 1_000, after + skew + 1_000)
+      stamps.push(letter!.dead_lettered_at)
+      // The day's retention sweep (dead letters are kept 90 days) leaves the back-dated one alone.
+      await deleteFinishedBefore(worker, 'dead_lettered', new Date(Date.now() - 90 * 86_400_000), 100)
+      expect(await db.owner('outbox.security_outbox_messages').where({ id: messageId }).first('id')).to.not.equal(undefined)
+    }
+    expect(stamps).to.have.length(2)
   })
 
   it('closes only open messages: the web’s function skips a final one, the worker’s path refuses it', async () => {
