@@ -21,6 +21,7 @@ import * as messageHistory from '../../migrations/20261201000600_message_history
 import * as messageHistoryEvents from '../../migrations/20261201000610_message_history_events.ts'
 import * as deliveryEvents from '../../migrations/20261201000500_delivery_events.ts'
 import * as deadLetterFunction from '../../migrations/20261201000700_dead_letter_function.ts'
+import * as issueChallengeFunction from '../../migrations/20261201000800_issue_challenge_function.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -47,6 +48,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261201000610_message_history_events': messageHistoryEvents,
   '20261201000500_delivery_events': deliveryEvents,
   '20261201000700_dead_letter_function': deadLetterFunction,
+  '20261201000800_issue_challenge_function': issueChallengeFunction,
 }
 
 /**

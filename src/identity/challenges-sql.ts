@@ -1,19 +1,7 @@
 import type { Knex } from 'knex'
 import type { ChallengePurpose } from '../outbox/constants.ts'
-import type { AlongsideSql } from '../outbox/messages-sql.ts'
 
 const CHALLENGES = 'identity.challenges'
-
-export type NewChallenge = {
-  id: string
-  purpose: ChallengePurpose
-  identityId: string
-  loginIdentifierId: string
-  codeHash: Buffer
-  expiresAt: Date
-  now: Date
-  candidatePasswordHash?: string
-}
 
 export type ChallengeRow = {
   id: string
@@ -29,25 +17,6 @@ export type ChallengeRow = {
 }
 
 export type ChallengeSubject = { purpose: ChallengePurpose; identityId: string; loginIdentifierId: string }
-
-/** A new challenge, as a statement to run alongside its message's insert (`enqueueSecurityMessageTx`). */
-export function insertChallengeSql(challenge: NewChallenge): AlongsideSql {
-  return {
-    sql: `INSERT INTO ${CHALLENGES} (id, purpose, identity_id, login_identifier_id, code_hash, expires_at, last_sent_at, created_at, candidate_password_hash)
-          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    bindings: [
-      challenge.id,
-      challenge.purpose,
-      challenge.identityId,
-      challenge.loginIdentifierId,
-      challenge.codeHash,
-      challenge.expiresAt,
-      challenge.now,
-      challenge.now,
-      challenge.candidatePasswordHash ?? null,
-    ],
-  }
-}
 
 /** The open challenge of a subject: not consumed, revoked, expired or out of attempts. */
 function openChallenge(db: Knex | Knex.Transaction, subject: ChallengeSubject, now: Date) {
@@ -84,19 +53,30 @@ export async function findOpenChallenge(db: Knex, subject: ChallengeSubject, now
 }
 
 /**
- * A resend: the new code replaces the old one, which stops verifying at once. As a statement to
- * run alongside the new message's insert (`enqueueSecurityMessageTx`).
+ * The id of the subject's open challenge, unlocked: a resend's code hash is bound to it, computed
+ * here before `identity.issue_challenge` (the key never reaches the database), which takes the
+ * lock and refuses the resend if another challenge opened in between.
  */
-export function rotateChallengeCodeSql(
-  id: string,
-  change: { codeHash: Buffer; expiresAt: Date; now: Date; candidatePasswordHash?: string },
-): AlongsideSql {
-  return {
-    sql: `UPDATE ${CHALLENGES} SET code_hash = ?, expires_at = ?, last_sent_at = ?, resend_count = resend_count + 1${
-      change.candidatePasswordHash ? ', candidate_password_hash = ?' : ''
-    } WHERE id = ?`,
-    bindings: [change.codeHash, change.expiresAt, change.now, ...(change.candidatePasswordHash ? [change.candidatePasswordHash] : []), id],
-  }
+export async function openChallengeIdTx(trx: Knex.Transaction, subject: ChallengeSubject, now: Date): Promise<string | undefined> {
+  const row = await openChallenge(trx, subject, now).clearSelect().select('id')
+  return (row as { id: string } | undefined)?.id
+}
+
+/** What `identity.issue_challenge` decided (migration 20261201000800). */
+export type IssueOutcome = {
+  outcome: 'issued' | 'no_subject' | 'rate_limited' | 'resend_too_soon' | 'too_many_resends' | 'failed'
+  challenge_id?: string
+  retry_after_seconds?: number | null
+  /** The SQLSTATE of an issue or rehearsal that failed unexpectedly (hidden mode only). */
+  failure?: string | null
+}
+
+/** One call: the whole issue, real or rehearsed, in the database (`params` as `issueTx` builds them). */
+export async function issueChallengeSqlTx(trx: Knex.Transaction, params: Record<string, unknown>): Promise<IssueOutcome> {
+  const { rows } = await trx.raw<{ rows: { result: IssueOutcome }[] }>('SELECT identity.issue_challenge(?::jsonb) AS result', [
+    JSON.stringify(params),
+  ])
+  return rows[0]!.result
 }
 
 /** One wrong code: returns the attempts the challenge has left (0 = dead). */

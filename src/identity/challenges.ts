@@ -3,20 +3,19 @@ import { uuidv7 } from 'uuidv7'
 import { generateCode, hashCode, verifyCode } from '../crypto/codes.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
 import type { ChallengePurpose, Channel } from '../outbox/constants.ts'
-import { enqueueSecurityMessageTx, type EnqueueDeps } from '../outbox/enqueue.ts'
-import type { AlongsideSql } from '../outbox/messages-sql.ts'
-import { deadLetterChallengeMessagesTx } from '../outbox/web-functions-sql.ts'
+import { logEnqueued, sealMessage, type EnqueueDeps } from '../outbox/enqueue.ts'
+import { deadLetterChallengeMessagesTx, type SealedMessage } from '../outbox/web-functions-sql.ts'
 import {
   consumeChallengeTx,
-  insertChallengeSql,
+  issueChallengeSqlTx,
   lockOpenChallengeTx,
-  rotateChallengeCodeSql,
+  openChallengeIdTx,
   spendAttemptTx,
   type ChallengeRow,
   type ChallengeSubject,
+  type IssueOutcome,
 } from './challenges-sql.ts'
 import { ChannelUnavailableError, RateLimitedError } from './errors.ts'
-import { insertIdentityWithClaimTx } from './identities-sql.ts'
 import { canonicalDestination, channelFor, type Identifier } from './identifiers.ts'
 import { budget, hitRateLimitTx, type Limit } from './rate-limits.ts'
 import { bucketKeys } from './secrets.ts'
@@ -79,117 +78,148 @@ export async function limitIdentityTx(
   )
 }
 
-const REHEARSAL = Symbol('rehearsal')
+/** How a claim is written before a hidden issue: inserted (a new sign-up), rehearsed, or by the rehearsed issue itself. */
+export type ClaimStep = 'insert' | 'rehearse' | 'none'
 
-/** Runs `work` in a savepoint that is always rolled back; its writes still cost their WAL at the caller's commit. */
-async function rehearseTx(
-  trx: Knex.Transaction,
-  deps: Pick<ChallengeDeps, 'logger'>,
-  work: (savepoint: Knex.Transaction) => Promise<unknown>,
-): Promise<void> {
-  await trx
-    .transaction(async (savepoint) => {
-      await work(savepoint)
-      // A private sentinel, not an Error: it only rolls the savepoint back and is recognised just below.
-      // eslint-disable-next-line @typescript-eslint/only-throw-error
-      throw REHEARSAL
-    })
-    .catch((error: unknown) => {
-      if (error !== REHEARSAL && !(error instanceof RateLimitedError)) deps.logger.warn('rehearsal failed', describeError(error))
-    })
+type IssueTarget = {
+  purpose: ChallengePurpose
+  identifier: Identifier
+  subject?: Omit<ChallengeSubject, 'purpose'>
 }
 
-/** A throw-away pending identity claiming the identifier, inside the caller's savepoint. */
-async function insertThrowAwayClaimTx(
-  trx: Knex.Transaction,
-  identifier: Identifier,
-  now: Date,
-): Promise<{ identityId: string; loginIdentifierId: string }> {
-  const ids = { identityId: uuidv7(), loginIdentifierId: uuidv7() }
-  await insertIdentityWithClaimTx(trx, ids, 'pending', identifier, null, now)
-  return ids
-}
+const REFUSALS: Readonly<Record<string, string>> = { SPR01: 'resend_too_soon', SPR02: 'too_many_resends', SPR03: 'rate_limited' }
 
 /**
- * Equal work by construction where an answer must not tell whether an account exists: every path
- * of sign-up and password recovery writes the rows of a new claim (real or rehearsed) and of an
- * issued challenge (real or rehearsed): identity, claim, challenge, the destination count, the
- * sealed message and its pg-boss job. Rehearsed rows are written in a savepoint that is rolled
- * back, so the caller's commit still flushes their WAL. Timing is then equal under any load, not
- * only while an answer floor hides it.
+ * Builds the one call of `identity.issue_challenge` (migration 20261201000800) and makes it: the
+ * code, its hashes (under the new challenge's id and under the open one's, so a resend needs no
+ * second trip; the key never leaves this process), the sealed message with pg-boss's insert of its
+ * job, the destination's bucket keys and throw-away ids for the rehearsals. Every path computes
+ * all of them, so the work here does not depend on what the database will find.
  */
-export const rehearse = {
-  /** The two rows of a new claim, rolled back: for the paths that have no claim to insert. */
-  claimTx: (trx: Knex.Transaction, deps: Pick<ChallengeDeps, 'logger'>, identifier: Identifier, now: Date) =>
-    rehearseTx(trx, deps, (savepoint) => insertThrowAwayClaimTx(savepoint, identifier, now)),
-  /** A new claim and an issued challenge, rolled back: for the paths that issue nothing. */
-  issueTx: (trx: Knex.Transaction, deps: ChallengeDeps, purpose: ChallengePurpose, identifier: Identifier, now: Date) =>
-    rehearseTx(trx, deps, async (savepoint) => {
-      const ids = await insertThrowAwayClaimTx(savepoint, identifier, now)
-      // The destination was counted (or refused) by the caller, in its own transaction, as for a real issue.
-      await issueChallengeTx(
-        savepoint,
-        { ...deps, afterEnqueueTx: undefined },
-        { purpose, ...ids, identifier },
-        { now, countDestination: false },
-      )
-    }),
+async function issueTx(
+  trx: Knex.Transaction,
+  deps: ChallengeDeps,
+  mode: 'visible' | 'hidden',
+  target: IssueTarget,
+  options: { candidatePasswordHash?: string; now: Date; countDestination: boolean; claim: ClaimStep },
+): Promise<IssueOutcome> {
+  const { now } = options
+  const expiresAt = challengeExpiry(deps, now)
+  const throwaway = { identityId: uuidv7(), loginIdentifierId: uuidv7() }
+  const openId = await openChallengeIdTx(trx, { purpose: target.purpose, ...(target.subject ?? throwaway) }, now)
+  const newChallengeId = uuidv7()
+  const code = generateCode()
+  let codeHashes: [Buffer, Buffer]
+  let message: SealedMessage
+  try {
+    codeHashes = [hashCode(deps.codeHashKey, newChallengeId, code), hashCode(deps.codeHashKey, openId ?? uuidv7(), code)]
+    message = await sealMessage(
+      deps,
+      {
+        purpose: target.purpose,
+        channel: channelFor(target.identifier),
+        destination: target.identifier.value,
+        locale: deps.locale ?? 'en',
+        expiresAt,
+      },
+      code,
+    )
+  } finally {
+    code.fill(0)
+  }
+  const params = {
+    mode,
+    claim: options.claim,
+    purpose: target.purpose,
+    identity_id: target.subject?.identityId ?? null,
+    login_identifier_id: target.subject?.loginIdentifierId ?? null,
+    throwaway_identity_id: throwaway.identityId,
+    throwaway_login_identifier_id: throwaway.loginIdentifierId,
+    identifier_kind: target.identifier.kind,
+    identifier_value: target.identifier.value,
+    now: now.toISOString(),
+    expires_at: expiresAt.toISOString(),
+    count_destination: options.countDestination,
+    destination_buckets: destinationBucket(deps, target.identifier).map((key) => key.toString('hex')),
+    destination_max: CHALLENGE_LIMITS.codesPerDestinationPerHour,
+    destination_window_seconds: 3_600,
+    resend_interval_seconds: CHALLENGE_LIMITS.resendIntervalSeconds,
+    max_resends: CHALLENGE_LIMITS.maxResends,
+    new_challenge_id: newChallengeId,
+    new_code_hash: codeHashes[0].toString('hex'),
+    open_challenge_id: openId ?? null,
+    open_code_hash: codeHashes[1].toString('hex'),
+    candidate_password_hash: options.candidatePasswordHash ?? null,
+    message,
+  }
+  try {
+    const outcome = await issueChallengeSqlTx(trx, params)
+    if (outcome.outcome === 'issued') logEnqueued(deps, message)
+    return outcome
+  } catch (error) {
+    const refusal = REFUSALS[(error as { code?: string }).code ?? '']
+    if (mode === 'visible' && refusal) throw new RateLimitedError(Number((error as { detail?: string }).detail), refusal)
+    throw error
+  }
 }
 
 /**
- * Issues a challenge in a savepoint and hides any failure of it behind the caller's ordinary
- * answer: used where the failure itself would reveal that an account exists. The destination's
- * budget is spent first, in the caller's transaction, whether or not there is a `subject` to issue
- * for, so no later request (a probe through a signed-in route that shows the budget) can tell a
- * known address from an unknown one. Without a subject, over the budget, or refused (a resend too
- * soon), the issue is rehearsed instead, so every path costs what a successful one costs. Logged
- * by error name and code.
+ * Issues a challenge and hides any failure of it behind the caller's ordinary answer: used where
+ * the failure itself would reveal that an account exists. One call of `identity.issue_challenge`
+ * in `hidden` mode: the claim (`claim`: inserted for a new sign-up, else rehearsed), then the
+ * destination's budget, spent whether or not there is a `subject` (so no later request can tell a
+ * known address from an unknown one), then the issue, or — without a subject, over the budget or
+ * refused (a resend too soon) — its rehearsal: every path writes the same rows, the rehearsed ones
+ * in a subtransaction rolled back, so the commit still flushes their WAL. Timing is then equal
+ * under any load, not only while an answer floor hides it. Logged by error name and code.
  */
 export async function issueHiddenTx(
   trx: Knex.Transaction,
   deps: ChallengeDeps,
   flow: string,
-  target: { purpose: ChallengePurpose; identifier: Identifier; subject?: Omit<ChallengeSubject, 'purpose'> },
-  options: { candidatePasswordHash?: string; now: Date },
+  target: IssueTarget,
+  options: { candidatePasswordHash?: string; now: Date; claim: ClaimStep },
 ): Promise<void> {
-  const counted = await enforceDestinationLimitTx(trx, deps, target.identifier, options.now).then(
-    () => true,
-    (error: unknown) => {
-      if (!(error instanceof RateLimitedError)) throw error
-      deps.logger.warn(`${flow} not enqueued`, describeError(error))
-      return false
-    },
-  )
-  if (counted && target.subject) {
-    try {
-      const subject = { purpose: target.purpose, ...target.subject, identifier: target.identifier }
-      await trx.transaction((savepoint) => issueChallengeTx(savepoint, deps, subject, { ...options, countDestination: false }))
-      return
-    } catch (error) {
-      deps.logger.warn(`${flow} not enqueued`, describeError(error))
-    }
+  const { afterEnqueueTx } = deps
+  if (!afterEnqueueTx) {
+    reportHidden(deps, flow, await issueTx(trx, deps, 'hidden', target, { ...options, countDestination: true }))
+    return
   }
-  await rehearse.issueTx(trx, deps, target.purpose, target.identifier, options.now)
+  // Tests force a failure after the enqueue: the issue then rolls back and is rehearsed instead.
+  try {
+    await trx.transaction(async (savepoint) => {
+      const outcome = await issueTx(savepoint, deps, 'hidden', target, { ...options, countDestination: true })
+      if (outcome.outcome === 'issued') await afterEnqueueTx(savepoint)
+      reportHidden(deps, flow, outcome)
+    })
+  } catch (error) {
+    deps.logger.warn(`${flow} not enqueued`, describeError(error))
+    await issueTx(trx, deps, 'hidden', { ...target, subject: undefined }, { ...options, countDestination: true, claim: 'none' })
+  }
 }
 
-/**
- * Counts a code about to be sent to this destination, across every web process; the 6th in an
- * hour is refused. The bucket is the canonical mailbox, so `+tag` variants share it.
- */
-async function enforceDestinationLimitTx(trx: Knex.Transaction, deps: ChallengeDeps, identifier: Identifier, now: Date): Promise<void> {
-  await hitRateLimitTx(
-    trx,
-    bucketKeys(deps, `destination:${identifier.kind}`, canonicalDestination(identifier)),
-    { max: CHALLENGE_LIMITS.codesPerDestinationPerHour, windowSeconds: 3_600 },
-    now,
-  )
+function reportHidden(deps: Pick<ChallengeDeps, 'logger'>, flow: string, outcome: IssueOutcome): void {
+  if (outcome.outcome === 'issued' || outcome.outcome === 'no_subject') {
+    if (outcome.failure) deps.logger.warn('rehearsal failed', { errorName: 'DatabaseError', errorCode: outcome.failure })
+    return
+  }
+  const reason =
+    outcome.outcome === 'failed'
+      ? { errorName: 'DatabaseError', errorCode: outcome.failure ?? 'unknown' }
+      : describeError(new RateLimitedError(outcome.retry_after_seconds ?? 1, outcome.outcome))
+  deps.logger.warn(`${flow} not enqueued`, reason)
 }
+
+/** The destination's bucket: the canonical mailbox, so `+tag` variants share it. */
+const destinationBucket = (deps: ChallengeDeps, identifier: Identifier) =>
+  bucketKeys(deps, `destination:${identifier.kind}`, canonicalDestination(identifier))
 
 /**
  * Opens a challenge for the subject, or, when one is open, resends it: a new code replaces the
  * old (which stops verifying), every older unsent message is dead-lettered `superseded_by_resend`,
- * and the new message is enqueued — all in the caller's transaction. Refused with RateLimitedError
- * for a resend within 30 s, past five resends, or past five codes an hour to the destination.
+ * and the new message is enqueued — all in the caller's transaction, in one call of
+ * `identity.issue_challenge`. Refused with RateLimitedError for a resend within 30 s, past five
+ * resends, or (with `countDestination`) past five codes an hour to the destination.
  * Concurrent requests for one subject queue on an advisory lock, so only one resend wins each 30 s window.
  */
 export async function issueChallengeTx(
@@ -199,62 +229,15 @@ export async function issueChallengeTx(
   options: { candidatePasswordHash?: string; now?: Date; countDestination?: boolean } = {},
 ): Promise<{ challengeId: string; expiresAt: Date }> {
   const now = options.now ?? deps.clock()
-  const expiresAt = challengeExpiry(deps, now)
-  await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [
-    `challenge:${subject.purpose}:${subject.identityId}:${subject.loginIdentifierId}`,
-  ])
-  const open = await lockOpenChallengeTx(trx, subject, now)
-  const code = generateCode()
-  try {
-    let challengeId: string
-    // The challenge's write goes in the message's statement (one round trip fewer), after the count.
-    let challengeWrite: AlongsideSql
-    if (open) {
-      const waitMs = open.last_sent_at.getTime() + CHALLENGE_LIMITS.resendIntervalSeconds * 1000 - now.getTime()
-      if (waitMs > 0) throw new RateLimitedError(waitMs / 1000, 'resend_too_soon')
-      if (open.resend_count >= CHALLENGE_LIMITS.maxResends)
-        throw new RateLimitedError((open.expires_at.getTime() - now.getTime()) / 1000, 'too_many_resends')
-      challengeId = open.id
-      await deadLetterChallengeMessagesTx(trx, challengeId, 'superseded_by_resend', now)
-      challengeWrite = rotateChallengeCodeSql(challengeId, {
-        codeHash: hashCode(deps.codeHashKey, challengeId, code),
-        expiresAt,
-        now,
-        candidatePasswordHash: options.candidatePasswordHash,
-      })
-    } else {
-      challengeId = uuidv7()
-      challengeWrite = insertChallengeSql({
-        id: challengeId,
-        purpose: subject.purpose,
-        identityId: subject.identityId,
-        loginIdentifierId: subject.loginIdentifierId,
-        codeHash: hashCode(deps.codeHashKey, challengeId, code),
-        expiresAt,
-        now,
-        candidatePasswordHash: options.candidatePasswordHash,
-      })
-    }
-    if (options.countDestination ?? true) await enforceDestinationLimitTx(trx, deps, subject.identifier, now)
-    await enqueueSecurityMessageTx(
-      trx,
-      deps,
-      {
-        purpose: subject.purpose,
-        challengeId,
-        channel: channelFor(subject.identifier),
-        destination: subject.identifier.value,
-        locale: deps.locale ?? 'en',
-        expiresAt,
-      },
-      code,
-      challengeWrite,
-    )
-    await deps.afterEnqueueTx?.(trx)
-    return { challengeId, expiresAt }
-  } finally {
-    code.fill(0)
-  }
+  const outcome = await issueTx(
+    trx,
+    deps,
+    'visible',
+    { purpose: subject.purpose, identifier: subject.identifier, subject },
+    { candidatePasswordHash: options.candidatePasswordHash, now, countDestination: options.countDestination ?? true, claim: 'none' },
+  )
+  await deps.afterEnqueueTx?.(trx)
+  return { challengeId: outcome.challenge_id!, expiresAt: challengeExpiry(deps, now) }
 }
 
 /** What checking a code decided: the consumed challenge, or a refusal (with a wait when the identity's wrong-code budget is spent). */

@@ -5,7 +5,6 @@ import {
   checkCodeTx,
   issueHiddenTx,
   refuseUnknownCodeTx,
-  rehearse,
   type ChallengeDeps,
 } from './challenges.ts'
 import { InvalidCodeError } from './errors.ts'
@@ -19,7 +18,7 @@ export type { ChallengeDeps } from './challenges.ts'
 
 /**
  * The challenge and its outbox message commit together, or neither does. Known and unknown
- * identifiers get the same answer after the same work (`rehearse`): a known one a rehearsed claim
+ * identifiers get the same answer after the same work (`issueHiddenTx`): a known one a rehearsed claim
  * and a real challenge, an unknown one both rehearsed; every existence-dependent failure (a resend
  * too soon, a destination over its budget) is logged, not shown.
  */
@@ -31,10 +30,15 @@ export async function requestPasswordRecoveryTx(
   assertChannelAvailable(deps, identifier)
   const now = deps.clock()
   const known = await findVerifiedIdentifierTx(trx, identifier)
-  // A known identifier has its claim; the rehearsal of one keeps both paths' work equal.
-  if (known) await rehearse.claimTx(trx, deps, identifier, now)
   const subject = known ? { identityId: known.identity_id, loginIdentifierId: known.login_identifier_id } : undefined
-  await issueHiddenTx(trx, deps, 'password recovery', { purpose: 'password_recovery', identifier, subject }, { now })
+  // A known identifier has its claim: a rehearsed one keeps both paths' work equal (an unknown one's is in the rehearsed issue).
+  await issueHiddenTx(
+    trx,
+    deps,
+    'password recovery',
+    { purpose: 'password_recovery', identifier, subject },
+    { now, claim: known ? 'rehearse' : 'none' },
+  )
   return { challengeExpiresAt: challengeExpiry(deps, now) }
 }
 

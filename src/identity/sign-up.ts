@@ -7,19 +7,11 @@ import {
   checkCodeTx,
   issueHiddenTx,
   refuseUnknownCodeTx,
-  rehearse,
   type ChallengeDeps,
 } from './challenges.ts'
 import { findOpenChallenge } from './challenges-sql.ts'
 import { InvalidCodeError } from './errors.ts'
-import {
-  activateIdentityTx,
-  findClaimsTx,
-  insertIdentityWithClaimTx,
-  setPasswordTx,
-  verifyClaimTx,
-  type ClaimRow,
-} from './identities-sql.ts'
+import { activateIdentityTx, findClaimsTx, setPasswordTx, verifyClaimTx, type ClaimRow } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
 import { hashPassword, verifyPassword } from './secrets.ts'
 import { createSessionTx } from './sessions.ts'
@@ -43,30 +35,27 @@ export async function signUp(
     await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`sign-up:${input.identifier.kind}:${input.identifier.value}`])
     const claims = await findClaimsTx(trx, input.identifier)
     const owner = claims.find((claim) => claim.verified_at && claim.identity_status === 'active')
-    // Every path writes a claim (real or rehearsed) and issues a challenge: the same work (see `rehearse`).
+    // Every path writes a claim (real or rehearsed) and issues a challenge: the same work (`issueHiddenTx`).
     if (owner) {
       const subject = { identityId: owner.identity_id, loginIdentifierId: owner.login_identifier_id }
-      await rehearse.claimTx(trx, deps, input.identifier, now)
-      await issueHiddenTx(trx, deps, 'sign-up notice', { purpose: 'password_recovery', identifier: input.identifier, subject }, { now })
+      await issueHiddenTx(
+        trx,
+        deps,
+        'sign-up notice',
+        { purpose: 'password_recovery', identifier: input.identifier, subject },
+        { now, claim: 'rehearse' },
+      )
     } else {
       const pending = pendingSignUp(claims)
-      const ids = pending
+      const subject = pending
         ? { identityId: pending.identity_id, loginIdentifierId: pending.login_identifier_id }
         : { identityId: uuidv7(), loginIdentifierId: uuidv7() }
-      if (pending) {
-        await rehearse.claimTx(trx, deps, input.identifier, now)
-      } else {
-        // In a savepoint of its own, like the rehearsed claim of the other paths: the same statements.
-        await trx.transaction(async (savepoint) => {
-          await insertIdentityWithClaimTx(savepoint, ids, 'pending', input.identifier, null, now)
-        })
-      }
       await issueHiddenTx(
         trx,
         deps,
         'sign-up',
-        { purpose: 'sign_up', identifier: input.identifier, subject: ids },
-        { candidatePasswordHash, now },
+        { purpose: 'sign_up', identifier: input.identifier, subject },
+        { candidatePasswordHash, now, claim: pending ? 'rehearse' : 'insert' },
       )
     }
     return { challengeExpiresAt: challengeExpiry(deps, now) }

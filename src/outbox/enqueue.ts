@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto'
 import type { Knex } from 'knex'
-import { fromKnex, type PgBoss } from 'pg-boss'
+import type { PgBoss } from 'pg-boss'
 import { uuidv7 } from 'uuidv7'
 import { envelopeContext, seal } from '../crypto/envelope.ts'
 import type { KeyRing } from '../crypto/key-ring.ts'
 import type { Logger } from '../logging/logger.ts'
 import { QUEUES, type DeliveryJobData } from './constants.ts'
 import { destinationHmac } from './destination.ts'
-import { insertMessageWithCiphertextTx, type AlongsideSql, type NewMessage } from './messages-sql.ts'
+import type { NewMessage } from './messages-sql.ts'
+import { enqueueMessageTx, type SealedMessage } from './web-functions-sql.ts'
 
 /**
  * `outboxKey` is the OUTBOX_ENCRYPTION_KEYS ring: its first key seals. `codeHashKey` (CODE_HASH_KEYS'
@@ -15,19 +16,33 @@ import { insertMessageWithCiphertextTx, type AlongsideSql, type NewMessage } fro
  */
 export type EnqueueDeps = { boss: PgBoss; outboxKey: KeyRing; codeHashKey: Buffer; logger?: Logger }
 
+export type MessageToSeal = Omit<NewMessage, 'id' | 'jobId' | 'destinationHmac'>
+
 /**
- * Writes a security message, its sealed secret and its pg-boss job inside the caller's
- * transaction; it never opens or commits one, so the business change and the message share one
- * COMMIT. The secret buffer is wiped once sealed, whatever happens. `alongside`: the caller's own
- * write (its challenge) folded into the message's statement, one round trip fewer.
+ * pg-boss's own INSERT of one delivery job, with its JSON, as `boss.send` would run it: captured
+ * instead of sent, so the job can be inserted inside `outbox.enqueue_message` (one round trip for
+ * the message, its envelope and its job) without restating pg-boss's SQL here.
  */
-export async function enqueueSecurityMessageTx(
-  trx: Knex.Transaction,
-  deps: EnqueueDeps,
-  message: Omit<NewMessage, 'id' | 'jobId' | 'destinationHmac'>,
-  secret: Buffer,
-  alongside?: AlongsideSql,
-): Promise<{ messageId: string }> {
+async function deliveryJobInsert(boss: PgBoss, jobId: string, data: DeliveryJobData): Promise<{ job_sql: string; job_json: string }> {
+  let captured: { job_sql: string; job_json: string } | undefined
+  const capture = {
+    executeSql: async (text: string, values?: unknown[]) => {
+      captured = { job_sql: text, job_json: String(values?.[0]) }
+      return { rows: [{ id: jobId }] }
+    },
+  }
+  await boss.send(QUEUES.delivery, data, { db: capture, id: jobId })
+  if (!captured || values(captured.job_json) !== 1) throw new Error('pg-boss did not hand over one job insert')
+  return captured
+}
+
+const values = (json: string): number => (JSON.parse(json) as unknown[]).length
+
+/**
+ * Seals a message for `outbox.enqueue_message`: its ids, its envelope (the secret buffer is wiped
+ * once sealed, whatever happens), the destination's HMAC and pg-boss's insert of its job. No I/O.
+ */
+export async function sealMessage(deps: EnqueueDeps, message: MessageToSeal, secret: Buffer): Promise<SealedMessage> {
   const messageId = uuidv7()
   let envelope: string
   try {
@@ -36,15 +51,45 @@ export async function enqueueSecurityMessageTx(
     secret.fill(0)
   }
   const jobId = randomUUID()
-  await insertMessageWithCiphertextTx(
-    trx,
-    { ...message, id: messageId, jobId, destinationHmac: destinationHmac(deps.codeHashKey, message.channel, message.destination) },
+  return {
+    message_id: messageId,
+    job_id: jobId,
+    purpose: message.purpose,
+    challenge_id: message.challengeId ?? null,
+    invitation_id: message.invitationId ?? null,
+    channel: message.channel,
+    destination: message.destination,
+    locale: message.locale,
+    destination_hmac: destinationHmac(deps.codeHashKey, message.channel, message.destination).toString('hex'),
+    expires_at: message.expiresAt.toISOString(),
     envelope,
-    alongside,
-  )
-  const data: DeliveryJobData = { messageId }
-  await deps.boss.send(QUEUES.delivery, data, { db: fromKnex(trx), id: jobId })
-  // Follows one message from its request (the line carries X-Request-ID) to the worker's send.
-  deps.logger?.info('message enqueued', { messageId, jobId, purpose: message.purpose, channel: message.channel })
-  return { messageId }
+    ...(await deliveryJobInsert(deps.boss, jobId, { messageId })),
+  }
+}
+
+/** Follows one message from its request (the line carries X-Request-ID) to the worker's send. */
+export function logEnqueued(deps: Pick<EnqueueDeps, 'logger'>, message: SealedMessage): void {
+  deps.logger?.info('message enqueued', {
+    messageId: message.message_id,
+    jobId: message.job_id,
+    purpose: message.purpose,
+    channel: message.channel,
+  })
+}
+
+/**
+ * Writes a security message, its sealed secret and its pg-boss job inside the caller's
+ * transaction, in one round trip; it never opens or commits one, so the business change and the
+ * message share one COMMIT. The secret buffer is wiped once sealed, whatever happens.
+ */
+export async function enqueueSecurityMessageTx(
+  trx: Knex.Transaction,
+  deps: EnqueueDeps,
+  message: MessageToSeal,
+  secret: Buffer,
+): Promise<{ messageId: string }> {
+  const sealed = await sealMessage(deps, message, secret)
+  await enqueueMessageTx(trx, sealed)
+  logEnqueued(deps, sealed)
+  return { messageId: sealed.message_id }
 }

@@ -37,45 +37,6 @@ export type NewMessage = {
 /** The pg-boss job attempt a lease belongs to. */
 export type Lease = { jobId: string; retryCount: number }
 
-/** A data-modifying statement of the caller's (e.g. its challenge) to run in the message's own statement, as a CTE. */
-export type AlongsideSql = { sql: string; bindings: readonly Knex.Value[] }
-
-/**
- * The message and its sealed envelope in one statement (and `alongside`, when given, in the same
- * one): one round trip on the enqueue path (bench/README.md). No RETURNING: the api role may insert
- * messages but not read them. Foreign keys (ciphertext → message, message → challenge) are checked
- * at the end of the statement, when every row of it is there.
- */
-export async function insertMessageWithCiphertextTx(
-  trx: Knex.Transaction,
-  message: NewMessage,
-  envelope: string,
-  alongside?: AlongsideSql,
-): Promise<void> {
-  await trx.raw(
-    `WITH ${alongside ? `alongside AS (${alongside.sql}),` : ''}
-          message AS (
-            INSERT INTO ${MESSAGES} (id, job_id, purpose, challenge_id, invitation_id, channel, destination, locale, destination_hmac, expires_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?))
-     INSERT INTO outbox.security_outbox_ciphertexts (message_id, envelope) VALUES (?, ?)`,
-    [
-      ...(alongside?.bindings ?? []),
-      message.id,
-      message.jobId,
-      message.purpose,
-      message.challengeId ?? null,
-      message.invitationId ?? null,
-      message.channel,
-      message.destination,
-      message.locale,
-      message.destinationHmac,
-      message.expiresAt,
-      message.id,
-      envelope,
-    ],
-  )
-}
-
 export async function lockMessageTx(trx: Knex.Transaction, id: string): Promise<MessageRow | undefined> {
   return (await lockMessagesTx(trx, [id]))[0]
 }

@@ -25,3 +25,26 @@ export async function deadLetterInvitationMessagesTx(
 ): Promise<void> {
   await trx.raw('SELECT outbox.dead_letter_invitation_messages(?, ?, ?)', [invitationId, reason, now])
 }
+
+/** A message as `outbox.enqueue_message` takes it (`sealMessage` builds one): hex for bytes, ISO for times. */
+export type SealedMessage = {
+  message_id: string
+  job_id: string
+  purpose: string
+  challenge_id: string | null
+  invitation_id: string | null
+  channel: string
+  destination: string
+  locale: string
+  destination_hmac: string
+  expires_at: string
+  envelope: string
+  /** pg-boss's INSERT of the delivery job and its JSON parameter, as `boss.send` would run them. */
+  job_sql: string
+  job_json: string
+}
+
+/** The message, its envelope and its pg-boss job: one round trip (SECURITY INVOKER: the api role's own grants). */
+export async function enqueueMessageTx(trx: Knex.Transaction, message: SealedMessage): Promise<void> {
+  await trx.raw('SELECT outbox.enqueue_message(?::jsonb)', [JSON.stringify(message)])
+}
