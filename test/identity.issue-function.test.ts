@@ -49,7 +49,7 @@ describe('the enqueue path in the database', () => {
     expect((await side.db.owner('pgboss.job').where({ id: sealed.job_id }).first()).data).to.deep.equal({ messageId: sealed.message_id })
   })
 
-  it('refuses a job statement that inserts some other job than the message names', async () => {
+  it('refuses a job that is not the one the message names', async () => {
     const deps = { boss: side.boss, outboxKey: keys.outboxKey, codeHashKey: keys.codeHashKey }
     const sealed = await sealMessage(deps, message(), Buffer.from('notice'))
     const other = randomUUID()

@@ -91,6 +91,10 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
     ['delete an attempt directly', 'DELETE FROM outbox.security_outbox_attempts'],
     ['call the web’s supersede function', `SELECT outbox.dead_letter_open_messages('${ID}', 'superseded_by_resend')`],
     ['add rate-limit hits', `INSERT INTO platform.rate_limit_hits (bucket_key, hit_at) VALUES ('\\x00', now())`],
+    ['count a rate-limit hit (the web’s function)', `SELECT platform.rate_limit_window(ARRAY['\\x00'::bytea], 1, 60, now(), true)`],
+    ['issue a challenge (the web’s function)', `SELECT identity.issue_challenge('{}'::jsonb)`],
+    ['enqueue a message (the web’s function)', `SELECT outbox.enqueue_message('{}'::jsonb)`],
+    ['insert a delivery job (the web’s function)', `SELECT outbox.insert_delivery_job('[]')`],
     ['read the staff backlog', `SELECT * FROM outbox.backlog_summary('${NO_SESSION}', now())`],
     ['page dead letters', `SELECT * FROM outbox.dead_letter_page('${NO_SESSION}', now(), 50, NULL, NULL, NULL, NULL)`],
     [

@@ -27,6 +27,24 @@ export function deliveryQueueOptions(config: Pick<Config, 'LEASE_SECONDS'>) {
   }
 }
 
+/**
+ * pg-boss's own INSERT of one job into `queue`, and its JSON parameter, exactly as `boss.send`
+ * would run them: captured instead of sent (no I/O beyond pg-boss's cached queue settings). The
+ * release builds `outbox.insert_delivery_job` from the statement; the web passes the JSON to it.
+ */
+export async function captureJobInsert(boss: PgBoss, queue: string, data: object, id: string): Promise<{ sql: string; json: string }> {
+  let captured: { sql: string; json: string } | undefined
+  const capture = {
+    executeSql: async (text: string, values?: unknown[]) => {
+      captured = { sql: text, json: String(values?.[0]) }
+      return { rows: [{ id }] }
+    },
+  }
+  await boss.send(queue, data, { db: capture, id })
+  if (!captured || (JSON.parse(captured.json) as unknown[]).length !== 1) throw new Error('pg-boss did not hand over one job insert')
+  return captured
+}
+
 type BossRole = 'release' | 'web' | 'worker' | 'manual-worker'
 
 /**

@@ -1,8 +1,9 @@
+import { randomUUID } from 'node:crypto'
 import type { Knex } from 'knex'
 import type { Config } from '../../config/schema.ts'
 import type { Logger } from '../logging/logger.ts'
 import { QUEUES } from './queues.ts'
-import { createBoss, installQueues } from './boss.ts'
+import { captureJobInsert, createBoss, installQueues } from './boss.ts'
 import { createKnex } from './knex.ts'
 import { migrationConfigFor } from './migrations.ts'
 import { ReleaseError } from './release-failure.ts'
@@ -129,6 +130,34 @@ function pgbossRowPolicies({ api, worker }: DatabaseRoles): string {
 `
 }
 
+/**
+ * `outbox.insert_delivery_job(json)`: pg-boss's own INSERT of a delivery job, exactly as the
+ * installed pg-boss writes it for `boss.send`, in a PL/pgSQL function, so `outbox.enqueue_message`
+ * inserts the job in the same call as its message, with a plan cached per connection (planning
+ * pg-boss's statement on every enqueue cost about a third of the database's CPU per request:
+ * bench/README.md "What bounds each target"), and without restating pg-boss's SQL. Re-created on
+ * every release, like the grants: it follows pg-boss's version. SECURITY INVOKER: the web's own
+ * grants and row policies on pgboss.job apply.
+ */
+function deliveryJobFunction(insertSql: string, { api }: DatabaseRoles): string {
+  const body = insertSql.replace(/\$1(?!\d)/g, 'p_job_json')
+  if (body === insertSql || /\$\d|\$fn\$|\?/.test(body))
+    throw new Error('release: pg-boss’s job insert is not the one-parameter statement expected')
+  return `
+  CREATE OR REPLACE FUNCTION outbox.insert_delivery_job(p_job_json text) RETURNS uuid
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+  DECLARE
+    inserted record;
+  BEGIN
+    FOR inserted IN ${body} LOOP
+      RETURN inserted.id;
+    END LOOP;
+    RETURN NULL;
+  END $fn$;
+  REVOKE ALL ON FUNCTION outbox.insert_delivery_job(text) FROM PUBLIC;
+  GRANT EXECUTE ON FUNCTION outbox.insert_delivery_job(text) TO ${api};`
+}
+
 /** The release step: knex migrations, pg-boss schema and queues, then role grants, as the owner. */
 export async function release(
   ownerUrl: string,
@@ -148,6 +177,8 @@ export async function release(
     await boss.start()
     try {
       await installQueues(boss, config)
+      const { sql } = await captureJobInsert(boss, QUEUES.delivery, {}, randomUUID())
+      await db.raw(deliveryJobFunction(sql, roles))
     } finally {
       await boss.stop({ graceful: false })
     }

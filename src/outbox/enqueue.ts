@@ -4,6 +4,7 @@ import type { PgBoss } from 'pg-boss'
 import { uuidv7 } from 'uuidv7'
 import { envelopeContext, seal } from '../crypto/envelope.ts'
 import type { KeyRing } from '../crypto/key-ring.ts'
+import { captureJobInsert } from '../db/boss.ts'
 import type { Logger } from '../logging/logger.ts'
 import { QUEUES, type DeliveryJobData } from './constants.ts'
 import { destinationHmac } from './destination.ts'
@@ -19,28 +20,9 @@ export type EnqueueDeps = { boss: PgBoss; outboxKey: KeyRing; codeHashKey: Buffe
 export type MessageToSeal = Omit<NewMessage, 'id' | 'jobId' | 'destinationHmac'>
 
 /**
- * pg-boss's own INSERT of one delivery job, with its JSON, as `boss.send` would run it: captured
- * instead of sent, so the job can be inserted inside `outbox.enqueue_message` (one round trip for
- * the message, its envelope and its job) without restating pg-boss's SQL here.
- */
-async function deliveryJobInsert(boss: PgBoss, jobId: string, data: DeliveryJobData): Promise<{ job_sql: string; job_json: string }> {
-  let captured: { job_sql: string; job_json: string } | undefined
-  const capture = {
-    executeSql: async (text: string, values?: unknown[]) => {
-      captured = { job_sql: text, job_json: String(values?.[0]) }
-      return { rows: [{ id: jobId }] }
-    },
-  }
-  await boss.send(QUEUES.delivery, data, { db: capture, id: jobId })
-  if (!captured || values(captured.job_json) !== 1) throw new Error('pg-boss did not hand over one job insert')
-  return captured
-}
-
-const values = (json: string): number => (JSON.parse(json) as unknown[]).length
-
-/**
  * Seals a message for `outbox.enqueue_message`: its ids, its envelope (the secret buffer is wiped
- * once sealed, whatever happens), the destination's HMAC and pg-boss's insert of its job. No I/O.
+ * once sealed, whatever happens), the destination's HMAC and its pg-boss job as `boss.send` would
+ * write it (the JSON `outbox.insert_delivery_job` takes). No I/O.
  */
 export async function sealMessage(deps: EnqueueDeps, message: MessageToSeal, secret: Buffer): Promise<SealedMessage> {
   const messageId = uuidv7()
@@ -51,6 +33,7 @@ export async function sealMessage(deps: EnqueueDeps, message: MessageToSeal, sec
     secret.fill(0)
   }
   const jobId = randomUUID()
+  const data: DeliveryJobData = { messageId }
   return {
     message_id: messageId,
     job_id: jobId,
@@ -63,7 +46,7 @@ export async function sealMessage(deps: EnqueueDeps, message: MessageToSeal, sec
     destination_hmac: destinationHmac(deps.codeHashKey, message.channel, message.destination).toString('hex'),
     expires_at: message.expiresAt.toISOString(),
     envelope,
-    ...(await deliveryJobInsert(deps.boss, jobId, { messageId })),
+    job_json: (await captureJobInsert(deps.boss, QUEUES.delivery, data, jobId)).json,
   }
 }
 

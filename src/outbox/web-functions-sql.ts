@@ -39,8 +39,7 @@ export type SealedMessage = {
   destination_hmac: string
   expires_at: string
   envelope: string
-  /** pg-boss's INSERT of the delivery job and its JSON parameter, as `boss.send` would run them. */
-  job_sql: string
+  /** The delivery job as `boss.send` would write it: the parameter of pg-boss's INSERT (`outbox.insert_delivery_job`). */
   job_json: string
 }
 
