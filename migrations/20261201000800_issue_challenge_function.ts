@@ -9,13 +9,14 @@ import type { Knex } from 'knex'
  *   every key (advisory locks on the key's first 8 bytes as a signed bigint, ascending, so two key
  *   rings cannot deadlock; the same lock ids the web took before), then, in a statement of its own
  *   (a VOLATILE function takes a new snapshot per statement under READ COMMITTED, so the count sees
- *   every hit committed before the lock was granted), drops the expired hits, counts at most `max`
- *   live ones and, with `spend`, counts one more under the first key when there is room. Returns
+ *   every hit committed before the lock was granted), drops the expired hits, counts the live ones
+ *   (at most `max` per key: none is counted past it) and, with `spend`, counts one more under the first key when there is room. Returns
  *   the seconds until there is room again, or NULL while there was room.
- * - `outbox.enqueue_message(p)`: the message, its sealed envelope and its pg-boss job. The job's
- *   INSERT is pg-boss's own statement for the queue, captured by the caller from `boss.send` with
- *   the job's JSON (never restated here); it runs as the caller, like any statement the caller
- *   could send itself, and must insert exactly the job the message names.
+ * - `outbox.enqueue_message(p)`: the message, its sealed envelope and its pg-boss job, through
+ *   `outbox.insert_delivery_job(json)`, which the release step builds from pg-boss's own INSERT for
+ *   the delivery queue on every release (src/db/release.ts: it follows pg-boss's version, so it is
+ *   not frozen here); the JSON is the job as `boss.send` would write it. The job inserted must be
+ *   the one the message names.
  * - `identity.issue_challenge(p)`: a challenge and its message. `visible` (signed-in routes):
  *   refusals raise SPR01 resend_too_soon, SPR02 too_many_resends, SPR03 rate_limited (destination),
  *   the seconds to wait in DETAIL. `hidden` (sign-up, recovery: an answer that must not tell whether
@@ -48,7 +49,9 @@ export async function up(knex: Knex): Promise<void> {
       WITH expired AS (
         DELETE FROM platform.rate_limit_hits WHERE bucket_key = ANY (p_keys) AND hit_at <= window_start
       ), window_hits AS (
-        SELECT hit_at FROM platform.rate_limit_hits WHERE bucket_key = ANY (p_keys) AND hit_at > window_start ORDER BY hit_at LIMIT p_max
+        -- No ORDER BY hit_at LIMIT: with it, a cached generic plan walks the age index through every
+        -- live hit of every bucket. A bucket holds at most p_max hits per key (none is counted past it).
+        SELECT hit_at FROM platform.rate_limit_hits WHERE bucket_key = ANY (p_keys) AND hit_at > window_start
       ), spent AS (
         INSERT INTO platform.rate_limit_hits (bucket_key, hit_at)
         SELECT p_keys[1], p_now WHERE p_spend AND (SELECT count(*) FROM window_hits) < p_max
@@ -72,7 +75,7 @@ export async function up(knex: Knex): Promise<void> {
       VALUES ((p->>'message_id')::uuid, (p->>'job_id')::uuid, p->>'purpose', (p->>'challenge_id')::uuid, (p->>'invitation_id')::uuid,
               p->>'channel', p->>'destination', p->>'locale', decode(p->>'destination_hmac', 'hex'), (p->>'expires_at')::timestamptz);
       INSERT INTO outbox.security_outbox_ciphertexts (message_id, envelope) VALUES ((p->>'message_id')::uuid, p->>'envelope');
-      EXECUTE p->>'job_sql' INTO job_id USING p->>'job_json';
+      job_id := outbox.insert_delivery_job(p->>'job_json');
       IF job_id IS DISTINCT FROM (p->>'job_id')::uuid THEN
         RAISE EXCEPTION 'the job inserted is not the message''s' USING ERRCODE = 'invalid_parameter_value';
       END IF;

@@ -115,7 +115,7 @@ export async function startEmbeddedPostgres(options: {
       '-c',
       'shared_preload_libraries=pg_stat_statements',
       '-c',
-      'pg_stat_statements.track=all',
+      process.env.BENCH_PG_TRACK_ALL === '1' ? 'pg_stat_statements.track=all' : 'pg_stat_statements.track=top',
       ...(options.disposable ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : []),
     ],
     onLog: log,
