@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { expect } from 'chai'
 import type { KeyRing } from '../src/crypto/key-ring.ts'
 import { parseIdentifier } from '../src/identity/identifiers.ts'
-import { requestPasswordRecoveryTx } from '../src/identity/password-recovery.ts'
+import { requestPasswordRecovery } from '../src/identity/password-recovery.ts'
 import { useProcessFixture } from './support/process-fixture.ts'
 import { createVerifiedIdentity, eventually, inbox, ringSetting, uniqueEmail } from './support/helpers.ts'
 import type { Spawned } from './support/processes.ts'
@@ -159,7 +159,7 @@ describe('key rotation with live messages', () => {
     // Dropped too early: a message still sealed under the old key is dead-lettered, never sent.
     const early = await person()
     await f.harness.api.transaction((trx) =>
-      requestPasswordRecoveryTx(
+      requestPasswordRecovery(
         trx,
         {
           boss: f.harness.webBoss,

@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto'
 import { expect } from 'chai'
 import { envelopeContext, open } from '../src/crypto/envelope.ts'
-import { requestPasswordRecoveryTx, type ChallengeDeps } from '../src/identity/password-recovery.ts'
+import { requestPasswordRecovery, type ChallengeDeps } from '../src/identity/password-recovery.ts'
 import { capturingLogger, createVerifiedIdentity, testKeys, uniqueEmail, columnsContaining } from './support/helpers.ts'
 import { openWebSide, webChallengeDeps, type WebSide } from './support/web-side.ts'
 
@@ -26,7 +27,7 @@ describe('enqueue of a password-recovery code', () => {
   it('writes challenge, message, ciphertext and job in the one transaction it is given', async () => {
     const email = uniqueEmail()
     await createVerifiedIdentity(side.db.owner, email)
-    await side.api.transaction((trx) => requestPasswordRecoveryTx(trx, deps(), { kind: 'email', value: email }))
+    await side.api.transaction((trx) => requestPasswordRecovery(trx, deps(), { kind: 'email', value: email }))
     expect(await counts()).to.deep.equal({ challenges: 1, messages: 1, ciphertexts: 1, jobs: 1 })
   })
 
@@ -35,7 +36,7 @@ describe('enqueue of a password-recovery code', () => {
     await createVerifiedIdentity(side.db.owner, email)
     const failure = await side.api
       .transaction(async (trx) => {
-        await requestPasswordRecoveryTx(trx, deps(), { kind: 'email', value: email })
+        await requestPasswordRecovery(trx, deps(), { kind: 'email', value: email })
         throw new Error('a later step of the request failed')
       })
       .then(
@@ -54,17 +55,39 @@ describe('enqueue of a password-recovery code', () => {
         throw Object.assign(new Error(`step failed for ${email}`), { code: 'XX001' })
       },
     })
-    const result = await side.api.transaction((trx) => requestPasswordRecoveryTx(trx, failing, { kind: 'email', value: email }))
+    const result = await side.api.transaction((trx) => requestPasswordRecovery(trx, failing, { kind: 'email', value: email }))
     expect(result.challengeExpiresAt).to.be.instanceOf(Date)
     expect(await counts()).to.deep.equal(NOTHING)
     expect(logs.text()).to.include('"message":"password recovery not enqueued"').and.to.include('"errorCode":"XX001"')
     expect(logs.text()).not.to.include(email)
   })
 
+  it('commits challenge, message, ciphertext and job in its own one statement when given no transaction, or none of them', async () => {
+    const email = uniqueEmail()
+    await createVerifiedIdentity(side.db.owner, email)
+    await requestPasswordRecovery(side.api, deps(), { kind: 'email', value: email })
+    expect(await counts()).to.deep.equal({ challenges: 1, messages: 1, ciphertexts: 1, jobs: 1 })
+
+    // A job insert that fails (pg-boss handed over a job other than the message's) after the
+    // challenge, message and ciphertext were written in the same call: none of them stays.
+    const other = uniqueEmail()
+    await createVerifiedIdentity(side.db.owner, other)
+    const boss = new Proxy(side.boss, {
+      get: (target, property, receiver) =>
+        property === 'send'
+          ? (name: string, data: object, options: { id: string }) => target.send(name, data, { ...options, id: randomUUID() })
+          : Reflect.get(target, property, receiver),
+    })
+    const result = await requestPasswordRecovery(side.api, deps({ boss }), { kind: 'email', value: other })
+    expect(result.challengeExpiresAt).to.be.instanceOf(Date)
+    expect(await counts()).to.deep.equal({ challenges: 1, messages: 1, ciphertexts: 1, jobs: 1 })
+    expect(logs.text()).to.include('"message":"password recovery not enqueued"').and.to.include('"errorCode":"22023"')
+  })
+
   it('keeps no plaintext code at rest: not in any column of any table, not in the job', async () => {
     const email = uniqueEmail()
     await createVerifiedIdentity(side.db.owner, email)
-    await side.api.transaction((trx) => requestPasswordRecoveryTx(trx, deps(), { kind: 'email', value: email }))
+    await side.api.transaction((trx) => requestPasswordRecovery(trx, deps(), { kind: 'email', value: email }))
 
     const message = await side.db.owner('outbox.security_outbox_messages').first()
     const { envelope } = await side.db.owner('outbox.security_outbox_ciphertexts').where({ message_id: message.id }).first()

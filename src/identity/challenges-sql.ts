@@ -57,7 +57,7 @@ export async function findOpenChallenge(db: Knex, subject: ChallengeSubject, now
  * here before `identity.issue_challenge` (the key never reaches the database), which takes the
  * lock and refuses the resend if another challenge opened in between.
  */
-export async function openChallengeIdTx(trx: Knex.Transaction, subject: ChallengeSubject, now: Date): Promise<string | undefined> {
+export async function openChallengeIdTx(trx: Knex | Knex.Transaction, subject: ChallengeSubject, now: Date): Promise<string | undefined> {
   const row = await openChallenge(trx, subject, now).clearSelect().select('id')
   return (row as { id: string } | undefined)?.id
 }
@@ -72,7 +72,7 @@ export type IssueOutcome = {
 }
 
 /** One call: the whole issue, real or rehearsed, in the database (`params` as `issueTx` builds them). */
-export async function issueChallengeSqlTx(trx: Knex.Transaction, params: Record<string, unknown>): Promise<IssueOutcome> {
+export async function issueChallengeSqlTx(trx: Knex | Knex.Transaction, params: Record<string, unknown>): Promise<IssueOutcome> {
   const { rows } = await trx.raw<{ rows: { result: IssueOutcome }[] }>('SELECT identity.issue_challenge(?::jsonb) AS result', [
     JSON.stringify(params),
   ])

@@ -85,6 +85,8 @@ type IssueTarget = {
   purpose: ChallengePurpose
   identifier: Identifier
   subject?: Omit<ChallengeSubject, 'purpose'>
+  /** The subject's open challenge as the caller's own lookup read it (`null`: none); else `issueTx` reads it. */
+  openChallengeId?: string | null
 }
 
 const REFUSALS: Readonly<Record<string, string>> = { SPR01: 'resend_too_soon', SPR02: 'too_many_resends', SPR03: 'rate_limited' }
@@ -97,7 +99,7 @@ const REFUSALS: Readonly<Record<string, string>> = { SPR01: 'resend_too_soon', S
  * all of them, so the work here does not depend on what the database will find.
  */
 async function issueTx(
-  trx: Knex.Transaction,
+  trx: Knex | Knex.Transaction,
   deps: ChallengeDeps,
   mode: 'visible' | 'hidden',
   target: IssueTarget,
@@ -106,7 +108,10 @@ async function issueTx(
   const { now } = options
   const expiresAt = challengeExpiry(deps, now)
   const throwaway = { identityId: uuidv7(), loginIdentifierId: uuidv7() }
-  const openId = await openChallengeIdTx(trx, { purpose: target.purpose, ...(target.subject ?? throwaway) }, now)
+  const openId =
+    target.openChallengeId !== undefined
+      ? (target.openChallengeId ?? undefined)
+      : await openChallengeIdTx(trx, { purpose: target.purpose, ...(target.subject ?? throwaway) }, now)
   const newChallengeId = uuidv7()
   const code = generateCode()
   let codeHashes: [Buffer, Buffer]
@@ -174,7 +179,7 @@ async function issueTx(
  * under any load, not only while an answer floor hides it. Logged by error name and code.
  */
 export async function issueHiddenTx(
-  trx: Knex.Transaction,
+  trx: Knex | Knex.Transaction,
   deps: ChallengeDeps,
   flow: string,
   target: IssueTarget,
@@ -194,7 +199,13 @@ export async function issueHiddenTx(
     })
   } catch (error) {
     deps.logger.warn(`${flow} not enqueued`, describeError(error))
-    await issueTx(trx, deps, 'hidden', { ...target, subject: undefined }, { ...options, countDestination: true, claim: 'none' })
+    await issueTx(
+      trx,
+      deps,
+      'hidden',
+      { ...target, subject: undefined, openChallengeId: null },
+      { ...options, countDestination: true, claim: 'none' },
+    )
   }
 }
 

@@ -18,6 +18,33 @@ export async function findVerifiedIdentifierTx(
     .first()
 }
 
+/**
+ * The verified identifier of an active identity, with the id of its open challenge for `purpose`
+ * (unlocked: `issueHiddenTx` binds a resend's code hash to it), in one statement.
+ */
+export async function findVerifiedIdentifierWithOpenChallengeTx(
+  trx: Knex | Knex.Transaction,
+  identifier: Identifier,
+  purpose: string,
+  now: Date,
+): Promise<(VerifiedIdentifierRow & { open_challenge_id: string | null }) | undefined> {
+  const { rows } = await trx.raw<{ rows: (VerifiedIdentifierRow & { open_challenge_id: string | null })[] }>(
+    `SELECT li.id AS login_identifier_id, li.identity_id, open.id AS open_challenge_id
+       FROM identity.login_identifiers li
+       JOIN identity.identities i ON i.id = li.identity_id
+       LEFT JOIN LATERAL (
+         SELECT c.id FROM identity.challenges c
+          WHERE c.purpose = ? AND c.identity_id = li.identity_id AND c.login_identifier_id = li.id
+            AND c.consumed_at IS NULL AND c.revoked_at IS NULL AND c.expires_at > ? AND c.attempts_left > 0
+          ORDER BY c.created_at DESC LIMIT 1
+       ) open ON true
+      WHERE li.kind = ? AND li.value = ? AND i.status = 'active' AND li.verified_at IS NOT NULL
+      LIMIT 1`,
+    [purpose, now, identifier.kind, identifier.value],
+  )
+  return rows[0]
+}
+
 /** Every identity's claim on an identifier, verified or not. */
 export async function findClaimsTx(trx: Knex.Transaction | Knex, identifier: Identifier): Promise<ClaimRow[]> {
   return await trx('identity.login_identifiers as li')

@@ -8,7 +8,7 @@ import {
   type ChallengeDeps,
 } from './challenges.ts'
 import { InvalidCodeError } from './errors.ts'
-import { findVerifiedIdentifierTx, setPasswordTx } from './identities-sql.ts'
+import { findVerifiedIdentifierTx, findVerifiedIdentifierWithOpenChallengeTx, setPasswordTx } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
 import { hashPassword } from './secrets.ts'
 import { notifyOtherIdentifiersTx } from './security-notices.ts'
@@ -17,26 +17,29 @@ import { revokeAllSessionsTx } from './sessions-sql.ts'
 export type { ChallengeDeps } from './challenges.ts'
 
 /**
- * The challenge and its outbox message commit together, or neither does. Known and unknown
- * identifiers get the same answer after the same work (`issueHiddenTx`): a known one a rehearsed claim
- * and a real challenge, an unknown one both rehearsed; every existence-dependent failure (a resend
- * too soon, a destination over its budget) is logged, not shown.
+ * The challenge and its outbox message commit together, or neither does: two statements and no
+ * transaction of its own — the lookup, then one call of `identity.issue_challenge` (its own
+ * transaction when `db` is not one: the challenge, message, envelope and job at one COMMIT). In the
+ * caller's transaction when given one. Known and unknown identifiers get the same answer after the
+ * same work (`issueHiddenTx`): a known one a rehearsed claim and a real challenge, an unknown one
+ * both rehearsed; every existence-dependent failure (a resend too soon, a destination over its
+ * budget) is logged, not shown.
  */
-export async function requestPasswordRecoveryTx(
-  trx: Knex.Transaction,
+export async function requestPasswordRecovery(
+  db: Knex | Knex.Transaction,
   deps: ChallengeDeps,
   identifier: Identifier,
 ): Promise<{ challengeExpiresAt: Date }> {
   assertChannelAvailable(deps, identifier)
   const now = deps.clock()
-  const known = await findVerifiedIdentifierTx(trx, identifier)
+  const known = await findVerifiedIdentifierWithOpenChallengeTx(db, identifier, 'password_recovery', now)
   const subject = known ? { identityId: known.identity_id, loginIdentifierId: known.login_identifier_id } : undefined
   // A known identifier has its claim: a rehearsed one keeps both paths' work equal (an unknown one's is in the rehearsed issue).
   await issueHiddenTx(
-    trx,
+    db,
     deps,
     'password recovery',
-    { purpose: 'password_recovery', identifier, subject },
+    { purpose: 'password_recovery', identifier, subject, openChallengeId: known?.open_challenge_id ?? null },
     { now, claim: known ? 'rehearse' : 'none' },
   )
   return { challengeExpiresAt: challengeExpiry(deps, now) }

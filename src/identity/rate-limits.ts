@@ -19,7 +19,7 @@ const keysOf = (bucket: Bucket): readonly Buffer[] => (Buffer.isBuffer(bucket) ?
  * locks on every key, ascending, so counts are exact across any number of web processes and two
  * rings cannot deadlock each other), then, in a statement of its own (its snapshot taken after the
  * lock is held), drops the bucket's hits that left the window (the table holds at most `max` rows
- * per live bucket), reads at most `max` of those still in it, and, with `spend`, counts one more
+ * per live bucket), counts those still in it (at most `max` per key), and, with `spend`, counts one more
  * hit under the current key when there is room. Returns the seconds until the window has room
  * again, or undefined while it had room (and the hit was counted).
  */

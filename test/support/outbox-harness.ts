@@ -6,7 +6,7 @@ import { createBoss } from '../../src/db/boss.ts'
 import { createKnex } from '../../src/db/knex.ts'
 import type { Provider } from '../../src/delivery/provider.ts'
 import { parseIdentifier } from '../../src/identity/identifiers.ts'
-import { requestPasswordRecoveryTx } from '../../src/identity/password-recovery.ts'
+import { requestPasswordRecovery } from '../../src/identity/password-recovery.ts'
 import type { Logger } from '../../src/logging/logger.ts'
 import { QUEUES, type Channel, type DeliveryJobData } from '../../src/outbox/constants.ts'
 import type { Keys } from '../../src/runtime/dev-keys.ts'
@@ -46,7 +46,7 @@ export async function outboxHarness(db: TestDatabase, options: { keys: Keys; clo
     async enqueue(identifier: string, challengeTtlSeconds = 7_200): Promise<{ messageId: string }> {
       await createVerifiedIdentity(db.owner, identifier)
       const parsed = parseIdentifier(identifier)!
-      await api.transaction((trx) => requestPasswordRecoveryTx(trx, challengeDeps(challengeTtlSeconds), parsed))
+      await api.transaction((trx) => requestPasswordRecovery(trx, challengeDeps(challengeTtlSeconds), parsed))
       const message = await db
         .owner('outbox.security_outbox_messages')
         .where({ destination: parsed.value })
@@ -78,7 +78,7 @@ export async function outboxHarness(db: TestDatabase, options: { keys: Keys; clo
       for (let start = 0; start < parsed.length; start += 100) {
         await api.transaction(async (trx) => {
           for (const identifier of parsed.slice(start, start + 100))
-            await requestPasswordRecoveryTx(trx, challengeDeps(challengeTtlSeconds), identifier)
+            await requestPasswordRecovery(trx, challengeDeps(challengeTtlSeconds), identifier)
         })
       }
     },

@@ -2,7 +2,7 @@ import { Router } from 'express'
 import type { Knex } from 'knex'
 import type { ChallengeDeps } from '../../identity/challenges.ts'
 import { parseIdentifier, type Identifier } from '../../identity/identifiers.ts'
-import { completePasswordRecovery, requestPasswordRecoveryTx } from '../../identity/password-recovery.ts'
+import { completePasswordRecovery, requestPasswordRecovery } from '../../identity/password-recovery.ts'
 import { revokeSession } from '../../identity/sessions-sql.ts'
 import { addSignInMethod, confirmSignInMethod } from '../../identity/sign-in-methods.ts'
 import { signIn } from '../../identity/sign-in.ts'
@@ -225,7 +225,7 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
     const identifier = identifierFrom(body.identifier)
     await countClient(req)
     const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
-      db.transaction((trx) => requestPasswordRecoveryTx(trx, localized(deps, res), identifier)),
+      requestPasswordRecovery(db, localized(deps, res), identifier),
     )
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
