@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
@@ -249,8 +250,15 @@ function nodeOptions(): { NODE_OPTIONS?: string } {
   return options.length > 0 ? { NODE_OPTIONS: options.join(' ') } : {}
 }
 
+/** The Node flags the Procfile starts a process type with (the worker's young-generation size), so the bench runs what production runs. */
+function procfileNodeFlags(kind: 'web' | 'worker'): string[] {
+  const line = new RegExp(`^${kind}: exec node (.*)src/bin/${kind}\\.ts$`, 'm').exec(readFileSync('Procfile', 'utf8'))
+  if (!line) throw new Error(`the Procfile has no "${kind}: exec node … src/bin/${kind}.ts" line`)
+  return line[1]!.trim().split(/\s+/).filter(Boolean)
+}
+
 export async function spawnProcess(kind: 'web' | 'worker', env: NodeJS.ProcessEnv): Promise<BenchProcess> {
-  const child = spawn(process.execPath, [`src/bin/${kind}.ts`], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [...procfileNodeFlags(kind), `src/bin/${kind}.ts`], { env, stdio: ['ignore', 'pipe', 'pipe'] })
   let tail = ''
   let ready: (url: string) => void = () => {}
   let failed: (error: Error) => void = () => {}
