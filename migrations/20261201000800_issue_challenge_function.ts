@@ -16,7 +16,8 @@ import type { Knex } from 'knex'
  *   `outbox.insert_delivery_job(json)`, which the release step builds from pg-boss's own INSERT for
  *   the delivery queue on every release (src/db/release.ts: it follows pg-boss's version, so it is
  *   not frozen here); the JSON is the job as `boss.send` would write it. The job inserted must be
- *   the one the message names.
+ *   the one the message names. `outbox.notify_delivery_workers()` (also built by the release) sends
+ *   the notification that insert sends, for a rehearsal's job that was rolled back.
  * - `identity.issue_challenge(p)`: a challenge and its message. `visible` (signed-in routes):
  *   refusals raise SPR01 resend_too_soon, SPR02 too_many_resends, SPR03 rate_limited (destination),
  *   the seconds to wait in DETAIL. `hidden` (sign-up, recovery: an answer that must not tell whether
@@ -133,6 +134,12 @@ export async function up(knex: Knex): Promise<void> {
         END IF;
       END IF;
       PERFORM outbox.enqueue_message((p->'message') || jsonb_build_object('challenge_id', challenge_id));
+      -- The deferred checks of these rows (the outbox's constraint triggers, pg-boss's foreign keys)
+      -- run here, not at COMMIT: a rehearsal rolled back would otherwise drop them, and a known
+      -- identifier's commit would do work an unknown one's does not. Every deferrable constraint of
+      -- the schema is INITIALLY DEFERRED, so ALL DEFERRED restores what was.
+      SET CONSTRAINTS ALL IMMEDIATE;
+      SET CONSTRAINTS ALL DEFERRED;
       RETURN challenge_id;
     END $$;
     REVOKE ALL ON FUNCTION identity.issue_challenge_for(jsonb, uuid, uuid, boolean) FROM PUBLIC;
@@ -202,6 +209,9 @@ export async function up(knex: Knex): Promise<void> {
         WHEN OTHERS THEN
           failure := coalesce(failure, 'rehearsal ' || SQLSTATE);
       END;
+      -- The rehearsed job's NOTIFY died with its subtransaction: the same notification, so the
+      -- workers (and anyone LISTENing) are woken alike, and the commit takes NOTIFY's lock alike.
+      PERFORM outbox.notify_delivery_workers();
       RETURN jsonb_build_object('outcome', outcome, 'retry_after_seconds', wait_seconds, 'failure', failure);
     END $$;
     REVOKE ALL ON FUNCTION identity.issue_challenge(jsonb) FROM PUBLIC;
@@ -214,6 +224,9 @@ export async function down(knex: Knex): Promise<void> {
     DROP FUNCTION identity.issue_challenge(jsonb);
     DROP FUNCTION identity.issue_challenge_for(jsonb, uuid, uuid, boolean);
     DROP FUNCTION outbox.enqueue_message(jsonb);
+    -- Built by the release step (src/db/release.ts), not by this migration; only their callers need them.
+    DROP FUNCTION IF EXISTS outbox.insert_delivery_job(text);
+    DROP FUNCTION IF EXISTS outbox.notify_delivery_workers();
     DROP FUNCTION platform.rate_limit_window(bytea[], integer, integer, timestamptz, boolean);
   `)
 }

@@ -137,7 +137,8 @@ function pgbossRowPolicies({ api, worker }: DatabaseRoles): string {
  * pg-boss's statement on every enqueue cost about a third of the database's CPU per request:
  * bench/README.md "What bounds each target"), and without restating pg-boss's SQL. Re-created on
  * every release, like the grants: it follows pg-boss's version. SECURITY INVOKER: the web's own
- * grants and row policies on pgboss.job apply.
+ * grants and row policies on pgboss.job apply. With it, `outbox.notify_delivery_workers()`: that
+ * statement's NOTIFY alone.
  */
 function deliveryJobFunction(insertSql: string, { api }: DatabaseRoles): string {
   const body = insertSql.replace(/\$1(?!\d)/g, 'p_job_json')
@@ -155,7 +156,27 @@ function deliveryJobFunction(insertSql: string, { api }: DatabaseRoles): string 
     RETURN NULL;
   END $fn$;
   REVOKE ALL ON FUNCTION outbox.insert_delivery_job(text) FROM PUBLIC;
-  GRANT EXECUTE ON FUNCTION outbox.insert_delivery_job(text) TO ${api};`
+  GRANT EXECUTE ON FUNCTION outbox.insert_delivery_job(text) TO ${api};
+  CREATE OR REPLACE FUNCTION outbox.notify_delivery_workers() RETURNS void
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+  BEGIN
+    PERFORM ${notifyOf(insertSql)};
+  END $fn$;
+  REVOKE ALL ON FUNCTION outbox.notify_delivery_workers() FROM PUBLIC;
+  GRANT EXECUTE ON FUNCTION outbox.notify_delivery_workers() TO ${api};`
+}
+
+/**
+ * The notification pg-boss's insert sends for an immediately runnable job (`pg_notify(<channel>,
+ * '<queue>')`), cut from the same captured statement: what a rehearsal's rolled-back job would have
+ * sent (`identity.issue_challenge`).
+ */
+function notifyOf(insertSql: string): string {
+  const start = insertSql.indexOf('pg_notify(')
+  const end = insertSql.indexOf(`, '${QUEUES.delivery}')`, start)
+  if (start < 0 || end < 0)
+    throw new Error('release: pg-boss’s job insert sends no notification for the delivery queue (is its queue notify-enabled?)')
+  return `${insertSql.slice(start, end)}, '${QUEUES.delivery}')`
 }
 
 /** The release step: knex migrations, pg-boss schema and queues, then role grants, as the owner. */

@@ -159,7 +159,9 @@ async function issueTx(
   }
   try {
     const outcome = await issueChallengeSqlTx(trx, params)
-    if (outcome.outcome === 'issued') logEnqueued(deps, message)
+    // One line per request: the real message's, or — with no subject — the rehearsed one's, so the
+    // log's lines do not tell an unknown identifier from a known one (a refusal logs its reason instead).
+    if (outcome.outcome === 'issued' || outcome.outcome === 'no_subject') logEnqueued(deps, message)
     return outcome
   } catch (error) {
     const refusal = REFUSALS[(error as { code?: string }).code ?? '']
