@@ -5,8 +5,10 @@ import { sealMessage } from '../src/outbox/enqueue.ts'
 import { enqueueMessageTx } from '../src/outbox/web-functions-sql.ts'
 import { hitRateLimitTx } from '../src/identity/rate-limits.ts'
 import { RateLimitedError } from '../src/identity/errors.ts'
-import { capturingLogger, testKeys } from './support/helpers.ts'
-import { openWebSide, type WebSide } from './support/web-side.ts'
+import { issueHiddenTx } from '../src/identity/challenges.ts'
+import { requestPasswordRecovery } from '../src/identity/password-recovery.ts'
+import { capturingLogger, createVerifiedIdentity, testKeys, uniqueEmail } from './support/helpers.ts'
+import { openWebSide, webChallengeDeps, type WebSide } from './support/web-side.ts'
 
 /**
  * The enqueue path's database functions (migration 20261201000800): what they must keep of the
@@ -97,5 +99,32 @@ describe('the enqueue path in the database', () => {
     expect((refused as RateLimitedError).retryAfterSeconds).to.equal(40)
     const rows = await side.db.owner('platform.rate_limit_hits').whereIn('bucket_key', [current, previous]).select('bucket_key')
     expect(rows.filter((row: { bucket_key: Buffer }) => row.bucket_key.equals(current))).to.have.length(1)
+  })
+
+  it('refuses a resend as too soon when the open challenge under the lock is not the one read before (a concurrent request opened it)', async () => {
+    const email = uniqueEmail('raced')
+    const { identityId, loginIdentifierId } = await createVerifiedIdentity(side.db.owner, email)
+    let now = new Date()
+    const deps = webChallengeDeps(side.boss, keys, logs.logger, { clock: () => now })
+    await requestPasswordRecovery(side.api, deps, { kind: 'email', value: email })
+    const before = await side.db.owner('identity.challenges').where({ identity_id: identityId }).first()
+    now = new Date(now.getTime() + 31_000)
+    // A resend whose code hash was bound to another challenge id than the one now open.
+    await issueHiddenTx(
+      side.api,
+      deps,
+      'password recovery',
+      {
+        purpose: 'password_recovery',
+        identifier: { kind: 'email', value: email },
+        subject: { identityId, loginIdentifierId },
+        openChallengeId: randomUUID(),
+      },
+      { now, claim: 'rehearse' },
+    )
+    const after = await side.db.owner('identity.challenges').where({ identity_id: identityId }).first()
+    expect(after.resend_count).to.equal(0)
+    expect(Buffer.compare(after.code_hash, before.code_hash)).to.equal(0)
+    expect(logs.text()).to.include('"message":"password recovery not enqueued"').and.to.include('"errorCode":"resend_too_soon"')
   })
 })
