@@ -94,8 +94,8 @@ const REFUSALS: Readonly<Record<string, string>> = { SPR01: 'resend_too_soon', S
 /**
  * Builds the one call of `identity.issue_challenge` (migration 20261201000800) and makes it: the
  * code, its hashes (under the new challenge's id and under the open one's, so a resend needs no
- * second trip; the key never leaves this process), the sealed message with pg-boss's insert of its
- * job, the destination's bucket keys and throw-away ids for the rehearsals. Every path computes
+ * second trip; the key never leaves this process), the sealed message and its job as `boss.send`
+ * would write it, the destination's bucket keys and throw-away ids for the rehearsals. Every path computes
  * all of them, so the work here does not depend on what the database will find.
  */
 async function issueTx(

@@ -4,6 +4,8 @@ import type { Knex } from 'knex'
  * The outbox changes the web may make beyond INSERT, each through the one SECURITY DEFINER
  * function that does exactly it (the api role can touch outbox state no other way). Both close
  * messages through `outbox.dead_letter_messages`, as the worker does, at the web's clock (`now`).
+ * And the web's INSERT itself, as one call: `outbox.enqueue_message` (SECURITY INVOKER, the web's
+ * own grants), the message, its envelope and its job.
  */
 
 /** Closes every unsent message of a challenge: a resend supersedes them, a consumed or dead challenge ends them. */
