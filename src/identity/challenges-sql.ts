@@ -18,9 +18,30 @@ export type ChallengeRow = {
 
 export type ChallengeSubject = { purpose: ChallengePurpose; identityId: string; loginIdentifierId: string }
 
-/** The open challenge of a subject: not consumed, revoked, expired or out of attempts. */
-function openChallenge(db: Knex | Knex.Transaction, subject: ChallengeSubject, now: Date) {
+/**
+ * The open challenges of a subject, newest first: not consumed, revoked, expired or out of
+ * attempts. The subject's ids may be column references, for a lookup that correlates it.
+ */
+function openChallenges(
+  db: Knex | Knex.Transaction,
+  subject: {
+    purpose: ChallengePurpose
+    identityId: string | Knex.Ref<string, object>
+    loginIdentifierId: string | Knex.Ref<string, object>
+  },
+  now: Date,
+) {
   return db(CHALLENGES)
+    .where({ purpose: subject.purpose, identity_id: subject.identityId, login_identifier_id: subject.loginIdentifierId })
+    .whereNull('consumed_at')
+    .whereNull('revoked_at')
+    .andWhere('expires_at', '>', now)
+    .andWhere('attempts_left', '>', 0)
+    .orderBy('created_at', 'desc')
+}
+
+function openChallenge(db: Knex | Knex.Transaction, subject: ChallengeSubject, now: Date) {
+  return openChallenges(db, subject, now)
     .select(
       'id',
       'purpose',
@@ -33,13 +54,14 @@ function openChallenge(db: Knex | Knex.Transaction, subject: ChallengeSubject, n
       'last_sent_at',
       'candidate_password_hash',
     )
-    .where({ purpose: subject.purpose, identity_id: subject.identityId, login_identifier_id: subject.loginIdentifierId })
-    .whereNull('consumed_at')
-    .whereNull('revoked_at')
-    .andWhere('expires_at', '>', now)
-    .andWhere('attempts_left', '>', 0)
-    .orderBy('created_at', 'desc')
     .first<ChallengeRow | undefined>()
+}
+
+/** The id of the open challenge for `purpose` of the login identifier `li` of the enclosing query, as a subquery. */
+export function openChallengeIdOfLoginIdentifier(db: Knex | Knex.Transaction, purpose: ChallengePurpose, now: Date) {
+  return openChallenges(db, { purpose, identityId: db.ref('li.identity_id'), loginIdentifierId: db.ref('li.id') }, now)
+    .select('id')
+    .limit(1)
 }
 
 /** The open challenge of a subject, locked for this transaction. */
@@ -58,8 +80,8 @@ export async function findOpenChallenge(db: Knex, subject: ChallengeSubject, now
  * lock and refuses the resend if another challenge opened in between.
  */
 export async function openChallengeIdTx(trx: Knex | Knex.Transaction, subject: ChallengeSubject, now: Date): Promise<string | undefined> {
-  const row = await openChallenge(trx, subject, now).clearSelect().select('id')
-  return (row as { id: string } | undefined)?.id
+  const row = await openChallenges(trx, subject, now).first<{ id: string } | undefined>('id')
+  return row?.id
 }
 
 /** What `identity.issue_challenge` decided (migration 20261201000800). */

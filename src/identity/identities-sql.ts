@@ -1,21 +1,27 @@
 import type { Knex } from 'knex'
+import type { ChallengePurpose } from '../outbox/constants.ts'
+import { openChallengeIdOfLoginIdentifier } from './challenges-sql.ts'
 import { ConflictError } from './errors.ts'
 import type { Identifier } from './identifiers.ts'
 
 export type VerifiedIdentifierRow = { login_identifier_id: string; identity_id: string }
 export type ClaimRow = { login_identifier_id: string; identity_id: string; verified_at: Date | null; identity_status: string }
 
+/** The verified identifiers of active identities that are `identifier` (there is at most one). */
+function verifiedIdentifier(db: Knex.Transaction | Knex, identifier: Identifier) {
+  return db('identity.login_identifiers as li')
+    .join('identity.identities as i', 'i.id', 'li.identity_id')
+    .select('li.id as login_identifier_id', 'li.identity_id')
+    .where({ 'li.kind': identifier.kind, 'li.value': identifier.value, 'i.status': 'active' })
+    .whereNotNull('li.verified_at')
+}
+
 /** A verified identifier of an active identity, the only kind a recovery code may be sent to. */
 export async function findVerifiedIdentifierTx(
   trx: Knex.Transaction | Knex,
   identifier: Identifier,
 ): Promise<VerifiedIdentifierRow | undefined> {
-  return await trx('identity.login_identifiers as li')
-    .join('identity.identities as i', 'i.id', 'li.identity_id')
-    .select('li.id as login_identifier_id', 'li.identity_id')
-    .where({ 'li.kind': identifier.kind, 'li.value': identifier.value, 'i.status': 'active' })
-    .whereNotNull('li.verified_at')
-    .first()
+  return await verifiedIdentifier(trx, identifier).first<VerifiedIdentifierRow | undefined>()
 }
 
 /**
@@ -25,24 +31,12 @@ export async function findVerifiedIdentifierTx(
 export async function findVerifiedIdentifierWithOpenChallengeTx(
   trx: Knex | Knex.Transaction,
   identifier: Identifier,
-  purpose: string,
+  purpose: ChallengePurpose,
   now: Date,
 ): Promise<(VerifiedIdentifierRow & { open_challenge_id: string | null }) | undefined> {
-  const { rows } = await trx.raw<{ rows: (VerifiedIdentifierRow & { open_challenge_id: string | null })[] }>(
-    `SELECT li.id AS login_identifier_id, li.identity_id, open.id AS open_challenge_id
-       FROM identity.login_identifiers li
-       JOIN identity.identities i ON i.id = li.identity_id
-       LEFT JOIN LATERAL (
-         SELECT c.id FROM identity.challenges c
-          WHERE c.purpose = ? AND c.identity_id = li.identity_id AND c.login_identifier_id = li.id
-            AND c.consumed_at IS NULL AND c.revoked_at IS NULL AND c.expires_at > ? AND c.attempts_left > 0
-          ORDER BY c.created_at DESC LIMIT 1
-       ) open ON true
-      WHERE li.kind = ? AND li.value = ? AND i.status = 'active' AND li.verified_at IS NOT NULL
-      LIMIT 1`,
-    [purpose, now, identifier.kind, identifier.value],
-  )
-  return rows[0]
+  return await verifiedIdentifier(trx, identifier)
+    .select(openChallengeIdOfLoginIdentifier(trx, purpose, now).as('open_challenge_id'))
+    .first<(VerifiedIdentifierRow & { open_challenge_id: string | null }) | undefined>()
 }
 
 /** Every identity's claim on an identifier, verified or not. */
@@ -54,9 +48,8 @@ export async function findClaimsTx(trx: Knex.Transaction | Knex, identifier: Ide
 }
 
 /**
- * A new identity and its claim on an identifier in one statement (one round trip on the enqueue
- * paths, bench/README.md): the claim's foreign key is checked at the end of the statement, when
- * the identity row is there.
+ * A new identity and its claim on an identifier in one statement: the claim's foreign key is
+ * checked at the end of the statement, when the identity row is there.
  */
 export async function insertIdentityWithClaimTx(
   trx: Knex.Transaction,
