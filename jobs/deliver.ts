@@ -80,15 +80,19 @@ export function logSettled(deps: Pick<DeliveryDeps, 'logger'>, request: ClaimReq
   deps.logger.info('delivery settled without sending', { messageId: request.messageId, why: claim.why })
 }
 
-/** The claimed messages whose destination is on the suppression list (a permanent bounce or a complaint), checked before any send: one statement per claimed batch. */
+/**
+ * The claimed messages whose destination is on the suppression list (a permanent bounce or a
+ * complaint), checked before any send: read by the common case's claim statement itself, and in
+ * one statement for whatever the full path claimed.
+ */
 export async function suppressedClaims(
   deps: Pick<DeliveryDeps, 'db'>,
   claims: readonly (Claim | { kind: 'failed' })[],
 ): Promise<Set<string>> {
-  return await suppressedAmong(
-    deps.db,
-    claims.flatMap((claim) => (claim.kind === 'claimed' ? [claim.message.id] : [])),
-  )
+  const claimed = claims.flatMap((claim) => (claim.kind === 'claimed' ? [claim] : []))
+  const known = claimed.filter((claim) => claim.suppressed === true).map((claim) => claim.message.id)
+  const unknown = claimed.filter((claim) => claim.suppressed === undefined).map((claim) => claim.message.id)
+  return new Set([...known, ...(await suppressedAmong(deps.db, unknown))])
 }
 
 /** The per-message steps after a claim: open, render, send, classify. Never throws. A suppressed destination is never sent to again. */

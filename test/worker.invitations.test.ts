@@ -50,6 +50,25 @@ describe('invitation messages in the worker', () => {
     expect(await ciphertexts(messageId)).to.equal(0)
   })
 
+  it('sends no invitation to a suppressed address: the full claim path asks the suppression list itself', async () => {
+    const { messageId } = await invite()
+    const { destination_hmac: destinationHmac } = await message(messageId)
+    await f.db.owner('outbox.suppressed_destinations').insert({
+      id: uuidv7(),
+      destination_hmac: destinationHmac,
+      channel: 'email',
+      masked_destination: 'i•••e@e•••.com',
+      reason: 'complaint',
+      since: f.now,
+    })
+    const provider = emailProvider()
+    await deliverOne(f.harness.deps({ email: provider }), await f.harness.nextJob())
+    expect(provider.calls).to.have.length(0)
+    expect(await message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 0 })
+    expect(await deadLetter(messageId)).to.include({ reason: 'destination_suppressed' })
+    expect(await ciphertexts(messageId)).to.equal(0)
+  })
+
   it('sends nothing for an invitation revoked before its send: invitation_revoked, ciphertext gone', async () => {
     const { messageId, organizationId, invitationId, adminId } = await invite()
     await revokeInvitation(f.harness.api, { organizationId, invitationId, identityId: adminId }, f.now)

@@ -2,7 +2,8 @@ import type { Knex } from 'knex'
 import { MESSAGE_COLUMNS, type Lease, type MessageRow } from './messages-sql.ts'
 
 /** A message the common-case claim leased, with its sealed envelope. */
-export type LeasedWithEnvelope = MessageRow & { envelope: string }
+/** `suppressed`: the destination is on the suppression list (read in the same statement, before any send). */
+export type LeasedWithEnvelope = MessageRow & { envelope: string; suppressed: boolean }
 
 /**
  * One statement, no BEGIN/COMMIT round trips: code messages that are pending (or leased under an
@@ -34,7 +35,10 @@ export async function leaseClaimableMessages(
         WHERE m.id = claimable.id
        RETURNING ${MESSAGE_COLUMNS.map((column) => `m.${column}`).join(', ')}
      )
-     SELECT leased.*, c.envelope FROM leased JOIN outbox.security_outbox_ciphertexts c ON c.message_id = leased.id`,
+     SELECT leased.*, c.envelope,
+            EXISTS (SELECT FROM outbox.security_outbox_messages m JOIN outbox.suppressed_destinations s ON s.destination_hmac = m.destination_hmac
+                     WHERE m.id = leased.id) AS suppressed
+       FROM leased JOIN outbox.security_outbox_ciphertexts c ON c.message_id = leased.id`,
     [
       requests.map((request) => request.messageId),
       requests.map((request) => request.lease.jobId),

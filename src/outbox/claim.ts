@@ -10,8 +10,12 @@ import { activeJobsTx } from './pgboss-jobs-sql.ts'
 import { completeJobsTx, scheduleNextAttemptTx } from './settle.ts'
 
 export type Claim =
-  /** An invitation's message also carries its organization's name, for the email. */
-  | { kind: 'claimed'; message: MessageRow; envelope: string; organizationName?: string }
+  /**
+   * An invitation's message also carries its organization's name, for the email. `suppressed`:
+   * whether its destination is on the suppression list, when the claim read it (the common case's
+   * statement does; otherwise `suppressedClaims` asks).
+   */
+  | { kind: 'claimed'; message: MessageRow; envelope: string; organizationName?: string; suppressed?: boolean }
   /** `nextAttemptAt`: when the message was put back for a later job (a paused channel). */
   | {
       kind: 'settled'
@@ -57,7 +61,7 @@ async function claimCommonCase(db: Knex, requests: readonly ClaimRequest[], now:
   if (ids.length === 0 || new Set(ids).size !== ids.length) return new Map()
   try {
     const rows = await leaseClaimableMessages(db, requests, now)
-    return new Map(rows.map(({ envelope, ...message }) => [message.id, { kind: 'claimed', message, envelope }]))
+    return new Map(rows.map(({ envelope, suppressed, ...message }) => [message.id, { kind: 'claimed', message, envelope, suppressed }]))
   } catch {
     // A deadlock or a lost connection: the full path decides for every job instead.
     return new Map()

@@ -1,0 +1,45 @@
+import { expect } from 'chai'
+import { uuidv7 } from 'uuidv7'
+import { claimRequestOf, deliverOne } from '../jobs/deliver.ts'
+import { leaseClaimableMessages } from '../src/outbox/claim-sql.ts'
+import { uniqueEmail } from './support/helpers.ts'
+import { useOutboxFixture } from './support/outbox-harness.ts'
+import { scriptedProvider } from './support/scripted-provider.ts'
+
+describe('suppressed destinations at the claim', () => {
+  const f = useOutboxFixture()
+  const { message, deadLetter, ciphertexts } = f.rows
+
+  /** Puts the message's destination on the suppression list, as a permanent bounce would. */
+  async function suppress(messageId: string) {
+    const { destination_hmac: destinationHmac } = await message(messageId)
+    await f.db.owner('outbox.suppressed_destinations').insert({
+      id: uuidv7(),
+      destination_hmac: destinationHmac,
+      channel: 'email',
+      masked_destination: 's•••d@e•••.com',
+      reason: 'permanent_bounce',
+      since: f.now,
+    })
+  }
+
+  it('the common-case claim statement itself says which claimed destinations are suppressed', async () => {
+    const { messageId: blocked } = await f.harness.enqueue(uniqueEmail('blocked'))
+    const { messageId: open } = await f.harness.enqueue(uniqueEmail('open'))
+    await suppress(blocked)
+    const jobs = [await f.harness.nextJob(), await f.harness.nextJob()]
+    const rows = await leaseClaimableMessages(f.harness.worker, jobs.map(claimRequestOf), f.now)
+    expect(Object.fromEntries(rows.map((row) => [row.id, row.suppressed]))).to.deep.equal({ [blocked]: true, [open]: false })
+  })
+
+  it('dead-letters a code to a suppressed destination without a send (the common-case claim)', async () => {
+    const { messageId } = await f.harness.enqueue(uniqueEmail('bounced'))
+    await suppress(messageId)
+    const provider = scriptedProvider((call) => ({ providerMessageId: `p-${call}` }))
+    await deliverOne(f.harness.deps({ email: provider }), await f.harness.nextJob())
+    expect(provider.calls).to.have.length(0)
+    expect(await message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 0 })
+    expect(await deadLetter(messageId)).to.include({ reason: 'destination_suppressed' })
+    expect(await ciphertexts(messageId)).to.equal(0)
+  })
+})
