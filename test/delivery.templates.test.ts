@@ -1,11 +1,11 @@
-import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { expect } from 'chai'
 import Handlebars from 'handlebars'
 import { LOCALES } from '../src/delivery/locales.ts'
 import { sampleValues, writePreviews } from '../src/delivery/preview.ts'
-import { loadTemplates, plainText, TEMPLATE_PURPOSES, type MessageValues } from '../src/delivery/templates.ts'
+import { loadTemplates, plainText, TEMPLATE_PURPOSES, TEMPLATES_DIR, type MessageValues } from '../src/delivery/templates.ts'
 import type { Channel } from '../src/outbox/constants.ts'
 
 const HOSTILE = 'Acme <img src=x onerror=alert(1)> & "Sons"\r\nBcc: victim@example.com\u202e'
@@ -85,6 +85,19 @@ describe('message templates', () => {
   it('falls back to DEFAULT_LOCALE for a locale it does not ship', () => {
     const german = loadTemplates({ productName: 'Sealpost', defaultLocale: 'de' })
     expect(german.render('step_up', 'email', 'fr', sampleValues('step_up')).subject).to.equal('Ihr Sealpost-Bestätigungscode')
+  })
+
+  it('refuses at load, not at a send, a template that cannot render (a value no message has)', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'sealpost-templates-'))
+    try {
+      await cp(TEMPLATES_DIR, dir, { recursive: true })
+      const file = path.join(dir, 'es', 'step_up.whatsapp.txt.hbs')
+      await writeFile(file, `${await readFile(file, 'utf8')}{{discountCode}}\n`)
+      expect(() => loadTemplates({ productName: 'Sealpost', defaultLocale: 'en' }, dir)).to.throw(/discountCode/)
+      expect(() => loadTemplates({ productName: 'Sealpost', defaultLocale: 'en' }), 'the shipped templates').to.not.throw()
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
   })
 
   it('turns control and direction characters into spaces in plain text', () => {

@@ -2,26 +2,9 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import type { Channel } from '../outbox/constants.ts'
 import { LOCALES } from './locales.ts'
-import { loadTemplates, TEMPLATE_PURPOSES, type Branding, type MessageValues, type TemplatePurpose } from './templates.ts'
+import { loadTemplates, sampleValues, TEMPLATE_PURPOSES, type Branding } from './templates.ts'
 
-const NOW = new Date('2026-12-01T09:00:00Z')
-
-/** Sample values per purpose; the organization name is hostile on purpose, to show the escaping. */
-export function sampleValues(purpose: TemplatePurpose): MessageValues {
-  const expiresAt = new Date(
-    NOW.getTime() + (purpose === 'invitation' ? 7 * 86_400_000 : purpose === 'security_notice' ? 86_400_000 : 600_000),
-  )
-  if (purpose === 'invitation')
-    return {
-      now: NOW,
-      expiresAt,
-      organizationName: 'Acme <b>Research</b> & "Sons"',
-      link: 'https://app.sealpost.test/join#token=Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5',
-    }
-  if (purpose === 'security_notice')
-    return { now: NOW, expiresAt, notice: { event: 'sign_in_method_added', at: NOW, identifier: 'b•••b@e•••.com' } }
-  return { now: NOW, expiresAt, code: '482913' }
-}
+export { sampleValues }
 
 /**
  * `npm run preview`: every purpose × channel × locale rendered with sample values into `dir`

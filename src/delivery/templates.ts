@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import Handlebars from 'handlebars'
 import { IntlMessageFormat } from 'intl-messageformat'
-import type { Channel, Purpose } from '../outbox/constants.ts'
+import { CHANNELS, type Channel, type Purpose } from '../outbox/constants.ts'
 import { isLocale, LOCALES, type Locale } from './locales.ts'
 
 /** Every purpose a template exists for: the outbox's, plus the lead's `security_notice` (TEAM contract). */
@@ -51,10 +51,7 @@ type Compiled = (context: Record<string, unknown>) => string
  * with Handlebars' escaping on; text and WhatsApp with every value passed through `plainText`.
  * A missing file, a missing value or an unknown catalog key is an error, never a blank.
  */
-export function loadTemplates(
-  branding: Branding,
-  dir = TEMPLATES_DIR,
-): { render(purpose: TemplatePurpose, channel: Channel, locale: string, values: MessageValues): Rendered } {
+export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR): Templates {
   const catalogs = Object.fromEntries(
     LOCALES.map((locale) => [
       locale,
@@ -92,7 +89,7 @@ export function loadTemplates(
     }
   }
 
-  return {
+  const templates: Templates = {
     render(purpose, channel, requestedLocale, values) {
       const locale: Locale = isLocale(requestedLocale) ? requestedLocale : branding.defaultLocale
       const templates = compiled.get(`${locale}/${purpose}.${channel}`)
@@ -125,6 +122,32 @@ export function loadTemplates(
       }
     },
   }
+  // Every template rendered once now, with sample values: one that cannot render (a missing value,
+  // an unknown catalog key) fails the process at start, not a message at its send, and the first
+  // message after a start is not the one that pays for compiling them (Handlebars compiles lazily).
+  for (const locale of LOCALES)
+    for (const purpose of TEMPLATE_PURPOSES)
+      for (const channel of CHANNELS) templates.render(purpose, channel, locale, sampleValues(purpose))
+  return templates
 }
 
-export type Templates = ReturnType<typeof loadTemplates>
+const SAMPLE_NOW = new Date('2026-12-01T09:00:00Z')
+
+/** Sample values per purpose (the load's check and `npm run preview`); the organization name is hostile on purpose, to show the escaping. */
+export function sampleValues(purpose: TemplatePurpose): MessageValues {
+  const expiresAt = new Date(
+    SAMPLE_NOW.getTime() + (purpose === 'invitation' ? 7 * 86_400_000 : purpose === 'security_notice' ? 86_400_000 : 600_000),
+  )
+  if (purpose === 'invitation')
+    return {
+      now: SAMPLE_NOW,
+      expiresAt,
+      organizationName: 'Acme <b>Research</b> & "Sons"',
+      link: 'https://app.sealpost.test/join#token=Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5',
+    }
+  if (purpose === 'security_notice')
+    return { now: SAMPLE_NOW, expiresAt, notice: { event: 'sign_in_method_added', at: SAMPLE_NOW, identifier: 'b•••b@e•••.com' } }
+  return { now: SAMPLE_NOW, expiresAt, code: '482913' }
+}
+
+export type Templates = { render(purpose: TemplatePurpose, channel: Channel, locale: string, values: MessageValues): Rendered }

@@ -115,6 +115,12 @@ export async function startWorker(options: {
   const { config, logger } = options
   const clock = options.clock ?? (() => new Date())
   const invitationLinkBaseUrl = invitationLinkBase(config)
+  // Loaded (and each rendered once, so a broken one fails here) before any connection opens.
+  const templates = loadTemplates({
+    productName: config.PRODUCT_NAME ?? 'Sealpost',
+    supportUrl: config.SUPPORT_URL,
+    defaultLocale: config.DEFAULT_LOCALE ?? 'en',
+  })
   const db = createKnex(options.workerUrl, { applicationName: 'sealpost-worker', max: config.WORKER_CONCURRENCY + 4, logger })
   const cron = {
     purge: cronIntervalSeconds(config.EXPIRY_PURGE_CRON, 'EXPIRY_PURGE_CRON'),
@@ -167,11 +173,7 @@ export async function startWorker(options: {
         },
         invitationLinkBaseUrl,
         metrics,
-        templates: loadTemplates({
-          productName: config.PRODUCT_NAME ?? 'Sealpost',
-          supportUrl: config.SUPPORT_URL,
-          defaultLocale: config.DEFAULT_LOCALE ?? 'en',
-        }),
+        templates,
       },
       deliveryPipelineOptions(config),
     )
