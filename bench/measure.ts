@@ -176,25 +176,42 @@ export async function directEnqueue(stack: BenchStack, seconds: number): Promise
  */
 export async function delivery(
   stack: BenchStack,
-  options: { count: number; workers: number; concurrency: number; providerDelayMs: number },
+  options: { count: number; workers: number; concurrency: number; providerDelayMs: number; warmup?: number },
 ) {
+  // The warm-up: `warmup` messages queued ahead of the measured ones (pg-boss fetches the oldest
+  // first) and delivered by the same workers, not counted, so the rows read workers past V8's
+  // start-up (the code interpreted and compiling: ~2.5 times the CPU per message of a warm worker
+  // over its first few thousand), as a long-running worker is in production, and a pipeline
+  // already running when the measured messages come up.
+  const warmup = options.warmup ?? 0
+  if (warmup > 0) await stack.enqueue(await stack.seedChallenges(warmup))
   const ids = await stack.enqueue(await stack.seedChallenges(options.count))
   // Seeding left dead tuples and fresh rows behind; settle them so every run starts alike.
   await stack.owner.raw('VACUUM ANALYZE outbox.security_outbox_messages, outbox.security_outbox_ciphertexts')
   await stack.owner.raw('ANALYZE pgboss.job')
   stack.wasender.behave(() => ({ kind: 'accept', delayMs: options.providerDelayMs }))
   const env = stack.environment({ WORKER_CONCURRENCY: String(options.concurrency) })
-  const before = stack.wasender.requests.length
+  const start = stack.wasender.requests.length
   const processes: BenchProcess[] = await Promise.all(Array.from({ length: options.workers }, () => spawnProcess('worker', env)))
+  // CPU is counted from the last warm-up send on (checked every 5 ms: an array's length, free).
+  const warm = async () => {
+    const deadline = Date.now() + 300_000
+    while (stack.wasender.requests.length - start < warmup) {
+      if (Date.now() > deadline) throw new Error('timed out waiting for the warm-up')
+      await sleep(5)
+    }
+  }
+  const before = start + warmup
   let peakRssMb = 0
   let workerCpu: number
-  const workerCpuAtStart = (await Promise.all(processes.map((worker) => worker.cpuSeconds()))).reduce((sum, value) => sum + value, 0)
-  const postgresCpuAtStart = await stack.postgresCpuSeconds()
-  // The bench process is the fake provider's host: its CPU is the provider's share of the cores.
-  const benchCpuAtStart = process.cpuUsage()
   let postgresCpu: number
   let benchCpu: number
   try {
+    await warm()
+    const workerCpuAtStart = (await Promise.all(processes.map((worker) => worker.cpuSeconds()))).reduce((sum, value) => sum + value, 0)
+    const postgresCpuAtStart = await stack.postgresCpuSeconds()
+    // The bench process is the fake provider's host: its CPU is the provider's share of the cores.
+    const benchCpuAtStart = process.cpuUsage()
     // Watch the provider's count (free), then confirm in the database once: polling the database
     // every 100 ms would itself take a share of the two cores being measured.
     await waitFor(async () => stack.wasender.requests.length - before >= options.count, 300_000, 'the provider to see every message')
@@ -334,11 +351,17 @@ export async function realisticDelivery(stack: BenchStack, options: { count: num
 
 /**
  * Commit-to-provider latency: one worker running, messages committed one per transaction at a
- * steady `rate` per second for `seconds`; latency = arrival at the fake provider − commit.
+ * steady `rate` per second; latency = arrival at the fake provider − commit. The first
+ * `warmupSeconds` of the stream are a fresh worker's start (V8 still compiling its code, the
+ * first connections opening): reported apart as `cold` (its first 50 messages), then `seconds`
+ * of the same stream are the steady state the target is about.
  */
-export async function commitToProvider(stack: BenchStack, options: { rate: number; seconds: number; concurrency: number }) {
-  const total = options.rate * options.seconds
-  const challenges = await stack.seedChallenges(total)
+export async function commitToProvider(
+  stack: BenchStack,
+  options: { rate: number; seconds: number; warmupSeconds: number; concurrency: number },
+) {
+  const warmup = await stack.seedChallenges(options.rate * options.warmupSeconds)
+  const measured = await stack.seedChallenges(options.rate * options.seconds)
   const committedAt = new Map<string, number>()
   const arrivedAt = new Map<string, number>()
   stack.wasender.behave((_call, request) => {
@@ -349,13 +372,14 @@ export async function commitToProvider(stack: BenchStack, options: { rate: numbe
   let peakRssMb: number
   try {
     await sleep(500)
+    const stream = [...warmup, ...measured]
     const started = performance.now()
     const pending: Promise<void>[] = []
-    for (let i = 0; i < total; i++) {
+    for (let i = 0; i < stream.length; i++) {
       const due = started + (i * 1000) / options.rate
       const wait = due - performance.now()
       if (wait > 0) await sleep(wait)
-      const challenge = challenges[i]!
+      const challenge = stream[i]!
       pending.push(
         stack.api
           .transaction((trx) => stack.enqueueOne(trx, challenge))
@@ -364,7 +388,7 @@ export async function commitToProvider(stack: BenchStack, options: { rate: numbe
     }
     await Promise.all(pending)
     await waitFor(
-      async () => challenges.every((challenge) => arrivedAt.has(challenge.destination)),
+      async () => stream.every((challenge) => arrivedAt.has(challenge.destination)),
       60_000,
       'every steady-rate message to arrive',
     )
@@ -373,10 +397,18 @@ export async function commitToProvider(stack: BenchStack, options: { rate: numbe
     await worker.stop()
   }
   // A commit acknowledged after the provider already saw the message counts as 0 ms.
-  const latencies = challenges.map((challenge) =>
-    Math.max(0, arrivedAt.get(challenge.destination)! - committedAt.get(challenge.destination)!),
-  )
-  return { p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99), peakRssMb }
+  const latencies = (challenges: typeof measured) =>
+    challenges.map((challenge) => Math.max(0, arrivedAt.get(challenge.destination)! - committedAt.get(challenge.destination)!))
+  const steady = latencies(measured)
+  const cold = latencies(warmup.slice(0, 50))
+  return {
+    p50: percentile(steady, 50),
+    p95: percentile(steady, 95),
+    p99: percentile(steady, 99),
+    coldP50: percentile(cold, 50),
+    coldMax: Math.max(...cold),
+    peakRssMb,
+  }
 }
 
 async function waitFor(probe: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
