@@ -43,6 +43,7 @@ export async function rawEnqueue(stack: BenchStack, seconds: number): Promise<nu
   )
   const queue = 'bench-raw-enqueue'
   if (!(await stack.ownerBoss.getQueue(queue))) await stack.ownerBoss.createQueue(queue)
+  await stack.settle()
   const { perSecond } = await closedLoop(16, seconds, async () => {
     await stack.owner.transaction(async (trx) => {
       const id = randomUUID()
@@ -131,6 +132,7 @@ export async function httpEnqueue(
   // as the delivery rows' warm-up; every request, warm-up or counted, is for an address of its own.
   const warmupSeconds = 2
   const identifiers = await stack.seedEmailIdentities(Math.ceil((seconds + warmupSeconds) * 1500))
+  await stack.settle()
   const web = await spawnProcess('web', stack.environment({ CLIENT_RATE_LIMIT_PER_MINUTE: '100000' }))
   const clients = loopbackClients(web.url!, concurrency)
   let latencies: number[] = []
@@ -162,6 +164,7 @@ export async function httpEnqueue(
 /** What the recovery route runs (the lookup, then one call that commits), called directly: what the enqueue costs without HTTP and the answer floor. */
 export async function directEnqueue(stack: BenchStack, seconds: number): Promise<number> {
   const identifiers = (await stack.seedEmailIdentities(Math.ceil(seconds * 1500))).map((text) => parseIdentifier(text)!)
+  await stack.settle()
   const deps = {
     boss: stack.webBoss,
     outboxKey: stack.keys.outboxKey,
