@@ -91,7 +91,8 @@ export async function suppressedClaims(
 ): Promise<Set<string>> {
   const claimed = claims.flatMap((claim) => (claim.kind === 'claimed' ? [claim] : []))
   const known = claimed.filter((claim) => claim.suppressed === true).map((claim) => claim.message.id)
-  const unknown = claimed.filter((claim) => claim.suppressed === undefined).map((claim) => claim.message.id)
+  // Fail closed: whatever is not a plain false the claim read (not read, null) is asked.
+  const unknown = claimed.filter((claim) => claim.suppressed !== true && claim.suppressed !== false).map((claim) => claim.message.id)
   return new Set([...known, ...(await suppressedAmong(deps.db, unknown))])
 }
 

@@ -1,11 +1,13 @@
+import { execFile } from 'node:child_process'
 import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { expect } from 'chai'
 import Handlebars from 'handlebars'
 import { LOCALES } from '../src/delivery/locales.ts'
 import { sampleValues, writePreviews } from '../src/delivery/preview.ts'
-import { loadTemplates, plainText, TEMPLATE_PURPOSES, TEMPLATES_DIR, type MessageValues } from '../src/delivery/templates.ts'
+import { loadTemplates, plainText, TEMPLATE_PURPOSES, TEMPLATES_DIR, TemplateError, type MessageValues } from '../src/delivery/templates.ts'
 import type { Channel } from '../src/outbox/constants.ts'
 
 const HOSTILE = 'Acme <img src=x onerror=alert(1)> & "Sons"\r\nBcc: victim@example.com\u202e'
@@ -87,17 +89,71 @@ describe('message templates', () => {
     expect(german.render('step_up', 'email', 'fr', sampleValues('step_up')).subject).to.equal('Ihr Sealpost-Bestätigungscode')
   })
 
-  it('refuses at load, not at a send, a template that cannot render (a value no message has)', async () => {
+  /** A copy of the shipped templates with one file edited; removed after `use`. */
+  async function withEditedCopy(file: string, edit: (text: string) => string, use: (dir: string) => Promise<void>) {
     const dir = await mkdtemp(path.join(tmpdir(), 'sealpost-templates-'))
     try {
       await cp(TEMPLATES_DIR, dir, { recursive: true })
-      const file = path.join(dir, 'es', 'step_up.whatsapp.txt.hbs')
-      await writeFile(file, `${await readFile(file, 'utf8')}{{discountCode}}\n`)
-      expect(() => loadTemplates({ productName: 'Sealpost', defaultLocale: 'en' }, dir)).to.throw(/discountCode/)
-      expect(() => loadTemplates({ productName: 'Sealpost', defaultLocale: 'en' }), 'the shipped templates').to.not.throw()
+      await writeFile(path.join(dir, file), edit(await readFile(path.join(dir, file), 'utf8')))
+      await use(dir)
     } finally {
       await rm(dir, { recursive: true, force: true })
     }
+  }
+  const branding = { productName: 'Sealpost', defaultLocale: 'en' } as const
+
+  it('refuses at load, not at a send, a template that cannot render (a value no message has), naming it', async () => {
+    await withEditedCopy(
+      path.join('es', 'step_up.whatsapp.txt.hbs'),
+      (text) => `${text}{{discountCode}}\n`,
+      async (dir) => {
+        expect(() => loadTemplates(branding, dir))
+          .to.throw(TemplateError)
+          .with.property('message')
+          .that.matches(/^template es\/step_up\.whatsapp cannot render: .*discountCode/)
+      },
+    )
+    expect(() => loadTemplates(branding), 'the shipped templates').to.not.throw()
+  })
+
+  it('refuses at load a catalog branch only some messages take (a notice about a password change; one minute)', async () => {
+    const branches: [string, (text: string) => string][] = [
+      ['de.json', (text) => text.replace('Das Passwort Ihres {product}', 'Das Passwort Ihres {produkt}')],
+      ['en.json', (text) => text.replace(/one \{# minute\}/, 'one {# minute {typo}}')],
+    ]
+    for (const [file, edit] of branches) {
+      const before = await readFile(path.join(TEMPLATES_DIR, 'catalog', file), 'utf8')
+      expect(edit(before), `the edit applies to ${file}`).to.not.equal(before)
+      await withEditedCopy(path.join('catalog', file), edit, async (dir) => {
+        expect(() => loadTemplates(branding, dir), file).to.throw(TemplateError)
+      })
+    }
+  })
+
+  it('a worker stopped by a broken template says why on stderr (the start, not a message, fails)', async () => {
+    await withEditedCopy(
+      path.join('es', 'step_up.whatsapp.txt.hbs'),
+      (text) => `${text}{{discountCode}}\n`,
+      async (dir) => {
+        const root = path.join(import.meta.dirname, '..')
+        const href = (file: string) => JSON.stringify(pathToFileURL(path.join(root, file)).href)
+        // What src/bin/worker.ts runs, with startWorker's first step over a deployment's broken templates.
+        const script = `
+        import { main } from ${href('src/bin/main.ts')}
+        import { loadTemplates } from ${href('src/delivery/templates.ts')}
+        await main('worker', async () => { loadTemplates(${JSON.stringify(branding)}, ${JSON.stringify(dir)}) })`
+        const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((resolve) =>
+          execFile(
+            process.execPath,
+            ['--input-type=module', '-e', script],
+            { cwd: root, env: { PATH: process.env.PATH, NODE_ENV: 'development', LOG_LEVEL: 'error' } },
+            (error, _stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stderr }),
+          ),
+        )
+        expect(code, 'the start fails').to.equal(1)
+        expect(stderr).to.match(/template es\/step_up\.whatsapp cannot render: .*discountCode/)
+      },
+    )
   })
 
   it('turns control and direction characters into spaces in plain text', () => {

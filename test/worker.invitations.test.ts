@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { uuidv7 } from 'uuidv7'
-import { deliverOne } from '../jobs/deliver.ts'
+import { deliverBatch, deliverOne } from '../jobs/deliver.ts'
 import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
 import { InvalidInvitationError } from '../src/identity/errors.ts'
 import { acceptInvitation, inviteTx, revokeInvitation } from '../src/organization/invitations.ts'
@@ -67,6 +67,32 @@ describe('invitation messages in the worker', () => {
     expect(await message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 0 })
     expect(await deadLetter(messageId)).to.include({ reason: 'destination_suppressed' })
     expect(await ciphertexts(messageId)).to.equal(0)
+  })
+
+  it('a mixed batch (a suppressed invitation through the full path, a suppressed code through the common case, an open code) sends only the open one', async () => {
+    const suppress = async (messageId: string, masked: string) => {
+      const { destination_hmac: destinationHmac } = await message(messageId)
+      await f.db.owner('outbox.suppressed_destinations').insert({
+        id: uuidv7(),
+        destination_hmac: destinationHmac,
+        channel: 'email',
+        masked_destination: masked,
+        reason: 'complaint',
+        since: f.now,
+      })
+    }
+    const { messageId: invitation } = await invite()
+    const { messageId: blocked } = await f.harness.enqueue(uniqueEmail('blocked'))
+    const openEmail = uniqueEmail('open')
+    const { messageId: open } = await f.harness.enqueue(openEmail)
+    await suppress(invitation, 'i•••e@e•••.com')
+    await suppress(blocked, 'b•••d@e•••.com')
+    const jobs = [await f.harness.nextJob(), await f.harness.nextJob(), await f.harness.nextJob()]
+    const provider = emailProvider()
+    await deliverBatch(f.harness.deps({ email: provider }), jobs)
+    expect(provider.calls.map((call) => call.destination)).to.deep.equal([openEmail])
+    for (const id of [invitation, blocked]) expect(await deadLetter(id)).to.include({ reason: 'destination_suppressed' })
+    expect(await message(open)).to.include({ state: 'published' })
   })
 
   it('sends nothing for an invitation revoked before its send: invitation_revoked, ciphertext gone', async () => {

@@ -3,10 +3,11 @@ import { UnsafeConnectionError } from '../db/connection-guard.ts'
 import { DatabaseUnavailableError } from '../db/unavailable.ts'
 import { QueueLeaseError } from '../db/queue-lease.ts'
 import { describeReleaseFailure, ReleaseError } from '../db/release-failure.ts'
+import { TemplateError } from '../delivery/templates.ts'
 import { createLogger, describeError, type Logger } from '../logging/logger.ts'
 
 // Errors whose messages we wrote ourselves and that name variables, never values.
-const SAFE_TO_PRINT = [ConfigError, UnsafeConnectionError, DatabaseUnavailableError, QueueLeaseError, ReleaseError]
+const SAFE_TO_PRINT = [ConfigError, UnsafeConnectionError, DatabaseUnavailableError, QueueLeaseError, ReleaseError, TemplateError]
 
 /**
  * Runs an entry point: reads the configuration once, builds the logger, and turns a startup

@@ -3,6 +3,7 @@ import path from 'node:path'
 import Handlebars from 'handlebars'
 import { IntlMessageFormat } from 'intl-messageformat'
 import { CHANNELS, type Channel, type Purpose } from '../outbox/constants.ts'
+import type { SecurityEvent } from '../identity/security-notices.ts'
 import { isLocale, LOCALES, type Locale } from './locales.ts'
 
 /** Every purpose a template exists for: the outbox's, plus the lead's `security_notice` (TEAM contract). */
@@ -122,13 +123,43 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR): Template
       }
     },
   }
-  // Every template rendered once now, with sample values: one that cannot render (a missing value,
-  // an unknown catalog key) fails the process at start, not a message at its send, and the first
-  // message after a start is not the one that pays for compiling them (Handlebars compiles lazily).
+  // Every template rendered now with sample values that take every branch a message can (each
+  // notice event and the catalogs' fallback, one and several minutes or days): one that cannot
+  // render (a missing value, an unknown catalog key) fails the process at start, naming itself,
+  // not a message at its send; and the first message after a start is not the one that pays for
+  // compiling them (Handlebars compiles lazily).
   for (const locale of LOCALES)
     for (const purpose of TEMPLATE_PURPOSES)
-      for (const channel of CHANNELS) templates.render(purpose, channel, locale, sampleValues(purpose))
+      for (const channel of CHANNELS)
+        for (const values of checkValues(purpose)) {
+          try {
+            templates.render(purpose, channel, locale, values)
+          } catch (error) {
+            // Sample values only: the message names a template, a value or a catalog key, no secret.
+            throw new TemplateError(`template ${locale}/${purpose}.${channel} cannot render: ${(error as Error).message}`)
+          }
+        }
   return templates
+}
+
+/** A template that cannot render with sample values: its message names the template and the cause (no secret in either). */
+export class TemplateError extends Error {
+  override name = 'TemplateError'
+}
+
+/** Every event a security notice reports (a Record, so a new `SecurityEvent` must be listed here). */
+const NOTICE_EVENTS: Record<SecurityEvent, true> = { sign_in_method_added: true, password_changed: true }
+
+/** The load's check: the preview's sample in every variant a message can take. */
+function checkValues(purpose: TemplatePurpose): MessageValues[] {
+  const sample = sampleValues(purpose)
+  // One minute (and one day), then seven days (10 080 minutes): the singular and plural forms.
+  const expiries = [60_000, 7 * 86_400_000].map((ms) => new Date(SAMPLE_NOW.getTime() + ms))
+  // An event the catalogs do not name takes their fallback branch.
+  const events = sample.notice ? [...Object.keys(NOTICE_EVENTS), 'a_future_event'] : [undefined]
+  return expiries.flatMap((expiresAt) =>
+    events.map((event) => ({ ...sample, expiresAt, ...(event && sample.notice ? { notice: { ...sample.notice, event } } : {}) })),
+  )
 }
 
 const SAMPLE_NOW = new Date('2026-12-01T09:00:00Z')

@@ -1,8 +1,10 @@
 import type { Knex } from 'knex'
 import { MESSAGE_COLUMNS, type Lease, type MessageRow } from './messages-sql.ts'
 
-/** A message the common-case claim leased, with its sealed envelope. */
-/** `suppressed`: the destination is on the suppression list (read in the same statement, before any send). */
+/**
+ * A message the common-case claim leased, with its sealed envelope; `suppressed`: its destination
+ * is on the suppression list (read in the same statement, before any send).
+ */
 export type LeasedWithEnvelope = MessageRow & { envelope: string; suppressed: boolean }
 
 /**
