@@ -259,7 +259,7 @@ export async function delivery(
     `SELECT extract(epoch FROM max(published_at) - min(leased_at)) AS seconds FROM outbox.security_outbox_messages WHERE id = ANY(?)`,
     [ids],
   )
-  // CPU per message from the workers' start (idle start-up excluded) to the last publish confirmed.
+  // CPU per message from the provider's last warm-up call to the last publish confirmed.
   return {
     perSecond: options.count / Number(rows[0].seconds),
     peakRssMb,

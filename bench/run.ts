@@ -128,11 +128,17 @@ try {
         warmupSeconds: 2,
         concurrency: instantConcurrency,
       })
-      record('commit → provider p50 (100 msg/s)', 'ms', latency.p50, { text: '≤ 5', pass: (median) => median <= 5 })
-      record('commit → provider p95 (100 msg/s)', 'ms', latency.p95)
-      record('commit → provider p99 (100 msg/s)', 'ms', latency.p99, { text: '≤ 25', pass: (median) => median <= 25 })
-      record('commit → provider, a fresh worker: its first 50 messages p50', 'ms', latency.coldP50)
-      record('commit → provider, a fresh worker: its first 50 messages max', 'ms', latency.coldMax)
+      record('commit → provider p50 (100 msg/s, steady: after a 2 s start)', 'ms', latency.p50, {
+        text: '≤ 5',
+        pass: (median) => median <= 5,
+      })
+      record('commit → provider p95 (100 msg/s, steady: after a 2 s start)', 'ms', latency.p95)
+      record('commit → provider p99 (100 msg/s, steady: after a 2 s start)', 'ms', latency.p99, {
+        text: '≤ 25',
+        pass: (median) => median <= 25,
+      })
+      record("commit → provider, the 2 s start: a fresh worker's first 50 messages p50", 'ms', latency.coldP50)
+      record("commit → provider, the 2 s start: a fresh worker's first 50 messages max", 'ms', latency.coldMax)
       record('worker peak RSS', 'MB', latency.peakRssMb, rssTarget)
     }
 
