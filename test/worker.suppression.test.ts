@@ -1,5 +1,4 @@
 import { expect } from 'chai'
-import { uuidv7 } from 'uuidv7'
 import { claimRequestOf, deliverOne } from '../jobs/deliver.ts'
 import { leaseClaimableMessages } from '../src/outbox/claim-sql.ts'
 import { uniqueEmail } from './support/helpers.ts'
@@ -8,20 +7,7 @@ import { scriptedProvider } from './support/scripted-provider.ts'
 
 describe('suppressed destinations at the claim', () => {
   const f = useOutboxFixture()
-  const { message, deadLetter, ciphertexts } = f.rows
-
-  /** Puts the message's destination on the suppression list, as a permanent bounce would. */
-  async function suppress(messageId: string) {
-    const { destination_hmac: destinationHmac } = await message(messageId)
-    await f.db.owner('outbox.suppressed_destinations').insert({
-      id: uuidv7(),
-      destination_hmac: destinationHmac,
-      channel: 'email',
-      masked_destination: 's•••d@e•••.com',
-      reason: 'permanent_bounce',
-      since: f.now,
-    })
-  }
+  const { message, deadLetter, ciphertexts, suppress } = f.rows
 
   it('the common-case claim statement itself says which claimed destinations are suppressed', async () => {
     const { messageId: blocked } = await f.harness.enqueue(uniqueEmail('blocked'))

@@ -118,6 +118,20 @@ export function outboxRows(current: () => TestDatabase) {
     jobState: async (id: string) => (await owner()('pgboss.job').where({ id }).first()).state as string,
     queuedJob: (messageId: string) =>
       owner()('pgboss.job').where({ name: QUEUES.delivery, state: 'created' }).whereRaw("data->>'messageId' = ?", [messageId]).first(),
+    /** Puts the message's destination on the suppression list, as a permanent bounce or a complaint would. */
+    suppress: async (messageId: string, reason: 'permanent_bounce' | 'complaint' = 'permanent_bounce') => {
+      const { destination_hmac: destinationHmac, channel } = await owner()('outbox.security_outbox_messages')
+        .where({ id: messageId })
+        .first()
+      await owner()('outbox.suppressed_destinations').insert({
+        id: uuidv7(),
+        destination_hmac: destinationHmac,
+        channel,
+        masked_destination: 's•••d@e•••.com',
+        reason,
+        since: new Date(),
+      })
+    },
   }
 }
 
