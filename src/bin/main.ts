@@ -3,7 +3,7 @@ import { UnsafeConnectionError } from '../db/connection-guard.ts'
 import { DatabaseUnavailableError } from '../db/unavailable.ts'
 import { QueueLeaseError } from '../db/queue-lease.ts'
 import { describeReleaseFailure, ReleaseError } from '../db/release-failure.ts'
-import { TemplateError } from '../delivery/templates.ts'
+import { TemplateError } from '../delivery/template-error.ts'
 import { createLogger, describeError, type Logger } from '../logging/logger.ts'
 
 // Errors whose messages we wrote ourselves and that name variables, never values.

@@ -5,6 +5,9 @@ import { IntlMessageFormat } from 'intl-messageformat'
 import { CHANNELS, type Channel, type Purpose } from '../outbox/constants.ts'
 import type { SecurityEvent } from '../identity/security-notices.ts'
 import { isLocale, LOCALES, type Locale } from './locales.ts'
+import { TemplateError } from './template-error.ts'
+
+export { TemplateError }
 
 /** Every purpose a template exists for: the outbox's, plus the lead's `security_notice` (TEAM contract). */
 export const TEMPLATE_PURPOSES = Object.freeze([
@@ -140,11 +143,6 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR): Template
           }
         }
   return templates
-}
-
-/** A template that cannot render with sample values: its message names the template and the cause (no secret in either). */
-export class TemplateError extends Error {
-  override name = 'TemplateError'
 }
 
 /** Every event a security notice reports (a Record, so a new `SecurityEvent` must be listed here). */

@@ -115,7 +115,7 @@ export async function startWorker(options: {
   const { config, logger } = options
   const clock = options.clock ?? (() => new Date())
   const invitationLinkBaseUrl = invitationLinkBase(config)
-  // Loaded (and each rendered once, so a broken one fails here) before any connection opens.
+  // Loaded, and each rendered with sample values so a broken one fails here, before any connection opens.
   const templates = loadTemplates({
     productName: config.PRODUCT_NAME ?? 'Sealpost',
     supportUrl: config.SUPPORT_URL,

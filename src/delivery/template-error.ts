@@ -1,0 +1,8 @@
+/**
+ * A template that cannot render with sample values (`loadTemplates`): its message names the
+ * template and the cause, no secret in either. Its own module, so the entry points can name it
+ * without loading Handlebars.
+ */
+export class TemplateError extends Error {
+  override name = 'TemplateError'
+}
