@@ -13,7 +13,7 @@ import { scriptedProvider } from './support/scripted-provider.ts'
 
 describe('invitation messages in the worker', () => {
   const f = useOutboxFixture()
-  const { message, ciphertexts, deadLetter, suppress } = f.rows
+  const { message, ciphertexts, deadLetter, suppress, expectDeadLetteredUnsent } = f.rows
 
   /** An organization with one admin, and an invitation from it whose message is queued. */
   async function invite(email = uniqueEmail('invitee')) {
@@ -56,9 +56,7 @@ describe('invitation messages in the worker', () => {
     const provider = emailProvider()
     await deliverOne(f.harness.deps({ email: provider }), await f.harness.nextJob())
     expect(provider.calls).to.have.length(0)
-    expect(await message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 0 })
-    expect(await deadLetter(messageId)).to.include({ reason: 'destination_suppressed' })
-    expect(await ciphertexts(messageId)).to.equal(0)
+    await expectDeadLetteredUnsent(messageId, 'destination_suppressed')
   })
 
   it('a mixed batch (a suppressed invitation through the full path, a suppressed code through the common case, an open code) sends only the open one', async () => {
@@ -82,9 +80,7 @@ describe('invitation messages in the worker', () => {
     const provider = emailProvider()
     await deliverOne(f.harness.deps({ email: provider }), await f.harness.nextJob())
     expect(provider.calls).to.have.length(0)
-    expect(await message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 0 })
-    expect(await deadLetter(messageId)).to.include({ reason: 'invitation_revoked' })
-    expect(await ciphertexts(messageId)).to.equal(0)
+    await expectDeadLetteredUnsent(messageId, 'invitation_revoked')
   })
 
   it('never leases the message of an invitation closed behind its back (claim guard)', async () => {

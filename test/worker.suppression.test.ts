@@ -7,7 +7,7 @@ import { scriptedProvider } from './support/scripted-provider.ts'
 
 describe('suppressed destinations at the claim', () => {
   const f = useOutboxFixture()
-  const { message, deadLetter, ciphertexts, suppress } = f.rows
+  const { suppress, expectDeadLetteredUnsent } = f.rows
 
   it('the common-case claim statement itself says which claimed destinations are suppressed', async () => {
     const { messageId: blocked } = await f.harness.enqueue(uniqueEmail('blocked'))
@@ -24,8 +24,6 @@ describe('suppressed destinations at the claim', () => {
     const provider = scriptedProvider((call) => ({ providerMessageId: `p-${call}` }))
     await deliverOne(f.harness.deps({ email: provider }), await f.harness.nextJob())
     expect(provider.calls).to.have.length(0)
-    expect(await message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 0 })
-    expect(await deadLetter(messageId)).to.include({ reason: 'destination_suppressed' })
-    expect(await ciphertexts(messageId)).to.equal(0)
+    await expectDeadLetteredUnsent(messageId, 'destination_suppressed')
   })
 })

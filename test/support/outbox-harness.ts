@@ -1,3 +1,4 @@
+import { expect } from 'chai'
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
 import type { Job, PgBoss } from 'pg-boss'
@@ -118,6 +119,15 @@ export function outboxRows(current: () => TestDatabase) {
     jobState: async (id: string) => (await owner()('pgboss.job').where({ id }).first()).state as string,
     queuedJob: (messageId: string) =>
       owner()('pgboss.job').where({ name: QUEUES.delivery, state: 'created' }).whereRaw("data->>'messageId' = ?", [messageId]).first(),
+    /** The message went final unsent: dead-lettered for `reason` with no attempt spent, its ciphertext gone. */
+    expectDeadLetteredUnsent: async (messageId: string, reason: string) => {
+      expect(await owner()('outbox.security_outbox_messages').where({ id: messageId }).first()).to.include({
+        state: 'dead_lettered',
+        attempt_count: 0,
+      })
+      expect(await owner()('outbox.security_outbox_dead_letters').where({ message_id: messageId }).first()).to.include({ reason })
+      expect(await owner()('outbox.security_outbox_ciphertexts').where({ message_id: messageId })).to.have.length(0)
+    },
     /** Puts the message's destination on the suppression list, as a permanent bounce or a complaint would. */
     suppress: async (messageId: string, reason: 'permanent_bounce' | 'complaint' = 'permanent_bounce') => {
       const { destination_hmac: destinationHmac, channel } = await owner()('outbox.security_outbox_messages')
