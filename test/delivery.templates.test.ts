@@ -116,6 +116,46 @@ describe('message templates', () => {
     expect(() => loadTemplates(branding), 'the shipped templates').to.not.throw()
   })
 
+  it('renders a code message the same whether its rendering is reused or not: every code template, hostile codes, several expiries', () => {
+    const shop = { productName: 'Sealpost <Beta>', supportUrl: 'https://support.sealpost.test/help?a=1&b=2', defaultLocale: 'de' } as const
+    const reused = loadTemplates(shop)
+    const whole = loadTemplates(shop, TEMPLATES_DIR, { reuseCodeRenderings: false })
+    const codes = ['482913', '000000', '<b>1</b> & "2" \'3\' `4` =5', '7\r\nBcc: x\u202e', '']
+    const now = new Date('2026-12-01T09:00:00Z')
+    let compared = 0
+    for (const locale of [...LOCALES, 'fr'])
+      for (const purpose of ['sign_up', 'add_sign_in_method', 'password_recovery', 'step_up'] as const)
+        for (const channel of ['email', 'whatsapp'] as Channel[])
+          for (const minutes of [1, 10, 10, 61])
+            for (const code of codes) {
+              const values = { code, now, expiresAt: new Date(now.getTime() + minutes * 60_000) }
+              expect(
+                reused.render(purpose, channel, locale, values),
+                `${locale}/${purpose}.${channel}, ${minutes} min, ${JSON.stringify(code)}`,
+              ).to.deep.equal(whole.render(purpose, channel, locale, values))
+              compared += 1
+            }
+    expect(compared).to.equal(4 * 4 * 2 * 4 * codes.length)
+  })
+
+  it('renders whole every time a template that gives its code otherwise than as a plain value (unescaped in HTML)', async () => {
+    await withEditedCopy(
+      path.join('en', 'step_up.email.html.hbs'),
+      (text) => text.replace('{{code}}', '{{{code}}}'),
+      async (dir) => {
+        const reused = loadTemplates(branding, dir)
+        const whole = loadTemplates(branding, dir, { reuseCodeRenderings: false })
+        const now = new Date('2026-12-01T09:00:00Z')
+        for (const code of ['482913', '<i>5</i>']) {
+          const values = { code, now, expiresAt: new Date(now.getTime() + 600_000) }
+          const rendered = reused.render('step_up', 'email', 'en', values)
+          expect(rendered).to.deep.equal(whole.render('step_up', 'email', 'en', values))
+          expect(rendered.html).to.include(code)
+        }
+      },
+    )
+  })
+
   it('refuses at load a catalog branch only some messages take (a notice about a password change; one minute)', async () => {
     const branches: [string, (text: string) => string][] = [
       ['de.json', (text) => text.replace('Das Passwort Ihres {product}', 'Das Passwort Ihres {produkt}')],

@@ -34,6 +34,14 @@ describe('log redaction', () => {
     })
   })
 
+  it('writes a time as its ISO text and a bigint as its digits (a retry says when it is due)', () => {
+    expect(redact({ nextAttemptAt: new Date('2026-12-01T09:00:05Z'), never: new Date(Number.NaN), rows: 12n })).to.deep.equal({
+      nextAttemptAt: '2026-12-01T09:00:05.000Z',
+      never: null,
+      rows: '12',
+    })
+  })
+
   it('describes an error by name and code only', () => {
     const error = Object.assign(new Error('password authentication failed for bob@example.com'), { code: '28P01' })
     expect(describeError(error)).to.deep.equal({ errorName: 'Error', errorCode: '28P01' })
@@ -45,5 +53,27 @@ describe('log redaction', () => {
     const line = logs.text()
     expect(line).to.include('m-2')
     for (const secret of ['bob@example.com', '654321', 's3cr3t']) expect(line).not.to.include(secret)
+  })
+
+  it('writes one JSON object a line: its time, level and message, then the fields, a logged time readable', () => {
+    const logs = capturingLogger()
+    const before = Date.now()
+    logs.logger.warn('retry for +5491155554455', { messageId: 'm-3', nextAttemptAt: new Date('2026-12-01T09:00:05Z'), timestamp: 'forged' })
+    logs.logger.info('second')
+    const lines = logs
+      .text()
+      .trimEnd()
+      .split('\n')
+      .map((text) => JSON.parse(text) as Record<string, unknown>)
+    expect(lines).to.have.length(2)
+    expect(Object.keys(lines[0]!).slice(0, 3)).to.deep.equal(['timestamp', 'level', 'message'])
+    expect(lines[0]).to.include({
+      level: 'warn',
+      message: 'retry for [redacted]',
+      messageId: 'm-3',
+      nextAttemptAt: '2026-12-01T09:00:05.000Z',
+    })
+    expect(Date.parse(lines[0]!.timestamp as string)).to.be.within(before, Date.now())
+    expect(lines[1]).to.include({ level: 'info', message: 'second' })
   })
 })

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import Handlebars from 'handlebars'
@@ -47,6 +48,14 @@ export function plainText(value: string): string {
   return value.replace(UNSAFE_IN_TEXT, ' ')
 }
 
+const expiryMinutes = (remainingMs: number) => Math.max(1, Math.round(remainingMs / 60_000))
+const expiryDays = (remainingMs: number) => Math.max(1, Math.round(remainingMs / 86_400_000))
+
+/** The purposes whose secret is a one-time code, the only value of theirs that differs between people. */
+const CODE_PURPOSES: ReadonlySet<TemplatePurpose> = new Set(['sign_up', 'add_sign_in_method', 'password_recovery', 'step_up'])
+/** Every character Handlebars escapes, and one `plainText` replaces: a code rendered through anything else shows. */
+const PROBE_CODE = '<a&b"c\'d`e=f>\u0007 0123456789'
+
 type Compiled = (context: Record<string, unknown>) => string
 
 /**
@@ -55,7 +64,8 @@ type Compiled = (context: Record<string, unknown>) => string
  * with Handlebars' escaping on; text and WhatsApp with every value passed through `plainText`.
  * A missing file, a missing value or an unknown catalog key is an error, never a blank.
  */
-export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR): Templates {
+export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR, options: { reuseCodeRenderings?: boolean } = {}): Templates {
+  const reuse = options.reuseCodeRenderings ?? true
   const catalogs = Object.fromEntries(
     LOCALES.map((locale) => [
       locale,
@@ -93,37 +103,86 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR): Template
     }
   }
 
+  const renderDirect = (purpose: TemplatePurpose, channel: Channel, locale: Locale, values: MessageValues): Rendered => {
+    const templates = compiled.get(`${locale}/${purpose}.${channel}`)
+    if (!templates) throw new Error(`no template for ${purpose} on ${channel}`)
+    const remainingMs = values.expiresAt.getTime() - values.now.getTime()
+    const raw = {
+      locale,
+      product: branding.productName,
+      supportUrl: branding.supportUrl ?? '',
+      code: values.code ?? '',
+      link: values.link ?? '',
+      organizationName: values.organizationName ?? '',
+      event: values.notice?.event ?? '',
+      identifier: values.notice?.identifier ?? '',
+      at: values.notice
+        ? new Intl.DateTimeFormat(locale, { dateStyle: 'long', timeStyle: 'short', timeZone: 'UTC' }).format(values.notice.at)
+        : '',
+      minutes: expiryMinutes(remainingMs),
+      days: expiryDays(remainingMs),
+    }
+    const safe = Object.fromEntries(Object.entries(raw).map(([key, value]) => [key, typeof value === 'string' ? plainText(value) : value]))
+    const subject = translate(locale, `subject.${purpose}`, safe)
+    return {
+      subject,
+      text: templates.text({ ...safe, subject }),
+      // Handlebars escapes every value here (& < > " ' ` =) on top.
+      ...(templates.html ? { html: templates.html({ ...safe, subject }) } : {}),
+    }
+  }
+
+  // A code message reads the same for everyone but its code: each (template, locale, minutes, days)
+  // is rendered once with a random marker where the code goes, and a message's code is put in the
+  // marker's place with the treatment Handlebars gives a value (`plainText`; escaped in HTML). No
+  // rendered code is kept. Where that treatment would not give what the template gives (the code
+  // through a helper, unescaped, or transformed), checked on a probe code at a key's first use,
+  // that key renders whole every time. (`reuseCodeRenderings: false` renders every message whole:
+  // the tests' reference.)
+  const marker = randomBytes(16).toString('hex')
+  const split = new Map<string, { subject: string[]; text: string[]; html?: string[] } | null>()
+  const fill = (parts: string[], code: string) => (parts.length === 1 ? parts[0]! : parts.join(code))
+  const fromSplit = (parts: { subject: string[]; text: string[]; html?: string[] }, code: string): Rendered => {
+    const text = plainText(code)
+    return {
+      subject: fill(parts.subject, text),
+      text: fill(parts.text, text),
+      ...(parts.html ? { html: fill(parts.html, Handlebars.escapeExpression(text)) } : {}),
+    }
+  }
+  const sameRendering = (a: Rendered, b: Rendered) => a.subject === b.subject && a.text === b.text && a.html === b.html
+  const renderCode = (purpose: TemplatePurpose, channel: Channel, locale: Locale, values: MessageValues & { code: string }): Rendered => {
+    const remainingMs = values.expiresAt.getTime() - values.now.getTime()
+    const key = `${locale}/${purpose}.${channel}/${expiryMinutes(remainingMs)}/${expiryDays(remainingMs)}`
+    let parts = split.get(key)
+    if (parts === undefined) {
+      const marked = renderDirect(purpose, channel, locale, { ...values, code: marker })
+      parts = {
+        subject: marked.subject.split(marker),
+        text: marked.text.split(marker),
+        ...(marked.html !== undefined ? { html: marked.html.split(marker) } : {}),
+      }
+      if (!sameRendering(fromSplit(parts, PROBE_CODE), renderDirect(purpose, channel, locale, { ...values, code: PROBE_CODE })))
+        parts = null
+      // Bounded: a key per expiry a deployment uses; a flood of odd expiries only costs re-rendering.
+      if (split.size >= 1_024) split.clear()
+      split.set(key, parts)
+    }
+    return parts ? fromSplit(parts, values.code) : renderDirect(purpose, channel, locale, values)
+  }
+
   const templates: Templates = {
     render(purpose, channel, requestedLocale, values) {
       const locale: Locale = isLocale(requestedLocale) ? requestedLocale : branding.defaultLocale
-      const templates = compiled.get(`${locale}/${purpose}.${channel}`)
-      if (!templates) throw new Error(`no template for ${purpose} on ${channel}`)
-      const remainingMs = values.expiresAt.getTime() - values.now.getTime()
-      const raw = {
-        locale,
-        product: branding.productName,
-        supportUrl: branding.supportUrl ?? '',
-        code: values.code ?? '',
-        link: values.link ?? '',
-        organizationName: values.organizationName ?? '',
-        event: values.notice?.event ?? '',
-        identifier: values.notice?.identifier ?? '',
-        at: values.notice
-          ? new Intl.DateTimeFormat(locale, { dateStyle: 'long', timeStyle: 'short', timeZone: 'UTC' }).format(values.notice.at)
-          : '',
-        minutes: Math.max(1, Math.round(remainingMs / 60_000)),
-        days: Math.max(1, Math.round(remainingMs / 86_400_000)),
-      }
-      const safe = Object.fromEntries(
-        Object.entries(raw).map(([key, value]) => [key, typeof value === 'string' ? plainText(value) : value]),
-      )
-      const subject = translate(locale, `subject.${purpose}`, safe)
-      return {
-        subject,
-        text: templates.text({ ...safe, subject }),
-        // Handlebars escapes every value here (& < > " ' ` =) on top.
-        ...(templates.html ? { html: templates.html({ ...safe, subject }) } : {}),
-      }
+      const { code } = values
+      return reuse &&
+        code !== undefined &&
+        CODE_PURPOSES.has(purpose) &&
+        values.link === undefined &&
+        values.organizationName === undefined &&
+        !values.notice
+        ? renderCode(purpose, channel, locale, { ...values, code })
+        : renderDirect(purpose, channel, locale, values)
     },
   }
   // Every template rendered now with sample values that take every branch a message can (each
