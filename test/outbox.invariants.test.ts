@@ -111,6 +111,39 @@ describe('security outbox invariants', () => {
     expect(error?.code).to.equal('23000')
   })
 
+  it('checks attempts by index even when the tables were last analyzed empty (a fresh deployment, a burst after a quiet night)', async () => {
+    const fresh = await createTestDatabase()
+    try {
+      // Analyzed empty: the planner takes a sequential scan for free, and a trigger keeps its plan for
+      // the connection's life, each later attempt scanning every attempt there is.
+      await fresh.owner.raw(
+        'VACUUM ANALYZE outbox.security_outbox_attempts, outbox.security_outbox_messages, outbox.security_outbox_ciphertexts',
+      )
+      const ids = [await insertOpenMessage(fresh.owner), await insertOpenMessage(fresh.owner)]
+      await fresh.owner.transaction(async (trx) => {
+        for (const id of ids) {
+          await trx('outbox.security_outbox_messages').where({ id }).update(lease)
+          await trx('outbox.security_outbox_attempts').insert({ message_id: id, attempt_no: 1, outcome: 'published', duration_ms: 1 })
+          await trx('outbox.security_outbox_messages')
+            .where({ id })
+            .update({ state: 'published', published_at: new Date(), attempt_count: 1 })
+          await trx('outbox.security_outbox_ciphertexts').where({ message_id: id }).delete()
+        }
+        // The deferred checks run now, inside this transaction, so its own counters show their scans.
+        await trx.raw('SET CONSTRAINTS ALL IMMEDIATE')
+        const { rows } = await trx.raw<{ rows: { seq_scan: string; idx_scan: string }[] }>(
+          `SELECT seq_scan, idx_scan FROM pg_stat_xact_user_tables WHERE schemaname = 'outbox' AND relname = 'security_outbox_attempts'`,
+        )
+        // Only the triggers read the attempts here: the attempt-count check at commit, per message.
+        expect(Number(rows[0]!.idx_scan), 'the checks ran').to.be.at.least(ids.length)
+        expect(Number(rows[0]!.seq_scan), 'sequential scans of the attempts').to.equal(0)
+      })
+      expect((await fresh.owner('outbox.security_outbox_messages').whereIn('id', ids).where({ state: 'published' })).length).to.equal(2)
+    } finally {
+      await fresh.drop()
+    }
+  })
+
   it('has a CHECK constraint for every frozen list of names that allows exactly that list', async () => {
     const lists: [string, string, readonly string[]][] = [
       ['security_outbox_messages', 'purpose', PURPOSES],

@@ -22,7 +22,7 @@ import * as messageHistoryEvents from '../../migrations/20261201000610_message_h
 import * as deliveryEvents from '../../migrations/20261201000500_delivery_events.ts'
 import * as deadLetterFunction from '../../migrations/20261201000700_dead_letter_function.ts'
 import * as issueChallengeFunction from '../../migrations/20261201000800_issue_challenge_function.ts'
-import * as finalCiphertextCheck from '../../migrations/20261201000900_final_ciphertext_check_when_final.ts'
+import * as deliveryTriggerChecks from '../../migrations/20261201000900_delivery_trigger_checks.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -50,7 +50,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261201000500_delivery_events': deliveryEvents,
   '20261201000700_dead_letter_function': deadLetterFunction,
   '20261201000800_issue_challenge_function': issueChallengeFunction,
-  '20261201000900_final_ciphertext_check_when_final': finalCiphertextCheck,
+  '20261201000900_delivery_trigger_checks': deliveryTriggerChecks,
 }
 
 /**
