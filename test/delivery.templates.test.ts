@@ -156,6 +156,36 @@ describe('message templates', () => {
     )
   })
 
+  it('renders whole every time a template that branches on its code or formats it (an empty code; ICU {code, number})', async () => {
+    const now = new Date('2026-12-01T09:00:00Z')
+    const edits: [string, (text: string) => string, string, 'subject' | 'text'][] = [
+      [
+        path.join('en', 'step_up.whatsapp.txt.hbs'),
+        (text) => text.replace('{{code}}', '{{#if code}}{{code}}{{else}}(no code){{/if}}'),
+        '',
+        'text',
+      ],
+      [
+        path.join('catalog', 'en.json'),
+        (text) => text.replace('"Your verification code"', '"Your verification code {code, number}"'),
+        '482913',
+        'subject',
+      ],
+    ]
+    for (const [file, edit, code, part] of edits) {
+      const before = await readFile(path.join(TEMPLATES_DIR, file), 'utf8')
+      expect(edit(before), `the edit applies to ${file}`).to.not.equal(before)
+      await withEditedCopy(file, edit, async (dir) => {
+        const reused = loadTemplates(branding, dir)
+        const whole = loadTemplates(branding, dir, { reuseCodeRenderings: false })
+        const values = { code, now, expiresAt: new Date(now.getTime() + 600_000) }
+        const channel = part === 'text' ? 'whatsapp' : 'email'
+        expect(reused.render('step_up', channel, 'en', values), file).to.deep.equal(whole.render('step_up', channel, 'en', values))
+        expect(reused.render('step_up', channel, 'en', values)[part], file).to.match(code ? /482,913/ : /\(no code\)/)
+      })
+    }
+  })
+
   it('refuses at load a catalog branch only some messages take (a notice about a password change; one minute)', async () => {
     const branches: [string, (text: string) => string][] = [
       ['de.json', (text) => text.replace('Das Passwort Ihres {product}', 'Das Passwort Ihres {produkt}')],

@@ -55,6 +55,27 @@ describe('log redaction', () => {
     for (const secret of ['bob@example.com', '654321', 's3cr3t']) expect(line).not.to.include(secret)
   })
 
+  it('writes an Error logged on its own by its name and code, never its text', () => {
+    const logs = capturingLogger()
+    const error = Object.assign(new Error('password authentication failed: postgres://sealpost:s3cr3t-pw@db:5432/sealpost code 482913'), {
+      code: '28P01',
+    })
+    logs.logger.error(error)
+    const line = JSON.parse(logs.text()) as Record<string, unknown>
+    expect(line).to.include({ level: 'error', errorName: 'Error', errorCode: '28P01' })
+    for (const secret of ['s3cr3t-pw', '482913']) expect(JSON.stringify(line)).not.to.include(secret)
+  })
+
+  it('writes nothing for a function, whatever its toJSON says, at any depth', () => {
+    const logs = capturingLogger()
+    const leaky = () => ({ code: '482913' })
+    logs.logger.info('x', { handler: Object.assign(() => undefined, { toJSON: () => 'otp 482913' }), row: { id: 'm-1', toJSON: leaky } })
+    const line = JSON.parse(logs.text()) as Record<string, unknown>
+    expect(line).to.include({ message: 'x' })
+    expect(line.row).to.deep.equal({ id: 'm-1' })
+    expect(JSON.stringify(line)).not.to.include('482913')
+  })
+
   it('writes one JSON object a line: its time, level and message, then the fields, a logged time readable', () => {
     const logs = capturingLogger()
     const before = Date.now()

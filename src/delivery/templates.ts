@@ -53,8 +53,12 @@ const expiryDays = (remainingMs: number) => Math.max(1, Math.round(remainingMs /
 
 /** The purposes whose secret is a one-time code, the only value of theirs that differs between people. */
 const CODE_PURPOSES: ReadonlySet<TemplatePurpose> = new Set(['sign_up', 'add_sign_in_method', 'password_recovery', 'step_up'])
-/** Every character Handlebars escapes, and one `plainText` replaces: a code rendered through anything else shows. */
-const PROBE_CODE = '<a&b"c\'d`e=f>\u0007 0123456789'
+/**
+ * Codes a reused rendering must give exactly as a whole one: every character Handlebars escapes and
+ * one `plainText` replaces (the code unescaped or through a helper shows), a plain six-digit code
+ * (a catalog formatting it as a number shows), and none at all (a template branching on it shows).
+ */
+const PROBE_CODES = ['<a&b"c\'d`e=f>\u0007 0123456789', '482913', '']
 
 type Compiled = (context: Record<string, unknown>) => string
 
@@ -136,7 +140,7 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR, options: 
   // is rendered once with a random marker where the code goes, and a message's code is put in the
   // marker's place with the treatment Handlebars gives a value (`plainText`; escaped in HTML). No
   // rendered code is kept. Where that treatment would not give what the template gives (the code
-  // through a helper, unescaped, or transformed), checked on a probe code at a key's first use,
+  // through a helper, unescaped, or transformed), checked on probe codes at a key's first use,
   // that key renders whole every time. (`reuseCodeRenderings: false` renders every message whole:
   // the tests' reference.)
   const marker = randomBytes(16).toString('hex')
@@ -157,13 +161,15 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR, options: 
     let parts = split.get(key)
     if (parts === undefined) {
       const marked = renderDirect(purpose, channel, locale, { ...values, code: marker })
-      parts = {
+      const candidate = {
         subject: marked.subject.split(marker),
         text: marked.text.split(marker),
         ...(marked.html !== undefined ? { html: marked.html.split(marker) } : {}),
       }
-      if (!sameRendering(fromSplit(parts, PROBE_CODE), renderDirect(purpose, channel, locale, { ...values, code: PROBE_CODE })))
-        parts = null
+      const faithful = PROBE_CODES.every((probe) =>
+        sameRendering(fromSplit(candidate, probe), renderDirect(purpose, channel, locale, { ...values, code: probe })),
+      )
+      parts = faithful ? candidate : null
       // Bounded: a key per expiry a deployment uses; a flood of odd expiries only costs re-rendering.
       if (split.size >= 1_024) split.clear()
       split.set(key, parts)

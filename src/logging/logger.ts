@@ -43,6 +43,8 @@ export function redact(value: unknown, depth = 0): unknown {
   if (typeof value === 'string')
     return value.includes('@') || value.includes('+') ? value.replace(EMAIL, REDACTED).replace(PHONE, REDACTED) : value
   if (typeof value === 'bigint') return value.toString()
+  // A function writes nothing: JSON would write whatever its own toJSON returned.
+  if (typeof value === 'function') return undefined
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString()
   if (Buffer.isBuffer(value) || value instanceof Uint8Array) return REDACTED
   if (Array.isArray(value)) return value.map((item) => redact(item, depth + 1))
@@ -67,7 +69,11 @@ const MESSAGE = Symbol.for('message')
  * serializer configured anew for every line: a share of the worker's CPU per message.)
  */
 const lineFormat = winston.format((info) => {
-  const line: Record<string, unknown> = { timestamp: new Date().toISOString(), level: info.level, message: redact(info.message, 1) }
+  const line: Record<string, unknown> = { timestamp: new Date().toISOString(), level: info.level }
+  // Only a message the line was given as a field: an Error logged on its own is its name, never
+  // its text (which may quote a connection string or a code).
+  if (Object.prototype.propertyIsEnumerable.call(info, 'message')) line.message = redact(info.message, 1)
+  if (info instanceof Error) Object.assign(line, describeError(info))
   for (const key of Object.keys(info)) {
     if (key === 'level' || key === 'message' || key === 'timestamp') continue
     line[key] = SECRET_KEYS.has(key.toLowerCase()) ? REDACTED : redact(info[key], 1)
