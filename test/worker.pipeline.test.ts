@@ -82,6 +82,42 @@ describe('delivery pipeline', () => {
     expect(begins).to.be.at.least(1).and.at.most(8)
   })
 
+  it('asks a fetch for about what the queue holds: twice the last find (8 at least), doubling after each full fetch', async () => {
+    const deps = f.harness.deps({ email: gatedProvider().provider })
+    const { boss } = deps
+    const fetch = boss.fetch.bind(boss)
+    const fetches: { asked: number; found: number }[] = []
+    boss.fetch = (async (name: string, options: { batchSize: number }) => {
+      const jobs = await fetch(name, options)
+      fetches.push({ asked: options.batchSize, found: jobs.length })
+      return jobs
+    }) as typeof boss.fetch
+    try {
+      // 64 slots: room for 128 fetched jobs, a fetch at 8 free (64 ÷ 8).
+      pipeline = startDeliveryPipeline(deps, { concurrency: 64, pollMs: 60_000 })
+      await eventually(async () => (fetches.length > 0 ? true : undefined), 'the first fetch')
+      const emails = Array.from({ length: 40 }, () => uniqueEmail())
+      await f.harness.enqueueMany(emails)
+      // What the worker's NOTIFY listener does when the enqueue commits.
+      pipeline.wake()
+      await eventually(async () => {
+        const [row] = await f.db.owner('outbox.security_outbox_messages').where({ state: 'published' }).count({ n: '*' })
+        return Number(row?.n) === 40 ? true : undefined
+      }, 'all 40 to be published')
+    } finally {
+      boss.fetch = fetch
+    }
+    expect(fetches[0], 'an idle worker asks for the floor, not its 128 of room').to.deep.equal({ asked: 8, found: 0 })
+    for (let i = 1; i < fetches.length; i++) {
+      const { asked, found } = fetches[i - 1]!
+      expect(fetches[i]!.asked, `fetch ${i}`).to.be.at.most(found >= asked ? 2 * asked : Math.max(8, 2 * found))
+    }
+    expect(
+      fetches.some(({ asked }) => asked >= 16),
+      'a full fetch doubles the next',
+    ).to.equal(true)
+  })
+
   it('wakes for a retry it scheduled when it falls due, without waiting for a poll', async () => {
     const email = uniqueEmail()
     await f.harness.enqueue(email)
