@@ -26,12 +26,12 @@ const rssTarget = { text: '≤ 200', pass: (_median: number, max: number) => max
 const only = new Set((process.env.BENCH_ONLY ?? 'raw,delivery,slow,realistic,latency,enqueue,enumeration').split(','))
 /**
  * Known vs unknown identifiers per side and concurrency level: at least the contract's 200; 600 at
- * 16, where a median of 200 samples alone moves by a few milliseconds from run to run; 1 500 at 64,
- * where sign-ups queue ~700 ms for argon2 and the two medians of 600 differed by up to 6.8 ms with
- * the sign changing from run to run (bench/README.md).
+ * 16, where a median of 200 samples alone moves by a few milliseconds from run to run; 3 000 at 64,
+ * where sign-ups queue ~700 ms for argon2 and the two medians of 600, then of 1 500, differed by up
+ * to 6.8 and 5.6 ms with the sign changing from run to run (bench/README.md).
  */
 const enumerationPerSide = (concurrency: number) =>
-  Number(process.env.BENCH_ENUMERATION_PER_SIDE ?? (quick ? 50 : concurrency === 1 ? 200 : concurrency === 16 ? 600 : 1_500))
+  Number(process.env.BENCH_ENUMERATION_PER_SIDE ?? (quick ? 50 : concurrency === 1 ? 200 : concurrency === 16 ? 600 : 3_000))
 
 /** Messages each worker delivers before a delivery row starts counting (measure.ts `delivery`: a worker past V8's start-up). */
 const warmupPerWorker = quick ? 500 : 2_000
