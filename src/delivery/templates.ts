@@ -145,13 +145,12 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR, options: 
   // the tests' reference.)
   const marker = randomBytes(16).toString('hex')
   const split = new Map<string, { subject: string[]; text: string[]; html?: string[] } | null>()
-  const fill = (parts: string[], code: string) => (parts.length === 1 ? parts[0]! : parts.join(code))
   const fromSplit = (parts: { subject: string[]; text: string[]; html?: string[] }, code: string): Rendered => {
     const text = plainText(code)
     return {
-      subject: fill(parts.subject, text),
-      text: fill(parts.text, text),
-      ...(parts.html ? { html: fill(parts.html, Handlebars.escapeExpression(text)) } : {}),
+      subject: parts.subject.join(text),
+      text: parts.text.join(text),
+      ...(parts.html ? { html: parts.html.join(Handlebars.escapeExpression(text)) } : {}),
     }
   }
   const sameRendering = (a: Rendered, b: Rendered) => a.subject === b.subject && a.text === b.text && a.html === b.html

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import { DESTINATION_SUPPRESSED } from './delivery-events-sql.ts'
 import { MESSAGE_COLUMNS, type Lease, type MessageRow } from './messages-sql.ts'
 
 /**
@@ -38,8 +39,7 @@ export async function leaseClaimableMessages(
        RETURNING ${MESSAGE_COLUMNS.map((column) => `m.${column}`).join(', ')}
      )
      SELECT leased.*, c.envelope,
-            EXISTS (SELECT FROM outbox.security_outbox_messages m JOIN outbox.suppressed_destinations s ON s.destination_hmac = m.destination_hmac
-                     WHERE m.id = leased.id) AS suppressed
+            EXISTS (SELECT FROM outbox.security_outbox_messages m WHERE m.id = leased.id AND ${DESTINATION_SUPPRESSED('m')}) AS suppressed
        FROM leased JOIN outbox.security_outbox_ciphertexts c ON c.message_id = leased.id`,
     [
       requests.map((request) => request.messageId),

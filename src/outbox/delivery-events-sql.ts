@@ -39,12 +39,16 @@ export async function deliveryEventsSince(db: Knex, since: Date): Promise<{ purp
   return rows.map((row) => ({ purpose: row.purpose, event: row.event, count: Number(row.count) }))
 }
 
+/** SQL: whether the message row `alias` is for a destination on the suppression list (this check and the common claim's). */
+export const DESTINATION_SUPPRESSED = (alias: string) =>
+  `EXISTS (SELECT FROM outbox.suppressed_destinations s WHERE s.destination_hmac = ${alias}.destination_hmac)`
+
 /** Of these claimed messages, the ones whose destination is suppressed (the worker's check before any send). */
 export async function suppressedAmong(db: Knex, messageIds: readonly string[]): Promise<Set<string>> {
   if (messageIds.length === 0) return new Set()
   const { rows } = await db.raw<{ rows: { id: string }[] }>(
     `SELECT m.id FROM outbox.security_outbox_messages m
-      WHERE m.id = ANY(?::uuid[]) AND EXISTS (SELECT FROM outbox.suppressed_destinations s WHERE s.destination_hmac = m.destination_hmac)`,
+      WHERE m.id = ANY(?::uuid[]) AND ${DESTINATION_SUPPRESSED('m')}`,
     [[...messageIds]],
   )
   return new Set(rows.map((row) => row.id))
