@@ -113,13 +113,15 @@ export async function rawConsume(stack: BenchStack, count: number): Promise<numb
  * `count` HTTP clients of one server, each with one connection from its own loopback address
  * (127.0.0.2, .3, …; Linux routes all of 127/8 to this host), as that many distinct clients behind
  * no proxy would be: each has a per-client-limit bucket of its own, instead of every request of the
- * run queueing on one bucket's lock and reading one bucket's ever-growing rows.
+ * run queueing on one bucket's lock and reading one bucket's ever-growing rows. The address is the
+ * client's `localAddress` option: undici's connector overrides a `connect.localAddress` with it
+ * (null unless set), so given there it was ignored and every connection came from 127.0.0.1.
  */
+/** The `n`th bench client's own loopback address: 127.0.0.2, .3, … (250 to a /24). */
+export const loopbackAddress = (n: number): string => `127.0.${Math.floor(n / 250)}.${2 + (n % 250)}`
+
 export function loopbackClients(url: string, count: number): { pool: (n: number) => Pool; close: () => Promise<void> } {
-  const pools = Array.from(
-    { length: count },
-    (_, i) => new Pool(url, { connections: 1, connect: { localAddress: `127.0.${2 + Math.floor(i / 250)}.${2 + (i % 250)}` } }),
-  )
+  const pools = Array.from({ length: count }, (_, i) => new Pool(url, { connections: 1, localAddress: loopbackAddress(i) }))
   return { pool: (n) => pools[n % pools.length]!, close: async () => void (await Promise.all(pools.map((pool) => pool.close()))) }
 }
 
