@@ -125,3 +125,34 @@ describe('per-client limit with TRUST_PROXY off', () => {
     expect(statuses).to.deep.equal([202, 202, 202, 429])
   })
 })
+
+describe('per-client limit for IPv6 clients (TRUST_PROXY=1: the router reports the address)', () => {
+  const f = useWebStack({ worker: false, clientLimitPerMinute: 3, trustProxy: 1 })
+  const from = (address: string) =>
+    postFrom('127.0.0.6', f.stack.web.url, '/password-recoveries', recovery(), { 'x-forwarded-for': address })
+
+  it('counts a client that takes a new address of its own network for every request as one client', async () => {
+    // A subscriber's IPv6 network is a /56 or /64 at least: every address in it is the holder's to use.
+    const statuses: number[] = []
+    for (const address of ['2001:db8:7:1::1', '2001:db8:7:1::2', '2001:db8:7:1:8a2e:370:7334:1', '2001:db8:7:2::9', '2001:db8:7:ff::1']) {
+      statuses.push((await from(address)).status)
+    }
+    expect(statuses).to.deep.equal([202, 202, 202, 429, 429])
+    // Another network's client is not held back by it.
+    expect((await from('2001:db8:8::1')).status).to.equal(202)
+  })
+
+  it('counts an IPv4 client reported as an IPv4-mapped IPv6 address as that IPv4 client, and spelling does not matter', async () => {
+    const statuses = [
+      (await from('198.51.100.7')).status,
+      (await from('::ffff:198.51.100.7')).status,
+      (await from('::FFFF:c633:6407')).status,
+      (await from('198.51.100.7')).status,
+    ]
+    expect(statuses).to.deep.equal([202, 202, 202, 429])
+    expect((await from('2001:0DB8:0009:0000:0000:0000:0000:0001')).status).to.equal(202)
+    expect((await from('2001:db8:9::2')).status).to.equal(202)
+    expect((await from('2001:db8:9:0::3')).status).to.equal(202)
+    expect((await from('2001:db8:9::4')).status).to.equal(429)
+  })
+})

@@ -1,4 +1,5 @@
 import type { Request } from 'express'
+import ipaddr from 'ipaddr.js'
 import type { Knex } from 'knex'
 import { hitRateLimitTx } from '../identity/rate-limits.ts'
 import { bucketKey } from '../identity/secrets.ts'
@@ -7,7 +8,7 @@ import { bucketKey } from '../identity/secrets.ts'
  * A per-client-address limit for the public routes, counted in the database (holds across web
  * processes). Called after the body is validated: a malformed request costs no database work.
  * The address is `req.ip`: the socket's peer, or behind a router the hop TRUST_PROXY names
- * (with it off, a forged X-Forwarded-For is ignored).
+ * (with it off, a forged X-Forwarded-For is ignored), counted as `clientOf` says.
  */
 export function limitPerClient(
   db: Knex,
@@ -16,7 +17,7 @@ export function limitPerClient(
   clock: () => Date,
 ): (req: Request) => Promise<void> {
   return async (req) => {
-    const address = req.ip ?? req.socket.remoteAddress ?? 'unknown'
+    const address = clientOf(req.ip ?? req.socket.remoteAddress ?? 'unknown')
     // One statement, its own transaction: no BEGIN and COMMIT round trips around it.
     await hitRateLimitTx(
       db,
@@ -26,6 +27,24 @@ export function limitPerClient(
       'too_many_requests',
     )
   }
+}
+
+/** The IPv6 network one client is counted by: the size of network a provider gives one subscriber. */
+export const CLIENT_IPV6_PREFIX = 56
+
+/**
+ * Who a per-client limit counts: an IPv4 address as it is (an IPv4-mapped IPv6 address as its
+ * IPv4 address), an IPv6 address as its /56. A subscriber is given a whole IPv6 network (a /64
+ * at the least, usually a /56 or /48) and may use any address in it, so counting each address
+ * would let one client take a fresh address for every request and never be limited. The text is
+ * canonical, so no spelling of an address (case, zeros, `::`) is a bucket of its own.
+ */
+export function clientOf(address: string): string {
+  if (!ipaddr.isValid(address)) return address
+  const parsed = ipaddr.process(address)
+  if (parsed.kind() === 'ipv4') return parsed.toString()
+  const network = parsed.toByteArray().map((byte, i) => byte & (0xff00 >> Math.max(0, Math.min(8, CLIENT_IPV6_PREFIX - 8 * i))) & 0xff)
+  return `${ipaddr.fromByteArray(network).toString()}/${CLIENT_IPV6_PREFIX}`
 }
 
 /** Answers no sooner than `ms` after the request began, so a fast path cannot be told from a slow one. */
