@@ -29,15 +29,20 @@ export function limitPerClient(
   }
 }
 
-/** The IPv6 network one client is counted by: the size of network a provider gives one subscriber. */
-export const CLIENT_IPV6_PREFIX = 56
+/**
+ * The IPv6 network one client is counted by: a /64, the smallest network a provider gives one
+ * subscriber (a mobile device, a home, a server), so no two subscribers share one. A /56 would
+ * hold a holder of a /48 to fewer buckets, but lumps together neighbours a carrier numbers from
+ * one pool (a /64 per device), and one of them could spend the others' budget.
+ */
+export const CLIENT_IPV6_PREFIX = 64
 
 /**
  * Who a per-client limit counts: an IPv4 address as it is (an IPv4-mapped IPv6 address as its
- * IPv4 address), an IPv6 address as its /56. A subscriber is given a whole IPv6 network (a /64
- * at the least, usually a /56 or /48) and may use any address in it, so counting each address
- * would let one client take a fresh address for every request and never be limited. The text is
- * canonical, so no spelling of an address (case, zeros, `::`) is a bucket of its own.
+ * IPv4 address), an IPv6 address as its /64. A subscriber is given a whole IPv6 network and may
+ * use any address in it, so counting each address would let one client take a fresh address for
+ * every request and never be limited. The text is canonical, so no spelling of an address (case,
+ * zeros, `::`) is a bucket of its own.
  */
 export function clientOf(address: string): string {
   if (!ipaddr.isValid(address)) return address
