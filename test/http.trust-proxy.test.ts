@@ -161,4 +161,45 @@ describe('per-client limit for IPv6 clients (TRUST_PROXY=1: the router reports t
     expect((await from('2001:db8:9:0::3')).status).to.equal(202)
     expect((await from('2001:db8:9::4')).status).to.equal(429)
   })
+
+  it('drops the port a router writes after the address, or every new connection would be a client of its own', async () => {
+    const v4 = [40001, 40002, 40003, 40004].map((port) => `198.51.100.9:${port}`)
+    const statuses: number[] = []
+    for (const address of v4) statuses.push((await from(address)).status)
+    expect(statuses).to.deep.equal([202, 202, 202, 429])
+    const v6: number[] = []
+    for (const address of ['[2001:db8:50::1]:40001', '[2001:db8:50::2]:40002', '[2001:db8:50::3]', '2001:db8:50::4'])
+      v6.push((await from(address)).status)
+    expect(v6).to.deep.equal([202, 202, 202, 429])
+  })
+
+  it('counts IPv4 clients that reach it through a NAT64 translator or a Teredo relay each as its IPv4 address, not as one /64', async () => {
+    // Each IPv4 client behind the translator shows up in 64:ff9b::/96: as a /64 they would all share one bucket.
+    const statuses: number[] = []
+    for (const n of [21, 22, 23, 24]) statuses.push((await from(`64:ff9b::198.51.100.${n}`)).status)
+    expect(statuses).to.deep.equal([202, 202, 202, 202])
+    // …and each is the same client as when it arrives over IPv4: its bucket holds the request above.
+    const overIpv4: number[] = []
+    for (let i = 0; i < 3; i++) overIpv4.push((await from('198.51.100.21')).status)
+    expect(overIpv4).to.deep.equal([202, 202, 429])
+    // Teredo: 2001:0:<relay>:<flags>:<port>:<client IPv4, inverted>; four clients of one relay (198.51.100.30–33).
+    const teredo: number[] = []
+    for (const inverted of ['39cc:9be1', '39cc:9be0', '39cc:9bdf', '39cc:9bde'])
+      teredo.push((await from(`2001:0:4136:e378:8000:63bf:${inverted}`)).status)
+    expect(teredo).to.deep.equal([202, 202, 202, 202])
+    expect((await from('198.51.100.30')).status).to.equal(202)
+  })
+
+  it('counts an address it cannot read by its text and says so once, without the text', async () => {
+    const statuses: number[] = []
+    for (let i = 0; i < 4; i++) statuses.push((await from('client-chosen-text')).status)
+    expect(statuses).to.deep.equal([202, 202, 202, 429])
+    await from('other-client-chosen-text')
+    const warnings = f.logs
+      .text()
+      .split('\n')
+      .filter((line) => line.includes('the client address is not an IP address'))
+    expect(warnings).to.have.length(1)
+    expect(f.logs.text()).not.to.include('client-chosen-text')
+  })
 })

@@ -169,7 +169,7 @@ export type IdentityRouteOptions = { db: Knex; challenges: ChallengeDeps; client
 /** The four security flows and sessions (docs/architecture.md §3): thin routes over the use cases. */
 export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: IdentityRouteOptions): Router {
   const router = Router()
-  const countClient = limitPerClient(db, deps.codeHashKeys ?? deps.codeHashKey, clientLimitPerMinute, deps.clock)
+  const countClient = limitPerClient(db, deps.codeHashKeys ?? deps.codeHashKey, clientLimitPerMinute, deps.clock, deps.logger)
   const signedIn = requireSession(db, deps.clock)
 
   route(router, api.signUp, async (req, res) => {
