@@ -195,6 +195,10 @@ describe('per-client limit for IPv6 clients (TRUST_PROXY=1: the router reports t
     for (let i = 0; i < 4; i++) statuses.push((await from('client-chosen-text')).status)
     expect(statuses).to.deep.equal([202, 202, 202, 429])
     await from('other-client-chosen-text')
+    // Text spelling a network's key is not that network: its bucket is the text's own.
+    const spelled: number[] = []
+    for (let i = 0; i < 3; i++) spelled.push((await from('2001:db8:66:1:0:0:0:0/64')).status)
+    expect([...spelled, (await from('2001:db8:66:1::1')).status]).to.deep.equal([202, 202, 202, 202])
     const warnings = f.logs
       .text()
       .split('\n')

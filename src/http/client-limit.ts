@@ -29,7 +29,8 @@ export function limitPerClient(
         'MISCONFIGURATION: the client address is not an IP address; per-client limits count its text as it is (check TRUST_PROXY and the router)',
       )
     }
-    const address = client ?? reported
+    // Apart from every address's bucket: no text can name the bucket of an address it does not spell.
+    const address = client ?? `text:${reported}`
     // One statement, its own transaction: no BEGIN and COMMIT round trips around it.
     await hitRateLimitTx(
       db,
