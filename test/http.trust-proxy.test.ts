@@ -1,8 +1,9 @@
-import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http'
+import { connect, type AddressInfo } from 'node:net'
+import { gzipSync } from 'node:zlib'
 import { expect } from 'chai'
 import { loadConfig } from '../config/schema.ts'
-import { uniqueEmail } from './support/helpers.ts'
+import { eventually, uniqueEmail } from './support/helpers.ts'
 import { useWebStack } from './support/web-stack.ts'
 
 /** One POST from a given loopback address (127.0.0.2, 127.0.0.3…): a distinct client as the kernel sees it. */
@@ -113,6 +114,36 @@ describe('per-client limit behind a router (TRUST_PROXY=1)', () => {
 
 describe('per-client limit with TRUST_PROXY off', () => {
   const f = useWebStack({ worker: false, clientLimitPerMinute: 3 })
+
+  it('counts a client that resets its connection right after a compressed body as itself, not as nobody', async () => {
+    // The body is inflated off the main thread: the reset lands first, and Node then forgets the peer's address.
+    const { port } = new URL(f.stack.web.url)
+    const hits = async () => Number((await f.db.owner.raw('SELECT count(*) AS n FROM platform.rate_limit_hits')).rows[0].n)
+    const before = await hits()
+    for (let i = 0; i < 3; i++) {
+      const body = gzipSync(JSON.stringify({ identifier: uniqueEmail('reset') }))
+      const socket = connect({ port: Number(port), host: '127.0.0.1', localAddress: '127.0.0.8' })
+      socket.on('error', () => undefined)
+      await new Promise<void>((resolve) => socket.once('connect', resolve))
+      // The reset once the server has read the whole body, its inflation still under way.
+      const reset = new Promise<void>((resolve) =>
+        f.stack.web.server.once('request', (req: IncomingMessage) =>
+          req.once('end', () => {
+            socket.resetAndDestroy()
+            resolve()
+          }),
+        ),
+      )
+      socket.write(
+        `POST /password-recoveries HTTP/1.1\r\nHost: web\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: ${body.length}\r\n\r\n`,
+      )
+      socket.write(body)
+      await reset
+    }
+    // Each was served: its client hit and its destination's are written (wherever the client's was counted).
+    await eventually(async () => ((await hits()) >= before + 6 ? true : undefined), 'the reset requests served')
+    expect((await postFrom('127.0.0.8', f.stack.web.url, '/password-recoveries', recovery())).status).to.equal(429)
+  })
 
   it('ignores a forged X-Forwarded-For: rotating it does not buy a client more requests', async () => {
     const statuses: number[] = []

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net'
 import type { Request } from 'express'
 import type { Knex } from 'knex'
 import { hitRateLimitTx } from '../identity/rate-limits.ts'
@@ -6,10 +7,22 @@ import type { Logger } from '../logging/logger.ts'
 import { clientOf } from './client-address.ts'
 
 /**
+ * Reads a connection's peer address as the server accepts it. Node asks the kernel when the
+ * address is first read and keeps the answer; first read once the connection is gone, it is
+ * undefined. A client that sent a compressed body and reset the connection at once was still
+ * served (the body inflates off the main thread, after the reset), but `req.ip` read undefined and
+ * the client was counted under "unknown", a bucket shared with everyone who did the same.
+ */
+export function rememberPeerAddress(socket: Socket): void {
+  void socket.remoteAddress
+}
+
+/**
  * A per-client-address limit for the public routes, counted in the database (holds across web
  * processes). Called after the body is validated: a malformed request costs no database work.
- * The address is `req.ip`: the socket's peer, or behind a router the hop TRUST_PROXY names
- * (with it off, a forged X-Forwarded-For is ignored), counted as `clientOf` says.
+ * The address is `req.ip`: the socket's peer (read as the connection was accepted:
+ * `rememberPeerAddress`), or behind a router the hop TRUST_PROXY names (with it off, a forged
+ * X-Forwarded-For is ignored), counted as `clientOf` says.
  */
 export function limitPerClient(
   db: Knex,

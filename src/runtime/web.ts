@@ -1,4 +1,4 @@
-import type { Server } from 'node:http'
+import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { apiDocsEnabled, type Config } from '../../config/schema.ts'
 import { createBoss } from '../db/boss.ts'
@@ -7,6 +7,7 @@ import { createKnex } from '../db/knex.ts'
 import { waitForDatabase } from '../db/unavailable.ts'
 import { databaseRoles } from '../db/roles.ts'
 import { createApp } from '../http/app.ts'
+import { rememberPeerAddress } from '../http/client-limit.ts'
 import { metricsAccess } from '../metrics/access.ts'
 import type { ChallengeDeps } from '../identity/challenges.ts'
 import type { Channel } from '../outbox/constants.ts'
@@ -14,7 +15,7 @@ import type { Logger } from '../logging/logger.ts'
 import type { Keys } from './dev-keys.ts'
 import { fetchedCertificates, fileCertificate } from '../delivery/sns-verifier.ts'
 
-export type RunningWeb = { url: string; stop: () => Promise<void> }
+export type RunningWeb = { url: string; server: Server; stop: () => Promise<void> }
 
 /** The web process: Express over the api role's pool; pg-boss only to enqueue inside our transactions. */
 export async function startWeb(options: {
@@ -88,8 +89,12 @@ export async function startWeb(options: {
         wasender: config.WASENDER_WEBHOOK_SECRET ? { secret: config.WASENDER_WEBHOOK_SECRET } : undefined,
       },
     })
+    const listening = createServer(app).on('connection', rememberPeerAddress)
     server = await new Promise<Server>((resolve, reject) => {
-      const listening = app.listen(config.PORT, options.host ?? '0.0.0.0', (error?: Error) => (error ? reject(error) : resolve(listening)))
+      listening.once('error', reject).listen(config.PORT, options.host ?? '0.0.0.0', () => {
+        listening.off('error', reject)
+        resolve(listening)
+      })
     })
   } catch (error) {
     await Promise.allSettled([boss.stop({ graceful: false }), db.destroy()])
@@ -99,6 +104,7 @@ export async function startWeb(options: {
   const running = server
   return {
     url: `http://127.0.0.1:${port}`,
+    server: running,
     async stop() {
       // Stop accepting, let in-flight requests finish (bounded), then release pg-boss and the pool.
       const closed = new Promise<void>((resolve) => running.close(() => resolve()))
