@@ -115,7 +115,9 @@ export async function rawConsume(stack: BenchStack, count: number): Promise<numb
   return count / Number(rows[0].seconds)
 }
 
-/** POST /password-recoveries for known identifiers through HTTP at `concurrency` connections. */
+/** The `n`th bench client's own loopback address: 127.0.0.2, .3, … (250 to a /24). */
+export const loopbackAddress = (n: number): string => `127.0.${Math.floor(n / 250)}.${2 + (n % 250)}`
+
 /**
  * `count` HTTP clients of one server, each with one connection from its own loopback address
  * (127.0.0.2, .3, …; Linux routes all of 127/8 to this host), as that many distinct clients behind
@@ -124,14 +126,12 @@ export async function rawConsume(stack: BenchStack, count: number): Promise<numb
  * client's `localAddress` option: undici's connector overrides a `connect.localAddress` with it
  * (null unless set), so given there it was ignored and every connection came from 127.0.0.1.
  */
-/** The `n`th bench client's own loopback address: 127.0.0.2, .3, … (250 to a /24). */
-export const loopbackAddress = (n: number): string => `127.0.${Math.floor(n / 250)}.${2 + (n % 250)}`
-
 export function loopbackClients(url: string, count: number): { pool: (n: number) => Pool; close: () => Promise<void> } {
   const pools = Array.from({ length: count }, (_, i) => new Pool(url, { connections: 1, localAddress: loopbackAddress(i) }))
   return { pool: (n) => pools[n % pools.length]!, close: async () => void (await Promise.all(pools.map((pool) => pool.close()))) }
 }
 
+/** POST /password-recoveries for known identifiers through HTTP at `concurrency` connections. */
 export async function httpEnqueue(
   stack: BenchStack,
   seconds: number,
