@@ -161,75 +161,59 @@ describe('per-client limit for IPv6 clients (TRUST_PROXY=1: the router reports t
   const f = useWebStack({ worker: false, clientLimitPerMinute: 3, trustProxy: 1 })
   const from = (address: string) =>
     postFrom('127.0.0.6', f.stack.web.url, '/password-recoveries', recovery(), { 'x-forwarded-for': address })
+  /** The statuses of one request from each address, in order. */
+  const statusesFrom = async (addresses: readonly string[]) => {
+    const statuses: number[] = []
+    for (const address of addresses) statuses.push((await from(address)).status)
+    return statuses
+  }
 
   it('counts a client that takes a new address of its own network for every request as one client', async () => {
     // A subscriber's IPv6 network is a /64 at least: every address in it is the holder's to use.
-    const statuses: number[] = []
-    for (const address of [
+    const statuses = await statusesFrom([
       '2001:db8:7:1::1',
       '2001:db8:7:1::2',
       '2001:db8:7:1:8a2e:370:7334:1',
       '2001:db8:7:1:ffff::9',
       '2001:db8:7:1::abcd',
-    ]) {
-      statuses.push((await from(address)).status)
-    }
+    ])
     expect(statuses).to.deep.equal([202, 202, 202, 429, 429])
     // The neighbouring /64 is another subscriber's (a carrier numbers its devices from one pool): not held back.
     expect((await from('2001:db8:7:2::1')).status).to.equal(202)
   })
 
   it('counts an IPv4 client reported as an IPv4-mapped IPv6 address as that IPv4 client, and spelling does not matter', async () => {
-    const statuses = [
-      (await from('198.51.100.7')).status,
-      (await from('::ffff:198.51.100.7')).status,
-      (await from('::FFFF:c633:6407')).status,
-      (await from('198.51.100.7')).status,
-    ]
-    expect(statuses).to.deep.equal([202, 202, 202, 429])
-    expect((await from('2001:0DB8:0009:0000:0000:0000:0000:0001')).status).to.equal(202)
-    expect((await from('2001:db8:9::2')).status).to.equal(202)
-    expect((await from('2001:db8:9:0::3')).status).to.equal(202)
-    expect((await from('2001:db8:9::4')).status).to.equal(429)
+    expect(await statusesFrom(['198.51.100.7', '::ffff:198.51.100.7', '::FFFF:c633:6407', '198.51.100.7'])).to.deep.equal([
+      202, 202, 202, 429,
+    ])
+    expect(
+      await statusesFrom(['2001:0DB8:0009:0000:0000:0000:0000:0001', '2001:db8:9::2', '2001:db8:9:0::3', '2001:db8:9::4']),
+    ).to.deep.equal([202, 202, 202, 429])
   })
 
   it('drops the port a router writes after the address, or every new connection would be a client of its own', async () => {
-    const v4 = [40001, 40002, 40003, 40004].map((port) => `198.51.100.9:${port}`)
-    const statuses: number[] = []
-    for (const address of v4) statuses.push((await from(address)).status)
-    expect(statuses).to.deep.equal([202, 202, 202, 429])
-    const v6: number[] = []
-    for (const address of ['[2001:db8:50::1]:40001', '[2001:db8:50::2]:40002', '[2001:db8:50::3]', '2001:db8:50::4'])
-      v6.push((await from(address)).status)
-    expect(v6).to.deep.equal([202, 202, 202, 429])
+    expect(await statusesFrom([40001, 40002, 40003, 40004].map((port) => `198.51.100.9:${port}`))).to.deep.equal([202, 202, 202, 429])
+    expect(await statusesFrom(['[2001:db8:50::1]:40001', '[2001:db8:50::2]:40002', '[2001:db8:50::3]', '2001:db8:50::4'])).to.deep.equal([
+      202, 202, 202, 429,
+    ])
   })
 
   it('counts IPv4 clients that reach it through a NAT64 translator or a Teredo relay each as its IPv4 address, not as one /64', async () => {
     // Each IPv4 client behind the translator shows up in 64:ff9b::/96: as a /64 they would all share one bucket.
-    const statuses: number[] = []
-    for (const n of [21, 22, 23, 24]) statuses.push((await from(`64:ff9b::198.51.100.${n}`)).status)
-    expect(statuses).to.deep.equal([202, 202, 202, 202])
+    expect(await statusesFrom([21, 22, 23, 24].map((n) => `64:ff9b::198.51.100.${n}`))).to.deep.equal([202, 202, 202, 202])
     // …and each is the same client as when it arrives over IPv4: its bucket holds the request above.
-    const overIpv4: number[] = []
-    for (let i = 0; i < 3; i++) overIpv4.push((await from('198.51.100.21')).status)
-    expect(overIpv4).to.deep.equal([202, 202, 429])
+    expect(await statusesFrom(Array(3).fill('198.51.100.21'))).to.deep.equal([202, 202, 429])
     // Teredo: 2001:0:<relay>:<flags>:<port>:<client IPv4, inverted>; four clients of one relay (198.51.100.30–33).
-    const teredo: number[] = []
-    for (const inverted of ['39cc:9be1', '39cc:9be0', '39cc:9bdf', '39cc:9bde'])
-      teredo.push((await from(`2001:0:4136:e378:8000:63bf:${inverted}`)).status)
-    expect(teredo).to.deep.equal([202, 202, 202, 202])
+    const teredo = ['39cc:9be1', '39cc:9be0', '39cc:9bdf', '39cc:9bde'].map((inverted) => `2001:0:4136:e378:8000:63bf:${inverted}`)
+    expect(await statusesFrom(teredo)).to.deep.equal([202, 202, 202, 202])
     expect((await from('198.51.100.30')).status).to.equal(202)
   })
 
   it('counts an address it cannot read by its text and says so once, without the text', async () => {
-    const statuses: number[] = []
-    for (let i = 0; i < 4; i++) statuses.push((await from('client-chosen-text')).status)
-    expect(statuses).to.deep.equal([202, 202, 202, 429])
+    expect(await statusesFrom(Array(4).fill('client-chosen-text'))).to.deep.equal([202, 202, 202, 429])
     await from('other-client-chosen-text')
     // Text spelling a network's key is not that network: its bucket is the text's own.
-    const spelled: number[] = []
-    for (let i = 0; i < 3; i++) spelled.push((await from('2001:db8:66:1:0:0:0:0/64')).status)
-    expect([...spelled, (await from('2001:db8:66:1::1')).status]).to.deep.equal([202, 202, 202, 202])
+    expect(await statusesFrom([...Array(3).fill('2001:db8:66:1:0:0:0:0/64'), '2001:db8:66:1::1'])).to.deep.equal([202, 202, 202, 202])
     const warnings = f.logs
       .text()
       .split('\n')
