@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import { preparedRaw } from '../db/knex.ts'
 import type { Lease } from './messages-sql.ts'
 
 /** A successful send to record: its message, the job attempt that claims to hold it, the provider's answer. */
@@ -15,7 +16,7 @@ export async function publishLeasedMessagesTx(
   publications: readonly Publication[],
   now: Date,
 ): Promise<{ id: string; attempt_count: number }[]> {
-  const { rows } = await trx.raw<{ rows: { id: string; attempt_count: number }[] }>(PUBLISH_SQL, [
+  const { rows } = await preparedRaw<{ rows: { id: string; attempt_count: number }[] }>(trx, PUBLISH_SQL, [
     publications.map((publication) => publication.messageId),
     publications.map((publication) => publication.lease.jobId),
     publications.map((publication) => publication.lease.retryCount),
@@ -27,14 +28,26 @@ export async function publishLeasedMessagesTx(
   return rows
 }
 
-const PUBLISH_SQL = `
+export const PUBLISH_SQL = `
   WITH req AS (
-    SELECT * FROM unnest(?::uuid[], ?::uuid[], ?::integer[], ?::text[], ?::integer[]) AS r (id, job_id, retry_count, provider_message_id, duration_ms)
+    -- The arrays through scalar subqueries: the planner then costs every call for a few rows,
+    -- whatever their length, so a custom plan costs what the generic one does and the prepared
+    -- statement keeps its generic plan, planned once per connection (a one-message claim
+    -- planned in ~1.1 ms and ran in ~0.25 ms).
+    SELECT * FROM unnest((SELECT ?::uuid[]), (SELECT ?::uuid[]), (SELECT ?::integer[]), (SELECT ?::text[]), (SELECT ?::integer[])) AS r (id, job_id, retry_count, provider_message_id, duration_ms)
   ), locked AS (
-    SELECT m.id, m.attempt_count FROM outbox.security_outbox_messages m JOIN req ON req.id = m.id
-     WHERE m.state = 'leased' AND m.lease_job_id = req.job_id AND m.lease_retry_count = req.retry_count
-     ORDER BY m.id
-     FOR UPDATE OF m
+    -- Each message by its primary key alone, locked in id order, then judged on the locked row (as
+    -- the claim does, src/outbox/claim-sql.ts): never a walk of the open-message index.
+    SELECT m.id, m.attempt_count
+      FROM (SELECT * FROM req ORDER BY id) r
+     CROSS JOIN LATERAL (
+       SELECT m.id, m.attempt_count, m.state, m.lease_job_id, m.lease_retry_count
+         FROM outbox.security_outbox_messages m
+        WHERE m.id = r.id
+       OFFSET 0
+          FOR UPDATE OF m
+     ) m
+     WHERE m.state = 'leased' AND m.lease_job_id = r.job_id AND m.lease_retry_count = r.retry_count
   ), attempts AS (
     INSERT INTO outbox.security_outbox_attempts (message_id, attempt_no, outcome, failure_class, provider_message_id, retry_after_at, duration_ms, attempted_at)
     SELECT locked.id, locked.attempt_count + 1, 'published', NULL, req.provider_message_id, NULL, req.duration_ms, ?
