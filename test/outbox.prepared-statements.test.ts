@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import type { Knex } from 'knex'
 import { claimRequestOf } from '../jobs/deliver.ts'
-import { preparedRaw } from '../src/db/knex.ts'
+import { createKnex, statementName } from '../src/db/knex.ts'
 import { CLAIM_SQL, leaseClaimableMessages } from '../src/outbox/claim-sql.ts'
 import { PUBLISH_SQL, publishLeasedMessagesTx } from '../src/outbox/publish-sql.ts'
 import { uniqueEmail } from './support/helpers.ts'
@@ -54,18 +54,50 @@ describe("the worker hot path's statements: prepared, and planned by the primary
       const { rows } = await trx.raw<{ rows: { generic_plans: number; custom_plans: number }[] }>(
         `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'sealpost\\_%' AND statement LIKE '%leased_at =%'`,
       )
-      // PostgreSQL plans the first five calls for their values, then keeps the generic plan only
-      // if it costs no more than they did: with the array lengths in view it never did at one job.
+      // PostgreSQL plans the first five calls for their values, then keeps the generic plan only if
+      // it costs no more than they did. Without the subqueries around the arrays, their lengths in
+      // view, it never did at one job (0 generic plans).
       expect(rows).to.deep.equal([{ generic_plans: 4, custom_plans: 5 }])
     })
   })
 
+  it('survives a migration that changes the type of a column the claim returns, as the release step may under running workers', async () => {
+    const [a, b, c] = [
+      await f.harness.enqueue(uniqueEmail('mig-a')),
+      await f.harness.enqueue(uniqueEmail('mig-b')),
+      await f.harness.enqueue(uniqueEmail('mig-c')),
+    ]
+    const jobs = new Map<string, Awaited<ReturnType<typeof f.harness.nextJob>>>()
+    for (let i = 0; i < 3; i++) {
+      const job = await f.harness.nextJob()
+      jobs.set(job.data.messageId, job)
+    }
+    const requestOf = (messageId: string) => claimRequestOf(jobs.get(messageId)!)
+    // One connection, so every call below meets the statement it prepared first.
+    const worker = createKnex(f.db.workerUrl, { applicationName: 'test-prepared-migration', max: 1 })
+    try {
+      expect(await leaseClaimableMessages(worker, [requestOf(a.messageId)], f.now)).to.have.length(1)
+      await f.db.owner.raw('ALTER TABLE outbox.security_outbox_messages ALTER COLUMN locale TYPE varchar(35)')
+      // In a transaction the refusal aborts it: that call fails, as a failed commit would.
+      let refused: unknown
+      await worker
+        .transaction((trx) => leaseClaimableMessages(trx, [requestOf(c.messageId)], f.now))
+        .catch((error: unknown) => (refused = error))
+      expect((refused as { code?: string }).code).to.equal('0A000')
+      // On its own it is retried under a new name, and every later call uses that name.
+      expect((await leaseClaimableMessages(worker, [requestOf(b.messageId)], f.now)).map((row) => row.id)).to.deep.equal([b.messageId])
+      const inTransaction = await worker.transaction((trx) => leaseClaimableMessages(trx, [requestOf(c.messageId)], f.now))
+      expect(inTransaction.map((row) => row.id)).to.deep.equal([c.messageId])
+    } finally {
+      await worker.destroy()
+    }
+  })
+
   it('names a statement by its text: the same text one name, another text another', () => {
-    const nameOf = (sql: string) => (preparedRaw(f.harness.worker, sql, [1]).toSQL() as { options?: { name?: string } }).options?.name
-    const name = nameOf('SELECT ?::integer AS one')
-    expect(name).to.match(/^sealpost_[0-9a-f]{32}$/)
-    expect(nameOf('SELECT ?::integer AS one')).to.equal(name)
-    expect(nameOf('SELECT ?::integer AS uno')).to.not.equal(name)
+    const name = statementName('SELECT ?::integer AS one')
+    expect(name).to.match(/^sealpost_[0-9a-f]{32}_\d+$/)
+    expect(statementName('SELECT ?::integer AS one')).to.equal(name)
+    expect(statementName('SELECT ?::integer AS uno')).to.not.equal(name)
   })
 
   /** Every way the plan reads the messages table: its index names, or the scan's node type ("Seq Scan"). */
