@@ -32,18 +32,16 @@ export function withCredentials(connectionString: string, user: string, password
   return url.toString()
 }
 
-const statementNames = new Map<string, string>()
+const statementNames = new Map<string, { generation: number; name: string }>()
 /** Bumped when a migration changed what a prepared statement returns: every connection prepares anew. */
 let statementGeneration = 0
 
 /** The name `preparedRaw` prepares this text under, now. */
 export const statementName = (sql: string): string => {
-  const key = `${statementGeneration}:${sql}`
-  let name = statementNames.get(key)
-  if (name === undefined) {
-    name = `sealpost_${createHash('sha256').update(sql).digest('hex').slice(0, 32)}_${statementGeneration}`
-    statementNames.set(key, name)
-  }
+  const known = statementNames.get(sql)
+  if (known?.generation === statementGeneration) return known.name
+  const name = `sealpost_${createHash('sha256').update(sql).digest('hex').slice(0, 32)}_${statementGeneration}`
+  statementNames.set(sql, { generation: statementGeneration, name })
   return name
 }
 
