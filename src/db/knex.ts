@@ -45,9 +45,15 @@ export const statementName = (sql: string): string => {
   return name
 }
 
-/** PostgreSQL refuses a prepared statement whose result columns changed type since it was prepared. */
-const resultTypeChanged = (error: unknown): boolean =>
-  (error as { code?: string }).code === '0A000' && /cached plan must not change result type/.test((error as Error).message)
+/**
+ * PostgreSQL refuses a prepared statement whose result columns changed type since it was prepared
+ * ("cached plan must not change result type", SQLSTATE 0A000 from its RevalidateCachedQuery): told
+ * by the routine, which a server's `lc_messages` does not translate, or by the English text.
+ */
+const resultTypeChanged = (error: unknown): boolean => {
+  const { code, routine, message } = error as { code?: string; routine?: string; message?: string }
+  return code === '0A000' && (routine === 'RevalidateCachedQuery' || /cached plan must not change result type/.test(message ?? ''))
+}
 
 /**
  * A statement that runs often (the worker's claim and record): a named prepared statement, so each
