@@ -134,3 +134,82 @@ describe('attacks on the owner’s budgets', () => {
     expect((await call('POST', '/step-ups/confirmation', { code: await code(alice) }, auth)).status, 'and steps up').to.equal(201)
   })
 })
+
+describe('attacks through a sign-in method added later', () => {
+  const { f, call, code, elevate } = useIdentityKit()
+  const password = 'the owner chose this passphrase'
+
+  /** An owner who signed up with a phone (the primary identifier) and is signed in: the bearer header. */
+  async function phoneOwner() {
+    const phone = `+4915${String(Date.now()).slice(-7)}${Math.floor(Math.random() * 10)}`
+    expect((await call('POST', '/sign-ups', { identifier: phone, password })).status).to.equal(202)
+    const confirmed = await call('POST', '/sign-ups/confirmation', { identifier: phone, code: await code(phone), password })
+    expect(confirmed.status).to.equal(201)
+    return { phone, auth: { authorization: `Bearer ${String(confirmed.body!.token)}` } }
+  }
+  /** Where the next step-up code goes: the destination of the newest step-up message (uuid v7 ids grow). */
+  const stepUpGoesTo = async (auth: Record<string, string>) => {
+    expect((await call('POST', '/step-ups', {}, auth)).status).to.equal(202)
+    const message = await f.db
+      .owner('outbox.security_outbox_messages')
+      .where({ purpose: 'step_up' })
+      .orderBy('id', 'desc')
+      .first('destination')
+    return message.destination as string
+  }
+
+  it('a sign-in method added later captures the step-up codes: they keep going to the primary identifier', async () => {
+    const owner = await phoneOwner()
+    // Whoever got past one step-up (a phished code, a session left open) adds an email address of theirs.
+    const elevated = await elevate({ email: owner.phone, auth: owner.auth })
+    const added = uniqueEmail('intruder')
+    expect((await call('POST', '/sign-in-methods', { identifier: added }, elevated)).status).to.equal(202)
+    expect(
+      (await call('POST', '/sign-in-methods/confirmation', { identifier: added, code: await code(added) }, owner.auth)).status,
+    ).to.equal(201)
+    expect(await stepUpGoesTo(owner.auth), 'the next step-up code goes to the primary phone, not the added email').to.equal(owner.phone)
+  })
+
+  it('removing a sign-in method: needs a fresh step-up, never takes the primary identifier, tells every identifier, and the removed one no longer signs in', async () => {
+    const owner = await phoneOwner()
+    const second = uniqueEmail('second')
+    expect(
+      (await call('POST', '/sign-in-methods', { identifier: second }, await elevate({ email: owner.phone, auth: owner.auth }))).status,
+    ).to.equal(202)
+    expect(
+      (await call('POST', '/sign-in-methods/confirmation', { identifier: second, code: await code(second) }, owner.auth)).status,
+    ).to.equal(201)
+    expect((await call('POST', '/sessions', { identifier: second, password })).status).to.equal(201)
+
+    const refused = await call('POST', '/sign-in-methods/removals', { identifier: second }, owner.auth)
+    expect([refused.status, refused.body?.code], 'a bearer token alone').to.deep.equal([403, 'elevation_required'])
+    const elevated = await elevate({ email: owner.phone, auth: owner.auth })
+    const primary = await call('POST', '/sign-in-methods/removals', { identifier: owner.phone }, elevated)
+    expect([primary.status, primary.body?.code]).to.deep.equal([409, 'primary_identifier'])
+    const someoneElses = uniqueEmail('someone')
+    await createVerifiedIdentity(f.db.owner, someoneElses)
+    const notMine = await call('POST', '/sign-in-methods/removals', { identifier: someoneElses }, elevated)
+    const nobodys = await call('POST', '/sign-in-methods/removals', { identifier: uniqueEmail('nobody') }, elevated)
+    expect([notMine.status, notMine.body?.code]).to.deep.equal([404, 'sign_in_method_not_found'])
+    expect([nobodys.status, nobodys.body?.code], 'another account’s identifier answers like nobody’s').to.deep.equal([
+      notMine.status,
+      notMine.body?.code,
+    ])
+    expect(await call('POST', '/sign-in-methods/removals', { identifier: 'not an identifier' }, elevated)).to.include({ status: 422 })
+
+    const noticesBefore = await f.db
+      .owner('outbox.security_outbox_messages')
+      .where({ purpose: 'security_notice' })
+      .whereIn('destination', [owner.phone, second])
+    expect((await call('POST', '/sign-in-methods/removals', { identifier: second }, elevated)).status).to.equal(204)
+    const notices = await f.db
+      .owner('outbox.security_outbox_messages')
+      .where({ purpose: 'security_notice' })
+      .whereIn('destination', [owner.phone, second])
+    expect(notices.length - noticesBefore.length, 'a notice to the primary and to the removed address').to.equal(2)
+    expect((await call('POST', '/sessions', { identifier: second, password })).status, 'the removed address no longer signs in').to.equal(
+      401,
+    )
+    expect((await call('POST', '/sessions', { identifier: owner.phone, password })).status).to.equal(201)
+  })
+})

@@ -210,7 +210,7 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR, options: 
 }
 
 /** Every event a security notice reports (a Record, so a new `SecurityEvent` must be listed here). */
-const NOTICE_EVENTS: Record<SecurityEvent, true> = { sign_in_method_added: true, password_changed: true }
+const NOTICE_EVENTS: Record<SecurityEvent, true> = { sign_in_method_added: true, sign_in_method_removed: true, password_changed: true }
 
 /** The load's check: the preview's sample in every variant a message can take. */
 function checkValues(purpose: TemplatePurpose): MessageValues[] {

@@ -113,3 +113,13 @@ export async function spendAttemptTx(trx: Knex.Transaction, id: string): Promise
 export async function consumeChallengeTx(trx: Knex.Transaction, id: string, now: Date): Promise<void> {
   await trx(CHALLENGES).where({ id }).update({ consumed_at: now })
 }
+
+/** Revokes every open challenge sent to one login identifier; answers their ids. */
+export async function revokeOpenChallengesOfIdentifierTx(trx: Knex.Transaction, loginIdentifierId: string, now: Date): Promise<string[]> {
+  const rows = await trx(CHALLENGES)
+    .where({ login_identifier_id: loginIdentifierId })
+    .whereNull('consumed_at')
+    .whereNull('revoked_at')
+    .update({ revoked_at: now }, ['id'])
+  return rows.map((row: { id: string }) => row.id)
+}

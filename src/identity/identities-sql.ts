@@ -124,8 +124,12 @@ export async function findPasswordHashTx(trx: Knex.Transaction | Knex, identityI
   return row?.password_hash
 }
 
-/** Where a step-up code goes: the identity's verified email, else its verified phone. */
-export async function findStepUpIdentifierTx(
+/**
+ * The identity's primary identifier: the first it verified (the one it signed up with, or the
+ * oldest left). Step-up codes go there and nowhere else, so an identifier added later — by the
+ * owner or by whoever once got past a step-up — never receives them; it cannot be removed.
+ */
+export async function findPrimaryIdentifierTx(
   trx: Knex.Transaction,
   identityId: string,
 ): Promise<(Identifier & { id: string }) | undefined> {
@@ -133,8 +137,20 @@ export async function findStepUpIdentifierTx(
     .select('id', 'kind', 'value')
     .where({ identity_id: identityId })
     .whereNotNull('verified_at')
-    .orderByRaw("kind = 'email' DESC, verified_at ASC")
+    .orderBy([
+      { column: 'verified_at', order: 'asc' },
+      { column: 'id', order: 'asc' },
+    ])
     .first()
+}
+
+/**
+ * A verified identifier stops being a sign-in method: it becomes the identity's unverified claim
+ * again (its challenges keep their row to point at; adding it back is the add flow), so it neither
+ * signs in nor blocks another identity from verifying it.
+ */
+export async function unverifyIdentifierTx(trx: Knex.Transaction, loginIdentifierId: string): Promise<void> {
+  await trx('identity.login_identifiers').where({ id: loginIdentifierId }).update({ verified_at: null })
 }
 
 /** Every verified identifier of an identity (where security notices go). */

@@ -5,7 +5,7 @@ import { findVerifiedIdentifiersTx } from './identities-sql.ts'
 import { channelFor, maskIdentifier, type Identifier } from './identifiers.ts'
 
 /** What a security notice reports. */
-export type SecurityEvent = 'sign_in_method_added' | 'password_changed'
+export type SecurityEvent = 'sign_in_method_added' | 'sign_in_method_removed' | 'password_changed'
 
 /** A notice is worth delivering for a day; after that it is dead-lettered unsent like an expired code. */
 export const SECURITY_NOTICE_TTL_SECONDS = 24 * 3600
@@ -20,7 +20,7 @@ export const SECURITY_NOTICE_TTL_SECONDS = 24 * 3600
 export async function notifyOtherIdentifiersTx(
   trx: Knex.Transaction,
   deps: Pick<ChallengeDeps, 'boss' | 'outboxKey' | 'codeHashKey' | 'channels' | 'logger' | 'locale'>,
-  input: { identityId: string; exceptLoginIdentifierId: string; event: SecurityEvent; identifier: Identifier; now: Date },
+  input: { identityId: string; exceptLoginIdentifierId: string | null; event: SecurityEvent; identifier: Identifier; now: Date },
 ): Promise<void> {
   const expiresAt = new Date(input.now.getTime() + SECURITY_NOTICE_TTL_SECONDS * 1000)
   const body = JSON.stringify({ event: input.event, at: input.now.toISOString(), identifier: maskIdentifier(input.identifier.value) })

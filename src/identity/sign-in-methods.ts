@@ -2,11 +2,13 @@ import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
 import { assertChannelAvailable, checkCodeTx, issueChallengeTx, limitIdentityTx, type ChallengeDeps } from './challenges.ts'
 import { requireElevationTx } from './elevation.ts'
-import { ConflictError, InvalidCodeError, RateLimitedError } from './errors.ts'
-import { findClaimsTx, insertClaimTx, verifyClaimTx } from './identities-sql.ts'
+import { revokeOpenChallengesOfIdentifierTx } from './challenges-sql.ts'
+import { ConflictError, InvalidCodeError, NotFoundError, RateLimitedError } from './errors.ts'
+import { findClaimsTx, findPrimaryIdentifierTx, insertClaimTx, unverifyIdentifierTx, verifyClaimTx } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
 import { notifyOtherIdentifiersTx } from './security-notices.ts'
 import type { SessionContext } from './sessions.ts'
+import { deadLetterChallengeMessagesTx } from '../outbox/web-functions-sql.ts'
 
 /** Sign-in method additions one identity may start in an hour (each sends a code somewhere). */
 export const SIGN_IN_METHOD_ADDITIONS_PER_HOUR = 10
@@ -78,4 +80,38 @@ export async function confirmSignInMethod(
   if (typeof confirmed === 'number') throw new RateLimitedError(confirmed, 'too_many_wrong_codes')
   if (!confirmed) throw new InvalidCodeError()
   return { identifier: input.identifier.value, kind: input.identifier.kind }
+}
+
+/**
+ * POST /sign-in-methods/removals: needs a fresh step-up of this session, like adding one. The
+ * identifier stops signing in, its open challenges are revoked (their unsent codes dead-lettered
+ * `challenge_consumed`) and every verified identifier of the identity — the removed one too — is
+ * told. The primary identifier (where step-up codes go) cannot be removed: a stolen session that
+ * once got past a step-up must not be able to cut the owner off from the next. An identifier that
+ * is not one of the caller's verified ones is 404, whether or not someone else has it.
+ */
+export async function removeSignInMethod(
+  db: Knex,
+  deps: ChallengeDeps,
+  session: SessionContext,
+  input: { identifier: Identifier; elevationToken: string | undefined },
+): Promise<void> {
+  await db.transaction(async (trx) => {
+    const now = deps.clock()
+    await requireElevationTx(trx, session, input.elevationToken, now)
+    const mine = (await findClaimsTx(trx, input.identifier)).find((claim) => claim.identity_id === session.identityId && claim.verified_at)
+    if (!mine) throw new NotFoundError('sign_in_method_not_found', 'This identifier is not one of your sign-in methods.')
+    if ((await findPrimaryIdentifierTx(trx, session.identityId))?.id === mine.login_identifier_id)
+      throw new ConflictError('primary_identifier', 'The primary identifier receives step-up codes and cannot be removed.')
+    await notifyOtherIdentifiersTx(trx, deps, {
+      identityId: session.identityId,
+      exceptLoginIdentifierId: null,
+      event: 'sign_in_method_removed',
+      identifier: input.identifier,
+      now,
+    })
+    await unverifyIdentifierTx(trx, mine.login_identifier_id)
+    for (const challengeId of await revokeOpenChallengesOfIdentifierTx(trx, mine.login_identifier_id, now))
+      await deadLetterChallengeMessagesTx(trx, challengeId, 'challenge_consumed', now)
+  })
 }

@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
 import { assertChannelAvailable, checkCodeTx, issueChallengeTx, limitIdentityTx, type ChallengeDeps } from './challenges.ts'
 import { ConflictError, InvalidCodeError, RateLimitedError } from './errors.ts'
-import { findStepUpIdentifierTx } from './identities-sql.ts'
+import { findPrimaryIdentifierTx } from './identities-sql.ts'
 import { newToken } from './secrets.ts'
 import { insertElevationTx } from './sessions-sql.ts'
 import { ELEVATION_TTL_SECONDS, type SessionContext } from './sessions.ts'
@@ -10,11 +10,11 @@ import { ELEVATION_TTL_SECONDS, type SessionContext } from './sessions.ts'
 /** Step-up codes one identity may ask for in an hour (its own destination allows as many). */
 export const STEP_UPS_PER_HOUR = 5
 
-/** POST /step-ups: a code to the caller's verified email (else phone), committed before any send. */
+/** POST /step-ups: a code to the caller's primary identifier (`findPrimaryIdentifierTx`), committed before any send. */
 export async function startStepUp(db: Knex, deps: ChallengeDeps, session: SessionContext): Promise<{ challengeExpiresAt: Date }> {
   return await db.transaction(async (trx) => {
     const now = deps.clock()
-    const target = await findStepUpIdentifierTx(trx, session.identityId)
+    const target = await findPrimaryIdentifierTx(trx, session.identityId)
     if (!target) throw new ConflictError('no_verified_identifier', 'There is no verified identifier to send a code to.')
     assertChannelAvailable(deps, target)
     await limitIdentityTx(trx, deps, 'step_up', session.identityId, STEP_UPS_PER_HOUR, now)
@@ -39,7 +39,7 @@ export async function confirmStepUp(
   code: string,
 ): Promise<{ elevationToken: string; expiresAt: Date }> {
   const elevation = await db.transaction(async (trx) => {
-    const target = await findStepUpIdentifierTx(trx, session.identityId)
+    const target = await findPrimaryIdentifierTx(trx, session.identityId)
     if (!target) return undefined
     const checked = await checkCodeTx(trx, deps, { purpose: 'step_up', identityId: session.identityId, loginIdentifierId: target.id }, code)
     if (checked.kind === 'refused') return checked.budgetRetryAfterSeconds

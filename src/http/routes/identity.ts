@@ -4,7 +4,7 @@ import type { ChallengeDeps } from '../../identity/challenges.ts'
 import { parseIdentifier, type Identifier } from '../../identity/identifiers.ts'
 import { completePasswordRecovery, requestPasswordRecovery } from '../../identity/password-recovery.ts'
 import { revokeSession } from '../../identity/sessions-sql.ts'
-import { addSignInMethod, confirmSignInMethod } from '../../identity/sign-in-methods.ts'
+import { addSignInMethod, confirmSignInMethod, removeSignInMethod } from '../../identity/sign-in-methods.ts'
 import { signIn } from '../../identity/sign-in.ts'
 import { confirmSignUp, signUp } from '../../identity/sign-up.ts'
 import { confirmStepUp, startStepUp } from '../../identity/step-up.ts'
@@ -122,6 +122,19 @@ const api = {
     success: { status: 201, description: 'Added', body: SignInMethodAdded },
     problems: { 409: ['identifier_taken'], 422: ['invalid_identifier', 'invalid_code'], 429: ['too_many_wrong_codes'] },
   }),
+  removeSignInMethod: identityApi.add({
+    operationId: 'removeSignInMethod',
+    method: 'post',
+    path: '/sign-in-methods/removals',
+    auth: 'elevated',
+    summary:
+      'Remove a sign-in method (needs a fresh step-up of this session); every verified identifier, the removed one too, gets a security notice',
+    description:
+      'The primary identifier — the first the identity verified, where step-up codes go — cannot be removed (409). An identifier that is not one of your verified sign-in methods is 404, whether or not another account has it.',
+    body: IdentifierRequest,
+    success: { status: 204, description: 'Removed: it no longer signs in' },
+    problems: { 404: ['sign_in_method_not_found'], 409: ['primary_identifier'], 422: ['invalid_identifier'] },
+  }),
   requestPasswordRecovery: identityApi.add({
     operationId: 'requestPasswordRecovery',
     method: 'post',
@@ -151,7 +164,7 @@ const api = {
     method: 'post',
     path: '/step-ups',
     auth: 'bearer',
-    summary: 'Ask for a step-up code (to the first verified identifier)',
+    summary: 'Ask for a step-up code (to the primary identifier: the first the identity verified)',
     body: StepUpRequest.unwrap(),
     bodyOptional: true,
     success: codeSent,
@@ -233,6 +246,15 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute, sec
     res
       .status(201)
       .json(await confirmSignInMethod(db, deps, sessionOf(res), { identifier: identifierFrom(body.identifier), code: body.code }))
+  })
+
+  route(router, api.removeSignInMethod, signedIn, async (req, res) => {
+    const body = IdentifierRequest.parse(req.body)
+    await removeSignInMethod(db, localized(deps, res), sessionOf(res), {
+      identifier: identifierFrom(body.identifier),
+      elevationToken: req.get('x-elevation-token'),
+    })
+    res.status(204).end()
   })
 
   route(router, api.requestPasswordRecovery, async (req, res) => {
