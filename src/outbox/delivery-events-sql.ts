@@ -15,8 +15,7 @@ export type ProviderEvent = {
 
 /** What storing one provider event did; `purpose` labels the metric; `suppressed`: the destination is (now) on the list. */
 export type RecordedEvent =
-  | { outcome: 'stored' | 'duplicate'; messageId: string; purpose: string; suppressed: boolean }
-  | { outcome: 'unknown_message' }
+  { outcome: 'stored' | 'duplicate'; messageId: string; purpose: string; suppressed: boolean } | { outcome: 'unknown_message' }
 
 /**
  * Stores one provider event through the web's only write path, `outbox.record_delivery_event`:
