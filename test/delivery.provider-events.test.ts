@@ -27,6 +27,17 @@ describe('provider events, mapped to ours', () => {
     })
   }
 
+  it('names the recipients a bounce or complaint is about, as SES wrote them (inside <…> when given a display form)', () => {
+    const recipientsOf = (kind: 'bounce' | 'complaint', recipient: string) =>
+      sesEventFrom(JSON.parse(sesEventMessage(kind, 'ses-1', AT, recipient)), AT)?.recipients
+    expect(recipientsOf('bounce', 'Alice+X@Corp.example')).to.deep.equal(['Alice+X@Corp.example'])
+    expect(recipientsOf('complaint', '"Alice" <alice@corp.example>')).to.deep.equal(['alice@corp.example'])
+    expect(sesEventFrom(JSON.parse(sesEventMessage('delivery', 'ses-1', AT, 'alice@corp.example')), AT)?.recipients).to.deep.equal([])
+    expect(
+      sesEventFrom({ eventType: 'Bounce', mail: { messageId: 'm' }, bounce: { bounceType: 'Permanent' } }, AT)?.recipients,
+    ).to.deep.equal([])
+  })
+
   it('reads the older notificationType form and ignores the kinds it does not record', () => {
     expect(sesEventFrom({ notificationType: 'Complaint', mail: { messageId: 'm' }, complaint: {} }, AT)).to.include({
       event: 'complained',
@@ -45,7 +56,7 @@ describe('provider events, mapped to ours', () => {
       timestamp,
     })
     expect(wasenderEventsFrom(update(3, AT.getTime()), new Date(0))).to.deep.equal([
-      { providerMessageId: '42', event: 'delivered', subtype: null, occurredAt: AT, suppress: null },
+      { providerMessageId: '42', event: 'delivered', subtype: null, occurredAt: AT, suppress: null, recipients: [] },
     ])
     expect(wasenderEventsFrom(update(4, AT.getTime() / 1000), new Date(0))[0]).to.include({ event: 'delivered', subtype: 'read' })
     expect(wasenderEventsFrom(update(0, AT.getTime()), AT)[0]).to.include({ event: 'rejected', subtype: 'error' })

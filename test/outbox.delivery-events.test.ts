@@ -18,13 +18,17 @@ describe('delivery events and suppressions in the database', () => {
     await db?.drop()
   })
 
-  it('canonicalizes a destination: lower case, +tag dropped from an email’s local part; the HMAC follows', () => {
+  it('canonicalizes a destination for budgets: lower case, +tag dropped from an email’s local part; the suppression HMAC does not fold', () => {
     expect(canonicalDestination('email', ' Alice+Shop@Example.COM ')).to.equal('alice@example.com')
     expect(canonicalDestination('email', 'a+b+c@x.test')).to.equal('a@x.test')
     expect(canonicalDestination('email', '+tag@x.test'), 'an empty local part is kept as written').to.equal('+tag@x.test')
     expect(canonicalDestination('whatsapp', '+4915112345678')).to.equal('+4915112345678')
     const key = randomBytes(32)
-    expect(destinationHmac(key, 'email', 'Alice+x@example.com').equals(destinationHmac(key, 'email', 'alice@example.com'))).to.equal(true)
+    const hmac = (address: string) => destinationHmac(key, 'email', address).toString('hex')
+    expect(hmac(' Alice+X@Example.COM '), 'only case and spaces fold').to.equal(hmac('alice+x@example.com'))
+    expect(hmac('alice+x@example.com'), 'a +tag is another address').to.not.equal(hmac('alice@example.com'))
+    expect(hmac('a.lice@gmail.com'), 'and so are Gmail’s dots').to.not.equal(hmac('alice@gmail.com'))
+    expect(destinationHmac(key, 'whatsapp', ' +4915112345678').equals(destinationHmac(key, 'whatsapp', '+4915112345678'))).to.equal(true)
     expect(
       destinationHmac(key, 'email', 'alice@example.com').equals(destinationHmac(randomBytes(32), 'email', 'alice@example.com')),
     ).to.equal(false)
@@ -33,6 +37,7 @@ describe('delivery events and suppressions in the database', () => {
   it('the retention sweep takes a message’s events with it; its suppression stays, without the message', async () => {
     const at = new Date(Date.now() - 31 * DAY)
     const id = await insertOpenMessage(db.owner)
+    const destinationHmacOfRow = randomBytes(32)
     await db.owner.transaction(async (trx) => {
       await trx('outbox.security_outbox_messages')
         .where({ id })
@@ -47,9 +52,9 @@ describe('delivery events and suppressions in the database', () => {
       await trx('outbox.security_outbox_ciphertexts').where({ message_id: id }).delete()
       await trx('outbox.security_outbox_messages')
         .where({ id })
-        .update({ state: 'published', published_at: at, attempt_count: 1, destination_hmac: randomBytes(32) })
+        .update({ state: 'published', published_at: at, attempt_count: 1, destination_hmac: destinationHmacOfRow })
     })
-    const { rows } = await db.owner.raw('SELECT * FROM outbox.record_delivery_event(?, ?, ?, ?, ?, ?, ?)', [
+    const { rows } = await db.owner.raw('SELECT * FROM outbox.record_delivery_event(?, ?, ?, ?, ?, ?, ?, ?::bytea[])', [
       'email',
       'ses-old',
       'bounced',
@@ -57,8 +62,9 @@ describe('delivery events and suppressions in the database', () => {
       at,
       at,
       'permanent_bounce',
+      [destinationHmacOfRow],
     ])
-    expect(rows[0]).to.include({ outcome: 'stored', message_id: id })
+    expect(rows[0]).to.include({ outcome: 'stored', message_id: id, suppressed: true })
     // As the worker runs it: the cascade to the events needs no grant of its own.
     const worker = createKnex(db.workerUrl, { applicationName: 'events-worker', max: 1 })
     const result = await runRetentionSweep({

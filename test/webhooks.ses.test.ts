@@ -17,7 +17,10 @@ describe('SES delivery events through SNS (POST /webhooks/ses)', () => {
   before(async () => {
     signer = await devSnsSigner(certDir)
   })
+  // The web's clock runs ahead when a test moves it past the 30 s between two codes of one challenge.
+  let ahead = 0
   const f = useWebStack({
+    clock: () => new Date(Date.now() + ahead),
     webhooks: { SES_EVENTS_TOPIC_ARN: TOPIC, SNS_TEST_SIGNING_CERT: path.join(certDir, 'sns-test-signing-cert.pem') },
     confirmSubscription: async (url) => void confirmed.push(url),
   })
@@ -52,7 +55,7 @@ describe('SES delivery events through SNS (POST /webhooks/ses)', () => {
   it('stores a permanent bounce once (sent twice), suppresses the address, and dead-letters the next code to it without a send', async () => {
     const email = uniqueEmail('bounce')
     const message = await published(email)
-    const bounce = notification(sesEventMessage('bounce', message.provider_message_id))
+    const bounce = notification(sesEventMessage('bounce', message.provider_message_id, new Date(), email))
     const first = await post(bounce)
     expect(first.status).to.equal(200)
     expect(first.body).to.deep.equal({ outcome: 'stored' })
@@ -66,27 +69,33 @@ describe('SES delivery events through SNS (POST /webhooks/ses)', () => {
     expect(suppressed.destination_hmac.equals(message.destination_hmac)).to.equal(true)
     expect(suppressed.masked_destination).to.not.include(email.split('@')[0])
 
-    // The same mailbox under a +tag: a new sign-up answers exactly as any other, and nothing is sent.
-    const [local, domain] = email.split('@')
-    const tagged = `${local}+again@${domain}`
-    const answer = await f.stack.call('POST', '/sign-ups', { identifier: tagged, password: 'correct horse battery' })
+    // The same address again: the new sign-up answers exactly as any other, and nothing is sent.
+    ahead += 31_000
+    const answer = await f.stack.call('POST', '/sign-ups', { identifier: email, password: 'correct horse battery' })
     expect(answer.status).to.equal(202)
     expect(Object.keys(answer.body!)).to.deep.equal(['challengeExpiresAt'])
     const dead = await eventually(async () => {
       return await f.db
         .owner('outbox.security_outbox_dead_letters as d')
         .join('outbox.security_outbox_messages as m', 'm.id', 'd.message_id')
-        .where({ 'm.destination': tagged })
+        .where({ 'm.destination': email })
         .first<{ reason: string; attempt_count: number } | undefined>('d.reason', 'm.attempt_count')
     }, 'the next message dead-lettered')
     expect(dead).to.deep.equal({ reason: 'destination_suppressed', attempt_count: 0 })
-    expect(await inbox(f.stack.emulator.url, tagged)).to.have.length(0)
+    expect(await inbox(f.stack.emulator.url, email)).to.have.length(1)
+
+    // Only that address: the same mailbox under a +tag is another address, which nothing proved bounces.
+    const [local, domain] = email.split('@')
+    await published(`${local}+again@${domain}`)
 
     // Once the suppression is lifted (staff, DELETE /platform-admin/suppressions/:id), mail flows again.
     await f.db.owner.raw('DELETE FROM outbox.suppressed_destinations WHERE id = ?', [suppressed.id])
-    const third = `${local}+third@${domain}`
-    await published(third)
-    expect(await inbox(f.stack.emulator.url, third)).to.have.length(1)
+    ahead += 31_000
+    expect((await f.stack.call('POST', '/sign-ups', { identifier: email, password: 'correct horse battery' })).status).to.equal(202)
+    await eventually(
+      async () => ((await inbox(f.stack.emulator.url, email)).length === 2 ? true : undefined),
+      'the code after the lift sent',
+    )
   })
 
   it('stores a transient bounce, a delivery, a reject and a delay as events only (SignatureVersion 1 and 2)', async () => {

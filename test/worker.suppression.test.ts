@@ -1,6 +1,7 @@
 import { expect } from 'chai'
 import { claimRequestOf, deliverOne } from '../jobs/deliver.ts'
 import { leaseClaimableMessages } from '../src/outbox/claim-sql.ts'
+import { suppressedAmong } from '../src/outbox/delivery-events-sql.ts'
 import { uniqueEmail } from './support/helpers.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
 import { scriptedProvider } from './support/scripted-provider.ts'
@@ -25,5 +26,16 @@ describe('suppressed destinations at the claim', () => {
     await deliverOne(f.harness.deps({ email: provider }), await f.harness.nextJob())
     expect(provider.calls).to.have.length(0)
     await expectDeadLetteredUnsent(messageId, 'destination_suppressed')
+  })
+
+  it('a complaint does not stop a recovery code to that address: the claim statement and the fallback check agree', async () => {
+    const { messageId: complained } = await f.harness.enqueue(uniqueEmail('complained'))
+    const { messageId: bounced } = await f.harness.enqueue(uniqueEmail('bounced'))
+    await suppress(complained, 'complaint')
+    await suppress(bounced, 'permanent_bounce')
+    expect([...(await suppressedAmong(f.harness.worker, [complained, bounced]))]).to.deep.equal([bounced])
+    const jobs = [await f.harness.nextJob(), await f.harness.nextJob()]
+    const rows = await leaseClaimableMessages(f.harness.worker, jobs.map(claimRequestOf), f.now)
+    expect(Object.fromEntries(rows.map((row) => [row.id, row.suppressed]))).to.deep.equal({ [complained]: false, [bounced]: true })
   })
 })

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { ConfigError } from '../../config/schema.ts'
 import { createKnex } from '../db/knex.ts'
-import { latestProviderMessageId } from '../outbox/attempts-sql.ts'
+import { latestProviderSend } from '../outbox/attempts-sql.ts'
 import { DEV_TOPIC_ARN, devSnsSigner, sesEventMessage } from '../runtime/dev-sns-signer.ts'
 import { runtimeFile } from '../runtime/dev-stack.ts'
 import { main } from './main.ts'
@@ -28,13 +28,13 @@ await main('cli', async (config) => {
   const runtime = existsSync(file) ? (JSON.parse(await readFile(file, 'utf8')) as { apiUrl?: string; sesEventsTopicArn?: string }) : {}
   const apiUrl = runtime.apiUrl ?? `http://127.0.0.1:${config.PORT}`
   const db = createKnex(await ownerDatabaseUrl(config), { applicationName: 'sealpost-dev-ses-event', max: 1 })
-  let providerMessageId: string | undefined
+  let sent: Awaited<ReturnType<typeof latestProviderSend>>
   try {
-    providerMessageId = await latestProviderMessageId(db, messageId)
+    sent = await latestProviderSend(db, messageId)
   } finally {
     await db.destroy()
   }
-  if (!providerMessageId) {
+  if (!sent) {
     console.error('that message has no published attempt (is it sent yet?)')
     process.exitCode = 1
     return
@@ -43,7 +43,8 @@ await main('cli', async (config) => {
   const envelope = signer.envelope({
     Type: 'Notification',
     TopicArn: config.SES_EVENTS_TOPIC_ARN ?? runtime.sesEventsTopicArn ?? DEV_TOPIC_ARN,
-    Message: sesEventMessage(kind, providerMessageId),
+    // Named as the recipient: a bounce or complaint suppresses only the address it names.
+    Message: sesEventMessage(kind, sent.providerMessageId, new Date(), sent.destination),
   })
   const response = await fetch(`${apiUrl}/webhooks/ses`, {
     method: 'POST',

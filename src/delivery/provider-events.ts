@@ -13,6 +13,17 @@ const date = (...candidates: unknown[]): Date | undefined => {
 }
 
 /**
+ * The addresses an SES bounce or complaint names (`[{emailAddress}]`): each as written, or the
+ * part inside `<…>` when SES passes on a display form; at most 50 (SES sends one per recipient).
+ */
+const recipientsOf = (list: unknown): string[] =>
+  (Array.isArray(list) ? list.slice(0, 50) : []).flatMap((recipient) => {
+    const address = text((recipient as { emailAddress?: unknown } | null)?.emailAddress, 320)
+    if (!address) return []
+    return [/<([^<>]+)>\s*$/.exec(address)?.[1] ?? address]
+  })
+
+/**
  * An SES event (event publishing's `eventType`, or the older identity notifications'
  * `notificationType`) as one of ours; null for the kinds we do not record (Send, Open, Click,
  * Rendering Failure, Subscription) and for anything unreadable. Pure, table-tested.
@@ -28,7 +39,7 @@ export function sesEventFrom(message: unknown, fallbackTime: Date): ProviderEven
   const at = (section: Record<string, unknown> | undefined) => date(section?.timestamp, record.mail?.timestamp) ?? fallbackTime
   switch (kind) {
     case 'Delivery':
-      return { providerMessageId, event: 'delivered', subtype: null, occurredAt: at(record.delivery), suppress: null }
+      return { providerMessageId, event: 'delivered', subtype: null, occurredAt: at(record.delivery), suppress: null, recipients: [] }
     case 'Bounce': {
       const bounceType = text(record.bounce?.bounceType, 40)
       const subtype = [bounceType, text(record.bounce?.bounceSubType, 59)].filter(Boolean).join('/') || null
@@ -38,6 +49,7 @@ export function sesEventFrom(message: unknown, fallbackTime: Date): ProviderEven
         subtype,
         occurredAt: at(record.bounce),
         suppress: bounceType === 'Permanent' ? 'permanent_bounce' : null,
+        recipients: recipientsOf(record.bounce?.bouncedRecipients),
       }
     }
     case 'Complaint':
@@ -47,9 +59,17 @@ export function sesEventFrom(message: unknown, fallbackTime: Date): ProviderEven
         subtype: text(record.complaint?.complaintFeedbackType),
         occurredAt: at(record.complaint),
         suppress: 'complaint',
+        recipients: recipientsOf(record.complaint?.complainedRecipients),
       }
     case 'Reject':
-      return { providerMessageId, event: 'rejected', subtype: text(record.reject?.reason), occurredAt: at(record.reject), suppress: null }
+      return {
+        providerMessageId,
+        event: 'rejected',
+        subtype: text(record.reject?.reason),
+        occurredAt: at(record.reject),
+        suppress: null,
+        recipients: [],
+      }
     case 'DeliveryDelay':
       return {
         providerMessageId,
@@ -57,6 +77,7 @@ export function sesEventFrom(message: unknown, fallbackTime: Date): ProviderEven
         subtype: text(record.deliveryDelay?.delayType),
         occurredAt: at(record.deliveryDelay),
         suppress: null,
+        recipients: [],
       }
     default:
       return null
@@ -86,6 +107,6 @@ export function wasenderEventsFrom(body: unknown, fallbackTime: Date): ProviderE
     const id = typeof key?.id === 'string' || typeof key?.id === 'number' ? String(key.id).slice(0, 200) : null
     const mapped = typeof change?.status === 'number' ? WASENDER_STATUSES[change.status] : undefined
     if (!id || !mapped) return []
-    return [{ providerMessageId: id, ...mapped, occurredAt, suppress: null }]
+    return [{ providerMessageId: id, ...mapped, occurredAt, suppress: null, recipients: [] }]
   })
 }

@@ -4,6 +4,7 @@ import { request } from 'undici'
 import type { Logger } from '../logging/logger.ts'
 import { recordDeliveryEvent, type ProviderEvent } from '../outbox/delivery-events-sql.ts'
 import type { Channel } from '../outbox/constants.ts'
+import { destinationHmac } from '../outbox/destination.ts'
 import { sesEventFrom, wasenderEventsFrom } from './provider-events.ts'
 import { assertSubscribeUrl, parseSnsEnvelope, SnsRefused, verifySnsEnvelope, type CertificateSource } from './sns-verifier.ts'
 
@@ -16,6 +17,8 @@ export type WebhookDeps = {
   logger: Logger
   /** Counts every outcome (and each refusal by reason) for the web's /metrics. */
   count: (provider: 'ses' | 'wasender', outcome: WebhookOutcome, reason?: string) => void
+  /** CODE_HASH_KEYS, current first: an event's recipients are matched under each, as a message's HMAC may predate a rotation. */
+  codeHashKeys: readonly Buffer[]
   ses?: { topicArn: string; certificates: CertificateSource; confirmSubscription?: (url: string) => Promise<void> }
   wasender?: { secret: string }
 }
@@ -38,7 +41,8 @@ export async function confirmSnsSubscription(url: string): Promise<void> {
 }
 
 async function store(deps: WebhookDeps, provider: 'ses' | 'wasender', channel: Channel, event: ProviderEvent): Promise<WebhookOutcome> {
-  const recorded = await recordDeliveryEvent(deps.db, channel, event, deps.clock())
+  const recipientHmacs = event.recipients.flatMap((recipient) => deps.codeHashKeys.map((key) => destinationHmac(key, channel, recipient)))
+  const recorded = await recordDeliveryEvent(deps.db, channel, event, deps.clock(), recipientHmacs)
   deps.count(provider, recorded.outcome)
   if (recorded.outcome !== 'unknown_message')
     deps.logger.info('delivery event', {
@@ -47,7 +51,7 @@ async function store(deps: WebhookDeps, provider: 'ses' | 'wasender', channel: C
       event: event.event,
       subtype: event.subtype,
       outcome: recorded.outcome,
-      suppressed: event.suppress,
+      suppressed: recorded.suppressed ? event.suppress : null,
     })
   return recorded.outcome
 }

@@ -69,7 +69,16 @@ export function createApp(deps: WebDeps): express.Express {
   })
   const metrics = createWebMetrics(deps.db, deps.challenges.clock)
   // Before the JSON parser: the webhooks read their bodies as their providers send them.
-  app.use(webhookRoutes({ db: deps.db, clock: deps.challenges.clock, logger: deps.logger, count: metrics.webhook, ...deps.webhooks }))
+  app.use(
+    webhookRoutes({
+      db: deps.db,
+      clock: deps.challenges.clock,
+      logger: deps.logger,
+      count: metrics.webhook,
+      codeHashKeys: deps.challenges.codeHashKeys ?? [deps.challenges.codeHashKey],
+      ...deps.webhooks,
+    }),
+  )
   app.use(express.json({ limit: '16kb', strict: true }))
   app.use(negotiatedLocale(deps.defaultLocale ?? 'en'))
   app.use(healthRoutes(deps.db))

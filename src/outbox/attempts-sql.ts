@@ -32,12 +32,19 @@ export async function insertAttemptsTx(trx: Knex.Transaction, attempts: readonly
   )
 }
 
-/** The provider's id of a message's latest attempt that has one (the dev tool that fakes an SES event). */
-export async function latestProviderMessageId(db: Knex, messageId: string): Promise<string | undefined> {
-  const attempt = await db('outbox.security_outbox_attempts')
-    .where({ message_id: messageId })
-    .whereNotNull('provider_message_id')
-    .orderBy('attempt_no', 'desc')
-    .first<{ provider_message_id: string } | undefined>('provider_message_id')
-  return attempt?.provider_message_id
+/**
+ * The provider's id of a message's latest published attempt, and the address it went to (the
+ * development event tool names it as the bounced or complaining recipient); undefined when unsent.
+ */
+export async function latestProviderSend(
+  db: Knex,
+  messageId: string,
+): Promise<{ providerMessageId: string; destination: string } | undefined> {
+  const attempt = await db('outbox.security_outbox_attempts as a')
+    .join('outbox.security_outbox_messages as m', 'm.id', 'a.message_id')
+    .where({ 'a.message_id': messageId })
+    .whereNotNull('a.provider_message_id')
+    .orderBy('a.attempt_no', 'desc')
+    .first<{ provider_message_id: string; destination: string } | undefined>('a.provider_message_id', 'm.destination')
+  return attempt && { providerMessageId: attempt.provider_message_id, destination: attempt.destination }
 }

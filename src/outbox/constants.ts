@@ -65,3 +65,13 @@ export { QUEUES } from '../db/queues.ts'
 
 /** The only thing a pg-boss job carries: operators read pgboss.job, so no secret or address. */
 export type DeliveryJobData = { messageId: string }
+
+/**
+ * The purposes a complaint suppression stops: mail to an address nobody there has yet proved to
+ * own (a sign-up, a new sign-in method, an invitation), which a stranger can aim at anyone. A
+ * complaint never stops a recovery, a step-up or a security notice: those go to an account's
+ * verified identifier, the owner asks for them (or must hear of them), and a stranger's spam that
+ * the owner reported must not lock the owner out; the destination budget bounds the rest. A
+ * permanent bounce stops every purpose (README "Delivery feedback").
+ */
+export const COMPLAINT_STOPS_PURPOSES = Object.freeze(['sign_up', 'add_sign_in_method', 'invitation'] as const satisfies readonly Purpose[])

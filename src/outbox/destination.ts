@@ -4,8 +4,9 @@ import type { Channel } from './constants.ts'
 /**
  * The form under which one mailbox or phone is known whatever way it was written: an email
  * address lower-cased with any `+tag` dropped from its local part (and, for Gmail, which ignores
- * them, its dots, googlemail.com read as gmail.com); a phone in E.164 as given. Budgets and the
- * suppression list count on it; messages still go to the address as written.
+ * them, its dots, googlemail.com read as gmail.com); a phone in E.164 as given. Budgets count on
+ * it (a stranger must not buy more codes for one inbox by varying the address); the suppression
+ * list does not (`exactDestination`); messages go to the address as written.
  */
 export function canonicalDestination(channel: Channel, destination: string): string {
   if (channel === 'whatsapp') return destination.trim()
@@ -25,12 +26,26 @@ export function canonicalDestination(channel: Channel, destination: string): str
 const GMAIL_DOMAINS = new Set(['gmail.com', 'googlemail.com'])
 
 /**
- * The HMAC that stands for a destination on the suppression list (and on its messages), so the
- * list never holds an address. Keyed with the code-hash key, which the web holds; the worker and
- * the webhook only compare stored values.
+ * The one address a provider's bounce or complaint can prove something about: as the identifier
+ * stores it (an email trimmed and lower-cased, the whole address: identifiers are lower-cased
+ * when parsed, so a recipient that differs from a destination only in case is the address we
+ * sent to; a phone as given), never folded to its mailbox, so a variant that bounces suppresses
+ * only itself.
+ */
+export function exactDestination(channel: Channel, destination: string): string {
+  return channel === 'whatsapp' ? destination.trim() : destination.trim().toLowerCase()
+}
+
+/**
+ * The HMAC that stands for one exact destination on the suppression list (and on its messages),
+ * so the list never holds an address. Keyed with the code-hash key, which the web holds; the
+ * worker only compares stored values, the webhook compares the recipients an event names.
+ * The input is the one the canonical form had (`suppression:<channel>:<address>`), so a message
+ * enqueued by the previous release to an unvaried address carries the same HMAC
+ * (migrations/20261202000300_exact_suppression.ts).
  */
 export function destinationHmac(key: Buffer, channel: Channel, destination: string): Buffer {
   return createHmac('sha256', key)
-    .update(`suppression:${channel}:${canonicalDestination(channel, destination)}`)
+    .update(`suppression:${channel}:${exactDestination(channel, destination)}`)
     .digest()
 }

@@ -58,17 +58,22 @@ export async function devSnsSigner(dir: string): Promise<SnsSigner> {
   }
 }
 
-/** An SES event-publishing record for one sent message, as SES puts it in an SNS Notification. */
+/**
+ * An SES event-publishing record for one sent message, as SES puts it in an SNS Notification;
+ * `recipient` is the address it names (a bounce or complaint suppresses only when that is the
+ * message's destination).
+ */
 export function sesEventMessage(
   kind: 'bounce' | 'transient-bounce' | 'complaint' | 'delivery' | 'reject' | 'delay',
   sesMessageId: string,
   at = new Date(),
+  recipient = 'someone@example.com',
 ): string {
   const mail = {
     timestamp: at.toISOString(),
     messageId: sesMessageId,
     source: 'no-reply@sealpost.test',
-    destination: ['someone@example.com'],
+    destination: [recipient],
   }
   const timestamp = at.toISOString()
   const records = {
@@ -79,7 +84,7 @@ export function sesEventMessage(
         bounceType: 'Permanent',
         bounceSubType: 'General',
         timestamp,
-        bouncedRecipients: [{ emailAddress: 'someone@example.com' }],
+        bouncedRecipients: [{ emailAddress: recipient }],
       },
     },
     'transient-bounce': {
@@ -89,20 +94,20 @@ export function sesEventMessage(
         bounceType: 'Transient',
         bounceSubType: 'MailboxFull',
         timestamp,
-        bouncedRecipients: [{ emailAddress: 'someone@example.com' }],
+        bouncedRecipients: [{ emailAddress: recipient }],
       },
     },
     complaint: {
       eventType: 'Complaint',
       mail,
-      complaint: { complaintFeedbackType: 'abuse', timestamp, complainedRecipients: [{ emailAddress: 'someone@example.com' }] },
+      complaint: { complaintFeedbackType: 'abuse', timestamp, complainedRecipients: [{ emailAddress: recipient }] },
     },
-    delivery: { eventType: 'Delivery', mail, delivery: { timestamp, recipients: ['someone@example.com'], smtpResponse: '250 OK' } },
+    delivery: { eventType: 'Delivery', mail, delivery: { timestamp, recipients: [recipient], smtpResponse: '250 OK' } },
     reject: { eventType: 'Reject', mail, reject: { reason: 'Bad content' } },
     delay: {
       eventType: 'DeliveryDelay',
       mail,
-      deliveryDelay: { delayType: 'MailboxFull', timestamp, delayedRecipients: [{ emailAddress: 'someone@example.com' }] },
+      deliveryDelay: { delayType: 'MailboxFull', timestamp, delayedRecipients: [{ emailAddress: recipient }] },
     },
   }
   return JSON.stringify(records[kind])
