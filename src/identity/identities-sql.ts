@@ -124,6 +124,20 @@ export async function findPasswordHashTx(trx: Knex.Transaction | Knex, identityI
   return row?.password_hash
 }
 
+/**
+ * The identity's password hash, row-locked FOR SHARE until the caller's COMMIT: a concurrent
+ * change of the password (an UPDATE of the row) waits for that COMMIT, or this read waits for the
+ * change's and returns the new hash.
+ */
+export async function lockPasswordHashTx(trx: Knex.Transaction, identityId: string): Promise<string | undefined> {
+  const row = await trx('identity.password_credentials')
+    .select('password_hash')
+    .where({ identity_id: identityId })
+    .forShare()
+    .first<{ password_hash: string } | undefined>()
+  return row?.password_hash
+}
+
 /** Where a step-up code goes: the identity's verified email, else its verified phone. */
 export async function findStepUpIdentifierTx(
   trx: Knex.Transaction,

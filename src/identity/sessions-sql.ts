@@ -29,8 +29,10 @@ export async function revokeSession(db: Knex, id: string, now: Date): Promise<vo
   await db('identity.sessions').where({ id }).whereNull('revoked_at').update({ revoked_at: now })
 }
 
-export async function revokeAllSessionsTx(trx: Knex.Transaction, identityId: string, now: Date): Promise<void> {
-  await trx('identity.sessions').where({ identity_id: identityId }).whereNull('revoked_at').update({ revoked_at: now })
+/** Revokes every live session of the identity, but `exceptId` when given. */
+export async function revokeAllSessionsTx(trx: Knex.Transaction, identityId: string, now: Date, exceptId?: string): Promise<void> {
+  const live = trx('identity.sessions').where({ identity_id: identityId }).whereNull('revoked_at')
+  await (exceptId === undefined ? live : live.whereNot({ id: exceptId })).update({ revoked_at: now })
 }
 
 export async function insertElevationTx(

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import { isCurrentPasswordTx } from './credentials.ts'
 import { InvalidCredentialsError } from './errors.ts'
 import { findPasswordHashTx, findVerifiedIdentifierTx } from './identities-sql.ts'
 import { canonicalDestination, type Identifier } from './identifiers.ts'
@@ -32,6 +33,8 @@ export async function signIn(
       await budget.spendTx(trx, bucket, now)
       return undefined
     }
+    // Verified outside this transaction: a password changed since (a recovery) opens nothing (credentials.ts).
+    if (!(await isCurrentPasswordTx(trx, known.identity_id, storedHash))) return undefined
     return await createSessionTx(trx, known.identity_id, now)
   })
   if (!session) throw new InvalidCredentialsError()
