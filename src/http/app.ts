@@ -7,6 +7,7 @@ import { HttpProblem, problemHandler, sendProblem } from './problem.ts'
 import { requestId } from './request-id.ts'
 import { healthRoutes } from './routes/health.ts'
 import { identityRoutes } from './routes/identity.ts'
+import { accountRoutes } from './routes/account.ts'
 import { organizationRoutes } from './routes/organizations.ts'
 import { platformAdminRoutes } from './routes/platform-admin.ts'
 import { decideMetricsAccess, type MetricsAccess } from '../metrics/access.ts'
@@ -76,6 +77,7 @@ export function createApp(deps: WebDeps): express.Express {
     res.json(openapi)
   })
   app.use(identityRoutes({ db: deps.db, challenges: deps.challenges, clientLimitPerMinute: deps.clientLimitPerMinute }))
+  app.use(accountRoutes({ db: deps.db, challenges: deps.challenges }))
   app.use(organizationRoutes({ db: deps.db, invitations: deps.invitations }))
   app.use(
     platformAdminRoutes({

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex'
-import { lockPasswordHashTx, setPasswordTx } from './identities-sql.ts'
+import { lockPasswordHashTx, setPasswordTx, swapPasswordTx } from './identities-sql.ts'
 import { revokeAllSessionsTx } from './sessions-sql.ts'
 
 /**
@@ -18,14 +18,18 @@ export async function isCurrentPasswordTx(trx: Knex.Transaction, identityId: str
 
 /**
  * Sets a new password and revokes every session of the identity opened with the old one (all but
- * `keepSessionId`, the caller's own, when it proved the old password just now). The password row
- * is written first: its row lock makes a sign-in that verified the old password wait (and then see
- * a new hash, `isCurrentPasswordTx`) or be waited for (and then be revoked here).
+ * `keepSessionId`, the caller's own, when it proved the old password just now). With `replacing`,
+ * only while that hash is still the password (false, nothing written, when a concurrent change came
+ * first). The password row is written first: its row lock makes a sign-in that verified the old
+ * password wait (and then see a new hash, `isCurrentPasswordTx`) or be waited for (and then be
+ * revoked here).
  */
 export async function replacePasswordTx(
   trx: Knex.Transaction,
-  input: { identityId: string; passwordHash: string; now: Date; keepSessionId?: string },
-): Promise<void> {
-  await setPasswordTx(trx, input.identityId, input.passwordHash, input.now)
+  input: { identityId: string; passwordHash: string; now: Date; keepSessionId?: string; replacing?: string },
+): Promise<boolean> {
+  if (input.replacing === undefined) await setPasswordTx(trx, input.identityId, input.passwordHash, input.now)
+  else if (!(await swapPasswordTx(trx, input.identityId, input.replacing, input.passwordHash, input.now))) return false
   await revokeAllSessionsTx(trx, input.identityId, input.now, input.keepSessionId)
+  return true
 }

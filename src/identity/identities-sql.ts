@@ -116,6 +116,23 @@ export async function setPasswordTx(trx: Knex.Transaction, identityId: string, p
   )
 }
 
+/**
+ * Replaces the password only while `expectedHash` is still it (a compare-and-set: a concurrent
+ * change waits on the row and is then seen); false when it was not.
+ */
+export async function swapPasswordTx(
+  trx: Knex.Transaction,
+  identityId: string,
+  expectedHash: string,
+  passwordHash: string,
+  now: Date,
+): Promise<boolean> {
+  const updated = await trx('identity.password_credentials')
+    .where({ identity_id: identityId, password_hash: expectedHash })
+    .update({ password_hash: passwordHash, updated_at: now })
+  return updated === 1
+}
+
 export async function findPasswordHashTx(trx: Knex.Transaction | Knex, identityId: string): Promise<string | undefined> {
   const row = await trx('identity.password_credentials')
     .select('password_hash')
