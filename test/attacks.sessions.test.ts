@@ -31,10 +31,14 @@ describe('attacks on sessions', () => {
     const key = bucketKey(f.keys.codeHashKey, 'sign-in-failures:email', canonicalDestination(parseIdentifier(email)!))
     const trx: Knex.Transaction = await f.db.owner.transaction()
     await trx.raw(`SELECT pg_advisory_xact_lock(('x' || encode(substring(?::bytea FROM 1 FOR 8), 'hex'))::bit(64)::bigint)`, [key])
+    const { rows } = await trx.raw<{ rows: { pid: number }[] }>('SELECT pg_backend_pid() AS pid')
+    // Until a backend waits on this very transaction: the sign-in, past its argon2 check.
     const waiting = () =>
       eventually(async () => {
-        const { rows } = await f.db.owner.raw<{ rows: unknown[] }>(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)
-        return rows.length > 0 ? true : undefined
+        const blocked = await f.db.owner.raw<{ rows: unknown[] }>('SELECT 1 FROM pg_stat_activity WHERE ? = ANY (pg_blocking_pids(pid))', [
+          rows[0]!.pid,
+        ])
+        return blocked.rows.length > 0 ? true : undefined
       }, 'the sign-in to wait on the bucket')
     return { waiting, release: () => trx.rollback() }
   }
