@@ -849,6 +849,8 @@ export interface operations {
             /** @description Signed up and signed in */
             201: {
                 headers: {
+                    /** @description The device cookie (`sealpost_device`, HttpOnly, SameSite=Strict, Secure outside development, 90 days): a client that sends it back on its next requests spends budgets of its own on this account — sign-in failures, codes to its addresses, wrong codes — which strangers cannot exhaust. It grants no access by itself. */
+                    "Set-Cookie": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1097,6 +1099,8 @@ export interface operations {
             /** @description Signed in */
             201: {
                 headers: {
+                    /** @description The device cookie (`sealpost_device`, HttpOnly, SameSite=Strict, Secure outside development, 90 days): a client that sends it back on its next requests spends budgets of its own on this account — sign-in failures, codes to its addresses, wrong codes — which strangers cannot exhaust. It grants no access by itself. */
+                    "Set-Cookie": string;
                     [name: string]: unknown;
                 };
                 content: {

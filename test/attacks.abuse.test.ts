@@ -88,7 +88,7 @@ describe('abuse of the code-sending routes', () => {
 
 /** Found by an adversarial review of the identity flows: each performs the attack as it was found. */
 describe('attacks on the shared budgets', () => {
-  const { f, call, code, later, signedIn, elevate } = useIdentityKit()
+  const { f, call, code, later, signedIn, elevate } = useIdentityKit({ trustProxy: 1 })
 
   it('enumeration through the destination budget: recoveries for a known and an unknown address leave a later probe the same answer', async () => {
     const prober = await signedIn()
@@ -125,20 +125,46 @@ describe('attacks on the shared budgets', () => {
     expect((await complete(await code(owner))).status).to.equal(204)
   })
 
-  it('locking a person out of sign-up: an attacker’s wrong confirmations of a pending sign-up do not lock the person who signs up next', async () => {
+  it('locking a person out of sign-up: an attacker’s wrong confirmations of a pending sign-up do not lock the person who signs up next from their own network', async () => {
     const address = uniqueEmail('person')
     const attacker = 'the attacker chose this'
     const person = 'the person chose this'
+    const fromAttacker = { 'x-forwarded-for': '198.51.100.1' }
+    const fromPerson = { 'x-forwarded-for': '203.0.113.1' }
     for (let round = 0; round < 3; round++) {
-      await call('POST', '/sign-ups', { identifier: address, password: attacker })
+      await call('POST', '/sign-ups', { identifier: address, password: attacker }, fromAttacker)
       for (let guess = 0; guess < 5; guess++)
-        await call('POST', '/sign-ups/confirmation', { identifier: address, code: '000000', password: attacker })
+        await call('POST', '/sign-ups/confirmation', { identifier: address, code: '000000', password: attacker }, fromAttacker)
       later(31)
     }
-    expect((await call('POST', '/sign-ups', { identifier: address, password: person })).status).to.equal(202)
+    expect((await call('POST', '/sign-ups', { identifier: address, password: person }, fromPerson)).status).to.equal(202)
     expect(
-      (await call('POST', '/sign-ups/confirmation', { identifier: address, code: await code(address), password: person })).status,
+      (await call('POST', '/sign-ups/confirmation', { identifier: address, code: await code(address), password: person }, fromPerson))
+        .status,
     ).to.equal(201)
+  })
+
+  it('guessing a sign-up code under ever new candidate passwords: the address’s guesses are bounded across candidates, not per candidate', async () => {
+    const address = uniqueEmail('person')
+    const fromAttacker = { 'x-forwarded-for': '198.51.100.2' }
+    // Each round a new candidate password (a new sign-up request) — once a fresh budget per candidate.
+    for (let round = 0; round < 3; round++) {
+      const candidate = `the attacker's candidate ${round}`
+      await call('POST', '/sign-ups', { identifier: address, password: candidate }, fromAttacker)
+      for (let guess = 0; guess < 5; guess++)
+        await call('POST', '/sign-ups/confirmation', { identifier: address, code: '000000', password: candidate }, fromAttacker)
+      later(31)
+    }
+    // The attacker's own next sign-up, with the right code in hand, is refused: its guesses are spent.
+    const last = 'the attacker chose this last'
+    await call('POST', '/sign-ups', { identifier: address, password: last }, fromAttacker)
+    const refused = await call(
+      'POST',
+      '/sign-ups/confirmation',
+      { identifier: address, code: await code(address), password: last },
+      fromAttacker,
+    )
+    expect(refused.status).to.equal(422)
   })
 
   it('mail bombing a Gmail mailbox through dot variants: they share its five codes an hour', async () => {

@@ -36,6 +36,8 @@ export type WebDeps = {
   webhooks?: Pick<WebhookDeps, 'ses' | 'wasender'>
   /** The locale of messages whose request's Accept-Language names none we ship. */
   defaultLocale?: Locale
+  /** Cookies carry `Secure` (staging and production: the client reaches us over HTTPS). */
+  secureCookies?: boolean
 }
 
 /** The Express app: thin routes over use cases, every error mapped by problemHandler. */
@@ -76,7 +78,14 @@ export function createApp(deps: WebDeps): express.Express {
   route(app, serviceOperations.openapi, (_req, res) => {
     res.json(openapi)
   })
-  app.use(identityRoutes({ db: deps.db, challenges: deps.challenges, clientLimitPerMinute: deps.clientLimitPerMinute }))
+  app.use(
+    identityRoutes({
+      db: deps.db,
+      challenges: deps.challenges,
+      clientLimitPerMinute: deps.clientLimitPerMinute,
+      secureCookies: deps.secureCookies ?? true,
+    }),
+  )
   app.use(accountRoutes({ db: deps.db, challenges: deps.challenges }))
   app.use(organizationRoutes({ db: deps.db, invitations: deps.invitations }))
   app.use(

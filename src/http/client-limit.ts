@@ -22,7 +22,8 @@ export function rememberPeerAddress(socket: Socket): void {
  * processes). Called after the body is validated: a malformed request costs no database work.
  * The address is `req.ip`: the socket's peer (read as the connection was accepted:
  * `rememberPeerAddress`), or behind a router the hop TRUST_PROXY names (with it off, a forged
- * X-Forwarded-For is ignored), counted as `clientOf` says.
+ * X-Forwarded-For is ignored), counted as `clientOf` says. Answers the client as counted: the
+ * budgets sliced per client (src/identity/requester.ts) use the same.
  */
 export function limitPerClient(
   db: Knex,
@@ -30,7 +31,7 @@ export function limitPerClient(
   perMinute: number,
   clock: () => Date,
   logger: Logger,
-): (req: Request) => Promise<void> {
+): (req: Request) => Promise<string> {
   let unparsableLogged = false
   return async (req) => {
     const reported = req.ip ?? req.socket.remoteAddress ?? 'unknown'
@@ -52,6 +53,7 @@ export function limitPerClient(
       clock(),
       'too_many_requests',
     )
+    return address
   }
 }
 

@@ -17,7 +17,8 @@ import {
 } from './challenges-sql.ts'
 import { ChannelUnavailableError, RateLimitedError } from './errors.ts'
 import { canonicalDestination, channelFor, type Identifier } from './identifiers.ts'
-import { budget, hitRateLimitTx, type Limit } from './rate-limits.ts'
+import { budget, hitRateLimitTx, spendTiersTx, tiersJson, tiersWaitTx, type Limit, type OwnerBudget, type Tier } from './rate-limits.ts'
+import { INTERNAL_REQUESTER, ownerBudgetTiers, type Requester } from './requester.ts'
 import { bucketKeys } from './secrets.ts'
 
 /** What the challenge use cases need; the web builds it once from configuration. */
@@ -49,6 +50,28 @@ export const CHALLENGE_LIMITS = Object.freeze({
   wrongCodesPerIdentityPerDay: 15,
 })
 const WRONG_CODES: Limit = { max: CHALLENGE_LIMITS.wrongCodesPerIdentityPerDay, windowSeconds: 86_400 }
+
+/**
+ * Codes to one destination (canonical mailbox) an hour on the anonymous routes (sign-up,
+ * recovery): five from one client network, fifteen from all of them, and five more from a client
+ * that signed in as the destination's owner before, whatever strangers spent.
+ */
+export const DESTINATION_BUDGET: OwnerBudget = Object.freeze({
+  perClient: { max: CHALLENGE_LIMITS.codesPerDestinationPerHour, windowSeconds: 3_600 },
+  ceiling: { max: 3 * CHALLENGE_LIMITS.codesPerDestinationPerHour, windowSeconds: 3_600 },
+  perDevice: { max: CHALLENGE_LIMITS.codesPerDestinationPerHour, windowSeconds: 3_600 },
+})
+
+/**
+ * Wrong codes a day on the anonymous routes (recovery, sign-up confirmation): five from one client
+ * network, fifteen from all of them (the account's bound on guessing), and fifteen of its own for
+ * a client that signed in as the account before.
+ */
+export const WRONG_CODE_BUDGET: OwnerBudget = Object.freeze({
+  perClient: { max: 5, windowSeconds: 86_400 },
+  ceiling: WRONG_CODES,
+  perDevice: WRONG_CODES,
+})
 
 /** When a challenge issued at `now` stops verifying. */
 export function challengeExpiry(deps: Pick<ChallengeDeps, 'challengeTtlSeconds'>, now: Date): Date {
@@ -103,7 +126,7 @@ async function issueTx(
   deps: ChallengeDeps,
   mode: 'visible' | 'hidden',
   target: IssueTarget,
-  options: { candidatePasswordHash?: string; now: Date; countDestination: boolean; claim: ClaimStep },
+  options: { candidatePasswordHash?: string; now: Date; countDestination: boolean; claim: ClaimStep; requester?: Requester },
 ): Promise<IssueOutcome> {
   const { now } = options
   const expiresAt = challengeExpiry(deps, now)
@@ -146,6 +169,21 @@ async function issueTx(
     expires_at: expiresAt.toISOString(),
     count_destination: options.countDestination,
     destination_buckets: destinationBucket(deps, target.identifier).map((key) => key.toString('hex')),
+    // Hidden issues (anonymous routes) spend the requester's tiers instead (migration 20261202000400).
+    ...(mode === 'hidden'
+      ? {
+          destination_budgets: tiersJson(
+            ownerBudgetTiers(
+              deps,
+              `destination:${target.identifier.kind}`,
+              canonicalDestination(target.identifier),
+              DESTINATION_BUDGET,
+              options.requester ?? INTERNAL_REQUESTER,
+              target.subject?.identityId,
+            ),
+          ),
+        }
+      : {}),
     destination_max: CHALLENGE_LIMITS.codesPerDestinationPerHour,
     destination_window_seconds: 3_600,
     resend_interval_seconds: CHALLENGE_LIMITS.resendIntervalSeconds,
@@ -185,7 +223,7 @@ export async function issueHiddenTx(
   deps: ChallengeDeps,
   flow: string,
   target: IssueTarget,
-  options: { candidatePasswordHash?: string; now: Date; claim: ClaimStep },
+  options: { candidatePasswordHash?: string; now: Date; claim: ClaimStep; requester?: Requester },
 ): Promise<void> {
   const { afterEnqueueTx } = deps
   if (!afterEnqueueTx) {
@@ -260,6 +298,22 @@ const wrongCodeBucket = (deps: Pick<ChallengeDeps, 'codeHashKey' | 'codeHashKeys
   bucketKeys(deps, `wrong-codes:${purpose}`, owner)
 
 /**
+ * The wrong-code budget a guess spends: on the anonymous routes (a `requester`) the requester's
+ * tiers of the owner's budget, so a stranger's guesses do not lock the owner's client out; on the
+ * signed-in routes the identity's own single budget (only a session of the identity can guess there).
+ */
+function wrongCodeTiers(
+  deps: Pick<ChallengeDeps, 'codeHashKey' | 'codeHashKeys'>,
+  purpose: ChallengePurpose,
+  owner: string,
+  requester: Requester | undefined,
+  identityId: string | undefined,
+): Tier[] {
+  if (!requester) return [{ bucket: wrongCodeBucket(deps, purpose, owner), limit: WRONG_CODES }]
+  return ownerBudgetTiers(deps, `wrong-codes:${purpose}`, owner, WRONG_CODE_BUDGET, requester, identityId)
+}
+
+/**
  * Checks a code against the subject's open challenge. Refused outright while the identity's
  * wrong-code budget for this purpose (or the `budgetOwner`'s) is spent: no code verifies then, not
  * even the right one. Only guesses at a code that was sent spend it.
@@ -273,11 +327,17 @@ export async function checkCodeTx(
   deps: Pick<ChallengeDeps, 'codeHashKey' | 'codeHashKeys' | 'clock'>,
   subject: ChallengeSubject,
   code: string,
-  options: { accept?: (challenge: ChallengeRow) => boolean; budgetOwner?: string } = {},
+  options: { accept?: (challenge: ChallengeRow) => boolean; budgetOwner?: string; requester?: Requester } = {},
 ): Promise<CodeCheck> {
   const now = deps.clock()
-  const bucket = wrongCodeBucket(deps, subject.purpose, options.budgetOwner ?? `identity:${subject.identityId}`)
-  const budgetRetryAfterSeconds = await budget.checkTx(trx, bucket, WRONG_CODES, now)
+  const tiers = wrongCodeTiers(
+    deps,
+    subject.purpose,
+    options.budgetOwner ?? `identity:${subject.identityId}`,
+    options.requester,
+    subject.identityId,
+  )
+  const budgetRetryAfterSeconds = await tiersWaitTx(trx, tiers, now)
   if (budgetRetryAfterSeconds !== undefined) return { kind: 'refused', budgetRetryAfterSeconds }
   const open = await lockOpenChallengeTx(trx, subject, now)
   if (!open) {
@@ -291,7 +351,7 @@ export async function checkCodeTx(
     !verifyCode(deps.codeHashKeys ?? deps.codeHashKey, open.id, code, open.code_hash) ||
     !(options.accept?.(open) ?? true)
   ) {
-    await budget.spendTx(trx, bucket, now)
+    await spendTiersTx(trx, tiers, now)
     if ((await spendAttemptTx(trx, open.id)) <= 0) await deadLetterChallengeMessagesTx(trx, open.id, 'challenge_consumed', now)
     return { kind: 'refused' }
   }
@@ -309,8 +369,9 @@ export async function refuseUnknownCodeTx(
   deps: Pick<ChallengeDeps, 'codeHashKey' | 'codeHashKeys' | 'clock'>,
   purpose: ChallengePurpose,
   identifier: Identifier,
+  requester?: Requester,
 ): Promise<void> {
   const now = deps.clock()
-  const bucket = wrongCodeBucket(deps, purpose, `identifier:${identifier.kind}:${canonicalDestination(identifier)}`)
-  if ((await budget.checkTx(trx, bucket, WRONG_CODES, now)) === undefined) await budget.spendTx(trx, bucket, now)
+  const tiers = wrongCodeTiers(deps, purpose, `identifier:${identifier.kind}:${canonicalDestination(identifier)}`, requester, undefined)
+  if ((await tiersWaitTx(trx, tiers, now)) === undefined) await spendTiersTx(trx, tiers, now)
 }

@@ -11,6 +11,7 @@ import { InvalidCodeError } from './errors.ts'
 import { replacePasswordTx } from './credentials.ts'
 import { findVerifiedIdentifierTx, findVerifiedIdentifierWithOpenChallengeTx } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
+import { INTERNAL_REQUESTER, type Requester } from './requester.ts'
 import { hashPassword } from './secrets.ts'
 import { notifyOtherIdentifiersTx } from './security-notices.ts'
 
@@ -29,6 +30,7 @@ export async function requestPasswordRecovery(
   db: Knex | Knex.Transaction,
   deps: ChallengeDeps,
   identifier: Identifier,
+  requester: Requester = INTERNAL_REQUESTER,
 ): Promise<{ challengeExpiresAt: Date }> {
   assertChannelAvailable(deps, identifier)
   const now = deps.clock()
@@ -40,7 +42,7 @@ export async function requestPasswordRecovery(
     deps,
     'password recovery',
     { purpose: 'password_recovery', identifier, subject, openChallengeId: known?.open_challenge_id ?? null },
-    { now, claim: known ? 'rehearse' : 'none' },
+    { now, claim: known ? 'rehearse' : 'none', requester },
   )
   return { challengeExpiresAt: challengeExpiry(deps, now) }
 }
@@ -52,13 +54,13 @@ export async function requestPasswordRecovery(
 export async function completePasswordRecovery(
   db: Knex,
   deps: ChallengeDeps,
-  input: { identifier: Identifier; code: string; newPassword: string },
+  input: { identifier: Identifier; code: string; newPassword: string; requester: Requester },
 ): Promise<void> {
   const passwordHash = await hashPassword(input.newPassword)
   const completed = await db.transaction(async (trx) => {
     const known = await findVerifiedIdentifierTx(trx, input.identifier)
     if (!known) {
-      await refuseUnknownCodeTx(trx, deps, 'password_recovery', input.identifier)
+      await refuseUnknownCodeTx(trx, deps, 'password_recovery', input.identifier, input.requester)
       return false
     }
     const checked = await checkCodeTx(
@@ -66,6 +68,7 @@ export async function completePasswordRecovery(
       deps,
       { purpose: 'password_recovery', identityId: known.identity_id, loginIdentifierId: known.login_identifier_id },
       input.code,
+      { requester: input.requester },
     )
     if (checked.kind === 'refused') return false
     const now = deps.clock()

@@ -78,3 +78,42 @@ export const budget = {
   checkTx: exhaustedForTx,
   spendTx: insertHitTx,
 }
+
+/**
+ * One budget seen from the owner's side as well as the attacker's: a client network's slice, a
+ * ceiling every anonymous client shares, and, for a client that signed in as the budget's owner
+ * before (a trusted device), a budget of the device's own. What a stranger spends is then the
+ * stranger's: one network spends at most its slice, many spend at most the ceiling, and the owner's
+ * own client spends neither (docs/security.md "Budgets from the owner's side").
+ */
+export type OwnerBudget = { perClient: Limit; ceiling: Limit; perDevice: Limit }
+
+/** One sliding window of a budget: its bucket (under every key of the ring) and its limit. */
+export type Tier = { bucket: Bucket; limit: Limit }
+
+/**
+ * Checks every tier (locking each, in the order given: every caller names them slice, then
+ * ceiling) without spending: undefined while all have room, else the longest wait.
+ */
+export async function tiersWaitTx(trx: Knex | Knex.Transaction, tiers: readonly Tier[], now: Date): Promise<number | undefined> {
+  let wait: number | undefined
+  for (const tier of tiers) {
+    const seconds = await exhaustedForTx(trx, tier.bucket, tier.limit, now)
+    if (seconds !== undefined) wait = Math.max(wait ?? 0, seconds)
+  }
+  return wait
+}
+
+/** Counts one event in every tier, after `tiersWaitTx` in the same transaction. */
+export async function spendTiersTx(trx: Knex.Transaction, tiers: readonly Tier[], now: Date): Promise<void> {
+  for (const tier of tiers) await insertHitTx(trx, tier.bucket, now)
+}
+
+/** The tiers as `platform.spend_budget_tiers` (migration 20261202000400) reads them, spent there in this order. */
+export function tiersJson(tiers: readonly Tier[]): { buckets: string[]; max: number; window_seconds: number }[] {
+  return tiers.map((tier) => ({
+    buckets: keysOf(tier.bucket).map((key) => key.toString('hex')),
+    max: tier.limit.max,
+    window_seconds: tier.limit.windowSeconds,
+  }))
+}

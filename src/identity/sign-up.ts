@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
 import {
@@ -10,9 +9,11 @@ import {
   type ChallengeDeps,
 } from './challenges.ts'
 import { findOpenChallenge } from './challenges-sql.ts'
+import { trustDeviceTx, type DeviceCookie } from './devices.ts'
 import { InvalidCodeError } from './errors.ts'
 import { activateIdentityTx, findClaimsTx, setPasswordTx, verifyClaimTx, type ClaimRow } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
+import type { Requester } from './requester.ts'
 import { hashPassword, verifyPassword } from './secrets.ts'
 import { createSessionTx } from './sessions.ts'
 
@@ -26,7 +27,7 @@ import { createSessionTx } from './sessions.ts'
 export async function signUp(
   db: Knex,
   deps: ChallengeDeps,
-  input: { identifier: Identifier; password: string },
+  input: { identifier: Identifier; password: string; requester: Requester },
 ): Promise<{ challengeExpiresAt: Date }> {
   assertChannelAvailable(deps, input.identifier)
   const candidatePasswordHash = await hashPassword(input.password)
@@ -43,7 +44,7 @@ export async function signUp(
         deps,
         'sign-up notice',
         { purpose: 'password_recovery', identifier: input.identifier, subject },
-        { now, claim: 'rehearse' },
+        { now, claim: 'rehearse', requester: input.requester },
       )
     } else {
       const pending = pendingSignUp(claims)
@@ -55,7 +56,7 @@ export async function signUp(
         deps,
         'sign-up',
         { purpose: 'sign_up', identifier: input.identifier, subject },
-        { candidatePasswordHash, now, claim: pending ? 'rehearse' : 'insert' },
+        { candidatePasswordHash, now, claim: pending ? 'rehearse' : 'insert', requester: input.requester },
       )
     }
     return { challengeExpiresAt: challengeExpiry(deps, now) }
@@ -75,8 +76,8 @@ const pendingSignUp = (claims: ClaimRow[]) => claims.find((claim) => claim.ident
 export async function confirmSignUp(
   db: Knex,
   deps: Pick<ChallengeDeps, 'codeHashKey' | 'clock'>,
-  input: { identifier: Identifier; code: string; password: string },
-): Promise<{ token: string; expiresAt: Date }> {
+  input: { identifier: Identifier; code: string; password: string; requester: Requester },
+): Promise<{ token: string; expiresAt: Date; device: DeviceCookie }> {
   const pendingNow = pendingSignUp(await findClaimsTx(db, input.identifier))
   const candidate = pendingNow
     ? ((
@@ -91,25 +92,24 @@ export async function confirmSignUp(
   const session = await db.transaction(async (trx) => {
     const pending = pendingSignUp(await findClaimsTx(trx, input.identifier))
     if (!pending) {
-      await refuseUnknownCodeTx(trx, deps, 'sign_up', input.identifier)
+      await refuseUnknownCodeTx(trx, deps, 'sign_up', input.identifier, input.requester)
       return undefined
     }
     const subject = { purpose: 'sign_up' as const, identityId: pending.identity_id, loginIdentifierId: pending.login_identifier_id }
-    // The wrong-code budget of a sign-up belongs to whoever chose the candidate: an attacker's
-    // guesses under their password do not lock out the person who signs up next with theirs.
-    const budgetOwner = `identity:${pending.identity_id}:candidate:${createHash('sha256')
-      .update(candidate ?? '')
-      .digest('base64url')}`
+    // The wrong-code budget of a sign-up is the address's, across every candidate password (a new
+    // sign-up request buys no fresh guesses), sliced per client: an attacker's guesses from their
+    // networks do not lock out the person who signs up from theirs.
     const checked = await checkCodeTx(trx, deps, subject, input.code, {
       accept: (challenge) => passwordMatches && challenge.candidate_password_hash === candidate,
-      budgetOwner,
+      budgetOwner: `identifier:${input.identifier.kind}:${input.identifier.value}`,
+      requester: input.requester,
     })
     if (checked.kind === 'refused' || !checked.challenge.candidate_password_hash) return undefined
     const now = deps.clock()
     await activateIdentityTx(trx, pending.identity_id)
     await verifyClaimTx(trx, pending.login_identifier_id, now)
     await setPasswordTx(trx, pending.identity_id, checked.challenge.candidate_password_hash, now)
-    return await createSessionTx(trx, pending.identity_id, now)
+    return { ...(await createSessionTx(trx, pending.identity_id, now)), device: await trustDeviceTx(trx, pending.identity_id, now) }
   })
   if (!session) throw new InvalidCodeError()
   return session

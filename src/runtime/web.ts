@@ -78,6 +78,7 @@ export async function startWeb(options: {
       trustProxy: config.TRUST_PROXY,
       apiDocs: apiDocsEnabled(config),
       defaultLocale: config.DEFAULT_LOCALE ?? 'en',
+      secureCookies: config.NODE_ENV === 'staging' || config.NODE_ENV === 'production',
       webhooks: {
         ses: config.SES_EVENTS_TOPIC_ARN
           ? {

@@ -9,7 +9,7 @@ import { useWebStack } from './web-stack.ts'
  * flows needs from it: calls, the newest sealed code to an address, signed-in identities and
  * fresh step-ups made through the real routes.
  */
-export function useIdentityKit(options: { metricsToken?: string } = {}) {
+export function useIdentityKit(options: { metricsToken?: string; trustProxy?: number } = {}) {
   let now = new Date()
   const clock = () => now
   const f = useWebStack({ worker: false, clock, ...options })

@@ -15,6 +15,13 @@ export const IdempotencyKeyHeader = z
 export const IdempotentReplayedHeader = z
   .literal('true')
   .meta({ description: 'Present when this answer is the stored result of an earlier request with the same Idempotency-Key.' })
+export const DeviceCookieHeader = z
+  .string()
+  .regex(/^sealpost_device=[A-Za-z0-9_-]+;/)
+  .meta({
+    description:
+      'The device cookie (`sealpost_device`, HttpOnly, SameSite=Strict, Secure outside development, 90 days): a client that sends it back on its next requests spends budgets of its own on this account — sign-in failures, codes to its addresses, wrong codes — which strangers cannot exhaust. It grants no access by itself.',
+  })
 export const ElevationTokenHeader = z
   .string()
   .min(1)

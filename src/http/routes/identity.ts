@@ -1,4 +1,4 @@
-import { Router } from 'express'
+import { Router, type Request } from 'express'
 import type { Knex } from 'knex'
 import type { ChallengeDeps } from '../../identity/challenges.ts'
 import { parseIdentifier, type Identifier } from '../../identity/identifiers.ts'
@@ -8,9 +8,13 @@ import { addSignInMethod, confirmSignInMethod } from '../../identity/sign-in-met
 import { signIn } from '../../identity/sign-in.ts'
 import { confirmSignUp, signUp } from '../../identity/sign-up.ts'
 import { confirmStepUp, startStepUp } from '../../identity/step-up.ts'
+import { resolveRequester } from '../../identity/devices.ts'
 import { requireSession, sessionOf } from '../auth.ts'
+import { deviceTokenOf, setDeviceCookie } from '../device-cookie.ts'
 import { limitPerClient, withMinimumDuration } from '../client-limit.ts'
+import { DeviceCookieHeader } from '../openapi/common.ts'
 import { apiRegistry, route } from '../openapi/registry.ts'
+import { z } from 'zod'
 import { HttpProblem } from '../problem.ts'
 import { localized } from '../locale.ts'
 import {
@@ -41,6 +45,7 @@ const iso = (date: Date) => date.toISOString()
 
 // What a request for a code can be refused with (docs/architecture.md §7, budgets: resends, per-destination budget).
 const CODE_LIMITS = ['rate_limited', 'resend_too_soon', 'too_many_resends'] as const
+const deviceCookie = z.object({ 'Set-Cookie': DeviceCookieHeader })
 const codeSent = { status: 202, description: 'Accepted: a code is on its way (not yet delivered)', body: ChallengeAccepted }
 
 /** The API document's description of each route below, in the same order. */
@@ -69,7 +74,7 @@ const api = {
     description:
       "The password must be the one the latest sign-up request for the identifier gave (whoever asked last chose the candidate), so a code alone never activates an account with somebody else's password. A wrong code, a wrong password, an expired or used code, and a code past the identity's daily wrong-code budget all answer the same 422 invalid_code and spend an attempt.",
     body: SignUpConfirmationRequest,
-    success: { status: 201, description: 'Signed up and signed in', body: SessionCreated },
+    success: { status: 201, description: 'Signed up and signed in', body: SessionCreated, headers: deviceCookie },
     problems: { 409: ['identifier_taken'], 422: ['invalid_identifier', 'invalid_code'] },
   }),
   signIn: identityApi.add({
@@ -80,7 +85,7 @@ const api = {
     clientLimited: true,
     summary: 'Sign in with a verified identifier and the password',
     body: SignInRequest,
-    success: { status: 201, description: 'Signed in', body: SessionCreated },
+    success: { status: 201, description: 'Signed in', body: SessionCreated, headers: deviceCookie },
     problems: { 401: ['invalid_credentials'], 422: ['invalid_identifier'] },
   }),
   signOut: identityApi.add({
@@ -164,20 +169,28 @@ const api = {
   }),
 }
 
-export type IdentityRouteOptions = { db: Knex; challenges: ChallengeDeps; clientLimitPerMinute: number }
+export type IdentityRouteOptions = {
+  db: Knex
+  challenges: ChallengeDeps
+  clientLimitPerMinute: number
+  /** The device cookie's `Secure` attribute: on in staging and production. */
+  secureCookies: boolean
+}
 
 /** The four security flows and sessions (docs/architecture.md §3): thin routes over the use cases. */
-export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: IdentityRouteOptions): Router {
+export function identityRoutes({ db, challenges: deps, clientLimitPerMinute, secureCookies }: IdentityRouteOptions): Router {
   const router = Router()
   const countClient = limitPerClient(db, deps.codeHashKeys ?? deps.codeHashKey, clientLimitPerMinute, deps.clock, deps.logger)
+  // Counts the client, then reads its device cookie (looked up whatever the identifier: docs/security.md).
+  const requesterOf = async (req: Request) => await resolveRequester(db, await countClient(req), deviceTokenOf(req), deps.clock())
   const signedIn = requireSession(db, deps.clock)
 
   route(router, api.signUp, async (req, res) => {
     const body = SignUpRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
-    await countClient(req)
+    const requester = await requesterOf(req)
     const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
-      signUp(db, localized(deps, res), { identifier, password: body.password }),
+      signUp(db, localized(deps, res), { identifier, password: body.password, requester }),
     )
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
@@ -185,19 +198,21 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
   route(router, api.confirmSignUp, async (req, res) => {
     const body = SignUpConfirmationRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
-    await countClient(req)
+    const requester = await requesterOf(req)
     // Whether a sign-up is pending for the address must not show in the timing either (idle or not, the work is alike).
     const session = await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
-      confirmSignUp(db, deps, { identifier, code: body.code, password: body.password }),
+      confirmSignUp(db, deps, { identifier, code: body.code, password: body.password, requester }),
     )
+    setDeviceCookie(res, session.device, secureCookies, deps.clock())
     res.status(201).json({ token: session.token, expiresAt: iso(session.expiresAt) })
   })
 
   route(router, api.signIn, async (req, res) => {
     const body = SignInRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
-    await countClient(req)
-    const session = await signIn(db, deps, { identifier, password: body.password })
+    const requester = await requesterOf(req)
+    const session = await signIn(db, deps, { identifier, password: body.password, requester })
+    setDeviceCookie(res, session.device, secureCookies, deps.clock())
     res.status(201).json({ token: session.token, expiresAt: iso(session.expiresAt) })
   })
 
@@ -223,9 +238,9 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
   route(router, api.requestPasswordRecovery, async (req, res) => {
     const body = IdentifierRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
-    await countClient(req)
+    const requester = await requesterOf(req)
     const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
-      requestPasswordRecovery(db, localized(deps, res), identifier),
+      requestPasswordRecovery(db, localized(deps, res), identifier, requester),
     )
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
@@ -233,9 +248,9 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute }: I
   route(router, api.completePasswordRecovery, async (req, res) => {
     const body = PasswordRecoveryCompletionRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
-    await countClient(req)
+    const requester = await requesterOf(req)
     await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
-      completePasswordRecovery(db, localized(deps, res), { identifier, code: body.code, newPassword: body.newPassword }),
+      completePasswordRecovery(db, localized(deps, res), { identifier, code: body.code, newPassword: body.newPassword, requester }),
     )
     res.status(204).end()
   })

@@ -1,0 +1,136 @@
+import { expect } from 'chai'
+import { createVerifiedIdentity, uniqueEmail } from './support/helpers.ts'
+import { useIdentityKit } from './support/identity-kit.ts'
+
+/**
+ * Attacks that keep the rightful owner out (issue "the rightful owner always gets in"): a stranger
+ * spends what the owner needs next — the destination's codes, the wrong-code budget, the sign-in
+ * budget. Each is performed from the stranger's own client addresses (the router's
+ * X-Forwarded-For, TRUST_PROXY 1) and fails if the owner is locked out.
+ */
+describe('attacks on the owner’s budgets', () => {
+  const { f, call, code, later, wrongFor } = useIdentityKit({ trustProxy: 1 })
+  const from = (address: string, extra: Record<string, string> = {}) => ({ 'x-forwarded-for': address, ...extra })
+  const stranger = (n: number) => from(`198.51.100.${n}`)
+  const owner = from('203.0.113.9')
+  const password = 'the owner chose this passphrase'
+  const newPassword = 'a brand new passphrase of hers'
+
+  /** An owner who signed up and confirmed through the routes, from the owner's client: the device cookie it was given. */
+  async function signedUpOwner(address: string): Promise<string | undefined> {
+    expect((await call('POST', '/sign-ups', { identifier: address, password }, owner)).status).to.equal(202)
+    const confirmed = await call('POST', '/sign-ups/confirmation', { identifier: address, code: await code(address), password }, owner)
+    expect(confirmed.status).to.equal(201)
+    return deviceCookie(confirmed.headers)
+  }
+  const deviceCookie = (headers: Headers) =>
+    headers
+      .getSetCookie()
+      .map((cookie) => cookie.split(';')[0]!)
+      .find((cookie) => cookie.startsWith('sealpost_device='))
+
+  afterEach(function () {
+    if (this.currentTest?.state === 'failed')
+      process.stdout.write(
+        f.logs
+          .text()
+          .split('\n')
+          .filter((l) => /error|warn/.test(l))
+          .slice(-6)
+          .join('\n'),
+      )
+  })
+  const messagesTo = async (address: string) => await f.db.owner('outbox.security_outbox_messages').where({ destination: address })
+
+  it('variants that send nothing still spend the owner’s budget: five recoveries for alice+1…5 leave alice’s own recovery sent', async () => {
+    const alice = uniqueEmail('alice')
+    await createVerifiedIdentity(f.db.owner, alice)
+    const [local, domain] = alice.split('@')
+    for (let i = 1; i <= 5; i++)
+      expect((await call('POST', '/password-recoveries', { identifier: `${local}+${i}@${domain}` }, stranger(1))).status).to.equal(202)
+    expect(await messagesTo(`${local}+1@${domain}`), 'nothing was sent for a variant').to.have.length(0)
+
+    expect((await call('POST', '/password-recoveries', { identifier: alice }, owner)).status).to.equal(202)
+    expect(await messagesTo(alice), 'the owner’s own recovery is sent').to.have.length(1)
+    expect(
+      (await call('POST', '/password-recoveries/completion', { identifier: alice, code: await code(alice), newPassword }, owner)).status,
+    ).to.equal(204)
+  })
+
+  it('a stranger spends the owner’s wrong-code budget: fifteen wrong recovery codes leave the owner’s right one working', async () => {
+    const alice = uniqueEmail('alice')
+    await createVerifiedIdentity(f.db.owner, alice)
+    for (let round = 0; round < 3; round++) {
+      expect((await call('POST', '/password-recoveries', { identifier: alice }, stranger(2))).status).to.equal(202)
+      const right = await code(alice)
+      for (let guess = 0; guess < 5; guess++)
+        expect(
+          (await call('POST', '/password-recoveries/completion', { identifier: alice, code: wrongFor(right), newPassword }, stranger(2)))
+            .status,
+        ).to.equal(422)
+      later(31)
+    }
+    expect((await call('POST', '/password-recoveries', { identifier: alice }, owner)).status).to.equal(202)
+    expect(
+      (await call('POST', '/password-recoveries/completion', { identifier: alice, code: await code(alice), newPassword }, owner)).status,
+      'the owner’s right code',
+    ).to.equal(204)
+  })
+
+  it('ten wrong passwords from anywhere lock out the right one: the owner still signs in', async () => {
+    const alice = uniqueEmail('alice')
+    await signedUpOwner(alice)
+    for (let guess = 0; guess < 10; guess++)
+      expect((await call('POST', '/sessions', { identifier: alice, password: `guess number ${guess}` }, stranger(3))).status).to.equal(401)
+    expect((await call('POST', '/sessions', { identifier: alice, password }, owner)).status, 'the owner’s right password').to.equal(201)
+  })
+
+  it('a stranger spread over many addresses exhausts every anonymous budget, and the owner’s client that signed in before still signs in, recovers and steps up', async () => {
+    const alice = uniqueEmail('alice')
+    const cookie = await signedUpOwner(alice)
+    expect(cookie, 'the confirmation set a device cookie').to.be.a('string')
+    const device = from('203.0.113.77', { cookie: cookie! })
+    const [local, domain] = alice.split('@')
+    // Attacks 4–6 from four addresses, each spending all its slice: recoveries for variants of the
+    // mailbox and for the mailbox itself, five wrong codes against the challenge each opens, and
+    // five wrong passwords — together past every ceiling an anonymous client shares.
+    for (let n = 10; n < 14; n++) {
+      expect((await call('POST', '/password-recoveries', { identifier: alice }, stranger(n))).status).to.equal(202)
+      const right = await code(alice)
+      for (let variant = 0; variant < 3; variant++)
+        await call('POST', '/password-recoveries', { identifier: `${local}+${n}.${variant}@${domain}` }, stranger(n))
+      for (let guess = 0; guess < 5; guess++)
+        await call('POST', '/password-recoveries/completion', { identifier: alice, code: wrongFor(right), newPassword }, stranger(n))
+      for (let guess = 0; guess < 5; guess++)
+        await call('POST', '/sessions', { identifier: alice, password: `guess ${n}.${guess}` }, stranger(n))
+      later(31)
+    }
+    // Every anonymous budget is spent: a client that never signed in is refused even the right password, and gets no code.
+    const fresh = from('192.0.2.200')
+    expect((await call('POST', '/sessions', { identifier: alice, password }, fresh)).status, 'the sign-in ceiling is spent').to.equal(401)
+    const sentBefore = (await messagesTo(alice)).length
+    expect((await call('POST', '/password-recoveries', { identifier: alice }, fresh)).status).to.equal(202)
+    expect(await messagesTo(alice), 'the destination ceiling is spent').to.have.length(sentBefore)
+    later(31)
+
+    const session = await call('POST', '/sessions', { identifier: alice, password }, device)
+    expect(session.status, 'the owner signs in from the client that signed in before').to.equal(201)
+    const before = (await messagesTo(alice)).length
+    expect((await call('POST', '/password-recoveries', { identifier: alice }, device)).status).to.equal(202)
+    expect(await messagesTo(alice), 'the owner’s recovery code is sent').to.have.length(before + 1)
+    const right = await code(alice)
+    expect(
+      (await call('POST', '/password-recoveries/completion', { identifier: alice, code: right, newPassword }, fresh)).status,
+      'the wrong-code ceiling is spent: from a client that never signed in even the right code is refused',
+    ).to.equal(422)
+    expect(
+      (await call('POST', '/password-recoveries/completion', { identifier: alice, code: right, newPassword }, device)).status,
+      'and from the owner’s client it works',
+    ).to.equal(204)
+    const again = await call('POST', '/sessions', { identifier: alice, password: newPassword }, device)
+    expect(again.status, 'signed in with the new password').to.equal(201)
+    const auth = { ...device, authorization: `Bearer ${String(again.body!.token)}` }
+    expect((await call('POST', '/step-ups', {}, auth)).status).to.equal(202)
+    expect((await call('POST', '/step-ups/confirmation', { code: await code(alice) }, auth)).status, 'and steps up').to.equal(201)
+  })
+})
