@@ -23,6 +23,7 @@ import * as deliveryEvents from '../../migrations/20261201000500_delivery_events
 import * as deadLetterFunction from '../../migrations/20261201000700_dead_letter_function.ts'
 import * as issueChallengeFunction from '../../migrations/20261201000800_issue_challenge_function.ts'
 import * as deliveryTriggerChecks from '../../migrations/20261201000900_delivery_trigger_checks.ts'
+import * as sessionLastUsed from '../../migrations/20261202000100_session_last_used.ts'
 import * as exactSuppression from '../../migrations/20261202000300_exact_suppression.ts'
 import * as ownerBudgets from '../../migrations/20261202000400_owner_budgets.ts'
 
@@ -53,6 +54,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261201000700_dead_letter_function': deadLetterFunction,
   '20261201000800_issue_challenge_function': issueChallengeFunction,
   '20261201000900_delivery_trigger_checks': deliveryTriggerChecks,
+  '20261202000100_session_last_used': sessionLastUsed,
   '20261202000300_exact_suppression': exactSuppression,
   '20261202000400_owner_budgets': ownerBudgets,
 }

@@ -7,6 +7,7 @@ import { HttpProblem, problemHandler, sendProblem } from './problem.ts'
 import { requestId } from './request-id.ts'
 import { healthRoutes } from './routes/health.ts'
 import { identityRoutes } from './routes/identity.ts'
+import { accountRoutes } from './routes/account.ts'
 import { organizationRoutes } from './routes/organizations.ts'
 import { platformAdminRoutes } from './routes/platform-admin.ts'
 import { decideMetricsAccess, type MetricsAccess } from '../metrics/access.ts'
@@ -94,6 +95,7 @@ export function createApp(deps: WebDeps): express.Express {
       secureCookies: deps.secureCookies ?? true,
     }),
   )
+  app.use(accountRoutes({ db: deps.db, challenges: deps.challenges }))
   app.use(organizationRoutes({ db: deps.db, invitations: deps.invitations }))
   app.use(
     platformAdminRoutes({

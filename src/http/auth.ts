@@ -3,18 +3,17 @@ import type { Knex } from 'knex'
 import { ForbiddenError, UnauthenticatedError } from '../identity/errors.ts'
 import { isActiveStaff } from '../platform/staff.ts'
 import { hashToken } from '../identity/secrets.ts'
-import { findActiveSession } from '../identity/sessions-sql.ts'
-import type { SessionContext } from '../identity/sessions.ts'
+import { resolveSession, type SessionContext } from '../identity/sessions.ts'
 import type { StaffSession } from '../platform/outbox-admin.ts'
 
 const BEARER = /^Bearer ([A-Za-z0-9_-]{16,128})$/
 
-/** Resolves `Authorization: Bearer <session token>` to the caller, or answers 401. */
+/** Resolves `Authorization: Bearer <session token>` to the caller (a live session, now marked used), or answers 401. */
 export function requireSession(db: Knex, clock: () => Date): RequestHandler {
   return async (req, res, next) => {
     const match = BEARER.exec(req.get('authorization') ?? '')
     const tokenHash = match ? hashToken(match[1]!) : undefined
-    const session = tokenHash ? await findActiveSession(db, tokenHash, clock()) : undefined
+    const session = tokenHash ? await resolveSession(db, tokenHash, clock()) : undefined
     if (!session) throw new UnauthenticatedError()
     res.locals.session = { sessionId: session.id, identityId: session.identity_id } satisfies SessionContext
     res.locals.sessionTokenHash = tokenHash

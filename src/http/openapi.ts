@@ -2,6 +2,7 @@ import { suppressionApi } from './routes/suppressions.ts'
 import { webhookApi } from './routes/webhooks.ts'
 import { buildDocument } from './openapi/document.ts'
 import type { ApiRegistry } from './openapi/registry.ts'
+import { accountApi } from './routes/account.ts'
 import { healthApi } from './routes/health.ts'
 import { identityApi } from './routes/identity.ts'
 import { organizationApi } from './routes/organizations.ts'
@@ -14,6 +15,7 @@ import { serviceApi } from './routes/service.ts'
  */
 export const API_REGISTRIES: readonly ApiRegistry[] = [
   identityApi,
+  accountApi,
   organizationApi,
   platformAdminApi,
   suppressionApi,

@@ -14,6 +14,7 @@ export const IdentifierRequest = z.strictObject({ identifier })
 export const PasswordRecoveryCompletionRequest = z.strictObject({ identifier, code, newPassword: password })
 export const StepUpRequest = z.strictObject({}).optional()
 export const StepUpConfirmationRequest = z.strictObject({ code })
+export const PasswordChangeRequest = z.strictObject({ currentPassword: z.string().min(1).max(200), newPassword: password })
 
 // Response bodies: `id` makes each a named component of the OpenAPI document (and a named type in client/).
 export const ChallengeAccepted = z
@@ -22,6 +23,19 @@ export const ChallengeAccepted = z
 export const SessionCreated = z.object({ token: z.string(), expiresAt: z.iso.datetime() }).meta({ id: 'SessionCreated' })
 export const SignInMethodAdded = z.object({ identifier: z.string(), kind: z.enum(['email', 'phone']) }).meta({ id: 'SignInMethodAdded' })
 export const ElevationCreated = z.object({ elevationToken: z.string(), expiresAt: z.iso.datetime() }).meta({ id: 'ElevationCreated' })
+export const SessionList = z
+  .object({
+    sessions: z.array(
+      z.object({
+        id: z.uuid(),
+        createdAt: z.iso.datetime(),
+        lastUsedAt: z.iso.datetime().describe('Marked at most once a minute'),
+        expiresAt: z.iso.datetime().describe('The absolute expiry; an idle session ends 30 minutes after its last use first'),
+        current: z.boolean().describe('The session of this request'),
+      }),
+    ),
+  })
+  .meta({ id: 'SessionList', description: "The caller's live sessions, newest first (at most 100); never a token" })
 
 // A name shown in invitation emails; src/organization/organization-name.ts refuses links, addresses,
 // separators and invisible characters (422 invalid_organization_name).

@@ -116,10 +116,41 @@ export async function setPasswordTx(trx: Knex.Transaction, identityId: string, p
   )
 }
 
+/**
+ * Replaces the password only while `expectedHash` is still it (a compare-and-set: a concurrent
+ * change waits on the row and is then seen); false when it was not.
+ */
+export async function swapPasswordTx(
+  trx: Knex.Transaction,
+  identityId: string,
+  expectedHash: string,
+  passwordHash: string,
+  now: Date,
+): Promise<boolean> {
+  const updated = await trx('identity.password_credentials')
+    .where({ identity_id: identityId, password_hash: expectedHash })
+    .update({ password_hash: passwordHash, updated_at: now })
+  return updated === 1
+}
+
 export async function findPasswordHashTx(trx: Knex.Transaction | Knex, identityId: string): Promise<string | undefined> {
   const row = await trx('identity.password_credentials')
     .select('password_hash')
     .where({ identity_id: identityId })
+    .first<{ password_hash: string } | undefined>()
+  return row?.password_hash
+}
+
+/**
+ * The identity's password hash, row-locked FOR SHARE until the caller's COMMIT: a concurrent
+ * change of the password (an UPDATE of the row) waits for that COMMIT, or this read waits for the
+ * change's and returns the new hash.
+ */
+export async function lockPasswordHashTx(trx: Knex.Transaction, identityId: string): Promise<string | undefined> {
+  const row = await trx('identity.password_credentials')
+    .select('password_hash')
+    .where({ identity_id: identityId })
+    .forShare()
     .first<{ password_hash: string } | undefined>()
   return row?.password_hash
 }

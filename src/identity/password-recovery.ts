@@ -8,12 +8,12 @@ import {
   type ChallengeDeps,
 } from './challenges.ts'
 import { InvalidCodeError } from './errors.ts'
-import { findVerifiedIdentifierTx, findVerifiedIdentifierWithOpenChallengeTx, setPasswordTx } from './identities-sql.ts'
+import { replacePasswordTx } from './credentials.ts'
+import { findVerifiedIdentifierTx, findVerifiedIdentifierWithOpenChallengeTx } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
 import { INTERNAL_REQUESTER, type Requester } from './requester.ts'
 import { hashPassword } from './secrets.ts'
 import { notifyOtherIdentifiersTx } from './security-notices.ts'
-import { revokeAllSessionsTx } from './sessions-sql.ts'
 
 export type { ChallengeDeps } from './challenges.ts'
 
@@ -72,8 +72,7 @@ export async function completePasswordRecovery(
     )
     if (checked.kind === 'refused') return false
     const now = deps.clock()
-    await setPasswordTx(trx, known.identity_id, passwordHash, now)
-    await revokeAllSessionsTx(trx, known.identity_id, now)
+    await replacePasswordTx(trx, { identityId: known.identity_id, passwordHash, now })
     await notifyOtherIdentifiersTx(trx, deps, {
       identityId: known.identity_id,
       exceptLoginIdentifierId: known.login_identifier_id,

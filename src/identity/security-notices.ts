@@ -11,8 +11,9 @@ export type SecurityEvent = 'sign_in_method_added' | 'sign_in_method_removed' | 
 export const SECURITY_NOTICE_TTL_SECONDS = 24 * 3600
 
 /**
- * Tells every other verified identifier of the identity what changed and when, in the caller's
- * transaction, so the change and its notices commit together. The body names the identifier
+ * Tells every other verified identifier of the identity (all of them without
+ * `exceptLoginIdentifierId`) what changed and when, in the caller's transaction, so the change and
+ * its notices commit together. The body names the identifier
  * involved only masked, holds no secret and no link (nothing a phisher could copy to look like
  * us), and is sealed like any other outbox message. Identifiers on a channel this deployment
  * cannot deliver on are skipped (logged).
@@ -20,7 +21,7 @@ export const SECURITY_NOTICE_TTL_SECONDS = 24 * 3600
 export async function notifyOtherIdentifiersTx(
   trx: Knex.Transaction,
   deps: Pick<ChallengeDeps, 'boss' | 'outboxKey' | 'codeHashKey' | 'channels' | 'logger' | 'locale'>,
-  input: { identityId: string; exceptLoginIdentifierId: string | null; event: SecurityEvent; identifier: Identifier; now: Date },
+  input: { identityId: string; exceptLoginIdentifierId?: string; event: SecurityEvent; identifier: Identifier; now: Date },
 ): Promise<void> {
   const expiresAt = new Date(input.now.getTime() + SECURITY_NOTICE_TTL_SECONDS * 1000)
   const body = JSON.stringify({ event: input.event, at: input.now.toISOString(), identifier: maskIdentifier(input.identifier.value) })

@@ -105,7 +105,6 @@ export async function removeSignInMethod(
       throw new ConflictError('primary_identifier', 'The primary identifier receives step-up codes and cannot be removed.')
     await notifyOtherIdentifiersTx(trx, deps, {
       identityId: session.identityId,
-      exceptLoginIdentifierId: null,
       event: 'sign_in_method_removed',
       identifier: input.identifier,
       now,

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import { isCurrentPasswordTx } from './credentials.ts'
 import { trustDeviceTx, type DeviceCookie } from './devices.ts'
 import { InvalidCredentialsError } from './errors.ts'
 import { findPasswordHashTx, findVerifiedIdentifierTx } from './identities-sql.ts'
@@ -47,6 +48,8 @@ export async function signIn(
       await spendTiersTx(trx, tiers, now)
       return undefined
     }
+    // Verified outside this transaction: a password changed since (a recovery) opens nothing (credentials.ts).
+    if (!(await isCurrentPasswordTx(trx, known.identity_id, storedHash))) return undefined
     return { ...(await createSessionTx(trx, known.identity_id, now)), device: await trustDeviceTx(trx, known.identity_id, now) }
   })
   if (!session) throw new InvalidCredentialsError()
