@@ -5,7 +5,15 @@ import { createKnex } from '../src/db/knex.ts'
 import { parseIdentifier } from '../src/identity/identifiers.ts'
 import { changeStaff } from '../src/platform/staff.ts'
 import { startWorker } from '../src/runtime/worker.ts'
-import { createElevatedSession, createVerifiedIdentity, eventually, inbox, uniqueEmail, workerConfig } from './support/helpers.ts'
+import {
+  createElevatedSession,
+  createVerifiedIdentity,
+  editMessageBypassingTrigger,
+  eventually,
+  inbox,
+  uniqueEmail,
+  workerConfig,
+} from './support/helpers.ts'
 import { useWebStack } from './support/web-stack.ts'
 
 const BASE = '/platform-admin/security-outbox'
@@ -51,10 +59,13 @@ describe('attack: a tampered row turns one staff click into a takeover', functio
       ],
     })
     try {
-      await eventually(async () => {
-        const row = await f.db.owner('outbox.security_outbox_messages').where({ id: messageId }).first()
-        return states.includes(row.state) ? true : undefined
-      }, `the message to be ${states.join(' or ')}`)
+      await eventually(
+        async () => {
+          const row = await f.db.owner('outbox.security_outbox_messages').where({ id: messageId }).first()
+          return states.includes(row.state) ? true : undefined
+        },
+        `the message to be ${states.join(' or ')}`,
+      )
     } finally {
       await worker.stop()
     }
@@ -89,5 +100,87 @@ describe('attack: a tampered row turns one staff click into a takeover', functio
     expect(reissue.status, 'the reissue').to.be.oneOf([404, 409])
     expect(await inbox(f.stack.emulator.url, attacker), 'nothing reached the attacker').to.deep.equal([])
     expect(edit?.code, "the worker's login may not change a message's destination").to.equal('42501')
+  })
+
+  /** A victim's pending recovery code, through the real route. */
+  async function pendingRecovery() {
+    const victim = uniqueEmail('victim')
+    await createVerifiedIdentity(f.db.owner, victim)
+    expect((await f.stack.call('POST', '/password-recoveries', { identifier: victim })).status).to.equal(202)
+    const message = await f.db.owner('outbox.security_outbox_messages').where({ destination: victim }).first()
+    return { victim, messageId: message.id as string, challengeId: message.challenge_id as string }
+  }
+  /** What a refused reissue must leave alone: the challenge's code, the outbox, the audit trail. */
+  async function untouched(challengeId: string) {
+    const challenge = await f.db.owner('identity.challenges').where({ id: challengeId }).first('code_hash', 'last_sent_at')
+    const messages = await f.db.owner('outbox.security_outbox_messages').where({ challenge_id: challengeId }).select('id')
+    const audits = await f.db.owner('platform.audit_records').where({ action: 'security_outbox.dead_letter_reissued' }).count('*')
+    return { challenge, messages, audits }
+  }
+
+  it('refuses (409 reissue_destination_mismatch) a dead letter the owner pointed elsewhere, logs it as a security event without the address, and seals nothing', async () => {
+    const { messageId, challengeId } = await pendingRecovery()
+    const attacker = uniqueEmail('attacker')
+    // As a restored backup or a hand edit with the trigger off could leave it, then dead-lettered for a reason staff may reissue.
+    await editMessageBypassingTrigger(f.db.owner, messageId, { destination: attacker })
+    await f.db.owner.transaction(async (trx) => {
+      await trx('outbox.security_outbox_ciphertexts').where({ message_id: messageId }).delete()
+      await trx('outbox.security_outbox_messages').where({ id: messageId }).update({ state: 'dead_lettered', dead_lettered_at: new Date() })
+      await trx('outbox.security_outbox_dead_letters').insert({
+        message_id: messageId,
+        reason: 'retries_exhausted',
+        last_failure_class: 'UNAVAILABLE',
+      })
+    })
+    const before = await untouched(challengeId)
+
+    const answer = await f.stack.call('POST', `${BASE}/dead-letters/${messageId}/reissues`, undefined, await staffHeaders('mismatch'))
+
+    expect(answer.status).to.equal(409)
+    expect(answer.body).to.include({ code: 'reissue_destination_mismatch' })
+    expect(await untouched(challengeId), 'no new code, message or audit record').to.deep.equal(before)
+    expect(await f.db.owner('outbox.security_outbox_messages').where({ destination: attacker })).to.have.length(1)
+    const line = f.logs
+      .text()
+      .split('\n')
+      .find((entry) => entry.includes('SECURITY: reissue refused'))
+    expect(line, 'the security log line').to.be.a('string')
+    expect(JSON.parse(line!)).to.include({ level: 'error', security: true, messageId, errorCode: 'reissue_destination_mismatch' })
+    expect(f.logs.text()).not.to.include(attacker)
+  })
+
+  it('never reissues a decryption_failed dead letter (409 reissue_refused_decryption_failed), edited row or lost key alike', async () => {
+    // The owner (trigger off) points a pending code elsewhere; the real worker dead-letters it.
+    const edited = await pendingRecovery()
+    await editMessageBypassingTrigger(f.db.owner, edited.messageId, { destination: uniqueEmail('attacker') })
+    await deliverUntil(edited.messageId, ['dead_lettered'])
+    // An untouched row whose envelope no longer opens (its key was dropped, say).
+    const lost = await pendingRecovery()
+    await f.db.owner.transaction(async (trx) => {
+      await trx('outbox.security_outbox_ciphertexts').where({ message_id: lost.messageId }).delete()
+      await trx('outbox.security_outbox_messages')
+        .where({ id: lost.messageId })
+        .update({ state: 'dead_lettered', dead_lettered_at: new Date() })
+      await trx('outbox.security_outbox_dead_letters').insert({ message_id: lost.messageId, reason: 'decryption_failed' })
+    })
+
+    for (const [name, dead] of [
+      ['edited', edited],
+      ['lost key', lost],
+    ] as const) {
+      expect(await f.db.owner('outbox.security_outbox_dead_letters').where({ message_id: dead.messageId }).first(), name).to.include({
+        reason: 'decryption_failed',
+      })
+      const before = await untouched(dead.challengeId)
+      const answer = await f.stack.call(
+        'POST',
+        `${BASE}/dead-letters/${dead.messageId}/reissues`,
+        undefined,
+        await staffHeaders(name.replace(' ', '-')),
+      )
+      expect(answer.status, name).to.equal(409)
+      expect(answer.body, name).to.include({ code: 'reissue_refused_decryption_failed' })
+      expect(await untouched(dead.challengeId), name).to.deep.equal(before)
+    }
   })
 })

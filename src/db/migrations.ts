@@ -23,6 +23,8 @@ import * as deliveryEvents from '../../migrations/20261201000500_delivery_events
 import * as deadLetterFunction from '../../migrations/20261201000700_dead_letter_function.ts'
 import * as issueChallengeFunction from '../../migrations/20261201000800_issue_challenge_function.ts'
 import * as deliveryTriggerChecks from '../../migrations/20261201000900_delivery_trigger_checks.ts'
+import * as messageIdentityImmutable from '../../migrations/20261202000200_message_identity_immutable.ts'
+import * as reissueVerifiedDestination from '../../migrations/20261202000201_reissue_verified_destination.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -51,6 +53,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261201000700_dead_letter_function': deadLetterFunction,
   '20261201000800_issue_challenge_function': issueChallengeFunction,
   '20261201000900_delivery_trigger_checks': deliveryTriggerChecks,
+  '20261202000200_message_identity_immutable': messageIdentityImmutable,
+  '20261202000201_reissue_verified_destination': reissueVerifiedDestination,
 }
 
 /**
