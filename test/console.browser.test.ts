@@ -178,6 +178,37 @@ describe('operator console in headless Chromium', function () {
     expect(problems, 'no CSP refusal or script error on the page').to.deep.equal([])
   })
 
+  it('shows the staff member the refusal of a reissue whose row names another address than its challenge', async () => {
+    const { page, shot, problems } = browser
+    const staff = uniqueEmail('operator')
+    await account(staff)
+    expect(await changeStaff(f.db.owner, 'grant', parseIdentifier(staff)!, 'test', new Date())).to.equal('granted')
+    const attacker = uniqueEmail('attacker')
+    const tampered = await insertFailedDeadLetter(f.db.owner, {
+      destination: attacker,
+      identifier: uniqueEmail('victim'),
+      failures: ['UNAVAILABLE'],
+    })
+    await page.goto(`${f.stack.web.url}/platform-admin/`)
+    await page.evaluate(() => sessionStorage.clear())
+    await page.reload()
+    await signInThroughTheForm(page, staff)
+    await page.waitForSelector(`#dead-letter-rows tr[data-message-id="${tampered.messageId}"]`)
+    await page.click(`#dead-letter-rows tr[data-message-id="${tampered.messageId}"] button`)
+    await page.waitForSelector('#message:not([hidden])')
+    await page.click('#reissue')
+    await page.click('#send-step-up')
+    await page.fill('#step-up-form input[name=code]', await codeFor(staff, 2))
+    await page.click('#step-up-form button[type=submit]')
+    await page.waitForSelector('#notice.error:has-text("reissue_destination_mismatch")')
+    expect(await page.textContent('#notice')).to.include('Security')
+    await shot('12-reissue-refused-tampered-row')
+    expect(await f.db.owner('outbox.security_outbox_messages').where({ destination: attacker }), 'nothing new queued').to.have.length(1)
+    expect(await page.textContent('body')).not.to.include(attacker)
+    await page.click('#sign-out')
+    expect(problems).to.deep.equal([])
+  })
+
   it('shows the suppression panel when the server answers its route, and lifts one after a step-up', async () => {
     const { page, shot, problems } = browser
     const staff = uniqueEmail('operator')

@@ -226,6 +226,7 @@ describe('organization invitations, as a client makes them', () => {
       'Acme\u2028Verify now',
       'Acme \u202Emoc.live',
       'evil\u200B.com',
+      'Acme Billing: call +1 (415) 555-0132',
     ]) {
       const refused = await f.stack.call('POST', '/organizations', { name }, admin.auth)
       expect(refused.status, JSON.stringify(name)).to.equal(422)

@@ -4,7 +4,7 @@ import type { KeyRing } from '../src/crypto/key-ring.ts'
 import { parseIdentifier } from '../src/identity/identifiers.ts'
 import { requestPasswordRecovery } from '../src/identity/password-recovery.ts'
 import { useProcessFixture } from './support/process-fixture.ts'
-import { createVerifiedIdentity, eventually, inbox, ringSetting, uniqueEmail } from './support/helpers.ts'
+import { createVerifiedIdentity, editMessageBypassingTrigger, eventually, inbox, ringSetting, uniqueEmail } from './support/helpers.ts'
 import type { Spawned } from './support/processes.ts'
 
 /**
@@ -198,7 +198,7 @@ describe('key rotation with live messages', () => {
     const victim = await person()
     const attacker = uniqueEmail('attacker')
     const messageId = await recover(url, victim)
-    await f.db.owner('outbox.security_outbox_messages').where({ id: messageId }).update({ destination: attacker })
+    await editMessageBypassingTrigger(f.db.owner, messageId, { destination: attacker })
 
     const delivering = await worker(settings)
     await eventually(

@@ -53,6 +53,14 @@ const REFUSED: [string, string, string][] = [
   ['an ogham space', 'Acme\u1680Research', 'invisible_or_control'],
   ['a variation selector', 'Acme\uFE0F', 'invisible_or_control'],
   ['private use', 'Acme\uE000', 'invisible_or_control'],
+  // Call-back phishing (issue 27): a number to ring under the official sender, however it is spaced.
+  ['a call-back number', 'Acme Billing: call 0800 555 0199', 'phone_number'],
+  ['an international number', 'Support +1 (415) 555-0132', 'phone_number'],
+  ['a dotted number', 'Acme 415.555.0132', 'phone_number'],
+  ['seven digits run together', 'Acme 5550132', 'phone_number'],
+  ['full-width digits (NFKC)', 'Acme ０８００５５５０１９９', 'phone_number'],
+  ['Arabic-Indic digits', 'Acme ٠٨٠٠٥٥٥٠١٩٩', 'phone_number'],
+  ['en dashes between the groups', 'Acme 555–0132–99', 'phone_number'],
   ['only spaces', '   ', 'length'],
   ['too long', 'A'.repeat(101), 'length'],
 ]
@@ -72,6 +80,9 @@ const ACCEPTED: [string, string][] = [
   ['  Acme   Research  ', 'Acme Research'],
   ['Ａｃｍｅ', 'Acme'],
   ['A\u00A0Team', 'A Team'],
+  ['Acme 3000', 'Acme 3000'],
+  ['Class of 2024-25', 'Class of 2024-25'],
+  ['Unit 731 Berlin 10115', 'Unit 731 Berlin 10115'],
 ]
 
 describe('organization names', () => {
@@ -103,6 +114,9 @@ describe('organization names after the web', () => {
     expect(legacy.text.split('\n')[0]).to.equal('You have been invited to join an organization on Sealpost.')
     expect(render('Acme\u202Eevil', 'de').text.split('\n')[0]).to.equal(
       'Sie wurden eingeladen, einer Organisation auf Sealpost beizutreten.',
+    )
+    expect(render('Acme Billing: call 0800 555 0199').text.split('\n')[0], 'a stored call-back number').to.equal(
+      'You have been invited to join an organization on Sealpost.',
     )
     expect(render('Acme Research').text).to.include('join Acme Research on Sealpost')
   })

@@ -45,6 +45,27 @@ describe('security outbox invariants', () => {
     expect((await messages().where({ id }).first()).state).to.equal('published')
   })
 
+  it('never changes where a message goes or what it is for, not even for the owner', async () => {
+    const id = await insertOpenMessage(db.owner)
+    const changes: Record<string, unknown>[] = [
+      { destination: 'attacker@example.com' },
+      { channel: 'whatsapp' },
+      { purpose: 'step_up' },
+      { challenge_id: '01a22d1f-4e0c-7711-8dbc-3725e1d0239f' },
+      { invitation_id: '01a22d1f-4e0c-7711-8dbc-3725e1d0239f' },
+    ]
+    const before = await messages().where({ id }).first()
+    for (const change of changes) {
+      const error = await failure(messages().where({ id }).update(change))
+      expect(error?.code, Object.keys(change)[0]).to.equal('23000')
+    }
+    expect(await messages().where({ id }).first()).to.deep.equal(before)
+    // Writing a column's own value again is no change: delivery's updates name only their columns, but an ORM may not.
+    await messages()
+      .where({ id })
+      .update({ destination: before.destination, available_at: new Date(0) })
+  })
+
   it('numbers attempts 1, 2, 3… and keeps attempt_count in step, checked at commit', async () => {
     const id = await insertOpenMessage(db.owner)
     await messages().where({ id }).update(lease)

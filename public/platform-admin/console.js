@@ -28,13 +28,23 @@ const REFUSALS = {
   superseded_by_resend: 'This message was replaced by a resend.',
   invitation_message: 'Invitations are not reissued; the admin invites again.',
   provider_rejected: 'The provider rejected this destination; fix the cause before reissuing.',
+  reissue_refused_provider_rejected: 'The provider rejected this destination; fix the cause before reissuing.',
+  reissue_refused_decryption_failed:
+    'Security: this message’s envelope did not open (tampering or a lost key). Nothing was sent; report it, do not reissue.',
+  reissue_destination_mismatch:
+    'Security: this message is not addressed to its challenge’s own identifier; the row was altered. Nothing was sent; report it.',
   too_many_requests: 'Too many requests; wait a moment.',
   message_not_found: 'There is no message with that id.',
   rate_limited: 'Too many codes; wait a moment.',
   resend_too_soon: 'A code was sent moments ago; wait before asking again.',
 }
+// The known text, then the problem's own code, so the operator can name the refusal when reporting it.
 const explain = (problem) =>
-  (problem && (REFUSALS[problem.code] ?? `Refused: ${problem.code ?? 'unknown error'}`)) || 'The server did not answer.'
+  (problem &&
+    (REFUSALS[problem.code]
+      ? `${REFUSALS[problem.code]} (${problem.code})`
+      : `Refused: ${problem.title ?? ''} (${problem.code ?? 'unknown error'})`)) ||
+  'The server did not answer.'
 const when = (iso) => (iso ? `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC` : '—')
 
 function notify(text, isError = false) {

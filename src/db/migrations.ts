@@ -24,6 +24,8 @@ import * as deadLetterFunction from '../../migrations/20261201000700_dead_letter
 import * as issueChallengeFunction from '../../migrations/20261201000800_issue_challenge_function.ts'
 import * as deliveryTriggerChecks from '../../migrations/20261201000900_delivery_trigger_checks.ts'
 import * as sessionLastUsed from '../../migrations/20261202000100_session_last_used.ts'
+import * as messageIdentityImmutable from '../../migrations/20261202000200_message_identity_immutable.ts'
+import * as reissueVerifiedDestination from '../../migrations/20261202000201_reissue_verified_destination.ts'
 import * as exactSuppression from '../../migrations/20261202000300_exact_suppression.ts'
 import * as ownerBudgets from '../../migrations/20261202000400_owner_budgets.ts'
 
@@ -55,6 +57,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261201000800_issue_challenge_function': issueChallengeFunction,
   '20261201000900_delivery_trigger_checks': deliveryTriggerChecks,
   '20261202000100_session_last_used': sessionLastUsed,
+  '20261202000200_message_identity_immutable': messageIdentityImmutable,
+  '20261202000201_reissue_verified_destination': reissueVerifiedDestination,
   '20261202000300_exact_suppression': exactSuppression,
   '20261202000400_owner_budgets': ownerBudgets,
 }

@@ -6,11 +6,12 @@ import { DomainError } from '../identity/errors.ts'
  * runs on the NFKC form (full-width `：／．` become `:/.`) and on a skeleton in which the look-alikes
  * NFKC leaves alone (ideographic full stop, ratio sign, division slash, Arabic-Indic zero…) are
  * folded to ASCII and combining marks dropped, so `evil。com`, `https∶∕∕x`, `evil[.]com`,
- * `evil dot com` and `www.x` are all refused. The NFKC form is what is stored and mailed.
+ * `evil dot com` and `www.x` are all refused, and so is a phone number to call back (issue 27). The NFKC
+ * form is what is stored and mailed.
  */
 export const ORGANIZATION_NAME_MAX = 100
 
-export type NameRefusal = 'length' | 'invisible_or_control' | 'email_address' | 'link'
+export type NameRefusal = 'length' | 'invisible_or_control' | 'email_address' | 'link' | 'phone_number'
 
 /** `422 invalid_organization_name`: the name could carry a link, an address or forged lines. */
 export class InvalidOrganizationNameError extends DomainError {
@@ -18,7 +19,7 @@ export class InvalidOrganizationNameError extends DomainError {
   constructor(reason: NameRefusal) {
     super(
       'invalid_organization_name',
-      'An organization name must be plain text: no links, web or e-mail addresses, line breaks or invisible characters.',
+      'An organization name must be plain text: no links, web or e-mail addresses, phone numbers, line breaks or invisible characters.',
     )
     this.reason = reason
   }
@@ -54,6 +55,10 @@ const LINK_PATTERNS: RegExp[] = [
   new RegExp(`[\\p{L}\\p{N}](?:\\s*\\.\\s*|\\s+dot\\s+)(?:${TLDS})(?![\\p{L}\\p{N}])`, 'u'), // evil . com, evil dot com
 ]
 
+// Call-back phishing ("Billing: call 0800 555 0199" under our sender): seven or more digits of any
+// script, once spaces, dots, dashes and parentheses between them are ignored (a leading + is no digit).
+const PHONE_NUMBER = /\p{Nd}(?:[\s.()\p{Pd}]*\p{Nd}){6,}/u
+
 /** The ASCII-folded, lower-case form the link patterns are matched against. */
 function skeleton(name: string): string {
   let folded = name.toLowerCase().normalize('NFKD')
@@ -71,6 +76,8 @@ export function checkOrganizationName(raw: string): { ok: true; name: string } |
   const folded = skeleton(name)
   if (folded.includes('@') || /\p{L}\s*\(\s*at\s*\)\s*\p{L}/u.test(folded)) return { ok: false, reason: 'email_address' }
   if (LINK_PATTERNS.some((pattern) => pattern.test(folded))) return { ok: false, reason: 'link' }
+  // The NFKC form too: the skeleton folds an Arabic-Indic zero to a dot.
+  if (PHONE_NUMBER.test(name) || PHONE_NUMBER.test(folded)) return { ok: false, reason: 'phone_number' }
   return { ok: true, name }
 }
 

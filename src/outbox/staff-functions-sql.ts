@@ -63,7 +63,7 @@ export async function deadLetterPageRows(
   return rows
 }
 
-/** What `outbox.reissue_candidate` found: a refusal, or the locked dead letter's challenge and destination. */
+/** What `outbox.reissue_candidate` found: a refusal, or the locked dead letter's challenge and that challenge's own identifier as the destination. */
 export type ReissueCandidateRow = {
   refusal: string | null
   purpose: Purpose

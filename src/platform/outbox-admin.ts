@@ -164,9 +164,18 @@ export async function reissueDeadLetter(
     const candidate = await asStaff(() => reissueCandidateTx(trx, input.staff.tokenHash, input.messageId, now))
     // Reissue refusals (the rules of `outbox.reissue_candidate`), each its own stable problem code.
     if (candidate.refusal === 'dead_letter_not_found') throw new NotFoundError(candidate.refusal, 'There is no such dead letter.')
+    if (candidate.refusal === 'reissue_destination_mismatch') {
+      // The row names another address than its challenge: tampering, or a row from elsewhere. Never the destination itself here.
+      deps.logger?.error("SECURITY: reissue refused: the dead letter is not addressed to its challenge's identifier", {
+        messageId: input.messageId,
+        staffIdentityId: input.staff.identityId,
+        errorCode: candidate.refusal,
+        security: true,
+      })
+      throw new ConflictError(candidate.refusal, "This dead letter is not addressed to its challenge's own identifier; nothing was sent.")
+    }
     if (candidate.refusal) throw new ConflictError(candidate.refusal, `This dead letter cannot be reissued (${candidate.refusal}).`)
-    // A notice carries no code to mint anew, and its text is gone with its ciphertext.
-    if (candidate.purpose === 'security_notice') throw new ConflictError('security_notice_message', 'A security notice cannot be reissued.')
+    // The candidate's destination is the challenge's login identifier, never the dead letter's row.
     const code = generateCode()
     await trx('identity.challenges')
       .where({ id: candidate.challenge_id })

@@ -11,10 +11,17 @@ import { createVerifiedIdentity } from './helpers.ts'
  */
 export async function insertFailedDeadLetter(
   owner: Knex,
-  input: { destination: string; failures: FailureClass[]; reason?: string; at?: Date },
+  input: {
+    destination: string
+    failures: FailureClass[]
+    reason?: string
+    at?: Date
+    /** The challenge's own identifier, when the row names another destination (a tampered or foreign row). */
+    identifier?: string
+  },
 ): Promise<{ messageId: string; challengeId: string; identityId: string }> {
   const channel = input.destination.startsWith('+') ? 'whatsapp' : 'email'
-  const { identityId, loginIdentifierId } = await createVerifiedIdentity(owner, input.destination)
+  const { identityId, loginIdentifierId } = await createVerifiedIdentity(owner, input.identifier ?? input.destination)
   const challengeId = uuidv7()
   const messageId = uuidv7()
   const at = input.at ?? new Date()

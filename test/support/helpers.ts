@@ -91,6 +91,18 @@ export async function inbox(emulatorUrl: string, to: string): Promise<StoredEmai
   return emails.filter((email) => email.destination.to.includes(to))
 }
 
+/**
+ * Points a message elsewhere as only the owner can, with `messages_identity_immutable` switched off
+ * for this one statement: how a row edited by hand or restored from another database looks.
+ */
+export async function editMessageBypassingTrigger(owner: Knex, messageId: string, change: Record<string, unknown>): Promise<void> {
+  await owner.transaction(async (trx) => {
+    await trx.raw('ALTER TABLE outbox.security_outbox_messages DISABLE TRIGGER messages_identity_immutable')
+    await trx('outbox.security_outbox_messages').where({ id: messageId }).update(change)
+    await trx.raw('ALTER TABLE outbox.security_outbox_messages ENABLE TRIGGER messages_identity_immutable')
+  })
+}
+
 /** Rows for schema-level tests: a challenge and one open message with its ciphertext, as the owner. */
 export async function insertOpenMessage(owner: Knex, overrides: Record<string, unknown> = {}): Promise<string> {
   const { identityId, loginIdentifierId } = await createVerifiedIdentity(owner, uniqueEmail('row'))

@@ -14,6 +14,8 @@ const REISSUE_REFUSALS = [
   'invitation_message',
   'security_notice_message',
   'reissue_refused_provider_rejected',
+  'reissue_refused_decryption_failed',
+  'reissue_destination_mismatch',
   'superseded_by_resend',
   'challenge_expired',
   'challenge_consumed',
