@@ -89,6 +89,13 @@ describe('attacks on the owner’s budgets', () => {
     const alice = uniqueEmail('alice')
     const cookie = await signedUpOwner(alice)
     expect(cookie, 'the confirmation set a device cookie').to.be.a('string')
+    const attributes = (await call('POST', '/sessions', { identifier: alice, password }, owner)).headers
+      .getSetCookie()
+      .find((header) => header.startsWith('sealpost_device='))!
+      .split(';')
+      .map((attribute) => attribute.trim().split('=')[0]!.toLowerCase())
+    expect(attributes, 'no script reads it, no other site sends it').to.include.members(['httponly', 'samesite', 'path', 'max-age'])
+    expect(attributes, 'plain http in tests; Secure in staging and production (device-cookie test)').not.to.include('secure')
     const device = from('203.0.113.77', { cookie: cookie! })
     const [local, domain] = alice.split('@')
     // Attacks 4–6 from four addresses, each spending all its slice: recoveries for variants of the
