@@ -97,4 +97,26 @@ describe('malformed input on the public routes', () => {
     expect(await f.db.owner('identity.challenges'), 'no challenge from a refused addition').to.have.length(0)
     expect(await f.db.owner('identity.login_identifiers').whereNull('verified_at'), 'no claim from a refused addition').to.have.length(0)
   })
+
+  it('POST /sign-in-methods/removals answers every malformed body, and a forged elevation, with a 4xx problem and removes nothing', async () => {
+    const primary = uniqueEmail('keeper')
+    const { identityId } = await createVerifiedIdentity(f.db.owner, primary)
+    const elevated = await createElevatedSession(f.db.owner, identityId)
+    const answers: string[] = []
+    for (const [what, body] of bodies) {
+      const response = await f.stack.call('POST', '/sign-in-methods/removals', body({ identifier: primary }), elevated)
+      if (response.status < 400 || response.status >= 500 || typeof response.body?.code !== 'string')
+        answers.push(`${what}: ${response.status}`)
+    }
+    expect(answers, 'bodies not refused with a 4xx problem').to.deep.equal([])
+    const forged = await f.stack.call(
+      'POST',
+      '/sign-in-methods/removals',
+      { identifier: primary },
+      { ...elevated, 'x-elevation-token': 'forged' },
+    )
+    expect([forged.status, forged.body?.code]).to.deep.equal([403, 'elevation_required'])
+    expect(await f.db.owner('identity.login_identifiers').where({ identity_id: identityId }).whereNotNull('verified_at')).to.have.length(1)
+    expect(await f.db.owner('outbox.security_outbox_messages').where({ destination: primary }), 'no notice').to.have.length(0)
+  })
 })
