@@ -164,7 +164,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Set a new password with the recovery code; revokes every session and sends a security notice to the other verified identifiers */
+        /**
+         * Set a new password with the recovery code; revokes every session and sends a security notice to the other verified identifiers
+         * @description A new password the policy refuses (weak_password, breached_password) is refused before the code is looked at: no attempt is spent and the code stays usable.
+         */
         post: operations["completePasswordRecovery"];
         delete?: never;
         options?: never;
@@ -731,6 +734,7 @@ export interface operations {
                 "application/json": {
                     /** @description An email address or an E.164 phone number (+ and 8–15 digits) */
                     identifier: string;
+                    /** @description At least 12 characters (Unicode code points after NFC, a run of spaces counting once), not found in a known breach when that check is configured */
                     password: string;
                 };
             };
@@ -793,7 +797,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request`, `invalid_identifier`, `channel_unavailable` */
+            /** @description Refused: `invalid_request`, `invalid_identifier`, `channel_unavailable`, `weak_password`, `breached_password` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -803,7 +807,7 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request" | "invalid_identifier" | "channel_unavailable";
+                        code: "invalid_request" | "invalid_identifier" | "channel_unavailable" | "weak_password" | "breached_password";
                     } & {
                         [key: string]: unknown;
                     });
@@ -2109,6 +2113,7 @@ export interface operations {
                     identifier: string;
                     /** @description The 6-digit code */
                     code: string;
+                    /** @description At least 12 characters (Unicode code points after NFC, a run of spaces counting once), not found in a known breach when that check is configured */
                     newPassword: string;
                 };
             };
@@ -2169,7 +2174,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request`, `invalid_identifier`, `invalid_code` */
+            /** @description Refused: `invalid_request`, `invalid_identifier`, `invalid_code`, `weak_password`, `breached_password` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2179,7 +2184,7 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request" | "invalid_identifier" | "invalid_code";
+                        code: "invalid_request" | "invalid_identifier" | "invalid_code" | "weak_password" | "breached_password";
                     } & {
                         [key: string]: unknown;
                     });

@@ -187,6 +187,10 @@ const envSchema = z.object({
     .optional(),
   /** Shown as plain text in every message ("contact support"); unset = the sentence is left out. */
   SUPPORT_URL: z.url({ protocol: /^https?$/ }).optional(),
+  /** Pwned Passwords range API (https://api.pwnedpasswords.com) new passwords are checked against; unset = no check. */
+  BREACHED_PASSWORD_API_URL: z.url({ protocol: /^https?$/ }).optional(),
+  /** Bound on one breached-password lookup; past it the password is accepted unchecked (fail-open). */
+  BREACHED_PASSWORD_TIMEOUT_MS: positiveInt(2_000),
 })
 
 type Env = z.output<typeof envSchema>
@@ -251,7 +255,13 @@ function resolveRing(ring: KeyRing | undefined, single: Buffer | undefined, vari
 }
 
 /** Provider endpoints may speak plain HTTP only to this machine (a local relay); links never. */
-const HTTPS_ONLY_IN_PRODUCTION = { SES_ENDPOINT: 'loopback', WASENDER_API_URL: 'loopback', INVITATION_LINK_BASE_URL: 'never' } as const
+const HTTPS_ONLY_IN_PRODUCTION = {
+  SES_ENDPOINT: 'loopback',
+  WASENDER_API_URL: 'loopback',
+  INVITATION_LINK_BASE_URL: 'never',
+  // A self-hosted copy of the range API may listen on this machine; a remote one only over TLS.
+  BREACHED_PASSWORD_API_URL: 'loopback',
+} as const
 
 function isLoopback(url: URL): boolean {
   return url.hostname === 'localhost' || url.hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(url.hostname)

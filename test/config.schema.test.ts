@@ -145,6 +145,16 @@ describe('configuration', () => {
     ).to.equal('http://localhost:3000')
   })
 
+  it('leaves the breached-password check off unless configured, and asks https:// of it in production but for a mirror on this machine', () => {
+    const off = loadConfig(production, 'web')
+    expect([off.BREACHED_PASSWORD_API_URL, off.BREACHED_PASSWORD_TIMEOUT_MS]).to.deep.equal([undefined, 2_000])
+    const error = refusal({ ...production, BREACHED_PASSWORD_API_URL: 'http://api.pwnedpasswords.com' }, 'web')
+    expect(error.variables).to.deep.equal(['BREACHED_PASSWORD_API_URL'])
+    expect(error.message).to.include('must be an https:// URL')
+    for (const url of ['https://api.pwnedpasswords.com', 'http://127.0.0.1:8089'])
+      expect(loadConfig({ ...production, BREACHED_PASSWORD_API_URL: url }, 'web').BREACHED_PASSWORD_API_URL).to.equal(url)
+  })
+
   it('takes SEALPOST_API_ROLE and SEALPOST_WORKER_ROLE together or not at all, as two different plain role names', () => {
     expect(
       loadConfig(

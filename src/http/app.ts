@@ -2,6 +2,7 @@ import express from 'express'
 import helmet from 'helmet'
 import type { Knex } from 'knex'
 import type { ChallengeDeps } from '../identity/challenges.ts'
+import type { BreachedPasswordCheck } from '../identity/password-policy.ts'
 import type { Logger } from '../logging/logger.ts'
 import { HttpProblem, problemHandler, sendProblem } from './problem.ts'
 import { requestId } from './request-id.ts'
@@ -38,6 +39,18 @@ export type WebDeps = {
   defaultLocale?: Locale
   /** Cookies carry `Secure` (staging and production: the client reaches us over HTTPS). */
   secureCookies?: boolean
+  /** The breached-password lookup new passwords go through (BREACHED_PASSWORD_API_URL); unset = none. */
+  breachedPasswords?: BreachedPasswordCheck
+}
+
+// Every lookup's outcome is counted: `unavailable` (accepted unchecked) is the one to alert on.
+function counted(check: BreachedPasswordCheck | undefined, count: (outcome: string) => void): BreachedPasswordCheck | undefined {
+  if (!check) return undefined
+  return async (password) => {
+    const outcome = await check(password)
+    count(outcome)
+    return outcome
+  }
 }
 
 /** The Express app: thin routes over use cases, every error mapped by problemHandler. */
@@ -87,15 +100,17 @@ export function createApp(deps: WebDeps): express.Express {
   route(app, serviceOperations.openapi, (_req, res) => {
     res.json(openapi)
   })
+  const breachedPasswords = counted(deps.breachedPasswords, metrics.breachedPasswordCheck)
   app.use(
     identityRoutes({
       db: deps.db,
       challenges: deps.challenges,
       clientLimitPerMinute: deps.clientLimitPerMinute,
       secureCookies: deps.secureCookies ?? true,
+      breachedPasswords,
     }),
   )
-  app.use(accountRoutes({ db: deps.db, challenges: deps.challenges }))
+  app.use(accountRoutes({ db: deps.db, challenges: deps.challenges, breachedPasswords }))
   app.use(organizationRoutes({ db: deps.db, invitations: deps.invitations }))
   app.use(
     platformAdminRoutes({

@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, Response } from 'express'
 import { z } from 'zod'
 import {
+  BreachedPasswordError,
   ChannelUnavailableError,
   ConflictError,
   DomainError,
@@ -11,6 +12,7 @@ import {
   InvalidCredentialsError,
   RateLimitedError,
   UnauthenticatedError,
+  WeakPasswordError,
 } from '../identity/errors.ts'
 import { isDatabaseUnavailable } from '../db/unavailable.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
@@ -62,6 +64,8 @@ const DOMAIN_STATUS: [new (...args: never[]) => DomainError, number][] = [
   [NotFoundError, 404],
   [InvalidInvitationError, 422],
   [InvalidOrganizationNameError, 422],
+  [WeakPasswordError, 422],
+  [BreachedPasswordError, 422],
 ]
 
 function fromDomain(error: DomainError): HttpProblem {

@@ -1,20 +1,29 @@
 import { z } from 'zod'
+import { PASSWORD_POLICY } from '../identity/password-policy.ts'
 
 /** Request bodies, strict (unknown fields refused); the OpenAPI document is generated from these. */
 const identifier = z.string().min(1).max(320).describe('An email address or an E.164 phone number (+ and 8–15 digits)')
 const code = z.string().min(1).max(16).describe('The 6-digit code')
-const password = z.string().min(10).max(200)
+// A new password's rule is src/identity/password-policy.ts (422 weak_password / breached_password,
+// not invalid_request); the schema only bounds the size. A password to check is any length up to it.
+const newPassword = z
+  .string()
+  .max(PASSWORD_POLICY.maxLength)
+  .describe(
+    `At least ${PASSWORD_POLICY.minCharacters} characters (Unicode code points after NFC, a run of spaces counting once), not found in a known breach when that check is configured`,
+  )
+const password = z.string().min(1).max(PASSWORD_POLICY.maxLength)
 
-export const SignUpRequest = z.strictObject({ identifier, password })
+export const SignUpRequest = z.strictObject({ identifier, password: newPassword })
 export const ConfirmationRequest = z.strictObject({ identifier, code })
 /** The password must be the one of the latest sign-up request for the identifier (pre-account hijacking). */
-export const SignUpConfirmationRequest = z.strictObject({ identifier, code, password: z.string().min(1).max(200) })
-export const SignInRequest = z.strictObject({ identifier, password: z.string().min(1).max(200) })
+export const SignUpConfirmationRequest = z.strictObject({ identifier, code, password })
+export const SignInRequest = z.strictObject({ identifier, password })
 export const IdentifierRequest = z.strictObject({ identifier })
-export const PasswordRecoveryCompletionRequest = z.strictObject({ identifier, code, newPassword: password })
+export const PasswordRecoveryCompletionRequest = z.strictObject({ identifier, code, newPassword })
 export const StepUpRequest = z.strictObject({}).optional()
 export const StepUpConfirmationRequest = z.strictObject({ code })
-export const PasswordChangeRequest = z.strictObject({ currentPassword: z.string().min(1).max(200), newPassword: password })
+export const PasswordChangeRequest = z.strictObject({ currentPassword: password, newPassword })
 
 // Response bodies: `id` makes each a named component of the OpenAPI document (and a named type in client/).
 export const ChallengeAccepted = z

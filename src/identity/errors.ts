@@ -54,3 +54,17 @@ export class InvalidInvitationError extends DomainError {
     super('invalid_invitation', 'The invitation is not valid any more.')
   }
 }
+
+/** A new password shorter than the policy's minimum (src/identity/password-policy.ts). */
+export class WeakPasswordError extends DomainError {
+  constructor(minCharacters: number) {
+    super('weak_password', `The password must be at least ${minCharacters} characters long.`)
+  }
+}
+
+/** A new password found in a known breach (Have I Been Pwned's Pwned Passwords). */
+export class BreachedPasswordError extends DomainError {
+  constructor() {
+    super('breached_password', 'This password appears in a known data breach; choose another one.')
+  }
+}

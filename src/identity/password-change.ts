@@ -4,6 +4,7 @@ import { replacePasswordTx } from './credentials.ts'
 import { requireElevationTx } from './elevation.ts'
 import { ForbiddenError } from './errors.ts'
 import { findPasswordHashTx, findPrimaryIdentifierTx } from './identities-sql.ts'
+import type { AcceptedPassword } from './password-policy.ts'
 import { hashPassword, verifyPassword } from './secrets.ts'
 import { notifyOtherIdentifiersTx } from './security-notices.ts'
 import type { SessionContext } from './sessions.ts'
@@ -23,7 +24,7 @@ export async function changePassword(
   db: Knex,
   deps: ChallengeDeps,
   session: SessionContext,
-  input: { currentPassword: string; newPassword: string; elevationToken: string | undefined },
+  input: { currentPassword: string; newPassword: AcceptedPassword; elevationToken: string | undefined },
 ): Promise<void> {
   // Argon2 runs before any lock is taken; the swap below commits only if the hash checked is still the password.
   const currentHash = await findPasswordHashTx(db, session.identityId)

@@ -11,6 +11,7 @@ import { InvalidCodeError } from './errors.ts'
 import { replacePasswordTx } from './credentials.ts'
 import { findVerifiedIdentifierTx, findVerifiedIdentifierWithOpenChallengeTx } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
+import type { AcceptedPassword } from './password-policy.ts'
 import { INTERNAL_REQUESTER, type Requester } from './requester.ts'
 import { hashPassword } from './secrets.ts'
 import { notifyOtherIdentifiersTx } from './security-notices.ts'
@@ -54,7 +55,7 @@ export async function requestPasswordRecovery(
 export async function completePasswordRecovery(
   db: Knex,
   deps: ChallengeDeps,
-  input: { identifier: Identifier; code: string; newPassword: string; requester: Requester },
+  input: { identifier: Identifier; code: string; newPassword: AcceptedPassword; requester: Requester },
 ): Promise<void> {
   const passwordHash = await hashPassword(input.newPassword)
   const completed = await db.transaction(async (trx) => {

@@ -13,6 +13,7 @@ import { trustDeviceTx, type DeviceCookie } from './devices.ts'
 import { InvalidCodeError } from './errors.ts'
 import { activateIdentityTx, findClaimsTx, setPasswordTx, verifyClaimTx, type ClaimRow } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
+import type { AcceptedPassword } from './password-policy.ts'
 import type { Requester } from './requester.ts'
 import { hashPassword, verifyPassword } from './secrets.ts'
 import { createSessionTx } from './sessions.ts'
@@ -27,7 +28,7 @@ import { createSessionTx } from './sessions.ts'
 export async function signUp(
   db: Knex,
   deps: ChallengeDeps,
-  input: { identifier: Identifier; password: string; requester: Requester },
+  input: { identifier: Identifier; password: AcceptedPassword; requester: Requester },
 ): Promise<{ challengeExpiresAt: Date }> {
   assertChannelAvailable(deps, input.identifier)
   const candidatePasswordHash = await hashPassword(input.password)

@@ -43,6 +43,12 @@ export function createWebMetrics(db: Knex, clock: () => Date) {
     labelNames: ['provider', 'outcome', 'reason'],
     registers: [registry],
   })
+  const breachedPasswordChecks = new Counter({
+    name: 'sealpost_breached_password_checks_total',
+    help: 'Breached-password lookups of new passwords by this web process, by outcome (unavailable = accepted unchecked)',
+    labelNames: ['outcome'],
+    registers: [registry],
+  })
   const scrapeOk = new Gauge({
     name: 'sealpost_outbox_metrics_scrape_ok',
     help: '1 when the last scrape could read the database',
@@ -62,6 +68,10 @@ export function createWebMetrics(db: Knex, clock: () => Date) {
     /** One webhook outcome (stored, duplicate, unknown_message, ignored, refused with its reason…). */
     webhook: (provider: string, outcome: string, reason?: string) => {
       webhooks.inc({ provider, outcome, reason: reason ?? '' })
+    },
+    /** One breached-password lookup's outcome (clean, breached, unavailable). */
+    breachedPasswordCheck: (outcome: string) => {
+      breachedPasswordChecks.inc({ outcome })
     },
     /** Reads the database, then renders: call once per scrape. */
     async render(): Promise<string> {

@@ -14,6 +14,7 @@ import type { Channel } from '../outbox/constants.ts'
 import type { Logger } from '../logging/logger.ts'
 import type { Keys } from './dev-keys.ts'
 import { fetchedCertificates, fileCertificate } from '../delivery/sns-verifier.ts'
+import { createBreachedPasswordCheck } from '../identity/breached-passwords.ts'
 
 export type RunningWeb = { url: string; server: Server; stop: () => Promise<void> }
 
@@ -30,7 +31,8 @@ export async function startWeb(options: {
     | 'METRICS_TOKEN'
   > &
     Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'API_DOCS'>> &
-    Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>>
+    Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>> &
+    Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS'>>
   apiUrl: string
   keys: Keys
   logger: Logger
@@ -43,6 +45,13 @@ export async function startWeb(options: {
   const { config, logger } = options
   const db = createKnex(options.apiUrl, { applicationName: 'sealpost-web', max: 20, logger })
   const boss = createBoss(options.apiUrl, 'web', logger)
+  const breached = config.BREACHED_PASSWORD_API_URL
+    ? createBreachedPasswordCheck({
+        apiUrl: config.BREACHED_PASSWORD_API_URL,
+        timeoutMs: config.BREACHED_PASSWORD_TIMEOUT_MS ?? 2_000,
+        logger,
+      })
+    : undefined
   let server: Server | undefined
   try {
     await waitForDatabase(db, { variable: 'API_DATABASE_URL', timeoutSeconds: config.DATABASE_WAIT_SECONDS ?? 60, logger })
@@ -79,6 +88,7 @@ export async function startWeb(options: {
       apiDocs: apiDocsEnabled(config),
       defaultLocale: config.DEFAULT_LOCALE ?? 'en',
       secureCookies: config.NODE_ENV === 'staging' || config.NODE_ENV === 'production',
+      breachedPasswords: breached?.check,
       webhooks: {
         ses: config.SES_EVENTS_TOPIC_ARN
           ? {
@@ -98,7 +108,7 @@ export async function startWeb(options: {
       })
     })
   } catch (error) {
-    await Promise.allSettled([boss.stop({ graceful: false }), db.destroy()])
+    await Promise.allSettled([boss.stop({ graceful: false }), db.destroy(), breached?.close()])
     throw error
   }
   const { port } = server.address() as AddressInfo
@@ -115,6 +125,7 @@ export async function startWeb(options: {
       clearTimeout(forced)
       await boss.stop({ graceful: true, timeout: 5_000 })
       await db.destroy()
+      await breached?.close()
       logger.info('web stopped')
     },
   }

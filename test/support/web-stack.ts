@@ -28,6 +28,8 @@ export async function startWebStack(
     /** Delivery-feedback settings of the web (webhooks, DEFAULT_LOCALE) and how it confirms SNS subscriptions. */
     webhooks?: Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>>
     confirmSubscription?: (url: string) => Promise<void>
+    /** The breached-password lookup (off unless given: test/support/fake-pwned-passwords.ts). */
+    passwords?: Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS'>>
   },
 ) {
   const emulator = await startSesEmulator(0)
@@ -62,6 +64,7 @@ export async function startWebStack(
       WASENDER_API_URL: options.whatsapp === false ? undefined : wasender.url,
       TRUST_PROXY: options.trustProxy,
       ...options.webhooks,
+      ...options.passwords,
     },
     confirmSubscription: options.confirmSubscription,
     apiUrl: db.apiUrl,

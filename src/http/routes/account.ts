@@ -2,6 +2,7 @@ import { Router } from 'express'
 import type { Knex } from 'knex'
 import type { ChallengeDeps } from '../../identity/challenges.ts'
 import { changePassword } from '../../identity/password-change.ts'
+import { acceptNewPassword, type BreachedPasswordCheck } from '../../identity/password-policy.ts'
 import { listSessions, signOutEverywhere } from '../../identity/sessions.ts'
 import { requireSession, sessionOf } from '../auth.ts'
 import { localized } from '../locale.ts'
@@ -38,12 +39,20 @@ const api = {
       'At most 5 attempts an hour per identity, right or wrong; a wrong current password answers 403 wrong_password and changes nothing.',
     body: PasswordChangeRequest,
     success: { status: 204, description: 'Password changed' },
-    problems: { 403: ['wrong_password'], 429: ['identity_rate_limited'] },
+    problems: { 403: ['wrong_password'], 422: ['weak_password', 'breached_password'], 429: ['identity_rate_limited'] },
   }),
 }
 
 /** The caller's own account: sessions (ASVS 3.3.4) and the password (ASVS 2.1.5), thin routes over src/identity/. */
-export function accountRoutes({ db, challenges: deps }: { db: Knex; challenges: ChallengeDeps }): Router {
+export function accountRoutes({
+  db,
+  challenges: deps,
+  breachedPasswords,
+}: {
+  db: Knex
+  challenges: ChallengeDeps
+  breachedPasswords?: BreachedPasswordCheck
+}): Router {
   const router = Router()
   const signedIn = requireSession(db, deps.clock)
 
@@ -67,9 +76,10 @@ export function accountRoutes({ db, challenges: deps }: { db: Knex; challenges: 
 
   route(router, api.changePassword, signedIn, async (req, res) => {
     const body = PasswordChangeRequest.parse(req.body)
+    const newPassword = await acceptNewPassword(body.newPassword, breachedPasswords)
     await changePassword(db, localized(deps, res), sessionOf(res), {
       currentPassword: body.currentPassword,
-      newPassword: body.newPassword,
+      newPassword,
       elevationToken: req.get('x-elevation-token'),
     })
     res.status(204).end()

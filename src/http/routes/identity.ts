@@ -3,6 +3,7 @@ import type { Knex } from 'knex'
 import type { ChallengeDeps } from '../../identity/challenges.ts'
 import { parseIdentifier, type Identifier } from '../../identity/identifiers.ts'
 import { completePasswordRecovery, requestPasswordRecovery } from '../../identity/password-recovery.ts'
+import { acceptNewPassword, type BreachedPasswordCheck } from '../../identity/password-policy.ts'
 import { revokeSession } from '../../identity/sessions-sql.ts'
 import { addSignInMethod, confirmSignInMethod, removeSignInMethod } from '../../identity/sign-in-methods.ts'
 import { signIn } from '../../identity/sign-in.ts'
@@ -47,6 +48,8 @@ const iso = (date: Date) => date.toISOString()
 const CODE_LIMITS = ['rate_limited', 'resend_too_soon', 'too_many_resends'] as const
 const deviceCookie = z.object({ 'Set-Cookie': DeviceCookieHeader })
 const codeSent = { status: 202, description: 'Accepted: a code is on its way (not yet delivered)', body: ChallengeAccepted }
+// What a new password can be refused with (src/identity/password-policy.ts): decided by the password alone.
+const PASSWORD_REFUSALS = ['weak_password', 'breached_password'] as const
 
 /** The API document's description of each route below, in the same order. */
 export const identityApi = apiRegistry('Identity', 'Sign-up, sessions, sign-in methods, password recovery and step-up')
@@ -62,7 +65,7 @@ const api = {
       'The same 202, body and timing whether or not the identifier already has an account (an existing owner gets a password-recovery code instead).',
     body: SignUpRequest,
     success: codeSent,
-    problems: { 422: ['invalid_identifier', 'channel_unavailable'], 429: CODE_LIMITS },
+    problems: { 422: ['invalid_identifier', 'channel_unavailable', ...PASSWORD_REFUSALS], 429: CODE_LIMITS },
   }),
   confirmSignUp: identityApi.add({
     operationId: 'confirmSignUp',
@@ -155,9 +158,11 @@ const api = {
     clientLimited: true,
     summary:
       'Set a new password with the recovery code; revokes every session and sends a security notice to the other verified identifiers',
+    description:
+      'A new password the policy refuses (weak_password, breached_password) is refused before the code is looked at: no attempt is spent and the code stays usable.',
     body: PasswordRecoveryCompletionRequest,
     success: { status: 204, description: 'Password changed' },
-    problems: { 422: ['invalid_identifier', 'invalid_code'] },
+    problems: { 422: ['invalid_identifier', 'invalid_code', ...PASSWORD_REFUSALS] },
   }),
   startStepUp: identityApi.add({
     operationId: 'startStepUp',
@@ -188,10 +193,18 @@ export type IdentityRouteOptions = {
   clientLimitPerMinute: number
   /** The device cookie's `Secure` attribute: on in staging and production. */
   secureCookies: boolean
+  /** New passwords are looked up in known breaches (BREACHED_PASSWORD_API_URL); unset = not. */
+  breachedPasswords?: BreachedPasswordCheck
 }
 
 /** The four security flows and sessions (docs/architecture.md §3): thin routes over the use cases. */
-export function identityRoutes({ db, challenges: deps, clientLimitPerMinute, secureCookies }: IdentityRouteOptions): Router {
+export function identityRoutes({
+  db,
+  challenges: deps,
+  clientLimitPerMinute,
+  secureCookies,
+  breachedPasswords,
+}: IdentityRouteOptions): Router {
   const router = Router()
   const countClient = limitPerClient(db, deps.codeHashKeys ?? deps.codeHashKey, clientLimitPerMinute, deps.clock, deps.logger)
   // Counts the client, then reads its device cookie (looked up whatever the identifier: docs/security.md).
@@ -202,8 +215,10 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute, sec
     const body = SignUpRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
     const requester = await requesterOf(req)
+    // Before anything is looked up: the refusal is the same whether or not the address has an account.
+    const password = await acceptNewPassword(body.password, breachedPasswords)
     const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
-      signUp(db, localized(deps, res), { identifier, password: body.password, requester }),
+      signUp(db, localized(deps, res), { identifier, password, requester }),
     )
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
@@ -271,8 +286,9 @@ export function identityRoutes({ db, challenges: deps, clientLimitPerMinute, sec
     const body = PasswordRecoveryCompletionRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
     const requester = await requesterOf(req)
+    const newPassword = await acceptNewPassword(body.newPassword, breachedPasswords)
     await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
-      completePasswordRecovery(db, localized(deps, res), { identifier, code: body.code, newPassword: body.newPassword, requester }),
+      completePasswordRecovery(db, localized(deps, res), { identifier, code: body.code, newPassword, requester }),
     )
     res.status(204).end()
   })
