@@ -52,4 +52,34 @@ describe('attacks on the owner-first budgets (review)', () => {
       'a device trusted under the old password guesses the new one past the ceiling',
     ).to.equal(401)
   })
+  it('one busy client evicts the owner’s other devices: twenty sign-ins on the laptop and the phone is a stranger again when strangers spend the ceiling', async () => {
+    const alice = uniqueEmail('alice')
+    expect((await call('POST', '/sign-ups', { identifier: alice, password }, owner)).status).to.equal(202)
+    expect((await call('POST', '/sign-ups/confirmation', { identifier: alice, code: await code(alice), password }, owner)).status).to.equal(
+      201,
+    )
+    const onPhone = await call('POST', '/sessions', { identifier: alice, password }, from('203.0.113.50'))
+    expect(onPhone.status).to.equal(201)
+    const phone = from('203.0.113.50', { cookie: deviceCookie(onPhone.headers)! })
+    // The laptop signs in again and again (a 30-minute idle timeout makes that a normal week), sending its cookie each time.
+    let laptopCookie = ''
+    for (let signIn = 0; signIn < 20; signIn++) {
+      const signedIn = await call(
+        'POST',
+        '/sessions',
+        { identifier: alice, password },
+        from('203.0.113.51', laptopCookie ? { cookie: laptopCookie } : {}),
+      )
+      expect(signedIn.status).to.equal(201)
+      laptopCookie = deviceCookie(signedIn.headers) ?? laptopCookie
+    }
+    for (const n of [1, 2])
+      for (let guess = 0; guess < 5; guess++)
+        expect(
+          (await call('POST', '/sessions', { identifier: alice, password: `guess ${n}.${guess}` }, from(`198.51.100.${n}`))).status,
+        ).to.equal(401)
+    expect((await call('POST', '/sessions', { identifier: alice, password }, phone)).status, 'the owner’s phone, trusted 90 days').to.equal(
+      201,
+    )
+  })
 })
