@@ -2122,6 +2122,8 @@ export interface operations {
             /** @description Password changed */
             204: {
                 headers: {
+                    /** @description The device cookie (`sealpost_device`, HttpOnly, SameSite=Strict, Secure outside development, 90 days): a client that sends it back on its next requests spends budgets of its own on this account — sign-in failures, codes to its addresses, wrong codes — which strangers cannot exhaust. It grants no access by itself. */
+                    "Set-Cookie": string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2545,14 +2547,17 @@ export interface operations {
             content: {
                 "application/json": {
                     currentPassword: string;
+                    /** @description At least 12 characters (Unicode code points after NFC, a run of spaces counting once), not found in a known breach when that check is configured */
                     newPassword: string;
                 };
             };
         };
         responses: {
-            /** @description Password changed */
+            /** @description Password changed; this client is trusted anew (every device was forgotten) */
             204: {
                 headers: {
+                    /** @description The device cookie (`sealpost_device`, HttpOnly, SameSite=Strict, Secure outside development, 90 days): a client that sends it back on its next requests spends budgets of its own on this account — sign-in failures, codes to its addresses, wrong codes — which strangers cannot exhaust. It grants no access by itself. */
+                    "Set-Cookie": string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2639,7 +2644,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request` */
+            /** @description Refused: `invalid_request`, `weak_password`, `breached_password` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2649,7 +2654,7 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request";
+                        code: "invalid_request" | "weak_password" | "breached_password";
                     } & {
                         [key: string]: unknown;
                     });

@@ -110,7 +110,7 @@ export function createApp(deps: WebDeps): express.Express {
       breachedPasswords,
     }),
   )
-  app.use(accountRoutes({ db: deps.db, challenges: deps.challenges, breachedPasswords }))
+  app.use(accountRoutes({ db: deps.db, challenges: deps.challenges, breachedPasswords, secureCookies: deps.secureCookies ?? true }))
   app.use(organizationRoutes({ db: deps.db, invitations: deps.invitations }))
   app.use(
     platformAdminRoutes({

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
 import { lockPasswordHashTx, setPasswordTx, swapPasswordTx } from './identities-sql.ts'
+import { deleteDevicesOfIdentityTx } from './devices-sql.ts'
 import { revokeAllSessionsTx } from './sessions-sql.ts'
 
 /**
@@ -17,8 +18,9 @@ export async function isCurrentPasswordTx(trx: Knex.Transaction, identityId: str
 }
 
 /**
- * Sets a new password and revokes every session of the identity opened with the old one (all but
- * `keepSessionId`, the caller's own, when it proved the old password just now). With `replacing`,
+ * Sets a new password, revokes every session of the identity opened with the old one (all but
+ * `keepSessionId`, the caller's own, when it proved the old password just now) and forgets its
+ * trusted devices. With `replacing`,
  * only while that hash is still the password (false, nothing written, when a concurrent change came
  * first). The password row is written first: its row lock makes a sign-in that verified the old
  * password wait (and then see a new hash, `isCurrentPasswordTx`) or be waited for (and then be
@@ -31,5 +33,7 @@ export async function replacePasswordTx(
   if (input.replacing === undefined) await setPasswordTx(trx, input.identityId, input.passwordHash, input.now)
   else if (!(await swapPasswordTx(trx, input.identityId, input.replacing, input.passwordHash, input.now))) return false
   await revokeAllSessionsTx(trx, input.identityId, input.now, input.keepSessionId)
+  // A device was trusted by proving the old password: whoever did (a thief too) must prove the new one.
+  await deleteDevicesOfIdentityTx(trx, input.identityId)
   return true
 }

@@ -36,3 +36,13 @@ export async function insertTrustedDeviceTx(
     [device.identityId, device.identityId, device.now, DEVICES_PER_IDENTITY],
   )
 }
+
+/** Forgets one device of the identity (the one a client presented as it signed in again). */
+export async function deleteTrustedDeviceTx(trx: Knex.Transaction, id: string, identityId: string): Promise<void> {
+  await trx(DEVICES).where({ id, identity_id: identityId }).delete()
+}
+
+/** Forgets every device of the identity: its credential changed, or it signed out everywhere. */
+export async function deleteDevicesOfIdentityTx(trx: Knex.Transaction, identityId: string): Promise<void> {
+  await trx(DEVICES).where({ identity_id: identityId }).delete()
+}

@@ -4,6 +4,7 @@ import { replacePasswordTx } from './credentials.ts'
 import { requireElevationTx } from './elevation.ts'
 import { ForbiddenError } from './errors.ts'
 import { findPasswordHashTx, findPrimaryIdentifierTx } from './identities-sql.ts'
+import { trustDeviceTx, type DeviceCookie } from './devices.ts'
 import type { AcceptedPassword } from './password-policy.ts'
 import { hashPassword, verifyPassword } from './secrets.ts'
 import { notifyOtherIdentifiersTx } from './security-notices.ts'
@@ -25,7 +26,7 @@ export async function changePassword(
   deps: ChallengeDeps,
   session: SessionContext,
   input: { currentPassword: string; newPassword: AcceptedPassword; elevationToken: string | undefined },
-): Promise<void> {
+): Promise<DeviceCookie> {
   // Argon2 runs before any lock is taken; the swap below commits only if the hash checked is still the password.
   const currentHash = await findPasswordHashTx(db, session.identityId)
   const [matches, passwordHash] = await Promise.all([verifyPassword(currentHash, input.currentPassword), hashPassword(input.newPassword)])
@@ -33,7 +34,7 @@ export async function changePassword(
     const now = deps.clock()
     await requireElevationTx(trx, session, input.elevationToken, now)
     await limitIdentityTx(trx, deps, 'password_change', session.identityId, PASSWORD_CHANGES_PER_HOUR, now)
-    if (!matches || currentHash === undefined) return false
+    if (!matches || currentHash === undefined) return undefined
     const replaced = await replacePasswordTx(trx, {
       identityId: session.identityId,
       passwordHash,
@@ -41,11 +42,13 @@ export async function changePassword(
       keepSessionId: session.sessionId,
       replacing: currentHash,
     })
-    if (!replaced) return false
+    if (!replaced) return undefined
     const primary = await findPrimaryIdentifierTx(trx, session.identityId)
     if (primary)
       await notifyOtherIdentifiersTx(trx, deps, { identityId: session.identityId, event: 'password_changed', identifier: primary, now })
-    return true
+    // Every device was forgotten with the old password; this client just proved the new one's owner.
+    return await trustDeviceTx(trx, session.identityId, {}, now)
   })
   if (!changed) throw new ForbiddenError('wrong_password', 'The current password is wrong.')
+  return changed
 }

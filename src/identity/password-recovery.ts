@@ -12,6 +12,7 @@ import { replacePasswordTx } from './credentials.ts'
 import { findVerifiedIdentifierTx, findVerifiedIdentifierWithOpenChallengeTx } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
 import type { AcceptedPassword } from './password-policy.ts'
+import { trustDeviceTx, type DeviceCookie } from './devices.ts'
 import { INTERNAL_REQUESTER, type Requester } from './requester.ts'
 import { hashPassword } from './secrets.ts'
 import { notifyOtherIdentifiersTx } from './security-notices.ts'
@@ -56,13 +57,13 @@ export async function completePasswordRecovery(
   db: Knex,
   deps: ChallengeDeps,
   input: { identifier: Identifier; code: string; newPassword: AcceptedPassword; requester: Requester },
-): Promise<void> {
+): Promise<DeviceCookie> {
   const passwordHash = await hashPassword(input.newPassword)
   const completed = await db.transaction(async (trx) => {
     const known = await findVerifiedIdentifierTx(trx, input.identifier)
     if (!known) {
       await refuseUnknownCodeTx(trx, deps, 'password_recovery', input.identifier, input.requester)
-      return false
+      return undefined
     }
     const checked = await checkCodeTx(
       trx,
@@ -71,7 +72,7 @@ export async function completePasswordRecovery(
       input.code,
       { requester: input.requester },
     )
-    if (checked.kind === 'refused') return false
+    if (checked.kind === 'refused') return undefined
     const now = deps.clock()
     await replacePasswordTx(trx, { identityId: known.identity_id, passwordHash, now })
     await notifyOtherIdentifiersTx(trx, deps, {
@@ -81,7 +82,9 @@ export async function completePasswordRecovery(
       identifier: input.identifier,
       now,
     })
-    return true
+    // Every device was forgotten with the old password; the client that proved the mailbox is the owner's.
+    return await trustDeviceTx(trx, known.identity_id, input.requester, now)
   })
   if (!completed) throw new InvalidCodeError()
+  return completed
 }

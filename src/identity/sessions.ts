@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
+import { deleteDevicesOfIdentityTx } from './devices-sql.ts'
 import {
   findLiveSessions,
   insertSessionTx,
@@ -52,7 +53,10 @@ export async function listSessions(db: Knex, session: SessionContext, now: Date)
   }))
 }
 
-/** DELETE /sessions, "sign out everywhere": every session of the identity stops working, this one too. */
+/** DELETE /sessions, "sign out everywhere": every session of the identity stops working, this one too, and its trusted devices are forgotten. */
 export async function signOutEverywhere(db: Knex, session: SessionContext, now: Date): Promise<void> {
-  await db.transaction((trx) => revokeAllSessionsTx(trx, session.identityId, now))
+  await db.transaction(async (trx) => {
+    await revokeAllSessionsTx(trx, session.identityId, now)
+    await deleteDevicesOfIdentityTx(trx, session.identityId)
+  })
 }

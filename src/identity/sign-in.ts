@@ -50,7 +50,10 @@ export async function signIn(
     }
     // Verified outside this transaction: a password changed since (a recovery) opens nothing (credentials.ts).
     if (!(await isCurrentPasswordTx(trx, known.identity_id, storedHash))) return undefined
-    return { ...(await createSessionTx(trx, known.identity_id, now)), device: await trustDeviceTx(trx, known.identity_id, now) }
+    return {
+      ...(await createSessionTx(trx, known.identity_id, now)),
+      device: await trustDeviceTx(trx, known.identity_id, input.requester, now),
+    }
   })
   if (!session) throw new InvalidCredentialsError()
   return session

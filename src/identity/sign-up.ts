@@ -110,7 +110,10 @@ export async function confirmSignUp(
     await activateIdentityTx(trx, pending.identity_id)
     await verifyClaimTx(trx, pending.login_identifier_id, now)
     await setPasswordTx(trx, pending.identity_id, checked.challenge.candidate_password_hash, now)
-    return { ...(await createSessionTx(trx, pending.identity_id, now)), device: await trustDeviceTx(trx, pending.identity_id, now) }
+    return {
+      ...(await createSessionTx(trx, pending.identity_id, now)),
+      device: await trustDeviceTx(trx, pending.identity_id, input.requester, now),
+    }
   })
   if (!session) throw new InvalidCodeError()
   return session

@@ -22,6 +22,8 @@ export const DeviceCookieHeader = z
     description:
       'The device cookie (`sealpost_device`, HttpOnly, SameSite=Strict, Secure outside development, 90 days): a client that sends it back on its next requests spends budgets of its own on this account — sign-in failures, codes to its addresses, wrong codes — which strangers cannot exhaust. It grants no access by itself.',
   })
+/** A success answer that trusts the client: it carries the device cookie. */
+export const DeviceCookieHeaders = z.object({ 'Set-Cookie': DeviceCookieHeader })
 export const ElevationTokenHeader = z
   .string()
   .min(1)

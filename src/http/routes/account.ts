@@ -5,6 +5,8 @@ import { changePassword } from '../../identity/password-change.ts'
 import { acceptNewPassword, type BreachedPasswordCheck } from '../../identity/password-policy.ts'
 import { listSessions, signOutEverywhere } from '../../identity/sessions.ts'
 import { requireSession, sessionOf } from '../auth.ts'
+import { setDeviceCookie } from '../device-cookie.ts'
+import { DeviceCookieHeaders } from '../openapi/common.ts'
 import { localized } from '../locale.ts'
 import { apiRegistry, route } from '../openapi/registry.ts'
 import { PasswordChangeRequest, SessionList } from '../schemas.ts'
@@ -38,7 +40,11 @@ const api = {
     description:
       'At most 5 attempts an hour per identity, right or wrong; a wrong current password answers 403 wrong_password and changes nothing.',
     body: PasswordChangeRequest,
-    success: { status: 204, description: 'Password changed' },
+    success: {
+      status: 204,
+      description: 'Password changed; this client is trusted anew (every device was forgotten)',
+      headers: DeviceCookieHeaders,
+    },
     problems: { 403: ['wrong_password'], 422: ['weak_password', 'breached_password'], 429: ['identity_rate_limited'] },
   }),
 }
@@ -48,10 +54,13 @@ export function accountRoutes({
   db,
   challenges: deps,
   breachedPasswords,
+  secureCookies,
 }: {
   db: Knex
   challenges: ChallengeDeps
   breachedPasswords?: BreachedPasswordCheck
+  /** The device cookie's `Secure` attribute: on in staging and production. */
+  secureCookies: boolean
 }): Router {
   const router = Router()
   const signedIn = requireSession(db, deps.clock)
@@ -77,11 +86,12 @@ export function accountRoutes({
   route(router, api.changePassword, signedIn, async (req, res) => {
     const body = PasswordChangeRequest.parse(req.body)
     const newPassword = await acceptNewPassword(body.newPassword, breachedPasswords)
-    await changePassword(db, localized(deps, res), sessionOf(res), {
+    const device = await changePassword(db, localized(deps, res), sessionOf(res), {
       currentPassword: body.currentPassword,
       newPassword,
       elevationToken: req.get('x-elevation-token'),
     })
+    setDeviceCookie(res, device, secureCookies, deps.clock())
     res.status(204).end()
   })
 

@@ -13,9 +13,8 @@ import { resolveRequester } from '../../identity/devices.ts'
 import { requireSession, sessionOf } from '../auth.ts'
 import { deviceTokenOf, setDeviceCookie } from '../device-cookie.ts'
 import { limitPerClient, withMinimumDuration } from '../client-limit.ts'
-import { DeviceCookieHeader } from '../openapi/common.ts'
+import { DeviceCookieHeaders } from '../openapi/common.ts'
 import { apiRegistry, route } from '../openapi/registry.ts'
-import { z } from 'zod'
 import { HttpProblem } from '../problem.ts'
 import { localized } from '../locale.ts'
 import {
@@ -46,7 +45,6 @@ const iso = (date: Date) => date.toISOString()
 
 // What a request for a code can be refused with (docs/architecture.md §7, budgets: resends, per-destination budget).
 const CODE_LIMITS = ['rate_limited', 'resend_too_soon', 'too_many_resends'] as const
-const deviceCookie = z.object({ 'Set-Cookie': DeviceCookieHeader })
 const codeSent = { status: 202, description: 'Accepted: a code is on its way (not yet delivered)', body: ChallengeAccepted }
 // What a new password can be refused with (src/identity/password-policy.ts): decided by the password alone.
 const PASSWORD_REFUSALS = ['weak_password', 'breached_password'] as const
@@ -77,7 +75,7 @@ const api = {
     description:
       "The password must be the one the latest sign-up request for the identifier gave (whoever asked last chose the candidate), so a code alone never activates an account with somebody else's password. A wrong code, a wrong password, an expired or used code, and a code past the identity's daily wrong-code budget all answer the same 422 invalid_code and spend an attempt.",
     body: SignUpConfirmationRequest,
-    success: { status: 201, description: 'Signed up and signed in', body: SessionCreated, headers: deviceCookie },
+    success: { status: 201, description: 'Signed up and signed in', body: SessionCreated, headers: DeviceCookieHeaders },
     problems: { 409: ['identifier_taken'], 422: ['invalid_identifier', 'invalid_code'] },
   }),
   signIn: identityApi.add({
@@ -88,7 +86,7 @@ const api = {
     clientLimited: true,
     summary: 'Sign in with a verified identifier and the password',
     body: SignInRequest,
-    success: { status: 201, description: 'Signed in', body: SessionCreated, headers: deviceCookie },
+    success: { status: 201, description: 'Signed in', body: SessionCreated, headers: DeviceCookieHeaders },
     problems: { 401: ['invalid_credentials'], 422: ['invalid_identifier'] },
   }),
   signOut: identityApi.add({
@@ -161,7 +159,7 @@ const api = {
     description:
       'A new password the policy refuses (weak_password, breached_password) is refused before the code is looked at: no attempt is spent and the code stays usable.',
     body: PasswordRecoveryCompletionRequest,
-    success: { status: 204, description: 'Password changed' },
+    success: { status: 204, description: 'Password changed', headers: DeviceCookieHeaders },
     problems: { 422: ['invalid_identifier', 'invalid_code', ...PASSWORD_REFUSALS] },
   }),
   startStepUp: identityApi.add({
@@ -287,9 +285,10 @@ export function identityRoutes({
     const identifier = identifierFrom(body.identifier)
     const requester = await requesterOf(req)
     const newPassword = await acceptNewPassword(body.newPassword, breachedPasswords)
-    await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
+    const device = await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
       completePasswordRecovery(db, localized(deps, res), { identifier, code: body.code, newPassword, requester }),
     )
+    setDeviceCookie(res, device, secureCookies, deps.clock())
     res.status(204).end()
   })
 

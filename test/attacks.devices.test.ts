@@ -6,7 +6,7 @@ import { useIdentityKit } from './support/identity-kit.ts'
  * Adversarial review of issue 27: attacks on what was built for it, each performed through the
  * real routes from the attacker's own client addresses (X-Forwarded-For, TRUST_PROXY 1).
  */
-describe('attacks on the owner-first budgets (review)', () => {
+describe('attacks on the trusted devices', () => {
   const { call, code } = useIdentityKit({ trustProxy: 1 })
   const from = (address: string, extra: Record<string, string> = {}) => ({ 'x-forwarded-for': address, ...extra })
   const owner = from('203.0.113.9')
