@@ -24,6 +24,7 @@ import * as deadLetterFunction from '../../migrations/20261201000700_dead_letter
 import * as issueChallengeFunction from '../../migrations/20261201000800_issue_challenge_function.ts'
 import * as deliveryTriggerChecks from '../../migrations/20261201000900_delivery_trigger_checks.ts'
 import * as ownerBudgets from '../../migrations/20261202000400_owner_budgets.ts'
+import * as sendWindows from '../../migrations/20261202000500_send_windows.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -53,6 +54,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261201000800_issue_challenge_function': issueChallengeFunction,
   '20261201000900_delivery_trigger_checks': deliveryTriggerChecks,
   '20261202000400_owner_budgets': ownerBudgets,
+  '20261202000500_send_windows': sendWindows,
 }
 
 /**
