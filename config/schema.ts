@@ -139,7 +139,7 @@ const envSchema = z.object({
   SEND_TIMEOUT_MS: positiveInt(10_000),
   LEASE_SECONDS: positiveInt(60),
   WORKER_CONCURRENCY: positiveInt(16),
-  /** Fleet-wide sends per channel per clock hour, `email:20000,whatsapp:2000`; unset = no cap (docs/security.md "Send caps"). */
+  /** Fleet-wide sends per channel per clock hour, `email:20000,whatsapp:2000`; unset = no cap (README "Send caps"). */
   SEND_CAP_PER_HOUR: countList(parseChannelCaps),
   /** Fleet-wide phone sends per country calling code per clock hour, `44:500,*:200`; unset = no cap. */
   PHONE_CAP_PER_COUNTRY_PER_HOUR: countList(parseCountryCaps),

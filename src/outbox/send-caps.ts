@@ -1,7 +1,7 @@
 import { CHANNELS, type Channel } from './constants.ts'
 
 /**
- * The fleet-wide ceiling on what we send (issue 27, "a global guard on sending"; docs/security.md
+ * The fleet-wide ceiling on what we send (issue 27, "a global guard on sending"; README
  * "Send caps"): per channel and per phone country calling code, per clock hour. Every per-client
  * and per-destination budget is passed by a pump spread over thousands of networks and addresses;
  * only a ceiling on the sends themselves bounds the bill and keeps the sender account in good
@@ -27,7 +27,9 @@ export const PHONE_CHANNELS: ReadonlySet<Channel> = new Set<Channel>(['whatsapp'
  */
 const ONE_DIGIT = new Set(['1', '7'])
 const TWO_DIGIT = new Set(
-  '20 27 30 31 32 33 34 36 39 40 41 43 44 45 46 47 48 49 51 52 53 54 55 56 57 58 60 61 62 63 64 65 66 81 82 84 86 90 91 92 93 94 95 98'.split(' '),
+  '20 27 30 31 32 33 34 36 39 40 41 43 44 45 46 47 48 49 51 52 53 54 55 56 57 58 60 61 62 63 64 65 66 81 82 84 86 90 91 92 93 94 95 98'.split(
+    ' ',
+  ),
 )
 
 /** The country calling code of an E.164 number (`+447700900123` → `44`); undefined when it is not one. */
@@ -85,5 +87,9 @@ export function parseChannelCaps(text: string): Partial<Record<Channel, number>>
 
 /** PHONE_CAP_PER_COUNTRY_PER_HOUR: `44:500,1:1000,*:200` (calling codes, `*` for every other; empty: no cap). */
 export function parseCountryCaps(text: string): Record<string, number> {
-  return parseCounts(text, (key) => key === '*' || callingCode(`+${key}0000000`) === key, '44:500,1:1000,*:200 (country calling codes, * for the rest)')
+  return parseCounts(
+    text,
+    (key) => key === '*' || callingCode(`+${key}0000000`) === key,
+    '44:500,1:1000,*:200 (country calling codes, * for the rest)',
+  )
 }
