@@ -2985,7 +2985,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invitation_rate_limited`, `invitation_address_rate_limited`, `invitation_inviter_rate_limited` */
+            /** @description Refused: `invitation_rate_limited`, `invitation_address_rate_limited`, `invitation_inviter_rate_limited`, `rate_limited` */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again. */
@@ -2997,7 +2997,7 @@ export interface operations {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "invitation_rate_limited" | "invitation_address_rate_limited" | "invitation_inviter_rate_limited";
+                        code: "invitation_rate_limited" | "invitation_address_rate_limited" | "invitation_inviter_rate_limited" | "rate_limited";
                     } & {
                         [key: string]: unknown;
                     });

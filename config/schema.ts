@@ -1,6 +1,7 @@
 import { isIP } from 'node:net'
 import { z } from 'zod'
 import { parseKeyRing, singleKeyRing, type KeyRing } from '../src/crypto/key-ring.ts'
+import { parseChannelCaps, parseCountryCaps } from '../src/outbox/send-caps.ts'
 
 /** Raised when the environment cannot start a process; its message names variables, never values. */
 export class ConfigError extends Error {
@@ -80,6 +81,20 @@ const keyRing = (bytes: { min: number; max: number }) =>
 /** An existing PostgreSQL role, written so it needs no quoting anywhere in SQL. */
 const roleName = z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be an existing role name: lower-case letters, digits and _')
 
+/** A `name:count,…` list through its parser, a parse error becoming the variable's problem. */
+const countList = <T>(parse: (text: string) => T) =>
+  z
+    .string()
+    .default('')
+    .transform((text, ctx) => {
+      try {
+        return parse(text)
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message })
+        return z.NEVER
+      }
+    })
+
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback)
 const url = z.url({ protocol: /^(postgres|postgresql|https?)$/ })
 
@@ -124,6 +139,10 @@ const envSchema = z.object({
   SEND_TIMEOUT_MS: positiveInt(10_000),
   LEASE_SECONDS: positiveInt(60),
   WORKER_CONCURRENCY: positiveInt(16),
+  /** Fleet-wide sends per channel per clock hour, `email:20000,whatsapp:2000`; unset = no cap (README "Send caps"). */
+  SEND_CAP_PER_HOUR: countList(parseChannelCaps),
+  /** Fleet-wide phone sends per country calling code per clock hour, `44:500,*:200`; unset = no cap. */
+  PHONE_CAP_PER_COUNTRY_PER_HOUR: countList(parseCountryCaps),
   /** Where a worker serves its Prometheus metrics (GET /metrics); unset = not served. */
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   /** Bearer token a scraper presents to GET /metrics (web and worker); without it metrics are served only in development and test. */

@@ -8,10 +8,13 @@ import type { Templates } from '../src/delivery/templates.ts'
 import { suppressedAmong } from '../src/outbox/delivery-events-sql.ts'
 import { describeError, type Logger } from '../src/logging/logger.ts'
 import { claimMessages, type Claim, type ClaimRequest } from '../src/outbox/claim.ts'
+import type { MessageRow } from '../src/outbox/messages-sql.ts'
 import type { WorkerMetrics } from '../src/metrics/worker-metrics.ts'
 import type { Channel, DeliveryJobData } from '../src/outbox/constants.ts'
 import { recordOutcomes, type Outcome, type RecordRequest, type Recorded } from '../src/outbox/record.ts'
 import type { RetrySettings } from '../src/outbox/retry-policy.ts'
+import { channelScopeOf, countryScopeOf, sendCapsConfigured, sendWindow, type CapScope, type SendCaps } from '../src/outbox/send-caps.ts'
+import { reserveSends } from '../src/outbox/send-windows-sql.ts'
 
 /** Everything a delivery needs, injected so tests drive the clock and the providers. */
 export type DeliveryDeps = {
@@ -28,6 +31,8 @@ export type DeliveryDeps = {
   metrics?: WorkerMetrics
   /** The message templates with this deployment's branding (default: PRODUCT_NAME Sealpost, en). */
   templates?: Templates
+  /** SEND_CAP_PER_HOUR and PHONE_CAP_PER_COUNTRY_PER_HOUR (default: none). */
+  sendCaps?: SendCaps
 }
 
 export type DeliveryJob = Pick<Job<DeliveryJobData>, 'id' | 'retryCount' | 'data'>
@@ -57,6 +62,7 @@ export async function deliverBatch(deps: DeliveryDeps, jobs: readonly DeliveryJo
   const toRecord: PendingRecord[] = []
   const unclaimed: unknown[] = []
   const suppressed = await suppressedClaims(deps, claims)
+  const capped = await heldBySendCaps(deps, claims, suppressed)
   await Promise.all(
     claims.map(async (claim, index) => {
       if (claim.kind === 'failed') {
@@ -67,7 +73,12 @@ export async function deliverBatch(deps: DeliveryDeps, jobs: readonly DeliveryJo
         logSettled(deps, requests[index]!, claim)
         return
       }
-      toRecord.push(await sendClaimed(deps, requests[index]!, claim, suppressed.has(claim.message.id)))
+      const heldUntil = capped.get(claim.message.id)
+      toRecord.push(
+        heldUntil
+          ? deferClaimed(requests[index]!, claim, heldUntil)
+          : await sendClaimed(deps, requests[index]!, claim, suppressed.has(claim.message.id)),
+      )
     }),
   )
   const recorded = await recordOutcomes(deps.db, deps.boss, deps.settings, toRecord, deps.clock())
@@ -109,13 +120,68 @@ export async function sendClaimed(
   return { messageId: request.messageId, lease: request.lease, outcome, context }
 }
 
-/** A claimed message not sent because its channel was paused meanwhile: recorded as deferred, no attempt spent. */
-export function deferClaimed(request: ClaimRequest, claim: Extract<Claim, { kind: 'claimed' }>): PendingRecord {
+/**
+ * The claimed messages a send cap holds back, each with the end of the hour it waits for: every
+ * cap it counts against is asked for room in one statement per counter and batch (its country's
+ * first, then its channel's), in claim order. A message its channel's cap then holds has taken a
+ * slot of its country's that nobody sends this hour; both counters end with the same hour, and the
+ * channel is full until then, so nothing is lost by it. Suppressed messages are never sent, so
+ * never counted. The first refusal of an hour, fleet-wide, is logged (SEND CAP REACHED: no
+ * destination, only the channel and the calling code); every held message is counted.
+ */
+export async function heldBySendCaps(
+  deps: Pick<DeliveryDeps, 'db' | 'clock' | 'logger' | 'metrics' | 'sendCaps'>,
+  claims: readonly (Claim | { kind: 'failed' })[],
+  suppressed: ReadonlySet<string>,
+): Promise<Map<string, Date>> {
+  const held = new Map<string, Date>()
+  const caps = deps.sendCaps
+  if (!sendCapsConfigured(caps)) return held
+  const now = deps.clock()
+  const window = sendWindow(now)
+  let passing = claims.flatMap((claim) => (claim.kind === 'claimed' && !suppressed.has(claim.message.id) ? [claim.message] : []))
+  for (const [kind, scopeOf] of [
+    ['country', (message: MessageRow) => countryScopeOf(caps, message.channel, message.destination)],
+    ['channel', (message: MessageRow) => channelScopeOf(caps, message.channel)],
+  ] as const) {
+    const groups = new Map<string, { scope: CapScope; messages: MessageRow[] }>()
+    for (const message of passing) {
+      const scope = scopeOf(message)
+      if (!scope) continue
+      const key = `${scope.channel}:${scope.scope}`
+      const group = groups.get(key) ?? { scope, messages: [] }
+      group.messages.push(message)
+      groups.set(key, group)
+    }
+    for (const { scope, messages } of groups.values()) {
+      const { granted, firstHold } = await reserveSends(deps.db, scope, window.start, messages.length, now)
+      const refused = messages.slice(granted)
+      for (const message of refused) held.set(message.id, window.end)
+      if (refused.length > 0) deps.metrics?.heldBySendCap(scope.channel, kind, refused.length)
+      if (firstHold)
+        deps.logger.warn('SEND CAP REACHED: sends on this channel are held until the hour ends', {
+          channel: scope.channel,
+          cap: kind,
+          ...(kind === 'country' ? { callingCode: scope.scope } : {}),
+          limitPerHour: scope.cap,
+          heldUntil: window.end.toISOString(),
+        })
+    }
+    passing = passing.filter((message) => !held.has(message.id))
+  }
+  return held
+}
+
+/**
+ * A claimed message not sent: its channel was paused meanwhile, or (`until`) a send cap holds it
+ * to the end of the hour. Recorded as deferred, no attempt spent.
+ */
+export function deferClaimed(request: ClaimRequest, claim: Extract<Claim, { kind: 'claimed' }>, until?: Date): PendingRecord {
   const { message } = claim
   return {
     messageId: request.messageId,
     lease: request.lease,
-    outcome: { kind: 'deferred' },
+    outcome: until ? { kind: 'deferred', until } : { kind: 'deferred' },
     context: { messageId: request.messageId, purpose: message.purpose, channel: message.channel },
   }
 }
@@ -164,6 +230,7 @@ async function attempt(deps: DeliveryDeps, claim: Extract<Claim, { kind: 'claime
       deps.logger.error('SECURITY: a sealed message body is unreadable', { ...context, ...describeError(error), security: true })
       return { kind: 'dead_letter', reason: 'decryption_failed' }
     }
+    deps.metrics?.sendStarted(message.channel)
     const { providerMessageId } = await provider.dispatch(
       { messageId: message.id, destination: message.destination, purpose: message.purpose, ...content },
       AbortSignal.timeout(deps.settings.sendTimeoutMs),

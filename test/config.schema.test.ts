@@ -207,4 +207,18 @@ describe('configuration', () => {
     expect(refusal({ RETRY_SCHEDULE: '5s,soon' }, 'all-in-one').variables).to.deep.equal(['RETRY_SCHEDULE'])
     expect(refusal({ RETRY_SCHEDULE: '5s', MAX_ATTEMPTS: '5' }, 'all-in-one').variables).to.deep.equal(['RETRY_SCHEDULE'])
   })
+
+  it('reads the send caps (none by default) and refuses an unknown channel or calling code, naming the variable', () => {
+    const none = loadConfig({}, 'all-in-one')
+    expect(none.SEND_CAP_PER_HOUR).to.deep.equal({})
+    expect(none.PHONE_CAP_PER_COUNTRY_PER_HOUR).to.deep.equal({})
+    const capped = loadConfig(
+      { SEND_CAP_PER_HOUR: 'email:20000,whatsapp:2000', PHONE_CAP_PER_COUNTRY_PER_HOUR: '44:500,*:200' },
+      'all-in-one',
+    )
+    expect(capped.SEND_CAP_PER_HOUR).to.deep.equal({ email: 20000, whatsapp: 2000 })
+    expect(capped.PHONE_CAP_PER_COUNTRY_PER_HOUR).to.deep.equal({ '44': 500, '*': 200 })
+    expect(refusal({ SEND_CAP_PER_HOUR: 'sms:10' }, 'all-in-one').variables).to.deep.equal(['SEND_CAP_PER_HOUR'])
+    expect(refusal({ PHONE_CAP_PER_COUNTRY_PER_HOUR: '4:10' }, 'all-in-one').variables).to.deep.equal(['PHONE_CAP_PER_COUNTRY_PER_HOUR'])
+  })
 })

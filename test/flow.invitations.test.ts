@@ -1,5 +1,6 @@
 import { expect } from 'chai'
 import { uuidv7 } from 'uuidv7'
+import { DESTINATION_BUDGET } from '../src/identity/challenges.ts'
 import { INVITATION_LIMITS, ORGANIZATION_LIMITS } from '../src/organization/invitations.ts'
 import { columnsContaining, eventually, inbox, uniqueEmail } from './support/helpers.ts'
 import { useWebStack } from './support/web-stack.ts'
@@ -184,6 +185,42 @@ describe('organization invitations, as a client makes them', () => {
     const invited = await f.stack.call('POST', `/organizations/${real}/invitations`, { email: victim }, employer.auth)
     expect(invited.status, 'the organization that means it').to.equal(202)
     expect(answers, 'the attacker is stopped at its own per-address budget').to.deep.equal([202, 202, 202, 429, 429])
+  })
+
+  it('a crowd of inviters mail-bombs one mailbox: invitations spend its hourly destination budget like codes, and past it the inviter gets 429 rate_limited with nothing enqueued', async () => {
+    const victim = uniqueEmail('victim')
+    // Each inviter stays inside every per-inviter and per-organization limit: three invitations each.
+    const perInviter = INVITATION_LIMITS.perAddressPerInviterPerDay
+    const inviters = Math.ceil(DESTINATION_BUDGET.ceiling.max / perInviter)
+    for (let i = 0; i < inviters; i++) {
+      const attacker = await account(uniqueEmail('crowd'))
+      const org = await organization(attacker.auth, `Crowd ${i}`)
+      for (let j = 0; j < perInviter; j++) {
+        const sent = await f.stack.call(
+          'POST',
+          `/organizations/${org}/invitations`,
+          { email: victim.replace('@', `+${i}-${j}@`) },
+          attacker.auth,
+        )
+        expect(sent.status, `inviter ${i}, invitation ${j}`).to.equal(202)
+      }
+    }
+    const messages = () =>
+      f.db
+        .owner('outbox.security_outbox_messages')
+        .where({ purpose: 'invitation' })
+        .whereLike('destination', `${victim.split('@')[0]}%`)
+    const before = (await messages()).length
+    expect(before).to.equal(DESTINATION_BUDGET.ceiling.max)
+
+    const one = await account(uniqueEmail('one-more'))
+    const org = await organization(one.auth, 'One more')
+    const refused = await f.stack.call('POST', `/organizations/${org}/invitations`, { email: victim }, one.auth)
+    expect(refused.status).to.equal(429)
+    expect(refused.body).to.include({ code: 'rate_limited' })
+    expect(Number(refused.headers.get('retry-after'))).to.be.within(1, 3_600)
+    expect(await messages(), 'nothing enqueued').to.have.length(before)
+    expect(await f.db.owner('organization.invitations').where({ organization_id: org }), 'no invitation row').to.have.length(0)
   })
 
   it('refuses a forwarded invitation link to another account, and the invited person can still accept', async () => {

@@ -1,5 +1,6 @@
 import { expect } from 'chai'
 import { DeliveryFailure, type OutgoingMessage, type Provider } from '../src/delivery/provider.ts'
+import { sendWindow } from '../src/outbox/send-caps.ts'
 import { groupCommit, startDeliveryPipeline, type DeliveryPipeline } from '../src/runtime/delivery-pipeline.ts'
 import { eventually, uniqueEmail } from './support/helpers.ts'
 import { SCHEDULE, useOutboxFixture } from './support/outbox-harness.ts'
@@ -186,6 +187,29 @@ describe('delivery pipeline', () => {
     ).to.have.length(1)
     const pause = await f.db.owner('outbox.provider_pauses').where({ channel: 'email' }).first()
     for (const row of waiting) expect(row.available_at.getTime()).to.be.closeTo(pause.paused_until.getTime(), 1_000)
+  })
+
+  it('lets a distributed pump past a channel cap of N per hour send N, the rest held for the next hour with no attempt spent', async () => {
+    const emails = Array.from({ length: 6 }, () => uniqueEmail())
+    await f.harness.enqueueMany(emails)
+    const gate = gatedProvider()
+    pipeline = startDeliveryPipeline(
+      { ...f.harness.deps({ email: gate.provider }), sendCaps: { perChannel: { email: 4 }, perCountry: {} } },
+      { concurrency: 4, pollMs: 60_000 },
+    )
+    const hourEnd = sendWindow(f.now).end
+    await eventually(async () => {
+      const rows = await f.db.owner('outbox.security_outbox_messages').select('state', 'available_at')
+      const settled = rows.filter((row) => row.state === 'published' || (row.state === 'pending' && row.available_at >= hourEnd))
+      return settled.length === 6 ? true : undefined
+    }, 'four published and two put back to the next hour')
+    await pipeline.stop()
+    pipeline = undefined
+
+    expect(gate.calls).to.have.length(4)
+    const waiting = await f.db.owner('outbox.security_outbox_messages').where({ state: 'pending' })
+    expect(waiting).to.have.length(2)
+    for (const row of waiting) expect(row).to.include({ attempt_count: 0 })
   })
 
   it('drains on stop: a send in flight finishes and is recorded before stop resolves, and nothing new is fetched', async () => {

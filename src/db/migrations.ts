@@ -28,6 +28,7 @@ import * as messageIdentityImmutable from '../../migrations/20261202000200_messa
 import * as reissueVerifiedDestination from '../../migrations/20261202000201_reissue_verified_destination.ts'
 import * as exactSuppression from '../../migrations/20261202000300_exact_suppression.ts'
 import * as ownerBudgets from '../../migrations/20261202000400_owner_budgets.ts'
+import * as sendWindows from '../../migrations/20261202000500_send_windows.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -61,6 +62,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261202000201_reissue_verified_destination': reissueVerifiedDestination,
   '20261202000300_exact_suppression': exactSuppression,
   '20261202000400_owner_budgets': ownerBudgets,
+  '20261202000500_send_windows': sendWindows,
 }
 
 /**

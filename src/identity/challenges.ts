@@ -261,8 +261,11 @@ function reportHidden(deps: Pick<ChallengeDeps, 'logger'>, flow: string, outcome
   deps.logger.warn(`${flow} not enqueued`, reason)
 }
 
-/** The destination's bucket: the canonical mailbox, so `+tag` variants share it. */
-const destinationBucket = (deps: ChallengeDeps, identifier: Identifier) =>
+/**
+ * The destination's bucket: the canonical mailbox, so `+tag` variants share it. Invitations spend
+ * it too (src/organization/invitations.ts), under DESTINATION_BUDGET's ceiling.
+ */
+export const destinationBucket = (deps: Pick<ChallengeDeps, 'codeHashKey' | 'codeHashKeys'>, identifier: Identifier) =>
   bucketKeys(deps, `destination:${identifier.kind}`, canonicalDestination(identifier))
 
 /**

@@ -5,8 +5,8 @@ import { Counter, Histogram, Registry } from 'prom-client'
 
 /**
  * What a worker process counts as it works (served on WORKER_METRICS_PORT): attempts by outcome
- * and failure class, dead letters by reason, provider call duration, commit-to-send latency, and
- * the rows the schedules touched. The web's /metrics carries the database-derived gauges.
+ * and failure class, dead letters by reason, provider call duration, commit-to-send latency, the
+ * provider calls per channel and the messages a send cap held, and the rows the schedules touched. The web's /metrics carries the database-derived gauges.
  */
 export function createWorkerMetrics() {
   const registry = new Registry()
@@ -36,6 +36,18 @@ export function createWorkerMetrics() {
     registers: [registry],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 120],
   })
+  const sends = new Counter({
+    name: 'sealpost_sends_total',
+    help: 'Provider calls started, by channel (what the send caps count)',
+    labelNames: ['channel'],
+    registers: [registry],
+  })
+  const heldByCap = new Counter({
+    name: 'sealpost_send_cap_held_total',
+    help: 'Messages a send cap held back to the next hour (no attempt spent), by channel and cap (channel or country)',
+    labelNames: ['channel', 'cap'],
+    registers: [registry],
+  })
   const maintenance = new Counter({
     name: 'sealpost_maintenance_rows_total',
     help: 'Rows the expiry purge and retention sweep changed, by pass and kind',
@@ -52,6 +64,12 @@ export function createWorkerMetrics() {
     },
     sent(channel: string, seconds: number) {
       sendDuration.observe({ channel }, seconds)
+    },
+    sendStarted(channel: string) {
+      sends.inc({ channel })
+    },
+    heldBySendCap(channel: string, cap: 'channel' | 'country', count: number) {
+      heldByCap.inc({ channel, cap }, count)
     },
     firstSendStarted(channel: string, seconds: number) {
       commitToSend.observe({ channel }, Math.max(0, seconds))

@@ -4,6 +4,7 @@ import type { PgBoss } from 'pg-boss'
 import { uuidv7 } from 'uuidv7'
 import { ConflictError, ForbiddenError, InvalidInvitationError, NotFoundError } from '../identity/errors.ts'
 import { canonicalDestination } from '../identity/identifiers.ts'
+import { DESTINATION_BUDGET, destinationBucket } from '../identity/challenges.ts'
 import { hitRateLimitTx } from '../identity/rate-limits.ts'
 import type { KeyRing } from '../crypto/key-ring.ts'
 import { bucketKeys } from '../identity/secrets.ts'
@@ -136,6 +137,10 @@ export async function inviteTx(
     now,
     'invitation_rate_limited',
   )
+  // The mailbox's own budget, which its codes spend too: however many organizations and inviters
+  // join in, what reaches one mailbox an hour stays under the ceiling every stranger shares
+  // (README "Send caps"). The inviter is told (429): an invitation is no anonymous route.
+  await hitRateLimitTx(trx, destinationBucket(deps, { kind: 'email', value: input.email }), DESTINATION_BUDGET.ceiling, now)
 
   const previous = await trx(INVITATIONS)
     .where({ organization_id: input.organizationId, email: input.email, status: 'pending' })

@@ -18,8 +18,11 @@ export type Outcome =
   | { kind: 'failed'; failureClass: FailureClass; retryAfterAt: Date | null; durationMs: number }
   /** Structural fault found before any send (e.g. decryption): no attempt is spent. */
   | { kind: 'dead_letter'; reason: DeadLetterReason }
-  /** Not sent: its channel was paused while it waited for a send slot; back for the pause's end, no attempt spent. */
-  | { kind: 'deferred' }
+  /**
+   * Not sent: its channel was paused while it waited for a send slot, or a send cap holds it until
+   * `until` (the end of the hour); back for the later of the two, no attempt spent.
+   */
+  | { kind: 'deferred'; until?: Date }
 
 /** What the record step decided, for logs and metrics. */
 export type Recorded =
@@ -141,7 +144,12 @@ async function recordBatch(
     const retries: { messageId: string; at: Date }[] = []
     const throttled = new Map<Channel, Date | null>()
     const settled: Lease[] = []
-    const deferrals: { index: number; messageId: string; message: { channel: Channel; expires_at: Date; purpose: string } }[] = []
+    const deferrals: {
+      index: number
+      messageId: string
+      message: { channel: Channel; expires_at: Date; purpose: string }
+      heldUntil?: Date
+    }[] = []
     const throttledAnswers: { index: number; channel: Channel }[] = []
 
     // An invitation revoked, accepted or expired while its message was out is never requeued.
@@ -163,7 +171,7 @@ async function recordBatch(
       }
       if (outcome.kind === 'deferred') {
         // Decided below, once this transaction's own pauses are written.
-        deferrals.push({ index, messageId, message })
+        deferrals.push({ index, messageId, message, heldUntil: outcome.until })
         return { kind: 'deferred', nextAttemptAt: now }
       }
       if (outcome.kind === 'failed' && outcome.failureClass === 'THROTTLED') throttledAnswers.push({ index, channel: message.channel })
@@ -217,10 +225,13 @@ async function recordBatch(
           result.channelPausedUntil = channelPauses.get(channel) ?? null
       }
       const expired: DeadLetter[] = []
-      for (const { index, messageId, message } of deferrals) {
-        const until = channelPauses.get(message.channel) ?? now
+      for (const { index, messageId, message, heldUntil } of deferrals) {
+        const paused = channelPauses.get(message.channel)
+        const until = new Date(Math.max(paused?.getTime() ?? now.getTime(), heldUntil?.getTime() ?? now.getTime()))
         if (until.getTime() >= message.expires_at.getTime()) {
-          expired.push({ messageId, reason: expiredReason(message.purpose), lastFailureClass: 'THROTTLED' })
+          // Never sent late: a code that would be useless by then goes now (THROTTLED when a provider's pause is why).
+          const throttled = paused !== undefined && paused.getTime() >= until.getTime()
+          expired.push({ messageId, reason: expiredReason(message.purpose), lastFailureClass: throttled ? 'THROTTLED' : null })
           results[index] = { kind: 'dead_lettered', attemptNo: null, reason: expiredReason(message.purpose) }
         } else {
           await scheduleNextAttemptTx(trx, boss, messageId, until, { attempted: false })

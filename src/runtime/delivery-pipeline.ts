@@ -2,6 +2,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks'
 import {
   claimRequestOf,
   deferClaimed,
+  heldBySendCaps,
   logSettled,
   reportRecorded,
   sendClaimed,
@@ -190,7 +191,12 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
   }
 
   /** One job from claim to settlement; its slot is freed at the end whatever happened. */
-  const settleOne = async (job: DeliveryJob, claim: Awaited<ReturnType<typeof claimMessages>>[number], suppressed: boolean) => {
+  const settleOne = async (
+    job: DeliveryJob,
+    claim: Awaited<ReturnType<typeof claimMessages>>[number],
+    suppressed: boolean,
+    heldUntil: Date | undefined,
+  ) => {
     try {
       const request = claimRequestOf(job)
       if (claim.kind === 'failed') return await failJob(job, claim.error, 'claimed')
@@ -202,8 +208,9 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
       await sendSlot()
       let entry: PendingRecord
       try {
-        entry =
-          pausedLocally(claim.message.channel) && !suppressed
+        entry = heldUntil
+          ? deferClaimed(request, claim, heldUntil)
+          : pausedLocally(claim.message.channel) && !suppressed
             ? deferClaimed(request, claim)
             : await sendClaimed(deps, request, claim, suppressed)
       } finally {
@@ -245,11 +252,14 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
   const claimAndSend = async (jobs: DeliveryJob[]) => {
     let claims: Awaited<ReturnType<typeof claimMessages>>
     let suppressed = new Set<string>()
+    let capped = new Map<string, Date>()
     const started = performance.now()
     try {
       claims = await claimMessages(deps.db, boss, jobs.map(claimRequestOf), deps.clock())
       // Before any send: destinations on the suppression list are dead-lettered, never sent to.
       suppressed = await suppressedClaims(deps, claims)
+      // Then the fleet's send caps: one counter statement per capped channel (and country) and batch.
+      capped = await heldBySendCaps(deps, claims, suppressed)
       stats.claimMs += performance.now() - started
     } catch (error) {
       claims = jobs.map(() => ({ kind: 'failed', error }))
@@ -259,7 +269,8 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
     await Promise.all(
       jobs.map((job, index) => {
         const claim = claims[index]!
-        return settleOne(job, claim, claim.kind === 'claimed' && suppressed.has(claim.message.id))
+        const claimed = claim.kind === 'claimed'
+        return settleOne(job, claim, claimed && suppressed.has(claim.message.id), claimed ? capped.get(claim.message.id) : undefined)
       }),
     )
   }

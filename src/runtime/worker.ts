@@ -39,7 +39,17 @@ type WorkerConfig = Pick<
   | 'METRICS_TOKEN'
 > &
   Partial<
-    Pick<Config, 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'PRODUCT_NAME' | 'SUPPORT_URL' | 'DEFAULT_LOCALE'>
+    Pick<
+      Config,
+      | 'DATABASE_WAIT_SECONDS'
+      | 'SEALPOST_API_ROLE'
+      | 'SEALPOST_WORKER_ROLE'
+      | 'PRODUCT_NAME'
+      | 'SUPPORT_URL'
+      | 'DEFAULT_LOCALE'
+      | 'SEND_CAP_PER_HOUR'
+      | 'PHONE_CAP_PER_COUNTRY_PER_HOUR'
+    >
   >
 
 /**
@@ -174,6 +184,7 @@ export async function startWorker(options: {
         invitationLinkBaseUrl,
         metrics,
         templates,
+        sendCaps: { perChannel: config.SEND_CAP_PER_HOUR ?? {}, perCountry: config.PHONE_CAP_PER_COUNTRY_PER_HOUR ?? {} },
       },
       deliveryPipelineOptions(config),
     )

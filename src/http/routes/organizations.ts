@@ -68,7 +68,7 @@ const api = {
       403: ['not_organization_admin'],
       409: ['pending_invitation_limit'],
       422: ['invalid_email'],
-      429: ['invitation_rate_limited', 'invitation_address_rate_limited', 'invitation_inviter_rate_limited'],
+      429: ['invitation_rate_limited', 'invitation_address_rate_limited', 'invitation_inviter_rate_limited', 'rate_limited'],
     },
   }),
   revoke: organizationApi.add({
