@@ -90,9 +90,14 @@ describe('operator console in headless Chromium', function () {
       .and.match(/provider_rejected\s*11/)
     expect(await page.locator('#dead-letter-rows tr').count()).to.equal(10)
     await page.waitForSelector('#suppressions:not([hidden])')
-    // The token is in this tab's sessionStorage and nowhere in a cookie.
-    expect(await browser.context.cookies()).to.deep.equal([])
-    expect(await page.evaluate(() => sessionStorage.getItem('sealpost.session'))).to.be.a('string')
+    // The token is in this tab's sessionStorage and nowhere in a cookie; the only cookie is the
+    // device cookie of the sign-in (HttpOnly: the page's scripts cannot read it), which is no token.
+    const session = await page.evaluate(() => sessionStorage.getItem('sealpost.session'))
+    expect(session).to.be.a('string')
+    const cookies = await browser.context.cookies()
+    expect(cookies.map((cookie) => [cookie.name, cookie.httpOnly, cookie.sameSite])).to.deep.equal([['sealpost_device', true, 'Strict']])
+    expect(session, 'the session token is in no cookie').not.to.include(cookies[0]!.value)
+    expect(await page.evaluate(() => document.cookie), 'no script reads the device cookie').to.equal('')
     await shot('03-backlog-and-dead-letters')
 
     // Page through all 24 and back; no full destination is ever on screen.
