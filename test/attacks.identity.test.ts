@@ -22,18 +22,6 @@ describe('attacks on the identity flows', () => {
       answer.headers.get('retry-after') !== null,
     ])
 
-  afterEach(function () {
-    if (this.currentTest?.state === 'failed')
-      process.stdout.write(
-        f.logs
-          .text()
-          .split('\n')
-          .filter((l) => l.includes('"error"'))
-          .slice(-5)
-          .join('\n'),
-      )
-  })
-
   it('pre-account hijacking: a second sign-up after the victim’s cannot activate the account with the attacker’s password', async () => {
     const address = uniqueEmail('victim')
     const victimPassword = 'the victim chose this'

@@ -29,17 +29,6 @@ describe('attacks on the owner’s budgets', () => {
       .map((cookie) => cookie.split(';')[0]!)
       .find((cookie) => cookie.startsWith('sealpost_device='))
 
-  afterEach(function () {
-    if (this.currentTest?.state === 'failed')
-      process.stdout.write(
-        f.logs
-          .text()
-          .split('\n')
-          .filter((l) => /error|warn/.test(l))
-          .slice(-6)
-          .join('\n'),
-      )
-  })
   const messagesTo = async (address: string) => await f.db.owner('outbox.security_outbox_messages').where({ destination: address })
 
   it('variants that send nothing still spend the owner’s budget: five recoveries for alice+1…5 leave alice’s own recovery sent', async () => {

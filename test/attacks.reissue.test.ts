@@ -1,10 +1,8 @@
 import { expect } from 'chai'
 import type { Knex } from 'knex'
-import { createSesConnector } from '../src/delivery/ses-connector.ts'
 import { createKnex } from '../src/db/knex.ts'
 import { parseIdentifier } from '../src/identity/identifiers.ts'
 import { changeStaff } from '../src/platform/staff.ts'
-import { startWorker } from '../src/runtime/worker.ts'
 import {
   createElevatedSession,
   createVerifiedIdentity,
@@ -12,7 +10,6 @@ import {
   eventually,
   inbox,
   uniqueEmail,
-  workerConfig,
 } from './support/helpers.ts'
 import { useWebStack } from './support/web-stack.ts'
 
@@ -44,20 +41,7 @@ describe('attack: a tampered row turns one staff click into a takeover', functio
 
   /** Runs the real worker until `done` holds for the message, then stops it. */
   async function deliverUntil(messageId: string, states: string[]) {
-    const worker = await startWorker({
-      config: workerConfig(),
-      workerUrl: f.db.workerUrl,
-      keys: f.keys,
-      logger: f.logs.logger,
-      providers: [
-        createSesConnector({
-          region: 'us-east-1',
-          fromAddress: 'no-reply@sealpost.test',
-          endpoint: f.stack.emulator.url,
-          credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
-        }),
-      ],
-    })
+    const worker = await f.startWorker()
     try {
       await eventually(
         async () => {

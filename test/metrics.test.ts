@@ -1,7 +1,5 @@
 import { expect } from 'chai'
-import { createSesConnector } from '../src/delivery/ses-connector.ts'
-import { startWorker } from '../src/runtime/worker.ts'
-import { eventually, uniqueEmail, workerConfig } from './support/helpers.ts'
+import { eventually, uniqueEmail } from './support/helpers.ts'
 import { useWebStack } from './support/web-stack.ts'
 import { checkedFetch } from './support/api-check.ts'
 
@@ -45,20 +43,7 @@ describe('metrics', () => {
     const stalled = await scrape()
     expect(lag(stalled), 'the lag after 90 s without a worker').to.be.within(89, 92)
 
-    const worker = await startWorker({
-      config: workerConfig({ WORKER_METRICS_PORT: 0 }),
-      workerUrl: f.db.workerUrl,
-      keys: f.keys,
-      logger: f.logs.logger,
-      providers: [
-        createSesConnector({
-          region: 'us-east-1',
-          fromAddress: 'no-reply@sealpost.test',
-          endpoint: f.stack.emulator.url,
-          credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
-        }),
-      ],
-    })
+    const worker = await f.startWorker({ WORKER_METRICS_PORT: 0 })
     try {
       await eventually(async () => (lag(await scrape()) === 0 ? true : undefined), 'the lag to fall once a worker runs')
       await eventually(

@@ -3,12 +3,10 @@ import { randomBytes } from 'node:crypto'
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
 import { envelopeContext, open } from '../src/crypto/envelope.ts'
-import { createSesConnector } from '../src/delivery/ses-connector.ts'
 import { parseIdentifier } from '../src/identity/identifiers.ts'
 import { hashToken } from '../src/identity/secrets.ts'
 import { changeStaff } from '../src/platform/staff.ts'
-import { startWorker } from '../src/runtime/worker.ts'
-import { eventually, inbox, insertOpenMessage, uniqueEmail, workerConfig } from './support/helpers.ts'
+import { eventually, inbox, insertOpenMessage, uniqueEmail } from './support/helpers.ts'
 import { useWebStack } from './support/web-stack.ts'
 
 const BASE = '/platform-admin/security-outbox'
@@ -302,20 +300,7 @@ describe('staff: reissue of a dead letter', () => {
     expect(await f.db.owner('outbox.security_outbox_messages').where({ challenge_id: other.challengeId })).to.have.length(1)
 
     // The worker delivers the new message like any other; the code in the email is the new one.
-    const worker = await startWorker({
-      config: workerConfig(),
-      workerUrl: f.db.workerUrl,
-      keys: f.keys,
-      logger: f.logs.logger,
-      providers: [
-        createSesConnector({
-          region: 'us-east-1',
-          fromAddress: 'no-reply@sealpost.test',
-          endpoint: f.stack.emulator.url,
-          credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
-        }),
-      ],
-    })
+    const worker = await f.startWorker()
     let newCode: string
     try {
       const mail = await eventually(async () => (await inbox(f.stack.emulator.url, dead.email))[0], 'the reissued code email')

@@ -16,6 +16,18 @@ export function useIdentityKit(options: { metricsToken?: string; trustProxy?: nu
   beforeEach(() => {
     now = new Date()
   })
+  // A failed attack shows the stack's last error lines (names and codes only: the logger writes no secret).
+  afterEach(function () {
+    if (this.currentTest?.state !== 'failed') return
+    process.stdout.write(
+      f.logs
+        .text()
+        .split('\n')
+        .filter((line) => line.includes('"error"'))
+        .slice(-5)
+        .join('\n'),
+    )
+  })
   const call = (...args: Parameters<typeof f.stack.call>) => f.stack.call(...args)
   const code = (destination: string) => newestCode(f.db, f.keys, destination)
 

@@ -36,12 +36,7 @@ export async function startWebStack(
   const wasender = await startFakeWasender('stack-key')
   let worker: RunningWorker | undefined
   const connectors = [
-    createSesConnector({
-      region: 'us-east-1',
-      fromAddress: 'no-reply@sealpost.test',
-      endpoint: emulator.url,
-      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
-    }),
+    emulatorSesConnector(emulator.url),
     createWasenderConnector({ apiUrl: wasender.url, apiKey: 'stack-key', logger: options.logger }),
   ]
   if (options.worker ?? true) {
@@ -115,6 +110,16 @@ export async function startWebStack(
   }
 }
 
+/** An SES connector that sends to the emulator at `url` (the stack's, or a test's own). */
+export function emulatorSesConnector(url: string) {
+  return createSesConnector({
+    region: 'us-east-1',
+    fromAddress: 'no-reply@sealpost.test',
+    endpoint: url,
+    credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+  })
+}
+
 /** Registers before/after hooks for a test database and a web stack on it; read the fields inside tests. */
 export function useWebStack(options: Omit<Parameters<typeof startWebStack>[1], 'keys' | 'logger'> = {}) {
   let db: TestDatabase
@@ -132,6 +137,15 @@ export function useWebStack(options: Omit<Parameters<typeof startWebStack>[1], '
   return {
     keys,
     logs,
+    /** A worker of its own on the stack's database, sending email to the stack's emulator; the caller stops it. */
+    startWorker: (config: Parameters<typeof workerConfig>[0] = {}) =>
+      startWorker({
+        config: workerConfig(config),
+        workerUrl: db.workerUrl,
+        keys,
+        logger: logs.logger,
+        providers: [emulatorSesConnector(stack.emulator.url)],
+      }),
     get db() {
       return db
     },
