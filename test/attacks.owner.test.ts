@@ -138,7 +138,7 @@ describe('attacks on the owner’s budgets', () => {
 })
 
 describe('attacks through a sign-in method added later', () => {
-  const { f, call, code, elevate } = useIdentityKit()
+  const { f, call, code, later, elevate } = useIdentityKit()
   const password = 'the owner chose this passphrase'
 
   /** An owner who signed up with a phone (the primary identifier) and is signed in: the bearer header. */
@@ -159,6 +159,37 @@ describe('attacks through a sign-in method added later', () => {
       .first('destination')
     return message.destination as string
   }
+
+  it('a stolen session spends the owner’s step-up guesses: after the owner recovers, the owner steps up again at once', async () => {
+    const owner = await phoneOwner()
+    // The thief holds a session (the bearer token) and guesses step-up codes until the identity's day is spent.
+    for (let round = 0; round < 3; round++) {
+      expect((await call('POST', '/step-ups', {}, owner.auth)).status).to.equal(202)
+      for (let guess = 0; guess < 5; guess++)
+        await call('POST', '/step-ups/confirmation', { code: `${200000 + round * 10 + guess}` }, owner.auth)
+      later(31)
+    }
+    expect((await call('POST', '/step-ups', {}, owner.auth)).status).to.equal(202)
+    const locked = await call('POST', '/step-ups/confirmation', { code: await code(owner.phone) }, owner.auth)
+    expect([locked.status, locked.body?.code], 'the guesses are spent').to.deep.equal([429, 'too_many_wrong_codes'])
+
+    // The owner recovers through the phone (which revokes the thief's session), signs in and steps up.
+    later(31)
+    const newPassword = 'the owner’s brand new passphrase'
+    expect((await call('POST', '/password-recoveries', { identifier: owner.phone })).status).to.equal(202)
+    expect(
+      (await call('POST', '/password-recoveries/completion', { identifier: owner.phone, code: await code(owner.phone), newPassword }))
+        .status,
+    ).to.equal(204)
+    expect((await call('POST', '/step-ups', {}, owner.auth)).status, 'the thief’s session is gone').to.equal(401)
+    const session = await call('POST', '/sessions', { identifier: owner.phone, password: newPassword })
+    const auth = { authorization: `Bearer ${String(session.body!.token)}` }
+    expect((await call('POST', '/step-ups', {}, auth)).status).to.equal(202)
+    expect(
+      (await call('POST', '/step-ups/confirmation', { code: await code(owner.phone) }, auth)).status,
+      'the owner steps up at once',
+    ).to.equal(201)
+  })
 
   it('a sign-in method added later captures the step-up codes: they keep going to the primary identifier', async () => {
     const owner = await phoneOwner()

@@ -17,7 +17,17 @@ import {
 } from './challenges-sql.ts'
 import { ChannelUnavailableError, RateLimitedError } from './errors.ts'
 import { canonicalDestination, channelFor, type Identifier } from './identifiers.ts'
-import { budget, hitRateLimitTx, spendTiersTx, tiersJson, tiersWaitTx, type Limit, type OwnerBudget, type Tier } from './rate-limits.ts'
+import {
+  budget,
+  clearBucketTx,
+  hitRateLimitTx,
+  spendTiersTx,
+  tiersJson,
+  tiersWaitTx,
+  type Limit,
+  type OwnerBudget,
+  type Tier,
+} from './rate-limits.ts'
 import { INTERNAL_REQUESTER, ownerBudgetTiers, type Requester } from './requester.ts'
 import { bucketKeys } from './secrets.ts'
 
@@ -361,6 +371,21 @@ export async function checkCodeTx(
   await consumeChallengeTx(trx, open.id, now)
   await deadLetterChallengeMessagesTx(trx, open.id, 'challenge_consumed', now)
   return { kind: 'verified', challenge: open }
+}
+
+/**
+ * Forgives the wrong codes the identity's sessions spent on the signed-in routes (step-up, adding a
+ * sign-in method). Called when a recovery has just proved a verified identifier's mailbox — what a
+ * step-up proves — and revoked every session: a thief's stolen session that spent the day's guesses
+ * is gone, and must not keep the owner from stepping up for the rest of the day.
+ */
+export async function forgiveSignedInGuessesTx(
+  trx: Knex.Transaction,
+  deps: Pick<ChallengeDeps, 'codeHashKey' | 'codeHashKeys'>,
+  identityId: string,
+): Promise<void> {
+  for (const purpose of ['step_up', 'add_sign_in_method'] as const)
+    await clearBucketTx(trx, wrongCodeBucket(deps, purpose, `identity:${identityId}`))
 }
 
 /**

@@ -3,6 +3,7 @@ import {
   assertChannelAvailable,
   challengeExpiry,
   checkCodeTx,
+  forgiveSignedInGuessesTx,
   issueHiddenTx,
   refuseUnknownCodeTx,
   type ChallengeDeps,
@@ -75,6 +76,7 @@ export async function completePasswordRecovery(
     if (checked.kind === 'refused') return undefined
     const now = deps.clock()
     await replacePasswordTx(trx, { identityId: known.identity_id, passwordHash, now })
+    await forgiveSignedInGuessesTx(trx, deps, known.identity_id)
     await notifyOtherIdentifiersTx(trx, deps, {
       identityId: known.identity_id,
       exceptLoginIdentifierId: known.login_identifier_id,

@@ -69,6 +69,13 @@ export async function hitRateLimitTx(
   if (retryAfterSeconds !== undefined) throw new RateLimitedError(retryAfterSeconds, code)
 }
 
+/** Forgets every hit of a bucket (under every key of the ring): what was spent is spent no more. */
+export async function clearBucketTx(trx: Knex.Transaction, bucket: Bucket): Promise<void> {
+  await trx(HITS)
+    .whereIn('bucket_key', keysOf(bucket) as Buffer[])
+    .delete()
+}
+
 /**
  * A budget spent only by failures (wrong codes): `checkTx` locks the bucket and says whether any is
  * left (undefined) or how long until one is, without spending; `spendTx`, after it in the same
