@@ -1,7 +1,7 @@
 import { isIP } from 'node:net'
 import { z } from 'zod'
 import { parseKeyRing, singleKeyRing, type KeyRing } from '../src/crypto/key-ring.ts'
-import { parseChannelCaps, parseCountryCaps } from '../src/outbox/send-caps.ts'
+import { parseChannelCaps, parseCountryCaps } from './send-caps.ts'
 
 /** Raised when the environment cannot start a process; its message names variables, never values. */
 export class ConfigError extends Error {

@@ -2,7 +2,9 @@ import { expect } from 'chai'
 import { deliverBatch } from '../jobs/deliver.ts'
 import { createWorkerMetrics } from '../src/metrics/worker-metrics.ts'
 import { QUEUES, type DeliveryJobData } from '../src/outbox/constants.ts'
-import { callingCode, parseChannelCaps, parseCountryCaps, sendWindow, type SendCaps } from '../src/outbox/send-caps.ts'
+import { CAP_CHANNELS, callingCode, parseChannelCaps, parseCountryCaps } from '../config/send-caps.ts'
+import { CHANNELS } from '../src/outbox/constants.ts'
+import { sendWindow, type SendCaps } from '../src/outbox/send-caps.ts'
 import { uniqueEmail } from './support/helpers.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
 import { scriptedProvider } from './support/scripted-provider.ts'
@@ -32,6 +34,7 @@ describe('send caps, as pure functions', () => {
   })
 
   it('parses the configuration and refuses what is not a channel or a calling code', () => {
+    expect(CAP_CHANNELS, 'a cap may name every channel and nothing else').to.deep.equal(CHANNELS)
     expect(parseChannelCaps('email:20000, whatsapp:2000')).to.deep.equal({ email: 20000, whatsapp: 2000 })
     expect(parseChannelCaps('')).to.deep.equal({})
     expect(parseCountryCaps('44:500,1:1000,*:200')).to.deep.equal({ '44': 500, '1': 1000, '*': 200 })
