@@ -59,9 +59,10 @@ describe('the decision after an attempt', () => {
   })
 
   it('never schedules a retry after the challenge expires', () => {
-    expect(decide(settings, 4, failed('UNAVAILABLE'), expires, NOW)).to.deep.equal({
+    // Attempt 2 fails 20 s before expiry: the 30 s step overshoots and no last chance fits.
+    expect(decide(settings, 2, failed('UNAVAILABLE'), { ...expires, expires_at: at(20_000) }, NOW)).to.deep.equal({
       kind: 'dead_lettered',
-      attemptNo: 4,
+      attemptNo: 2,
       reason: 'challenge_expired',
     })
     const longPauses = { ...settings, providerPause: { maxPauseSeconds: 3_600, random: () => 1 } }
@@ -84,10 +85,64 @@ describe('the decision after an attempt', () => {
   })
 
   it('calls an invitation that would retry past its expiry invitation_expired', () => {
-    expect(decide(settings, 4, failed('UNAVAILABLE'), { ...expires, purpose: 'invitation' }, NOW)).to.deep.equal({
+    expect(decide(settings, 4, failed('UNAVAILABLE'), { expires_at: at(30_000), purpose: 'invitation' }, NOW)).to.deep.equal({
       kind: 'dead_lettered',
       attemptNo: 4,
       reason: 'invitation_expired',
     })
   })
+})
+
+describe('a last chance before expiry', () => {
+  const settings = { maxAttempts: 5, retrySchedule: SCHEDULE }
+  const failed = (failureClass: 'REJECTED' | 'THROTTLED' | 'UNAVAILABLE', retryAfterAt: Date | null = null) =>
+    ({ kind: 'failed', failureClass, retryAfterAt, durationMs: 3 }) as const
+  // A 600 s challenge issued at NOW; `t` is when the attempt just failed, in ms after NOW.
+  const challenge = { expires_at: at(600_000), purpose: 'password_recovery' }
+  const decideAt = (t: number, attemptNo: number, outcome: ReturnType<typeof failed>, message = challenge) =>
+    decide(settings, attemptNo, outcome, message, at(t))
+  const dead = (attemptNo: number, reason: string) => ({ kind: 'dead_lettered', attemptNo, reason })
+  const retry = (attemptNo: number, t: number) => ({ kind: 'retry_scheduled', attemptNo, nextAttemptAt: at(t) })
+
+  const cases: [string, () => unknown, unknown][] = [
+    [
+      'a 3-minute outage: attempt 4 failing at +156 s (next step +756 s) retries at +540 s, a minute before expiry',
+      () => decideAt(156_000, 4, failed('UNAVAILABLE')),
+      retry(4, 540_000),
+    ],
+    [
+      'a Retry-After past the last-chance moment dead-letters now',
+      () => decideAt(400_000, 4, failed('THROTTLED', at(560_000))),
+      dead(4, 'challenge_expired'),
+    ],
+    [
+      'a Retry-After before the last-chance moment keeps it',
+      () => decideAt(400_000, 4, failed('THROTTLED', at(530_000))),
+      retry(4, 540_000),
+    ],
+    [
+      'too little validity left (the moment is under 5 s ahead) dead-letters now',
+      () => decideAt(536_000, 4, failed('UNAVAILABLE')),
+      dead(4, 'challenge_expired'),
+    ],
+    ['exactly 5 s ahead is still a last chance', () => decideAt(535_000, 4, failed('UNAVAILABLE')), retry(4, 540_000)],
+    [
+      'the failed last chance itself dead-letters: its moment is behind the clock',
+      () => decideAt(540_300, 4, failed('UNAVAILABLE')),
+      dead(4, 'challenge_expired'),
+    ],
+    [
+      'the fifth failure is retries_exhausted, however much validity is left',
+      () => decideAt(156_000, 5, failed('UNAVAILABLE')),
+      dead(5, 'retries_exhausted'),
+    ],
+    ['a rejection is still dead-lettered at once', () => decideAt(156_000, 4, failed('REJECTED')), dead(4, 'provider_rejected')],
+    ['a step that lands before expiry is kept as scheduled', () => decideAt(156_000, 3, failed('UNAVAILABLE')), retry(3, 276_000)],
+    [
+      'an invitation gets the same last chance when its schedule overshoots',
+      () => decideAt(0, 4, failed('UNAVAILABLE'), { expires_at: at(300_000), purpose: 'invitation' }),
+      retry(4, 240_000),
+    ],
+  ]
+  for (const [sentence, run, expected] of cases) it(sentence, () => expect(run()).to.deep.equal(expected))
 })

@@ -5,6 +5,15 @@ import { cappedRetryAfter, defaultPausePolicy, type PausePolicy } from './provid
 /** `providerPause` bounds every provider-requested wait (MAX_PROVIDER_PAUSE_SECONDS; default 300 s). */
 export type RetrySettings = { maxAttempts: number; retrySchedule: readonly number[]; providerPause?: PausePolicy }
 
+/**
+ * A code is worth sending only while the person can still read and type it: a last-chance attempt
+ * goes out this long before expiry, never later (issue 28 item 3).
+ */
+export const LAST_CHANCE_LEAD_MS = 60_000
+
+/** A last chance closer than this to now is not worth a job: the attempt that just failed was it. */
+export const LAST_CHANCE_MIN_AHEAD_MS = 5_000
+
 /** What a send came back with, as far as the decision after it cares. */
 export type SendResult = { kind: 'published' } | { kind: 'failed'; failureClass: FailureClass; retryAfterAt: Date | null }
 
@@ -27,10 +36,24 @@ export function decide(
   if (attemptNo >= settings.maxAttempts) return { kind: 'dead_lettered', attemptNo, reason: 'retries_exhausted' }
   const providerAsked = cappedRetryAfter(outcome.retryAfterAt, now, settings.providerPause ?? defaultPausePolicy())
   const nextAttemptAt = nextRetryAt(now, attemptNo, providerAsked, settings.retrySchedule)
+  if (nextAttemptAt.getTime() < message.expires_at.getTime()) return { kind: 'retry_scheduled', attemptNo, nextAttemptAt }
+  // The schedule overshoots the expiry: one more try while the code is still usable, else give up now.
+  const lastChanceAt = lastChanceBefore(message.expires_at, now, providerAsked)
+  if (lastChanceAt) return { kind: 'retry_scheduled', attemptNo, nextAttemptAt: lastChanceAt }
   // A code nobody can use is never sent late.
-  if (nextAttemptAt.getTime() >= message.expires_at.getTime())
-    return { kind: 'dead_lettered', attemptNo, reason: expiredReason(message.purpose) }
-  return { kind: 'retry_scheduled', attemptNo, nextAttemptAt }
+  return { kind: 'dead_lettered', attemptNo, reason: expiredReason(message.purpose) }
+}
+
+/**
+ * `expires_at − LAST_CHANCE_LEAD_MS` when that is at least `LAST_CHANCE_MIN_AHEAD_MS` away and not
+ * before the provider's (capped) Retry-After; otherwise null. Once that attempt has failed, the
+ * moment is behind the clock, so a message gets at most one last chance.
+ */
+function lastChanceBefore(expiresAt: Date, now: Date, providerAsked: Date | null): Date | null {
+  const at = expiresAt.getTime() - LAST_CHANCE_LEAD_MS
+  if (at - now.getTime() < LAST_CHANCE_MIN_AHEAD_MS) return null
+  if (providerAsked && at < providerAsked.getTime()) return null
+  return new Date(at)
 }
 
 /**
