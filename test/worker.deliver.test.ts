@@ -2,6 +2,7 @@ import { expect } from 'chai'
 import { deliverOne } from '../jobs/deliver.ts'
 import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
 import { QUEUES } from '../src/outbox/constants.ts'
+import { LAST_CHANCE_LEAD_MS } from '../src/outbox/retry-policy.ts'
 import { uniqueEmail } from './support/helpers.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
 import { scriptedProvider, stalledProvider } from './support/scripted-provider.ts'
@@ -66,6 +67,38 @@ describe('delivery worker, one job at a time', () => {
     expect(await message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 5 })
     expect(await deadLetter(messageId)).to.include({ reason: 'retries_exhausted', last_failure_class: 'unexpected_worker_error' })
     expect(await f.db.owner('pgboss.job').where({ name: QUEUES.delivery }).whereNot({ state: 'completed' })).to.have.length(0)
+  })
+
+  it('gives a code whose fourth attempt fails with minutes of validity left a last chance a minute before expiry', async () => {
+    const { messageId } = await f.harness.enqueue(uniqueEmail(), 600)
+    const { expires_at: expiresAt } = await message(messageId)
+    // A 3-minute outage: attempts 1 to 4 fail; the 10-minute step after the fourth would overshoot the expiry.
+    const provider = scriptedProvider((call) =>
+      call <= 4 ? new DeliveryFailure('UNAVAILABLE', 'ServiceUnavailable') : { providerMessageId: 'late' },
+    )
+    for (const wait of [5_000, 30_000, 120_000]) {
+      await deliverOne(deps(provider), await nextJob())
+      f.now = new Date(f.now.getTime() + wait)
+    }
+    await deliverOne(deps(provider), await nextJob())
+
+    expect(await message(messageId)).to.include({ state: 'pending', attempt_count: 4 })
+    expect(await deadLetter(messageId)).to.equal(undefined)
+    const lastChance = expiresAt.getTime() - LAST_CHANCE_LEAD_MS
+    expect((await message(messageId)).available_at.getTime()).to.equal(lastChance)
+    expect((await f.rows.queuedJob(messageId)).start_after.getTime()).to.be.closeTo(lastChance, 1_000)
+
+    f.now = new Date(lastChance)
+    await deliverOne(deps(provider), await nextJob())
+    expect(provider.calls).to.have.length(5)
+    expect(await message(messageId)).to.include({ state: 'published', attempt_count: 5 })
+    expect((await attempts(messageId)).map((row) => [row.attempt_no, row.outcome])).to.deep.equal([
+      [1, 'retryable_error'],
+      [2, 'retryable_error'],
+      [3, 'retryable_error'],
+      [4, 'retryable_error'],
+      [5, 'published'],
+    ])
   })
 
   it('never sends a code whose challenge has expired', async () => {
