@@ -7,7 +7,7 @@ export type RetrySettings = { maxAttempts: number; retrySchedule: readonly numbe
 
 /**
  * A code is worth sending only while the person can still read and type it: a last-chance attempt
- * goes out this long before expiry, never later (issue 28 item 3).
+ * goes out this long before expiry, never later (README "Failure classes").
  */
 export const LAST_CHANCE_LEAD_MS = 60_000
 
