@@ -15,6 +15,8 @@ import { recordOutcomes, type Outcome, type RecordRequest, type Recorded } from 
 import type { RetrySettings } from '../src/outbox/retry-policy.ts'
 import { channelScopeOf, countryScopeOf, sendCapsConfigured, sendWindow, type CapScope, type SendCaps } from '../src/outbox/send-caps.ts'
 import { reserveSends } from '../src/outbox/send-windows-sql.ts'
+import { defaultHealthPolicy, routeFor, type ProviderHealth, type Route } from '../src/outbox/provider-health.ts'
+import { providerStates, takeProbeLease, type ProviderTransition } from '../src/outbox/provider-states-sql.ts'
 
 /** Everything a delivery needs, injected so tests drive the clock and the providers. */
 export type DeliveryDeps = {
@@ -22,7 +24,8 @@ export type DeliveryDeps = {
   boss: PgBoss
   /** The OUTBOX_ENCRYPTION_KEYS ring: an envelope opens under the key its id names. */
   outboxKey: KeyRing
-  providers: Partial<Record<Channel, Provider>>
+  /** Each channel's providers in failover order (EMAIL_PROVIDERS): the outage hold and failover pick among them. */
+  providers: Partial<Record<Channel, readonly Provider[]>>
   clock: () => Date
   logger: Logger
   settings: RetrySettings & { sendTimeoutMs: number }
@@ -63,6 +66,7 @@ export async function deliverBatch(deps: DeliveryDeps, jobs: readonly DeliveryJo
   const unclaimed: unknown[] = []
   const suppressed = await suppressedClaims(deps, claims)
   const capped = await heldBySendCaps(deps, claims, suppressed)
+  const routes = await routeClaims(deps, claims, (id) => suppressed.has(id) || capped.has(id))
   await Promise.all(
     claims.map(async (claim, index) => {
       if (claim.kind === 'failed') {
@@ -73,11 +77,12 @@ export async function deliverBatch(deps: DeliveryDeps, jobs: readonly DeliveryJo
         logSettled(deps, requests[index]!, claim)
         return
       }
-      const heldUntil = capped.get(claim.message.id)
+      const route = routes.get(claim.message.id)
+      const heldUntil = capped.get(claim.message.id) ?? (route?.kind === 'held' ? route.until : undefined)
       toRecord.push(
         heldUntil
           ? deferClaimed(requests[index]!, claim, heldUntil)
-          : await sendClaimed(deps, requests[index]!, claim, suppressed.has(claim.message.id)),
+          : await sendClaimed(deps, requests[index]!, claim, suppressed.has(claim.message.id), route),
       )
     }),
   )
@@ -113,11 +118,68 @@ export async function sendClaimed(
   request: ClaimRequest,
   claim: Extract<Claim, { kind: 'claimed' }>,
   suppressed = false,
+  route?: Route,
 ): Promise<PendingRecord> {
   const { message } = claim
-  const context = { messageId: request.messageId, purpose: message.purpose, channel: message.channel, attempt: message.attempt_count + 1 }
-  const outcome: Outcome = suppressed ? { kind: 'dead_letter', reason: 'destination_suppressed' } : await attempt(deps, claim, context)
+  const sendTo =
+    route?.kind === 'send' ? route : { kind: 'send' as const, provider: providersFor(deps, message.channel)[0]?.id ?? '', probe: false }
+  const context = {
+    messageId: request.messageId,
+    purpose: message.purpose,
+    channel: message.channel,
+    attempt: message.attempt_count + 1,
+    provider: sendTo.provider,
+    ...(sendTo.probe ? { probe: true } : {}),
+  }
+  const outcome: Outcome = suppressed
+    ? { kind: 'dead_letter', reason: 'destination_suppressed' }
+    : await attempt(deps, claim, sendTo, context)
   return { messageId: request.messageId, lease: request.lease, outcome, context }
+}
+
+/** A channel's providers in failover order; none when this worker has no provider for it. */
+export function providersFor(deps: Pick<DeliveryDeps, 'providers'>, channel: Channel): readonly Provider[] {
+  return deps.providers[channel] ?? []
+}
+
+/**
+ * Where each claimed message's attempt goes (src/outbox/provider-health.ts `routeFor`): the fleet's
+ * provider states are read once per batch; a probe of a provider held down is sent only by the
+ * message that wins its lease (one per provider, fleet-wide), and every other message of a channel
+ * whose providers are all down is held without spending an attempt. `skip`: messages that will not
+ * be sent anyway (suppressed, held by a send cap).
+ */
+export async function routeClaims(
+  deps: Pick<DeliveryDeps, 'db' | 'providers' | 'clock' | 'logger' | 'settings'>,
+  claims: readonly (Claim | { kind: 'failed' })[],
+  skip: (messageId: string) => boolean,
+): Promise<Map<string, Route>> {
+  const routes = new Map<string, Route>()
+  const messages = claims.flatMap((claim) =>
+    claim.kind === 'claimed' && !skip(claim.message.id) && providersFor(deps, claim.message.channel).length > 0 ? [claim.message] : [],
+  )
+  if (messages.length === 0) return routes
+  const now = deps.clock()
+  const policy = deps.settings.providerHealth ?? defaultHealthPolicy()
+  const states: Map<string, ProviderHealth> = await providerStates(deps.db)
+  for (const message of messages) {
+    const chain = providersFor(deps, message.channel).map((provider) => provider.id)
+    let route = routeFor(chain, message.attempt_count, states, message, now, policy)
+    if (route.kind === 'send' && route.probe) {
+      const until = new Date(now.getTime() + deps.settings.sendTimeoutMs + 5_000)
+      const won = await takeProbeLease(deps.db, route.provider, until, now)
+      // Won or lost, a probe is now in flight: the rest of this batch is held.
+      states.set(route.provider, { ...states.get(route.provider)!, probeUntil: until })
+      if (won)
+        deps.logger.info('provider probe: one message tests whether a provider held down is back', {
+          provider: route.provider,
+          messageId: message.id,
+        })
+      else route = routeFor(chain, message.attempt_count, states, message, now, policy)
+    }
+    routes.set(message.id, route)
+  }
+  return routes
 }
 
 /**
@@ -198,10 +260,31 @@ export function reportRecorded(deps: Pick<DeliveryDeps, 'logger' | 'metrics'>, e
     )
   }
   if (result.kind === 'dead_lettered') deps.metrics?.deadLettered(result.reason)
+  for (const transition of result.transitions ?? []) logTransition(deps, transition)
 }
 
-/** Opens the envelope and sends; every failure becomes an outcome, nothing throws. */
-async function attempt(deps: DeliveryDeps, claim: Extract<Claim, { kind: 'claimed' }>, context: Record<string, unknown>): Promise<Outcome> {
+/** One log line for every change of a provider's state (docs/operations.md "A provider is held down"). */
+function logTransition(deps: Pick<DeliveryDeps, 'logger'>, transition: ProviderTransition): void {
+  const { provider, channel, failureStreak, nextProbeAt, released } = transition
+  if (transition.to === 'down')
+    deps.logger.warn('PROVIDER HELD DOWN: its messages wait without spending attempts; one probe at a time tests it', {
+      provider,
+      channel,
+      failureStreak,
+      nextProbeAt: nextProbeAt?.toISOString(),
+    })
+  else if (transition.to === 'up')
+    deps.logger.info('provider is back: the hold is lifted and its held messages go out now', { provider, channel, released })
+  else deps.logger.info('provider probe failed: still held down', { provider, channel, nextProbeAt: nextProbeAt?.toISOString() })
+}
+
+/** Opens the envelope and sends through the routed provider; every failure becomes an outcome, nothing throws. */
+async function attempt(
+  deps: DeliveryDeps,
+  claim: Extract<Claim, { kind: 'claimed' }>,
+  route: Extract<Route, { kind: 'send' }>,
+  context: Record<string, unknown>,
+): Promise<Outcome> {
   const { message } = claim
   let secret: Buffer
   try {
@@ -212,7 +295,8 @@ async function attempt(deps: DeliveryDeps, claim: Extract<Claim, { kind: 'claime
     return { kind: 'dead_letter', reason: 'decryption_failed' }
   }
 
-  const provider = deps.providers[message.channel]
+  const provider = providersFor(deps, message.channel).find((candidate) => candidate.id === route.provider)
+  const sent = provider ? { id: provider.id, probe: route.probe } : undefined
   if (message.attempt_count === 0)
     deps.metrics?.firstSendStarted(message.channel, (deps.clock().getTime() - message.created_at.getTime()) / 1000)
   const started = performance.now()
@@ -236,7 +320,7 @@ async function attempt(deps: DeliveryDeps, claim: Extract<Claim, { kind: 'claime
       AbortSignal.timeout(deps.settings.sendTimeoutMs),
     )
     deps.metrics?.sent(message.channel, (performance.now() - started) / 1000)
-    return { kind: 'published', providerMessageId, durationMs: performance.now() - started }
+    return { kind: 'published', providerMessageId, durationMs: performance.now() - started, ...(sent ? { provider: sent } : {}) }
   } catch (error) {
     const failure = error instanceof DeliveryFailure ? error : undefined
     const outcome: Outcome = {
@@ -244,6 +328,7 @@ async function attempt(deps: DeliveryDeps, claim: Extract<Claim, { kind: 'claime
       failureClass: failure?.failureClass ?? 'unexpected_worker_error',
       retryAfterAt: failure?.retryAfterAt ?? null,
       durationMs: performance.now() - started,
+      ...(sent ? { provider: sent } : {}),
     }
     deps.logger.warn('delivery attempt failed', {
       ...context,

@@ -1,5 +1,14 @@
 import { expect } from 'chai'
-import { ATTEMPT_OUTCOMES, CHANNELS, DEAD_LETTER_REASONS, FAILURE_CLASSES, MESSAGE_STATES, PURPOSES } from '../src/outbox/constants.ts'
+import {
+  ATTEMPT_OUTCOMES,
+  CHANNELS,
+  DEAD_LETTER_REASONS,
+  FAILURE_CLASSES,
+  MESSAGE_STATES,
+  PROVIDER_IDS,
+  PROVIDER_STATES,
+  PURPOSES,
+} from '../src/outbox/constants.ts'
 import { createTestDatabase, type TestDatabase } from './support/database.ts'
 import { insertOpenMessage } from './support/helpers.ts'
 
@@ -176,6 +185,10 @@ describe('security outbox invariants', () => {
       ['security_outbox_dead_letters', 'last_failure_class', FAILURE_CLASSES],
       ['provider_pauses', 'channel', CHANNELS],
       ['send_windows', 'channel', CHANNELS],
+      ['security_outbox_attempts', 'provider', PROVIDER_IDS],
+      ['provider_states', 'provider', PROVIDER_IDS],
+      ['provider_states', 'channel', CHANNELS],
+      ['provider_states', 'state', PROVIDER_STATES],
     ]
     for (const [table, column, names] of lists) {
       const { rows } = await db.owner.raw<{ rows: { def: string }[] }>(

@@ -111,7 +111,7 @@ describe('invitation messages in the worker', () => {
   it('does not requeue an attempt whose invitation was accepted while it was out (record guard)', async () => {
     const { messageId, invitationId, adminId } = await invite()
     const provider: Provider = {
-      id: 'failing',
+      id: 'ses',
       channel: 'email',
       async dispatch() {
         await f.db

@@ -17,7 +17,7 @@ describe('worker lifecycle', () => {
     const { messageId } = await f.harness.enqueue(phone)
     let calls = 0
     const provider: Provider = {
-      id: 'flaky-recording',
+      id: 'wasender',
       channel: 'whatsapp',
       async dispatch() {
         calls += 1

@@ -11,7 +11,7 @@ function gatedProvider() {
   const held = new Map<string, () => void>()
   const holding = new Set<string>()
   const provider: Provider = {
-    id: 'gated',
+    id: 'ses',
     channel: 'email',
     async dispatch(message) {
       calls.push(message)
@@ -128,7 +128,7 @@ describe('delivery pipeline', () => {
     f.now = new Date(Date.now() - SCHEDULE[0]! + 300)
     let calls = 0
     const provider: Provider = {
-      id: 'fails-once',
+      id: 'ses',
       channel: 'email',
       async dispatch() {
         calls += 1
@@ -150,7 +150,7 @@ describe('delivery pipeline', () => {
     const retryAfter = new Date(Date.now() + 30_000)
     let calls = 0
     const provider: Provider = {
-      id: 'throttles-first',
+      id: 'ses',
       channel: 'email',
       async dispatch() {
         calls += 1

@@ -117,7 +117,7 @@ describe('delivery outcomes by failure class and attempt', () => {
     const { messageId } = await f.harness.enqueue(phone)
     let code = ''
     const hostile: Provider = {
-      id: 'hostile',
+      id: 'wasender',
       channel: 'whatsapp',
       async dispatch(message) {
         code = /\d{6}/.exec(message.text)![0]

@@ -1,4 +1,4 @@
-import type { Channel, FailureClass } from '../outbox/constants.ts'
+import type { Channel, FailureClass, ProviderId } from '../outbox/constants.ts'
 
 /** What a connector is asked to deliver; the text holds the secret and lives in memory only. */
 export type OutgoingMessage = {
@@ -12,9 +12,13 @@ export type OutgoingMessage = {
   purpose?: string
 }
 
-/** A provider port (Kratos courier's shape): an id for logs and one dispatch call. */
+/**
+ * A provider port (Kratos courier's shape): an id and one dispatch call. The id is one of the
+ * names attempt rows and the outage hold may hold (a CHECK refuses any other, so a new provider
+ * comes with its migration).
+ */
 export interface Provider {
-  readonly id: string
+  readonly id: ProviderId
   readonly channel: Channel
   /** Resolves with the provider's message id once accepted; rejects with a DeliveryFailure. */
   dispatch(message: OutgoingMessage, signal: AbortSignal): Promise<{ providerMessageId: string }>

@@ -10,6 +10,8 @@ export type NewAttempt = {
   retryAfterAt: Date | null
   durationMs: number
   attemptedAt: Date
+  /** The provider it went to (null: none was named, as by an earlier release). */
+  provider?: string | null
 }
 
 /**
@@ -28,6 +30,7 @@ export async function insertAttemptsTx(trx: Knex.Transaction, attempts: readonly
       retry_after_at: attempt.retryAfterAt,
       duration_ms: Math.max(0, Math.round(attempt.durationMs)),
       attempted_at: attempt.attemptedAt,
+      provider: attempt.provider ?? null,
     })),
   )
 }

@@ -20,6 +20,14 @@ export type ChallengePurpose = Exclude<Purpose, 'invitation' | 'security_notice'
 export const CHANNELS = Object.freeze(['email', 'whatsapp'] as const)
 export type Channel = (typeof CHANNELS)[number]
 
+/** What an attempt row and `outbox.provider_states` may name as the provider; mirrored by CHECKs. */
+export const PROVIDER_IDS = Object.freeze(['ses', 'smtp', 'wasender'] as const)
+export type ProviderId = (typeof PROVIDER_IDS)[number]
+
+/** A provider's state as the fleet holds it (`outbox.provider_states.state`); mirrored by a CHECK. */
+export const PROVIDER_STATES = Object.freeze(['up', 'down'] as const)
+export type ProviderState = (typeof PROVIDER_STATES)[number]
+
 export const ATTEMPT_OUTCOMES = Object.freeze(['published', 'retryable_error', 'failed'] as const)
 export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number]
 
@@ -34,6 +42,9 @@ export const FAILURE_CLASSES = Object.freeze([
   'invitation_link_unconfigured',
 ] as const)
 export type FailureClass = (typeof FAILURE_CLASSES)[number]
+
+/** The failures that say a provider may be down (the outage hold counts them): no answer, or a 5xx-like one. */
+export const TRANSIENT_FAILURES: ReadonlySet<FailureClass> = new Set<FailureClass>(['UNAVAILABLE', 'INDETERMINATE'])
 
 export const DEAD_LETTER_REASONS = Object.freeze([
   'provider_rejected',

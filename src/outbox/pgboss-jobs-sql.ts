@@ -2,8 +2,10 @@ import type { Knex } from 'knex'
 import { QUEUES } from './constants.ts'
 
 /**
- * The outbox's reads of pg-boss's job table, `pgboss.job`. pg-boss writes it (send, fetch,
- * complete, cancel through its own API); these statements only ask it which jobs are alive.
+ * The outbox's statements on pg-boss's job table, `pgboss.job`. pg-boss writes it (send, fetch,
+ * complete, cancel through its own API); these statements ask it which jobs are alive, and one
+ * (`releaseHeldJobsTx`) moves the start of waiting jobs the outbox itself created, which pg-boss
+ * has no call for.
  */
 
 /** Which of these pg-boss jobs are still being worked on (their lease has not lapsed into retry or failure). */
@@ -43,4 +45,41 @@ export async function isRealCrashLoopTx(trx: Knex.Transaction, crashLoopJobId: s
     [messageId, QUEUES.crashLoop, crashLoopJobId, QUEUES.delivery, messageId],
   )
   return rows.length > 0
+}
+
+/**
+ * A provider is back: the channel's held messages go out at once, soonest expiry first. Every
+ * pending message of the channel still waiting for a later moment (held by the outage hold, or
+ * waiting out a retry the outage caused) has its job's start moved to now and a priority above
+ * fresh messages' (pg-boss fetches by priority, then creation): one point more for each second
+ * less it has left, within a day. Messages another transaction holds are skipped (they are being
+ * worked on); a message a pause or a send cap still holds is simply put back by its claim. Returns
+ * how many were called back.
+ */
+export async function releaseHeldJobsTx(
+  trx: Knex.Transaction,
+  channel: string,
+  now: Date,
+  queue: string = QUEUES.delivery,
+): Promise<number> {
+  const { rows } = await trx.raw<{ rows: { released: string }[] }>(
+    `WITH held AS (
+       SELECT m.id, m.job_id, m.expires_at
+         FROM outbox.security_outbox_messages m
+        WHERE m.state = 'pending' AND m.available_at > ? AND m.channel = ? AND m.expires_at > ?
+          FOR UPDATE OF m SKIP LOCKED
+     ), jobs AS (
+       UPDATE pgboss.job j
+          SET start_after = ?,
+              priority = 1 + GREATEST(0, 86400 - LEAST(86400, floor(extract(epoch FROM held.expires_at - ?::timestamptz))))::integer
+         FROM held
+        WHERE j.name = ? AND j.id = held.job_id AND j.state = 'created'
+       RETURNING held.id
+     ), messages AS (
+       UPDATE outbox.security_outbox_messages m SET available_at = ? FROM jobs WHERE m.id = jobs.id
+     )
+     SELECT count(*) AS released FROM jobs`,
+    [now, channel, now, now, now, queue, now],
+  )
+  return Number(rows[0]?.released ?? 0)
 }

@@ -1,9 +1,10 @@
 import type { Knex } from 'knex'
 import { preparedRaw } from '../db/knex.ts'
 import type { Lease } from './messages-sql.ts'
+import type { Channel } from './constants.ts'
 
 /** A successful send to record: its message, the job attempt that claims to hold it, the provider's answer. */
-export type Publication = { messageId: string; lease: Lease; providerMessageId: string; durationMs: number }
+export type Publication = { messageId: string; lease: Lease; providerMessageId: string; durationMs: number; provider: string | null }
 
 /**
  * Publications in one statement: locks in id order the messages still leased to these very job
@@ -15,13 +16,14 @@ export async function publishLeasedMessagesTx(
   trx: Knex.Transaction,
   publications: readonly Publication[],
   now: Date,
-): Promise<{ id: string; attempt_count: number }[]> {
-  const { rows } = await preparedRaw<{ rows: { id: string; attempt_count: number }[] }>(trx, PUBLISH_SQL, [
+): Promise<{ id: string; attempt_count: number; channel: Channel }[]> {
+  const { rows } = await preparedRaw<{ rows: { id: string; attempt_count: number; channel: Channel }[] }>(trx, PUBLISH_SQL, [
     publications.map((publication) => publication.messageId),
     publications.map((publication) => publication.lease.jobId),
     publications.map((publication) => publication.lease.retryCount),
     publications.map((publication) => publication.providerMessageId),
     publications.map((publication) => Math.max(0, Math.round(publication.durationMs))),
+    publications.map((publication) => publication.provider) as string[],
     now,
     now,
   ])
@@ -32,14 +34,14 @@ export const PUBLISH_SQL = `
   WITH req AS (
     -- The arrays through scalar subqueries, so the prepared statement keeps its generic plan (why:
     -- the claim's, src/outbox/claim-sql.ts).
-    SELECT * FROM unnest((SELECT ?::uuid[]), (SELECT ?::uuid[]), (SELECT ?::integer[]), (SELECT ?::text[]), (SELECT ?::integer[])) AS r (id, job_id, retry_count, provider_message_id, duration_ms)
+    SELECT * FROM unnest((SELECT ?::uuid[]), (SELECT ?::uuid[]), (SELECT ?::integer[]), (SELECT ?::text[]), (SELECT ?::integer[]), (SELECT ?::text[])) AS r (id, job_id, retry_count, provider_message_id, duration_ms, provider)
   ), locked AS (
     -- Each message by its primary key alone, locked in id order, then judged on the locked row (as
     -- the claim does, src/outbox/claim-sql.ts): never a walk of the open-message index.
-    SELECT m.id, m.attempt_count
+    SELECT m.id, m.attempt_count, m.channel
       FROM (SELECT * FROM req ORDER BY id) r
      CROSS JOIN LATERAL (
-       SELECT m.id, m.attempt_count, m.state, m.lease_job_id, m.lease_retry_count
+       SELECT m.id, m.attempt_count, m.channel, m.state, m.lease_job_id, m.lease_retry_count
          FROM outbox.security_outbox_messages m
         WHERE m.id = r.id
        OFFSET 0
@@ -47,8 +49,8 @@ export const PUBLISH_SQL = `
      ) m
      WHERE m.state = 'leased' AND m.lease_job_id = r.job_id AND m.lease_retry_count = r.retry_count
   ), attempts AS (
-    INSERT INTO outbox.security_outbox_attempts (message_id, attempt_no, outcome, failure_class, provider_message_id, retry_after_at, duration_ms, attempted_at)
-    SELECT locked.id, locked.attempt_count + 1, 'published', NULL, req.provider_message_id, NULL, req.duration_ms, ?
+    INSERT INTO outbox.security_outbox_attempts (message_id, attempt_no, outcome, failure_class, provider_message_id, retry_after_at, duration_ms, attempted_at, provider)
+    SELECT locked.id, locked.attempt_count + 1, 'published', NULL, req.provider_message_id, NULL, req.duration_ms, ?, req.provider
       FROM locked JOIN req ON req.id = locked.id
     RETURNING message_id
   ), published AS (
@@ -60,4 +62,4 @@ export const PUBLISH_SQL = `
   ), deleted AS (
     DELETE FROM outbox.security_outbox_ciphertexts c USING locked WHERE c.message_id = locked.id
   )
-  SELECT id, attempt_count FROM locked`
+  SELECT id, attempt_count, channel FROM locked`

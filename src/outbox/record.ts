@@ -6,16 +6,18 @@ import { insertAttemptsTx, type NewAttempt } from './attempts-sql.ts'
 import { batchOrEach, type Failed } from './batch-or-each.ts'
 import { publishLeasedMessagesTx } from './publish-sql.ts'
 import { deleteCiphertextsTx } from './ciphertexts-sql.ts'
-import type { Channel, DeadLetterReason, FailureClass } from './constants.ts'
+import { TRANSIENT_FAILURES, type Channel, type DeadLetterReason, type FailureClass, type ProviderId } from './constants.ts'
 import { deadLetterMessagesTx, isLeasedBy, lockMessagesTx, publishMessagesTx, type DeadLetter, type Lease } from './messages-sql.ts'
 import { expiredReason, invitationClosedReason, invitationStatesTx } from './invitation-states-sql.ts'
 import { activePausesTx, pauseForThrottleTx } from './provider-pauses-sql.ts'
+import { defaultHealthPolicy } from './provider-health.ts'
+import { noteProviderAnswersTx, type ProviderAnswers, type ProviderTransition } from './provider-states-sql.ts'
 import { completeJobsTx, scheduleNextAttemptTx } from './settle.ts'
 
 /** What happened to one claimed message, as the worker reports it to `recordOutcome`. */
 export type Outcome =
-  | { kind: 'published'; providerMessageId: string; durationMs: number }
-  | { kind: 'failed'; failureClass: FailureClass; retryAfterAt: Date | null; durationMs: number }
+  | { kind: 'published'; providerMessageId: string; durationMs: number; provider?: Sent }
+  | { kind: 'failed'; failureClass: FailureClass; retryAfterAt: Date | null; durationMs: number; provider?: Sent }
   /** Structural fault found before any send (e.g. decryption): no attempt is spent. */
   | { kind: 'dead_letter'; reason: DeadLetterReason }
   /**
@@ -24,14 +26,21 @@ export type Outcome =
    */
   | { kind: 'deferred'; until?: Date }
 
-/** What the record step decided, for logs and metrics. */
-export type Recorded =
+/** Which provider an attempt went to, and whether it was the probe of a provider held down. */
+export type Sent = { id: ProviderId; probe: boolean }
+
+/**
+ * What the record step decided, for logs and metrics. `transitions`: what the outage hold did with
+ * the providers' answers, on the first result of the transaction that recorded them.
+ */
+export type Recorded = (
   | { kind: 'published'; attemptNo: number }
   /** `channelPausedUntil`: after a THROTTLED answer, the channel's pause as the database now holds it. */
   | { kind: 'retry_scheduled'; attemptNo: number; nextAttemptAt: Date; channelPausedUntil?: Date | null }
   | { kind: 'dead_lettered'; attemptNo: number | null; reason: DeadLetterReason; channelPausedUntil?: Date | null }
   | { kind: 'deferred'; nextAttemptAt: Date }
   | { kind: 'lease_lost' }
+) & { transitions?: ProviderTransition[] }
 
 /** One job attempt's outcome to record. */
 export type RecordRequest = { messageId: string; lease: Lease; outcome: Outcome }
@@ -82,7 +91,7 @@ export async function recordOutcomesEach(
   const published = requests.filter((request) => request.outcome.kind === 'published')
   const others = requests.filter((request) => request.outcome.kind !== 'published')
   const [fast, full] = await Promise.all([
-    batchOrEach(published, (batch) => recordPublishedBatch(db, boss, batch, now)),
+    batchOrEach(published, (batch) => recordPublishedBatch(db, boss, settings, batch, now)),
     batchOrEach(others, (batch) => recordBatch(db, boss, settings, batch, now)),
   ])
   return requests.map((request) =>
@@ -96,7 +105,13 @@ export async function recordOutcomesEach(
  * their attempt rows, publish them and delete their ciphertexts; then complete exactly those jobs
  * with their `{id, retryCount}`. A message no longer leased to its attempt records nothing.
  */
-async function recordPublishedBatch(db: Knex, boss: PgBoss, requests: readonly RecordRequest[], now: Date): Promise<Recorded[]> {
+async function recordPublishedBatch(
+  db: Knex,
+  boss: PgBoss,
+  settings: RetrySettings,
+  requests: readonly RecordRequest[],
+  now: Date,
+): Promise<Recorded[]> {
   if (new Set(requests.map((request) => request.messageId)).size !== requests.length) throw new Error('one message twice in a record batch')
   return await db.transaction(async (trx): Promise<Recorded[]> => {
     const rows = await publishLeasedMessagesTx(
@@ -106,20 +121,61 @@ async function recordPublishedBatch(db: Knex, boss: PgBoss, requests: readonly R
         lease: request.lease,
         providerMessageId: request.outcome.kind === 'published' ? request.outcome.providerMessageId : '',
         durationMs: request.outcome.kind === 'published' ? request.outcome.durationMs : 0,
+        provider: request.outcome.kind === 'published' ? (request.outcome.provider?.id ?? null) : null,
       })),
       now,
     )
-    const attemptNo = new Map(rows.map((row) => [row.id, row.attempt_count + 1]))
+    const locked = new Map(rows.map((row) => [row.id, row]))
     await completeJobsTx(
       trx,
       boss,
-      requests.filter((request) => attemptNo.has(request.messageId)).map((request) => request.lease),
+      requests.filter((request) => locked.has(request.messageId)).map((request) => request.lease),
     )
-    return requests.map((request): Recorded => {
-      const no = attemptNo.get(request.messageId)
-      return no === undefined ? { kind: 'lease_lost' } : { kind: 'published', attemptNo: no }
+    const transitions = await noteProviderAnswersTx(
+      trx,
+      answersOf(
+        requests.flatMap((request) => {
+          const row = locked.get(request.messageId)
+          return row ? [{ outcome: request.outcome, channel: row.channel }] : []
+        }),
+      ),
+      now,
+      settings.providerHealth ?? defaultHealthPolicy(),
+    )
+    const results = requests.map((request): Recorded => {
+      const row = locked.get(request.messageId)
+      return row === undefined ? { kind: 'lease_lost' } : { kind: 'published', attemptNo: row.attempt_count + 1 }
     })
+    if (transitions.length > 0) results[0]!.transitions = transitions
+    return results
   })
+}
+
+/**
+ * What each provider answered in one record transaction, for the outage hold: a success or a
+ * REJECTED proves it is there; UNAVAILABLE / INDETERMINATE count against it; THROTTLED (its pause
+ * handles it) and a worker's own error say nothing about it. Attempts without a provider (recorded
+ * by a release before providers were named) are left out.
+ */
+function answersOf(entries: readonly { outcome: Outcome; channel: Channel }[]): ProviderAnswers[] {
+  const byProvider = new Map<string, ProviderAnswers>()
+  for (const { outcome, channel } of entries) {
+    if ((outcome.kind !== 'published' && outcome.kind !== 'failed') || !outcome.provider) continue
+    const answers = byProvider.get(outcome.provider.id) ?? {
+      provider: outcome.provider.id,
+      channel,
+      answered: 0,
+      transient: 0,
+      probe: false,
+    }
+    if (outcome.kind === 'published' || outcome.failureClass === 'REJECTED') answers.answered += 1
+    else if (TRANSIENT_FAILURES.has(outcome.failureClass)) {
+      answers.transient += 1
+      answers.probe ||= outcome.provider.probe
+    }
+    byProvider.set(outcome.provider.id, answers)
+  }
+  return [...byProvider.values()]
 }
 
 async function recordBatch(
@@ -160,10 +216,13 @@ async function recordBatch(
         return invitationId && request.outcome.kind === 'failed' ? [invitationId] : []
       }),
     )
+    // The channel of each attempt this transaction records, for the outage hold's answers.
+    const channels = new Map<string, Channel>()
     const results = requests.map(({ messageId, lease, outcome }, index): Recorded => {
       const message = rows.get(messageId)
       if (!message || !isLeasedBy(message, lease)) return { kind: 'lease_lost' }
       rows.delete(messageId)
+      channels.set(messageId, message.channel)
       settled.push(lease)
       if (outcome.kind === 'dead_letter') {
         deadLetters.push({ messageId, reason: outcome.reason, lastFailureClass: null })
@@ -191,6 +250,7 @@ async function recordBatch(
         retryAfterAt: outcome.kind === 'failed' ? outcome.retryAfterAt : null,
         durationMs: outcome.durationMs,
         attemptedAt: now,
+        provider: outcome.provider?.id ?? null,
       })
       if (decided.kind === 'published') published.push(messageId)
       else if (decided.kind === 'dead_lettered')
@@ -240,7 +300,19 @@ async function recordBatch(
       }
       await deadLetterMessagesTx(trx, expired, now)
     }
+    const transitions = await noteProviderAnswersTx(
+      trx,
+      answersOf(
+        requests.flatMap((request) => {
+          const channel = channels.get(request.messageId)
+          return channel ? [{ outcome: request.outcome, channel }] : []
+        }),
+      ),
+      now,
+      settings.providerHealth ?? defaultHealthPolicy(),
+    )
     await completeJobsTx(trx, boss, settled)
+    if (transitions.length > 0) results[0]!.transitions = transitions
     return results
   })
 }

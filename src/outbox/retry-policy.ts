@@ -1,9 +1,18 @@
 import type { DeadLetterReason, FailureClass } from './constants.ts'
 import { expiredReason } from './invitation-states-sql.ts'
 import { cappedRetryAfter, defaultPausePolicy, type PausePolicy } from './provider-pause.ts'
+import type { HealthPolicy } from './provider-health.ts'
 
-/** `providerPause` bounds every provider-requested wait (MAX_PROVIDER_PAUSE_SECONDS; default 300 s). */
-export type RetrySettings = { maxAttempts: number; retrySchedule: readonly number[]; providerPause?: PausePolicy }
+/**
+ * `providerPause` bounds every provider-requested wait (MAX_PROVIDER_PAUSE_SECONDS; default 300 s);
+ * `providerHealth` is the outage hold's policy (default `DEFAULT_HEALTH_POLICY`).
+ */
+export type RetrySettings = {
+  maxAttempts: number
+  retrySchedule: readonly number[]
+  providerPause?: PausePolicy
+  providerHealth?: HealthPolicy
+}
 
 /**
  * A code is worth sending only while the person can still read and type it: a last-chance attempt

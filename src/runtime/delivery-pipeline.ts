@@ -5,6 +5,7 @@ import {
   heldBySendCaps,
   logSettled,
   reportRecorded,
+  routeClaims,
   sendClaimed,
   suppressedClaims,
   type DeliveryDeps,
@@ -16,6 +17,7 @@ import type { Failed } from '../outbox/batch-or-each.ts'
 import { claimMessages } from '../outbox/claim.ts'
 import { QUEUES, type Channel, type DeliveryJobData } from '../outbox/constants.ts'
 import { recordOutcomesEach, type Recorded } from '../outbox/record.ts'
+import type { Route } from '../outbox/provider-health.ts'
 
 /** How the pipeline paces itself (README "Delivery settings"). */
 export type PipelineOptions = {
@@ -196,6 +198,7 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
     claim: Awaited<ReturnType<typeof claimMessages>>[number],
     suppressed: boolean,
     heldUntil: Date | undefined,
+    route: Route | undefined,
   ) => {
     try {
       const request = claimRequestOf(job)
@@ -212,7 +215,7 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
           ? deferClaimed(request, claim, heldUntil)
           : pausedLocally(claim.message.channel) && !suppressed
             ? deferClaimed(request, claim)
-            : await sendClaimed(deps, request, claim, suppressed)
+            : await sendClaimed(deps, request, claim, suppressed, route)
       } finally {
         sendDone()
       }
@@ -238,6 +241,8 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
       }
       reportRecorded(deps, entry, result)
       if (result.kind === 'retry_scheduled' || result.kind === 'deferred') noteDue(result.nextAttemptAt)
+      // A provider is back and its held messages were called back: fetch them now, not at the next poll.
+      if (result.transitions?.some((transition) => transition.to === 'up')) wake()
       // Nothing was recorded for this attempt: if it is still ours (the message went final under
       // us, e.g. superseded), settle the job; if the attempt lapsed this touches nothing.
       if (result.kind === 'lease_lost') await boss.complete(queue, { id: job.id, retryCount: job.retryCount }).catch(() => undefined)
@@ -253,6 +258,7 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
     let claims: Awaited<ReturnType<typeof claimMessages>>
     let suppressed = new Set<string>()
     let capped = new Map<string, Date>()
+    let routes = new Map<string, Route>()
     const started = performance.now()
     try {
       claims = await claimMessages(deps.db, boss, jobs.map(claimRequestOf), deps.clock())
@@ -260,6 +266,8 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
       suppressed = await suppressedClaims(deps, claims)
       // Then the fleet's send caps: one counter statement per capped channel (and country) and batch.
       capped = await heldBySendCaps(deps, claims, suppressed)
+      // Then each message's provider: failover, and the outage hold (one read of the providers' states).
+      routes = await routeClaims(deps, claims, (id) => suppressed.has(id) || capped.has(id))
       stats.claimMs += performance.now() - started
     } catch (error) {
       claims = jobs.map(() => ({ kind: 'failed', error }))
@@ -269,8 +277,10 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
     await Promise.all(
       jobs.map((job, index) => {
         const claim = claims[index]!
-        const claimed = claim.kind === 'claimed'
-        return settleOne(job, claim, claimed && suppressed.has(claim.message.id), claimed ? capped.get(claim.message.id) : undefined)
+        if (claim.kind !== 'claimed') return settleOne(job, claim, false, undefined, undefined)
+        const route = routes.get(claim.message.id)
+        const heldUntil = capped.get(claim.message.id) ?? (route?.kind === 'held' ? route.until : undefined)
+        return settleOne(job, claim, suppressed.has(claim.message.id), heldUntil, route)
       }),
     )
   }

@@ -152,9 +152,9 @@ export async function startWorker(options: {
     throw error
   }
   const boss = createBoss(options.workerUrl, 'worker', logger, { leaseSeconds, shortestCronSeconds: Math.min(cron.purge, cron.sweep) })
-  const providers: Partial<Record<Channel, Provider>> = Object.fromEntries(
-    options.providers.map((provider) => [provider.channel, provider]),
-  )
+  // Each channel's providers in the order given: the failover order (EMAIL_PROVIDERS).
+  const providers: Partial<Record<Channel, Provider[]>> = {}
+  for (const provider of options.providers) (providers[provider.channel] ??= []).push(provider)
   for (const channel of CHANNELS) {
     if (!providers[channel])
       logger.warn('no provider configured for a channel; its messages will fail as UNAVAILABLE until one is', { channel })

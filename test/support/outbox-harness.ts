@@ -89,12 +89,15 @@ export async function outboxHarness(db: TestDatabase, options: { keys: Keys; clo
       if (!job) throw new Error('no job to fetch')
       return job
     },
-    deps(providers: Partial<Record<Channel, Provider>>, sendTimeoutMs = 2_000): DeliveryDeps {
+    /** A channel's provider, or its providers in failover order. */
+    deps(providers: Partial<Record<Channel, Provider | Provider[]>>, sendTimeoutMs = 2_000): DeliveryDeps {
       return {
         db: worker,
         boss: workerBoss,
         outboxKey: options.keys.outboxKey,
-        providers,
+        providers: Object.fromEntries(
+          Object.entries(providers).map(([channel, chain]) => [channel, Array.isArray(chain) ? chain : [chain]]),
+        ),
         clock: options.clock,
         logger: options.logger,
         settings: { maxAttempts: 5, retrySchedule: SCHEDULE, sendTimeoutMs },

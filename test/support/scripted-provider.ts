@@ -1,11 +1,16 @@
 import type { OutgoingMessage, Provider } from '../../src/delivery/provider.ts'
 
-/** A provider port that answers whatever the test scripts, and remembers what it was asked. */
-export function scriptedProvider(script: (call: number) => { providerMessageId: string } | Error): Provider & { calls: OutgoingMessage[] } {
+/**
+ * A provider port that answers whatever the test scripts, and remembers what it was asked. It
+ * stands in for a real provider id (attempt rows name one of them): SES unless told otherwise.
+ */
+export function scriptedProvider(
+  script: (call: number) => { providerMessageId: string } | Error,
+  as: Pick<Provider, 'id' | 'channel'> = { id: 'ses', channel: 'email' },
+): Provider & { calls: OutgoingMessage[] } {
   const calls: OutgoingMessage[] = []
   return {
-    id: 'scripted',
-    channel: 'email',
+    ...as,
     calls,
     async dispatch(message) {
       calls.push(message)
@@ -26,7 +31,7 @@ export function stalledProvider(providerMessageId: string): { provider: Provider
   const gate = new Promise<void>((resolve) => (release = resolve))
   const sending = new Promise<void>((resolve) => (entered = resolve))
   const provider: Provider = {
-    id: 'stalled',
+    id: 'ses',
     channel: 'email',
     async dispatch() {
       entered()
