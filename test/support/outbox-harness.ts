@@ -89,6 +89,31 @@ export async function outboxHarness(db: TestDatabase, options: { keys: Keys; clo
       if (!job) throw new Error('no job to fetch')
       return job
     },
+    /**
+     * The job due first by the test's clock, handed out by pg-boss as a worker's fetch would: its
+     * start is moved back to the database's real now, and the test's clock forward to its start
+     * (jobs are scheduled by the test's clock, which runs ahead of the database's). Undefined when
+     * no job waits.
+     */
+    async nextDueJob(clock: { now: Date }): Promise<Job<DeliveryJobData> | undefined> {
+      const due: { id: string; start_after: Date } | undefined = await workerBoss
+        .getDb()
+        .executeSql(
+          `SELECT id, start_after FROM pgboss.job WHERE name = $1 AND state IN ('created', 'retry') ORDER BY start_after, priority DESC, created_on LIMIT 1`,
+          [QUEUES.delivery],
+        )
+        .then((result: { rows: { id: string; start_after: Date }[] }) => result.rows[0])
+      if (!due) return undefined
+      if (due.start_after.getTime() > clock.now.getTime()) clock.now = due.start_after
+      await workerBoss
+        .getDb()
+        .executeSql(`UPDATE pgboss.job SET start_after = now() - interval '1 second' WHERE name = $1 AND id = $2`, [
+          QUEUES.delivery,
+          due.id,
+        ])
+      const [job] = await workerBoss.fetch<DeliveryJobData>(QUEUES.delivery)
+      return job
+    },
     /** A channel's provider, or its providers in failover order. */
     deps(providers: Partial<Record<Channel, Provider | Provider[]>>, sendTimeoutMs = 2_000): DeliveryDeps {
       return {

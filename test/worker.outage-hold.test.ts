@@ -1,0 +1,201 @@
+import { expect } from 'chai'
+import { deliverBatch, deliverOne } from '../jobs/deliver.ts'
+import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
+import { QUEUES } from '../src/outbox/constants.ts'
+import { DEFAULT_HEALTH_POLICY } from '../src/outbox/provider-health.ts'
+import { takeProbeLease } from '../src/outbox/provider-states-sql.ts'
+import { uniqueEmail } from './support/helpers.ts'
+import { useOutboxFixture } from './support/outbox-harness.ts'
+import { scriptedProvider } from './support/scripted-provider.ts'
+
+describe('the outage hold and failover (issue 28)', () => {
+  const f = useOutboxFixture()
+  const { message, attempts, ciphertexts, deadLetter } = f.rows
+
+  // Jitter at its widest (random = 1): every interval and spread is its full length, so times are exact.
+  const policy = { ...DEFAULT_HEALTH_POLICY, random: () => 1 }
+  const deps = (...chain: Provider[]) => {
+    const built = f.harness.deps({ email: chain })
+    return { ...built, settings: { ...built.settings, providerHealth: policy } }
+  }
+  const down = () => new DeliveryFailure('UNAVAILABLE', 'ServiceUnavailable')
+  const sent = (id: string) => ({ providerMessageId: id })
+  const state = (provider = 'ses') => f.db.owner('outbox.provider_states').where({ provider }).first()
+  const seconds = (n: number) => new Date(f.now.getTime() + n * 1000)
+  /** Marks SES held down as the fleet would have, its next probe at `nextProbeAt`. */
+  const holdSesDown = (nextProbeAt: Date) =>
+    f.db.owner('outbox.provider_states').insert({
+      provider: 'ses',
+      channel: 'email',
+      state: 'down',
+      failure_streak: 5,
+      last_failure_at: f.now,
+      down_since: f.now,
+      probe_interval_ms: 5_000,
+      next_probe_at: nextProbeAt,
+      updated_at: f.now,
+    })
+  const logged = (...parts: string[]) =>
+    f.logs
+      .text()
+      .split('\n')
+      .some((line) => parts.every((part) => line.includes(part)))
+  const enqueue = async (ttlSeconds = 3_600) => (await f.harness.enqueue(uniqueEmail(), ttlSeconds)).messageId
+
+  it('marks a provider down after five transient failures in a row across messages, and holds the next message without spending an attempt', async () => {
+    const ids = [await enqueue(), await enqueue(), await enqueue(), await enqueue(), await enqueue(), await enqueue()]
+    const ses = scriptedProvider(down)
+    for (let i = 0; i < 5; i++) await deliverOne(deps(ses), await f.harness.nextJob())
+    expect(await state()).to.include({ state: 'down', failure_streak: 5 })
+    expect((await state()).next_probe_at.getTime()).to.equal(seconds(5).getTime())
+    expect(logged('PROVIDER HELD DOWN', '"provider":"ses"')).to.equal(true)
+
+    const held = await f.harness.nextJob()
+    expect(held.data.messageId).to.equal(ids[5])
+    await deliverOne(deps(ses), held)
+    expect(ses.calls, 'the sixth message never reached the provider').to.have.length(5)
+    const sixth = await message(ids[5]!)
+    expect(sixth).to.include({ state: 'pending', attempt_count: 0 })
+    expect(sixth.available_at.getTime()).to.be.greaterThan(seconds(5).getTime())
+    expect(await ciphertexts(ids[5]!)).to.equal(1)
+  })
+
+  it('sends one probe at a time: of a batch, one message tests the provider and the others wait without spending attempts', async () => {
+    await holdSesDown(seconds(-1))
+    const ids = [await enqueue(), await enqueue(), await enqueue()]
+    const ses = scriptedProvider(down)
+    await deliverBatch(deps(ses), [await f.harness.nextJob(), await f.harness.nextJob(), await f.harness.nextJob()])
+
+    expect(ses.calls, 'one probe').to.have.length(1)
+    const counts = await Promise.all(ids.map(async (id) => (await message(id)).attempt_count as number))
+    expect(counts.sort()).to.deep.equal([0, 0, 1])
+    // The probe failed: still down, the next probe twice as far, its lease let go.
+    expect(await state()).to.include({ state: 'down', probe_interval_ms: 10_000, probe_until: null })
+    expect((await state()).next_probe_at.getTime()).to.equal(seconds(10).getTime())
+    expect(logged('provider probe failed')).to.equal(true)
+  })
+
+  it('lets only one worker of the fleet take a due probe', async () => {
+    await holdSesDown(seconds(-1))
+    const until = seconds(30)
+    expect(await takeProbeLease(f.harness.worker, 'ses', until, f.now)).to.equal(true)
+    expect(await takeProbeLease(f.harness.worker, 'ses', until, f.now)).to.equal(false)
+    // A lease whose prober never came back lapses by itself.
+    expect(await takeProbeLease(f.harness.worker, 'ses', seconds(60), until)).to.equal(true)
+  })
+
+  it('lifts the hold by itself when a probe succeeds, and calls the held messages back at once, soonest expiry first', async () => {
+    await holdSesDown(seconds(10))
+    const soon = await enqueue(300)
+    const later = await enqueue(600)
+    const latest = await enqueue(3_600)
+    const ses = scriptedProvider((call) => sent(`ses-${call}`))
+    await deliverBatch(deps(ses), [await f.harness.nextJob(), await f.harness.nextJob(), await f.harness.nextJob()])
+    expect(ses.calls, 'all three held: no probe is due yet').to.have.length(0)
+    for (const id of [soon, later, latest]) expect(await message(id)).to.include({ state: 'pending', attempt_count: 0 })
+
+    f.now = seconds(10)
+    const probe = await enqueue(900)
+    const probeJob = await f.harness.nextDueJob(f)
+    expect(probeJob?.data.messageId).to.equal(probe)
+    await deliverOne(deps(ses), probeJob!)
+    expect(await message(probe)).to.include({ state: 'published', attempt_count: 1 })
+    expect(await state()).to.include({ state: 'up', failure_streak: 0, next_probe_at: null })
+    expect(logged('provider is back', '"released":3')).to.equal(true)
+
+    // Called back: due now, and handed out soonest expiry first.
+    for (const id of [soon, later, latest]) expect((await message(id)).available_at.getTime()).to.equal(f.now.getTime())
+    const order: string[] = []
+    for (let i = 0; i < 3; i++) {
+      const job = await f.harness.nextJob()
+      order.push(job.data.messageId)
+      await deliverOne(deps(ses), job)
+    }
+    expect(order).to.deep.equal([soon, later, latest])
+    for (const id of [soon, later, latest]) expect(await message(id)).to.include({ state: 'published', attempt_count: 1 })
+  })
+
+  it('fails over mid-retry: the attempt after a transient failure on the first provider goes to the second', async () => {
+    const id = await enqueue()
+    const ses = scriptedProvider(down)
+    const smtp = scriptedProvider((call) => sent(`smtp-${call}`), { id: 'smtp', channel: 'email' })
+    await deliverOne(deps(ses, smtp), await f.harness.nextJob())
+    expect(await ciphertexts(id), 'the secret stays sealed while the message waits').to.equal(1)
+    const retry = await f.harness.nextDueJob(f)
+    await deliverOne(deps(ses, smtp), retry!)
+
+    expect([ses.calls.length, smtp.calls.length]).to.deep.equal([1, 1])
+    expect((await attempts(id)).map((row) => [row.attempt_no, row.provider, row.outcome, row.failure_class])).to.deep.equal([
+      [1, 'ses', 'retryable_error', 'UNAVAILABLE'],
+      [2, 'smtp', 'published', null],
+    ])
+    expect(await message(id)).to.include({ state: 'published' })
+    expect(await ciphertexts(id), 'deleted at publish').to.equal(0)
+  })
+
+  it('never fails a REJECTED answer over: it is the recipient, not the provider', async () => {
+    const id = await enqueue()
+    const ses = scriptedProvider(() => new DeliveryFailure('REJECTED', 'MessageRejected'))
+    const smtp = scriptedProvider((call) => sent(`smtp-${call}`), { id: 'smtp', channel: 'email' })
+    await deliverOne(deps(ses, smtp), await f.harness.nextJob())
+    expect(smtp.calls).to.have.length(0)
+    expect(await deadLetter(id)).to.include({ reason: 'provider_rejected' })
+    expect(await ciphertexts(id), 'deleted at the dead letter').to.equal(0)
+    expect(await state(), 'a rejection is an answer: no streak begins').to.equal(undefined)
+  })
+
+  it('sends a first attempt straight to the second provider while the first is held down', async () => {
+    await holdSesDown(seconds(600))
+    const id = await enqueue()
+    const ses = scriptedProvider((call) => sent(`ses-${call}`))
+    const smtp = scriptedProvider((call) => sent(`smtp-${call}`), { id: 'smtp', channel: 'email' })
+    await deliverOne(deps(ses, smtp), await f.harness.nextJob())
+    expect([ses.calls.length, smtp.calls.length]).to.deep.equal([0, 1])
+    expect((await attempts(id)).map((row) => row.provider)).to.deep.equal(['smtp'])
+  })
+
+  it('lets expiry win: a message held past its expiry is dead-lettered unsent', async () => {
+    await holdSesDown(seconds(3_600))
+    const id = await enqueue(120)
+    const ses = scriptedProvider((call) => sent(`ses-${call}`))
+    await deliverOne(deps(ses), await f.harness.nextJob())
+    expect(await message(id)).to.include({ state: 'pending', attempt_count: 0 })
+    await deliverOne(deps(ses), (await f.harness.nextDueJob(f))!)
+    expect(ses.calls).to.have.length(0)
+    await f.rows.expectDeadLetteredUnsent(id, 'challenge_expired')
+  })
+
+  it('loses no code to a 3-minute outage of the only provider: every code arrives within 30 s of recovery, the provider called once per probe', async () => {
+    const start = f.now
+    const recovery = seconds(180)
+    const ids: string[] = []
+    for (let i = 0; i < 8; i++) ids.push(await enqueue(600))
+    const ses = scriptedProvider(() => (f.now < recovery ? down() : sent('after')))
+    const callTimes: Date[] = []
+    const recording: Provider = {
+      ...ses,
+      dispatch: (outgoing, signal) => {
+        callTimes.push(f.now)
+        return ses.dispatch(outgoing, signal)
+      },
+    }
+    // Codes keep being asked for during the outage.
+    const arrivals = [20, 45, 90, 150].map((s) => new Date(start.getTime() + s * 1000))
+    for (let job = await f.harness.nextDueJob(f); job; job = await f.harness.nextDueJob(f)) {
+      while (arrivals[0] && arrivals[0] <= f.now) {
+        arrivals.shift()
+        ids.push(await enqueue(600))
+      }
+      await deliverOne(deps(recording), job)
+    }
+
+    for (const id of ids) expect(await message(id), id).to.include({ state: 'published' })
+    const published = await f.db.owner('outbox.security_outbox_attempts').whereIn('message_id', ids).where({ outcome: 'published' })
+    for (const row of published) expect(row.attempted_at.getTime() - recovery.getTime()).to.be.below(30_000)
+    const duringOutage = callTimes.filter((at) => at < recovery)
+    // Five failures open the hold; after it, one probe per interval (5, 10, 20, 20… s), never one per message.
+    expect(duringOutage.length).to.be.at.most(5 + Math.ceil(180 / 5))
+    expect(duringOutage.filter((at) => at.getTime() - start.getTime() > 60_000).length).to.be.at.most(Math.ceil(120 / 20) + 1)
+    expect(await f.db.owner('pgboss.job').where({ name: QUEUES.delivery }).whereIn('state', ['created', 'retry'])).to.have.length(0)
+  })
+})
