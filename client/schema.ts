@@ -621,6 +621,22 @@ export interface components {
                 active: number;
                 failed: number;
             };
+            /** @description Each provider a worker has used, and its outage hold */
+            providers: {
+                /** @enum {string} */
+                provider: "ses" | "smtp" | "wasender";
+                /** @enum {string} */
+                channel: "email" | "whatsapp";
+                /**
+                 * @description down: held (messages wait without spending attempts); probing: one message tests it
+                 * @enum {string}
+                 */
+                state: "up" | "probing" | "down";
+                /** @description Transient failures in a row, fleet-wide */
+                failureStreak: number;
+                downSince: string | null;
+                nextProbeAt: string | null;
+            }[];
         };
         DeadLetterPage: {
             items: {
@@ -679,6 +695,8 @@ export interface components {
             };
             attempts: {
                 attemptNo: number;
+                /** @description The provider it went to; null for attempts recorded before providers were named */
+                provider: ("ses" | "smtp" | "wasender") | null;
                 /** @enum {string} */
                 outcome: "published" | "retryable_error" | "failed";
                 failureClass: ("REJECTED" | "THROTTLED" | "UNAVAILABLE" | "INDETERMINATE" | "unexpected_worker_error" | "invitation_link_unconfigured") | null;

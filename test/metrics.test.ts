@@ -60,4 +60,26 @@ describe('metrics', () => {
       await worker.stop()
     }
   })
+
+  it("shows each provider's outage hold as sealpost_provider_state: 0 up, 1 probing, 2 held down", async () => {
+    const worker = await f.startWorker()
+    await worker.stop()
+    // The worker listed its provider at startup: up.
+    expect(await scrape()).to.match(/^sealpost_provider_state\{provider="ses"\} 0$/m)
+    const now = new Date()
+    const held = {
+      state: 'down',
+      failure_streak: 5,
+      down_since: now,
+      probe_interval_ms: 5_000,
+      next_probe_at: new Date(now.getTime() + 60_000),
+    }
+    await f.db.owner('outbox.provider_states').where({ provider: 'ses' }).update(held)
+    expect(await scrape()).to.match(/^sealpost_provider_state\{provider="ses"\} 2$/m)
+    await f.db
+      .owner('outbox.provider_states')
+      .where({ provider: 'ses' })
+      .update({ probe_until: new Date(now.getTime() + 60_000) })
+    expect(await scrape()).to.match(/^sealpost_provider_state\{provider="ses"\} 1$/m)
+  })
 })

@@ -121,6 +121,37 @@ describe('staff: backlog and dead letters', () => {
     expect(body.queue).to.deep.equal({ queued: Number(jobs!.n), deferred: 0, active: 0, failed: 0 })
   })
 
+  it("lists each provider's outage hold in the backlog: held down since when, and its next probe", async () => {
+    const staff = await kit.staffMember()
+    const since = new Date(Date.now() - 30_000)
+    const nextProbe = new Date(Date.now() + 10_000)
+    await f.db.owner('outbox.provider_states').insert([
+      { provider: 'ses', channel: 'email', updated_at: since },
+      {
+        provider: 'wasender',
+        channel: 'whatsapp',
+        state: 'down',
+        failure_streak: 7,
+        down_since: since,
+        probe_interval_ms: 10_000,
+        next_probe_at: nextProbe,
+        updated_at: since,
+      },
+    ])
+    const answer = await f.stack.call('GET', `${BASE}/backlog`, undefined, staff.auth)
+    expect((answer.body as { providers: unknown[] }).providers).to.deep.equal([
+      { provider: 'ses', channel: 'email', state: 'up', failureStreak: 0, downSince: null, nextProbeAt: null },
+      {
+        provider: 'wasender',
+        channel: 'whatsapp',
+        state: 'down',
+        failureStreak: 7,
+        downSince: since.toISOString(),
+        nextProbeAt: nextProbe.toISOString(),
+      },
+    ])
+  })
+
   it('pages 250 dead letters by 50 forward and back, each exactly once, newest first, destinations masked', async () => {
     const staff = await kit.staffMember()
     const owner: Knex = f.db.owner

@@ -117,6 +117,17 @@ async function loadBacklog() {
   const reasons = Object.entries(body.deadLettersLast24h).filter(([, n]) => n > 0)
   facts($('reasons'), reasons.length ? reasons : [['none', 0]])
   $('oldest').textContent = body.oldestDuePendingAgeSeconds === null ? 'none due' : `${body.oldestDuePendingAgeSeconds} s`
+  // Each provider's outage hold: up, held down, or probing whether it is back.
+  const providers = Array.isArray(body.providers) ? body.providers : []
+  facts(
+    $('providers'),
+    providers.length
+      ? providers.map((p) => [
+          `${p.provider} (${p.channel})`,
+          tag(p.state === 'down' ? 'held down' : p.state, p.state === 'up' ? 'good' : 'bad'),
+        ])
+      : [['none yet', '—']],
+  )
 }
 
 let page = { query: 'limit=10', info: undefined, number: 1 }
@@ -171,6 +182,7 @@ async function openMessage(messageId) {
       const row = document.createElement('tr')
       cell(row, String(attempt.attemptNo), 'num')
       cell(row, when(attempt.attemptedAt))
+      cell(row, attempt.provider ?? '—')
       cell(row, '').append(tag(attempt.outcome, attempt.outcome === 'published' ? 'good' : 'bad'))
       cell(row, attempt.failureClass ?? '—')
       cell(row, when(attempt.retryAfterAt))

@@ -6,6 +6,7 @@ import {
   DELIVERY_EVENTS,
   FAILURE_CLASSES,
   MESSAGE_STATES,
+  PROVIDER_IDS,
   PURPOSES,
 } from '../outbox/constants.ts'
 
@@ -43,6 +44,20 @@ export const Backlog = z
     queue: z
       .object({ queued: count, deferred: count, active: count, failed: count })
       .meta({ description: 'pg-boss jobs of the delivery queue' }),
+    providers: z
+      .array(
+        z.object({
+          provider: z.enum(PROVIDER_IDS),
+          channel: z.enum(CHANNELS),
+          state: z
+            .enum(['up', 'probing', 'down'])
+            .meta({ description: 'down: held (messages wait without spending attempts); probing: one message tests it' }),
+          failureStreak: count.meta({ description: 'Transient failures in a row, fleet-wide' }),
+          downSince: at.nullable(),
+          nextProbeAt: at.nullable(),
+        }),
+      )
+      .meta({ description: 'Each provider a worker has used, and its outage hold' }),
   })
   .meta({ id: 'Backlog' })
 
@@ -93,6 +108,10 @@ export const MessageHistory = z
     attempts: z.array(
       z.object({
         attemptNo: z.int().min(1),
+        provider: z
+          .enum(PROVIDER_IDS)
+          .nullable()
+          .meta({ description: 'The provider it went to; null for attempts recorded before providers were named' }),
         outcome: z.enum(ATTEMPT_OUTCOMES),
         failureClass: failureClass.nullable(),
         providerMessageId: z.string().nullable(),

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex'
 import { Counter, Gauge, Registry } from 'prom-client'
 import { gauges } from '../platform/outbox-admin.ts'
+import { PROVIDER_VIEW_GAUGE } from '../outbox/provider-health.ts'
 
 /**
  * The web's GET /metrics: gauges read from the database at each scrape, so they are right whichever
@@ -49,6 +50,12 @@ export function createWebMetrics(db: Knex, clock: () => Date) {
     labelNames: ['outcome'],
     registers: [registry],
   })
+  const providerState = new Gauge({
+    name: 'sealpost_provider_state',
+    help: "Each provider's outage hold, fleet-wide: 0 up, 1 probing (one message tests it), 2 held down (its messages wait)",
+    labelNames: ['provider'],
+    registers: [registry],
+  })
   const scrapeOk = new Gauge({
     name: 'sealpost_outbox_metrics_scrape_ok',
     help: '1 when the last scrape could read the database',
@@ -59,6 +66,7 @@ export function createWebMetrics(db: Knex, clock: () => Date) {
     lag.set(summary.oldestDuePendingAgeSeconds ?? 0)
     for (const [reason, count] of Object.entries(summary.deadLettersLast24h)) deadLetters.set({ reason }, count)
     for (const [state, count] of Object.entries(summary.queue)) queue.set({ state }, count)
+    for (const { provider, state } of summary.providers) providerState.set({ provider }, PROVIDER_VIEW_GAUGE[state])
     for (const [purpose, events] of Object.entries(summary.deliveryEventsLast24h)) {
       for (const [event, count] of Object.entries(events)) deliveryEvents.set({ purpose, event }, count)
     }

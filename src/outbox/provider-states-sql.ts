@@ -36,6 +36,18 @@ export async function providerStates(db: Knex | Knex.Transaction): Promise<Map<s
 }
 
 /**
+ * A worker's providers get their row (up) at startup if they have none, so the backlog view and
+ * the gauge list every provider in use, not only those that have failed.
+ */
+export async function ensureProviderStates(db: Knex, providers: readonly { id: string; channel: Channel }[], now: Date): Promise<void> {
+  if (providers.length === 0) return
+  await db(STATES)
+    .insert(providers.map((provider) => ({ provider: provider.id, channel: provider.channel, updated_at: now })))
+    .onConflict('provider')
+    .ignore()
+}
+
+/**
  * Takes the probe of a provider held down, for one send: only when its next probe is due and no
  * other probe holds the lease. The lease lapses by itself at `until`, so a prober that crashed
  * never keeps the hold shut. True when this caller won it.

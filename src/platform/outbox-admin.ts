@@ -8,6 +8,8 @@ import { ConflictError, DomainError, ForbiddenError, NotFoundError } from '../id
 import type { SessionContext } from '../identity/sessions.ts'
 import { DEAD_LETTER_REASONS, DELIVERY_EVENTS } from '../outbox/constants.ts'
 import { deliveryEventsSince } from '../outbox/delivery-events-sql.ts'
+import { viewOf, type ProviderHealth } from '../outbox/provider-health.ts'
+import { providerStates } from '../outbox/provider-states-sql.ts'
 import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
 import { backlogSummary, deadLetterPageRows, gaugeSummary, reissueCandidateTx, type CountsRow } from '../outbox/staff-functions-sql.ts'
 import { auditTx } from './staff.ts'
@@ -29,7 +31,12 @@ async function asStaff<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
-function summaryOf(row: CountsRow, events: Awaited<ReturnType<typeof deliveryEventsSince>>) {
+function summaryOf(
+  row: CountsRow,
+  events: Awaited<ReturnType<typeof deliveryEventsSince>>,
+  providers: ReadonlyMap<string, ProviderHealth>,
+  now: Date,
+) {
   const deadLettersLast24h = Object.fromEntries(DEAD_LETTER_REASONS.map((reason) => [reason, 0])) as Record<string, number>
   for (const [reason, count] of Object.entries(row.dead_letters_last_24h ?? {})) deadLettersLast24h[reason] = Number(count)
   // Per purpose: what the providers reported after "published".
@@ -50,6 +57,14 @@ function summaryOf(row: CountsRow, events: Awaited<ReturnType<typeof deliveryEve
     deadLettersLast24h,
     deliveryEventsLast24h,
     queue: { queued: Number(row.queued), deferred: Number(row.deferred), active: Number(row.active), failed: Number(row.failed) },
+    providers: [...providers.values()].map((health) => ({
+      provider: health.provider,
+      channel: health.channel,
+      state: viewOf(health, now),
+      failureStreak: health.failureStreak,
+      downSince: health.downSince?.toISOString() ?? null,
+      nextProbeAt: health.nextProbeAt?.toISOString() ?? null,
+    })),
   }
 }
 
@@ -58,12 +73,17 @@ export type BacklogSummary = ReturnType<typeof summaryOf>
 /** `GET /platform-admin/security-outbox/backlog`: one request answers "is delivery healthy?". */
 export async function backlog(db: Knex, staff: Pick<StaffSession, 'tokenHash'>, now: Date): Promise<BacklogSummary> {
   const counts = await asStaff(() => backlogSummary(db, staff.tokenHash, now))
-  return summaryOf(counts, await deliveryEventsSince(db, new Date(now.getTime() - 24 * 3_600_000)))
+  return summaryOf(counts, await deliveryEventsSince(db, new Date(now.getTime() - 24 * 3_600_000)), await providerStates(db), now)
 }
 
 /** The same counts for the web's /metrics gauges, which no staff session scrapes: counts only, never a row. */
 export async function gauges(db: Knex, now: Date): Promise<BacklogSummary> {
-  return summaryOf(await gaugeSummary(db, now), await deliveryEventsSince(db, new Date(now.getTime() - 24 * 3_600_000)))
+  return summaryOf(
+    await gaugeSummary(db, now),
+    await deliveryEventsSince(db, new Date(now.getTime() - 24 * 3_600_000)),
+    await providerStates(db),
+    now,
+  )
 }
 
 type Cursor = { at: Date; id: string }

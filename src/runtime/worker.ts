@@ -16,6 +16,7 @@ import { metricsAccess } from '../metrics/access.ts'
 import { createWorkerMetrics, serveMetrics } from '../metrics/worker-metrics.ts'
 import { CHANNELS, QUEUES, type Channel, type DeliveryJobData } from '../outbox/constants.ts'
 import { startDeliveryPipeline, type DeliveryPipeline } from './delivery-pipeline.ts'
+import { ensureProviderStates } from '../outbox/provider-states-sql.ts'
 import type { Keys } from './dev-keys.ts'
 
 export type RunningWorker = { stop: () => Promise<void>; metricsUrl?: string }
@@ -167,6 +168,8 @@ export async function startWorker(options: {
     if (config.WORKER_METRICS_PORT !== undefined)
       metricsServer = await serveMetrics(metrics.registry, config.WORKER_METRICS_PORT, metricsAccess(config))
     await boss.start()
+    // Every provider this worker sends through is listed (up) in the backlog view and the gauge from now on.
+    await ensureProviderStates(db, options.providers, clock())
     pipeline = startDeliveryPipeline(
       {
         db,
