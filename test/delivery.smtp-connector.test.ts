@@ -189,6 +189,18 @@ describe('SMTP connector against a real SMTP server', () => {
     expect(fake!.sessions()).to.be.at.most(2)
   })
 
+  it('after a timeout it closed, and after a pooled connection sat idle past the socket timeout, the next send goes out', async () => {
+    await start()
+    const smtp = connector({ timeoutMs: 150 })
+    fake!.failAt('after-data', { kind: 'hang' })
+    expect((await failure(smtp.dispatch(message, AbortSignal.timeout(5_000)))).failureClass).to.equal('INDETERMINATE')
+    fake!.resetFaults()
+    await smtp.dispatch(message, AbortSignal.timeout(5_000))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    await smtp.dispatch(message, AbortSignal.timeout(5_000))
+    expect(fake!.received.map((mail) => mail.answer)).to.deep.equal(['hung', 'accepted', 'accepted'])
+  })
+
   it('a connection refused (nothing listening) is UNAVAILABLE', async () => {
     const closed = net.createServer()
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
