@@ -95,6 +95,35 @@ const countList = <T>(parse: (text: string) => T) =>
       }
     })
 
+/** The email providers Sealpost can drive; EMAIL_PROVIDERS orders some of them. */
+export const EMAIL_PROVIDER_IDS = Object.freeze(['ses', 'smtp'] as const)
+export type EmailProviderId = (typeof EMAIL_PROVIDER_IDS)[number]
+
+/** Parses `ses,smtp` into the order providers are tried; pure so it can be table-tested. */
+export function parseEmailProviders(text: string): EmailProviderId[] {
+  const ids = text.split(',').map((part) => part.trim())
+  const known = (id: string): id is EmailProviderId => (EMAIL_PROVIDER_IDS as readonly string[]).includes(id)
+  if (ids.length === 0 || !ids.every(known) || new Set(ids).size !== ids.length)
+    throw new Error(`must be an ordered comma-separated list of ${EMAIL_PROVIDER_IDS.join(', ')}, each at most once`)
+  return ids
+}
+
+/** `smtp://` or `smtps://` with a host; the value holds a password, so the problem never quotes it. */
+const smtpUrl = z.string().refine(
+  (text) => {
+    try {
+      const url = new URL(text)
+      return (url.protocol === 'smtp:' || url.protocol === 'smtps:') && url.hostname !== ''
+    } catch {
+      return false
+    }
+  },
+  {
+    message:
+      'must be smtp://user:password@host:587 (STARTTLS) or smtps://user:password@host:465 (implicit TLS), reserved characters percent-encoded',
+  },
+)
+
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback)
 const url = z.url({ protocol: /^(postgres|postgresql|https?)$/ })
 
@@ -119,6 +148,22 @@ const envSchema = z.object({
   SES_ENDPOINT: url.optional(),
   WASENDER_API_URL: url.optional(),
   WASENDER_API_KEY: z.string().min(1).optional(),
+  /** The email providers in the order they are tried, `ses,smtp` (README "Configuration"). */
+  EMAIL_PROVIDERS: z
+    .string()
+    .default('ses')
+    .transform((text, ctx) => {
+      try {
+        return parseEmailProviders(text)
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message })
+        return z.NEVER
+      }
+    }),
+  /** The relay of the `smtp` email provider, credentials in the URL. */
+  SMTP_URL: smtpUrl.optional(),
+  /** The sender address of mail through SMTP (default: SES_FROM_ADDRESS). */
+  SMTP_FROM_ADDRESS: z.email().optional(),
   INVITATION_LINK_BASE_URL: url.optional(),
   CHALLENGE_TTL_SECONDS: positiveInt(600),
   INVITATION_TTL_SECONDS: positiveInt(7 * 24 * 3600),
@@ -251,6 +296,12 @@ const REQUIRED_IN_PRODUCTION: Record<ProcessRole, (keyof Config)[]> = {
   'all-in-one': [],
 }
 
+/** Settings of REQUIRED_IN_PRODUCTION that only some configurations use. */
+const REQUIRED_ONLY_WHEN: Partial<Record<keyof Config, (config: Config) => boolean>> = {
+  SES_REGION: (config) => config.EMAIL_PROVIDERS.includes('ses'),
+  SES_FROM_ADDRESS: (config) => config.EMAIL_PROVIDERS.includes('ses'),
+}
+
 const SINGLE_KEY_OF: Partial<Record<keyof Config, string>> = {
   OUTBOX_ENCRYPTION_KEYS: 'OUTBOX_ENCRYPTION_KEY',
   CODE_HASH_KEYS: 'CODE_HASH_KEY',
@@ -284,6 +335,18 @@ const HTTPS_ONLY_IN_PRODUCTION = {
 
 function isLoopback(url: URL): boolean {
   return url.hostname === 'localhost' || url.hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(url.hostname)
+}
+
+/**
+ * Whether the SMTP connector may send without TLS when the relay offers no STARTTLS: only an
+ * `smtp://` relay on this machine, and only in development and test. Everywhere else `smtp://`
+ * requires STARTTLS and `smtps://` is TLS from the first byte.
+ */
+export function smtpPlainAllowed(config: Pick<Config, 'NODE_ENV' | 'SMTP_URL'>): boolean {
+  if (config.NODE_ENV !== 'development' && config.NODE_ENV !== 'test') return false
+  if (!config.SMTP_URL) return false
+  const url = new URL(config.SMTP_URL)
+  return url.protocol === 'smtp:' && isLoopback(url)
 }
 
 /**
@@ -329,6 +392,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, role: ProcessRole): Config {
       },
     ])
   }
+  const sends = role === 'worker' || role === 'all-in-one'
+  if (sends && config.EMAIL_PROVIDERS.includes('smtp') && config.SMTP_URL === undefined) {
+    throw new ConfigError([{ variable: 'SMTP_URL', problem: 'is required when EMAIL_PROVIDERS lists smtp' }])
+  }
   const deployed = config.NODE_ENV === 'production' || config.NODE_ENV === 'staging'
   if (deployed) {
     if (role === 'all-in-one') {
@@ -336,17 +403,32 @@ export function loadConfig(env: NodeJS.ProcessEnv, role: ProcessRole): Config {
         { variable: 'NODE_ENV', problem: '`npm start` is the development mode; run the Procfile processes in staging and production' },
       ])
     }
-    const missing = REQUIRED_IN_PRODUCTION[role].filter((name) => config[name] === undefined)
-    if (missing.length > 0) {
-      throw new ConfigError(
-        missing.map((variable) => {
+    const missing = REQUIRED_IN_PRODUCTION[role].filter(
+      (name) => config[name] === undefined && (REQUIRED_ONLY_WHEN[name]?.(config) ?? true),
+    )
+    const smtpFromMissing =
+      role === 'worker' &&
+      config.EMAIL_PROVIDERS.includes('smtp') &&
+      config.SMTP_FROM_ADDRESS === undefined &&
+      config.SES_FROM_ADDRESS === undefined
+    if (missing.length > 0 || smtpFromMissing) {
+      throw new ConfigError([
+        ...missing.map((variable) => {
           const single = SINGLE_KEY_OF[variable]
           return {
             variable,
             problem: `is required for the ${role} process in ${config.NODE_ENV}${single ? ` (or the single-key ${single})` : ''}`,
           }
         }),
-      )
+        ...(smtpFromMissing
+          ? [
+              {
+                variable: 'SMTP_FROM_ADDRESS',
+                problem: `is required for the worker in ${config.NODE_ENV} when EMAIL_PROVIDERS lists smtp (or SES_FROM_ADDRESS)`,
+              },
+            ]
+          : []),
+      ])
     }
     const insecure = Object.entries(HTTPS_ONLY_IN_PRODUCTION).filter(([variable, allowed]) => {
       const value = config[variable as keyof typeof HTTPS_ONLY_IN_PRODUCTION]

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { expect } from 'chai'
-import { ConfigError, loadConfig, parseSchedule } from '../config/schema.ts'
+import { ConfigError, loadConfig, parseEmailProviders, parseSchedule, smtpPlainAllowed } from '../config/schema.ts'
 import { cronIntervalSeconds } from '../src/runtime/worker.ts'
 
 describe('configuration', () => {
@@ -220,5 +220,74 @@ describe('configuration', () => {
     expect(capped.PHONE_CAP_PER_COUNTRY_PER_HOUR).to.deep.equal({ '44': 500, '*': 200 })
     expect(refusal({ SEND_CAP_PER_HOUR: 'sms:10' }, 'all-in-one').variables).to.deep.equal(['SEND_CAP_PER_HOUR'])
     expect(refusal({ PHONE_CAP_PER_COUNTRY_PER_HOUR: '4:10' }, 'all-in-one').variables).to.deep.equal(['PHONE_CAP_PER_COUNTRY_PER_HOUR'])
+  })
+
+  describe('email providers', () => {
+    const relay = 'smtp://relay-user:hunter2%40pass@smtp.example.com:587'
+
+    it('reads EMAIL_PROVIDERS as an ordered list (default ses) and refuses unknown, repeated or empty entries, naming the variable', () => {
+      expect(loadConfig({}, 'worker').EMAIL_PROVIDERS).to.deep.equal(['ses'])
+      expect(loadConfig({ EMAIL_PROVIDERS: 'smtp, ses', SMTP_URL: relay }, 'worker').EMAIL_PROVIDERS).to.deep.equal(['smtp', 'ses'])
+      expect(parseEmailProviders('ses,smtp')).to.deep.equal(['ses', 'smtp'])
+      for (const EMAIL_PROVIDERS of ['ses,ses', 'ses,sendgrid', ' , ', 'ses,'])
+        expect(refusal({ EMAIL_PROVIDERS }, 'worker').variables, EMAIL_PROVIDERS).to.deep.equal(['EMAIL_PROVIDERS'])
+    })
+
+    it('refuses an SMTP_URL that is not smtp:// or smtps:// without printing it (it holds the password)', () => {
+      for (const SMTP_URL of ['https://relay-user:hunter2@smtp.example.com', 'smtp://', 'relay-user:hunter2@smtp.example.com:587']) {
+        const error = refusal({ SMTP_URL }, 'worker')
+        expect(error.variables).to.deep.equal(['SMTP_URL'])
+        expect(error.message).not.to.include('hunter2').and.not.to.include('relay-user')
+      }
+      expect(loadConfig({ SMTP_URL: relay }, 'worker').SMTP_URL).to.equal(relay)
+      expect(loadConfig({ SMTP_URL: 'smtps://u:p@smtp.example.com:465' }, 'worker').SMTP_URL).to.equal('smtps://u:p@smtp.example.com:465')
+    })
+
+    it('stops a worker whose EMAIL_PROVIDERS lists smtp without SMTP_URL, in every environment; the web does not send', () => {
+      for (const NODE_ENV of ['development', 'test', 'staging', 'production']) {
+        const env = { ...production, NODE_ENV, EMAIL_PROVIDERS: 'ses,smtp' }
+        expect(refusal(env, 'worker').variables, NODE_ENV).to.deep.equal(['SMTP_URL'])
+      }
+      expect(refusal({ EMAIL_PROVIDERS: 'smtp' }, 'all-in-one').variables).to.deep.equal(['SMTP_URL'])
+      expect(loadConfig({ ...production, EMAIL_PROVIDERS: 'smtp' }, 'web').EMAIL_PROVIDERS).to.deep.equal(['smtp'])
+    })
+
+    it('starts a production worker that sends through SMTP alone without any SES setting, but not without a from-address', () => {
+      const env: Record<string, string> = {
+        ...production,
+        EMAIL_PROVIDERS: 'smtp',
+        SMTP_URL: relay,
+        SMTP_FROM_ADDRESS: 'codes@example.com',
+      }
+      delete env.SES_REGION
+      delete env.SES_FROM_ADDRESS
+      expect(loadConfig(env, 'worker')).to.include({ SMTP_URL: relay, SMTP_FROM_ADDRESS: 'codes@example.com' })
+      delete env.SMTP_FROM_ADDRESS
+      const error = refusal(env, 'worker')
+      expect(error.variables).to.deep.equal(['SMTP_FROM_ADDRESS'])
+      expect(error.message).not.to.include('hunter2')
+      expect(loadConfig({ ...env, SES_FROM_ADDRESS: 'no-reply@example.com' }, 'worker').SES_FROM_ADDRESS).to.equal('no-reply@example.com')
+    })
+
+    it('still asks a production worker for the SES settings when ses is listed, first or second', () => {
+      const env: Record<string, string> = { ...production, EMAIL_PROVIDERS: 'smtp,ses', SMTP_URL: relay }
+      delete env.SES_REGION
+      expect(refusal(env, 'worker').variables).to.deep.equal(['SES_REGION'])
+    })
+
+    it('allows plain SMTP only to a relay on this machine in development and test; smtp:// requires STARTTLS everywhere else', () => {
+      const cases: [string, string, boolean][] = [
+        ['test', 'smtp://127.0.0.1:2525', true],
+        ['development', 'smtp://localhost:1025', true],
+        ['development', 'smtp://[::1]:1025', true],
+        ['development', 'smtp://mail.example.com:587', false],
+        ['development', 'smtps://127.0.0.1:465', false],
+        ['staging', 'smtp://127.0.0.1:25', false],
+        ['production', 'smtp://localhost:25', false],
+      ]
+      for (const [NODE_ENV, SMTP_URL, plain] of cases)
+        expect(smtpPlainAllowed({ NODE_ENV: NODE_ENV as 'test', SMTP_URL }), `${NODE_ENV} ${SMTP_URL}`).to.equal(plain)
+      expect(smtpPlainAllowed({ NODE_ENV: 'test', SMTP_URL: undefined })).to.equal(false)
+    })
   })
 })

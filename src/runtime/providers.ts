@@ -1,37 +1,69 @@
-import type { Config } from '../../config/schema.ts'
+import { smtpPlainAllowed, type Config, type EmailProviderId } from '../../config/schema.ts'
 import type { Provider } from '../delivery/provider.ts'
 import { createSesConnector } from '../delivery/ses-connector.ts'
+import { createSmtpConnector } from '../delivery/smtp-connector.ts'
 import { createWasenderConnector } from '../delivery/wasender-connector.ts'
 import type { Logger } from '../logging/logger.ts'
 
 const DEV_FROM_ADDRESS = 'no-reply@sealpost.test'
 
+type Connector = Provider & { close(): void }
+
 /**
- * Connectors from configuration. Outside development the SES and Wasender settings are required
- * (config refuses to start without them); in development email goes to the local SES emulator and
- * WhatsApp is off unless configured (the worker warns at startup).
+ * Connectors from configuration: the email providers in EMAIL_PROVIDERS order, then WhatsApp's.
+ * Within a channel the order is the order providers are tried. Outside development the settings
+ * of each listed provider are required (config refuses to start without them); in development
+ * SES goes to the local SES emulator and WhatsApp is off unless configured (the worker warns at
+ * startup).
  */
 export function providersFromConfig(
   config: Pick<
     Config,
-    'NODE_ENV' | 'SES_REGION' | 'SES_FROM_ADDRESS' | 'SES_ENDPOINT' | 'SES_EMULATOR_PORT' | 'WASENDER_API_URL' | 'WASENDER_API_KEY'
+    | 'NODE_ENV'
+    | 'SES_REGION'
+    | 'SES_FROM_ADDRESS'
+    | 'SES_ENDPOINT'
+    | 'SES_EMULATOR_PORT'
+    | 'WASENDER_API_URL'
+    | 'WASENDER_API_KEY'
+    | 'EMAIL_PROVIDERS'
+    | 'SMTP_URL'
+    | 'SMTP_FROM_ADDRESS'
+    | 'SEND_TIMEOUT_MS'
   > &
     Partial<Pick<Config, 'SES_CONFIGURATION_SET' | 'SES_FROM_NAME' | 'PRODUCT_NAME' | 'WORKER_CONCURRENCY'>>,
   logger: Logger,
   emulatorEndpoint?: string,
-): (Provider & { close(): void })[] {
+): Connector[] {
   const local = config.NODE_ENV === 'development' || config.NODE_ENV === 'test'
-  const endpoint = config.SES_ENDPOINT ?? (local ? (emulatorEndpoint ?? `http://127.0.0.1:${config.SES_EMULATOR_PORT}`) : undefined)
-  const ses = createSesConnector({
-    region: config.SES_REGION ?? 'us-east-1',
-    fromAddress: config.SES_FROM_ADDRESS ?? DEV_FROM_ADDRESS,
-    fromName: config.SES_FROM_NAME ?? config.PRODUCT_NAME,
-    configurationSet: config.SES_CONFIGURATION_SET,
-    endpoint,
-    // The emulator accepts any credentials; real SES uses the default AWS credential chain.
-    credentials: local && !config.SES_REGION ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined,
-    concurrency: config.WORKER_CONCURRENCY,
-  })
+  const fromName = config.SES_FROM_NAME ?? config.PRODUCT_NAME
+  const build: Record<EmailProviderId, () => Connector> = {
+    ses: () =>
+      createSesConnector({
+        region: config.SES_REGION ?? 'us-east-1',
+        fromAddress: config.SES_FROM_ADDRESS ?? DEV_FROM_ADDRESS,
+        fromName,
+        configurationSet: config.SES_CONFIGURATION_SET,
+        endpoint: config.SES_ENDPOINT ?? (local ? (emulatorEndpoint ?? `http://127.0.0.1:${config.SES_EMULATOR_PORT}`) : undefined),
+        // The emulator accepts any credentials; real SES uses the default AWS credential chain.
+        credentials: local && !config.SES_REGION ? { accessKeyId: 'local', secretAccessKey: 'local' } : undefined,
+        concurrency: config.WORKER_CONCURRENCY,
+      }),
+    smtp: () => {
+      // loadConfig refuses a worker whose EMAIL_PROVIDERS lists smtp without SMTP_URL; this is its second line.
+      if (!config.SMTP_URL) throw new Error('SMTP_URL is required when EMAIL_PROVIDERS lists smtp')
+      return createSmtpConnector({
+        url: config.SMTP_URL,
+        fromAddress: config.SMTP_FROM_ADDRESS ?? config.SES_FROM_ADDRESS ?? DEV_FROM_ADDRESS,
+        fromName,
+        logger,
+        timeoutMs: config.SEND_TIMEOUT_MS,
+        concurrency: config.WORKER_CONCURRENCY,
+        allowPlain: smtpPlainAllowed(config),
+      })
+    },
+  }
+  const email = config.EMAIL_PROVIDERS.map((id) => build[id]())
   const whatsapp =
     config.WASENDER_API_URL && config.WASENDER_API_KEY
       ? [
@@ -43,5 +75,5 @@ export function providersFromConfig(
           }),
         ]
       : []
-  return [ses, ...whatsapp]
+  return [...email, ...whatsapp]
 }

@@ -1,0 +1,251 @@
+import { readFile } from 'node:fs/promises'
+import net from 'node:net'
+import type { AddressInfo } from 'node:net'
+import { expect } from 'chai'
+import { describeError } from '../src/logging/logger.ts'
+import { DeliveryFailure, type OutgoingMessage } from '../src/delivery/provider.ts'
+import { classifySmtpError, createSmtpConnector, type SmtpSettings } from '../src/delivery/smtp-connector.ts'
+import { startFakeSmtp, type FakeSmtp, type FakeSmtpOptions, type SmtpFault, type SmtpStep } from './support/fake-smtp.ts'
+import { capturingLogger } from './support/helpers.ts'
+import { makeCertificates, type TestCertificates } from './support/tls.ts'
+
+const USER = 'relay-user'
+const PASSWORD = 'hunter2-relay-pass'
+const DESTINATION = 'person.secret@example.com'
+const message: OutgoingMessage = {
+  messageId: '01a22d1f-4e0c-7711-8dbc-3725e1d0239f',
+  destination: DESTINATION,
+  subject: 'Your sign-up code',
+  text: 'Your code is 493021',
+  html: '<p>Your code is <b>493021</b></p>',
+  purpose: 'sign_up',
+}
+
+describe('SMTP failure classification', () => {
+  const cases: [string, object, boolean, string][] = [
+    ['a recipient refused with 550', { code: 'EENVELOPE', responseCode: 550, command: 'RCPT TO' }, false, 'REJECTED'],
+    ['a recipient refused with 553', { code: 'EENVELOPE', responseCode: 553, command: 'RCPT TO' }, false, 'REJECTED'],
+    ['554 after the message', { code: 'EMESSAGE', responseCode: 554, command: 'DATA' }, true, 'REJECTED'],
+    ['550 to our sender', { code: 'EENVELOPE', responseCode: 550, command: 'MAIL FROM' }, false, 'UNAVAILABLE'],
+    ['554 as the greeting', { code: 'EPROTOCOL', responseCode: 554, command: 'CONN' }, false, 'UNAVAILABLE'],
+    ['421 at any step', { code: 'ECONNECTION', responseCode: 421, command: 'CONN' }, true, 'UNAVAILABLE'],
+    ['451 after the message', { code: 'EMESSAGE', responseCode: 451, command: 'DATA' }, true, 'UNAVAILABLE'],
+    ['452 to a recipient', { code: 'EENVELOPE', responseCode: 452, command: 'RCPT TO' }, false, 'THROTTLED'],
+    ['535 to AUTH', { code: 'EAUTH', responseCode: 535, command: 'AUTH PLAIN' }, false, 'UNAVAILABLE'],
+    ['a STARTTLS refusal', { code: 'ETLS', responseCode: 502, command: 'STARTTLS' }, false, 'UNAVAILABLE'],
+    ['a DNS failure', { code: 'EDNS', command: 'CONN' }, false, 'UNAVAILABLE'],
+    ['a drop before the message', { code: 'ECONNECTION', command: 'CONN' }, false, 'UNAVAILABLE'],
+    ['a drop after the message', { code: 'ECONNECTION', command: 'CONN' }, true, 'INDETERMINATE'],
+    ['a silence after the message', { code: 'ETIMEDOUT', command: 'CONN' }, true, 'INDETERMINATE'],
+  ]
+  for (const [what, error, bodySent, expected] of cases) {
+    it(`classifies ${what} as ${expected}`, () => {
+      expect(classifySmtpError(error, bodySent).failureClass).to.equal(expected)
+    })
+  }
+})
+
+describe('SMTP connector against a real SMTP server', () => {
+  let certificates: TestCertificates
+  let ca: Buffer
+  let fake: FakeSmtp | undefined
+  let logs: ReturnType<typeof capturingLogger>
+  const closers: (() => void)[] = []
+
+  before(async () => {
+    certificates = await makeCertificates()
+    ca = await readFile(certificates.caCert)
+  })
+  beforeEach(() => {
+    logs = capturingLogger()
+  })
+  afterEach(async () => {
+    closers.splice(0).forEach((close) => close())
+    await fake?.close()
+    fake = undefined
+    // Nothing the connector logged, on any path, may hold the relay's credentials or the address.
+    for (const secret of [PASSWORD, USER, DESTINATION]) expect(logs.text()).not.to.include(secret)
+  })
+
+  const start = async (options: FakeSmtpOptions = {}) => {
+    fake = await startFakeSmtp({ tls: 'starttls', certificates, auth: { user: USER, pass: PASSWORD }, ...options })
+    return fake
+  }
+  const connector = (settings: Partial<SmtpSettings> & { scheme?: 'smtp' | 'smtps'; password?: string } = {}) => {
+    const { scheme = 'smtp', password = PASSWORD, ...rest } = settings
+    const smtp = createSmtpConnector({
+      url: `${scheme}://${USER}:${encodeURIComponent(password)}@127.0.0.1:${fake!.port}`,
+      fromAddress: 'no-reply@sealpost.test',
+      fromName: 'Sealpost',
+      logger: logs.logger,
+      timeoutMs: 2_000,
+      concurrency: 2,
+      tls: { ca },
+      ...rest,
+    })
+    closers.push(() => smtp.close())
+    return smtp
+  }
+  /** The DeliveryFailure a dispatch ends in, checked clean: it is logged (describeError) and may be shown. */
+  const failure = async (promise: Promise<unknown>) => {
+    try {
+      await promise
+    } catch (error) {
+      const { message: text, stack } = error as Error
+      for (const shown of [text, stack ?? '', JSON.stringify(describeError(error))])
+        for (const secret of [PASSWORD, USER, DESTINATION]) expect(shown).not.to.include(secret)
+      expect(error).to.be.instanceOf(DeliveryFailure)
+      const { failureClass, providerCode } = error as DeliveryFailure
+      return { failureClass, providerCode }
+    }
+    throw new Error('expected the dispatch to fail')
+  }
+
+  it('delivers over STARTTLS with AUTH: subject, text, the HTML alternative and the From display name arrive', async () => {
+    await start()
+    const result = await connector().dispatch(message, AbortSignal.timeout(5_000))
+    const mail = fake!.accepted()[0]!
+    expect(mail).to.include({ from: 'no-reply@sealpost.test', secure: true, user: USER })
+    expect(mail.to).to.deep.equal([DESTINATION])
+    expect(mail.raw).to.match(/^From: "?Sealpost"? <no-reply@sealpost\.test>$/m)
+    expect(mail.raw).to.match(/^Subject: Your sign-up code$/m)
+    expect(mail.raw).to.include('multipart/alternative')
+    expect(mail.raw).to.include('Your code is 493021').and.to.include('<p>Your code is <b>493021</b></p>')
+    expect(mail.raw).to.include(`Message-ID: <${result.providerMessageId}>`)
+  })
+
+  it('delivers over implicit TLS (smtps://)', async () => {
+    await start({ tls: 'implicit' })
+    await connector({ scheme: 'smtps' }).dispatch(message, AbortSignal.timeout(5_000))
+    expect(fake!.accepted().map((mail) => mail.secure)).to.deep.equal([true])
+  })
+
+  it('never sends in clear to a server without STARTTLS: UNAVAILABLE, no AUTH, no message', async () => {
+    await start({ tls: 'none' })
+    expect(await failure(connector().dispatch(message, AbortSignal.timeout(5_000)))).to.deep.equal({
+      failureClass: 'UNAVAILABLE',
+      providerCode: 'ETLS',
+    })
+    expect(fake!.authAttempts).to.deep.equal([])
+    expect(fake!.received).to.deep.equal([])
+  })
+
+  it('sends plain only when told it may (a loopback relay in development)', async () => {
+    await start({ tls: 'none' })
+    await connector({ allowPlain: true }).dispatch(message, AbortSignal.timeout(5_000))
+    expect(fake!.accepted().map((mail) => mail.secure)).to.deep.equal([false])
+  })
+
+  it('verifies the certificate: a relay whose CA is not trusted is UNAVAILABLE and gets nothing', async () => {
+    await start({ tls: 'implicit' })
+    const failed = await failure(connector({ scheme: 'smtps', tls: {} }).dispatch(message, AbortSignal.timeout(5_000)))
+    expect(failed.failureClass).to.equal('UNAVAILABLE')
+    expect(fake!.received).to.deep.equal([])
+  })
+
+  it('refused credentials are UNAVAILABLE smtp_auth, logged once as a misconfiguration without the password', async () => {
+    await start()
+    const smtp = connector({ password: 'wrong-password' })
+    for (let i = 0; i < 2; i++)
+      expect(await failure(smtp.dispatch(message, AbortSignal.timeout(5_000)))).to.deep.equal({
+        failureClass: 'UNAVAILABLE',
+        providerCode: 'smtp_auth',
+      })
+    expect(logs.text().match(/MISCONFIGURATION/g)).to.have.length(1)
+    expect(logs.text()).not.to.include('wrong-password')
+  })
+
+  const faults: [SmtpStep, SmtpFault, string, string][] = [
+    ['connect', { kind: 'refuse', code: 421 }, 'UNAVAILABLE', 'smtp_421'],
+    ['connect', { kind: 'drop' }, 'UNAVAILABLE', 'ECONNECTION'],
+    ['rcpt', { kind: 'refuse', code: 550 }, 'REJECTED', 'smtp_550'],
+    ['rcpt', { kind: 'refuse', code: 551 }, 'REJECTED', 'smtp_551'],
+    ['rcpt', { kind: 'refuse', code: 553 }, 'REJECTED', 'smtp_553'],
+    ['rcpt', { kind: 'refuse', code: 450 }, 'UNAVAILABLE', 'smtp_450'],
+    ['rcpt', { kind: 'refuse', code: 451 }, 'UNAVAILABLE', 'smtp_451'],
+    ['rcpt', { kind: 'refuse', code: 452 }, 'THROTTLED', 'smtp_452'],
+    ['after-data', { kind: 'refuse', code: 554 }, 'REJECTED', 'smtp_554'],
+    ['after-data', { kind: 'refuse', code: 451 }, 'UNAVAILABLE', 'smtp_451'],
+    ['after-data', { kind: 'refuse', code: 452 }, 'THROTTLED', 'smtp_452'],
+    ['after-data', { kind: 'drop' }, 'INDETERMINATE', 'ECONNECTION'],
+  ]
+  for (const [step, fault, failureClass, providerCode] of faults) {
+    const what = fault.kind === 'refuse' ? `answers ${fault.code}` : 'drops the connection'
+    it(`a server that ${what} at ${step} is ${failureClass} (${providerCode})`, async () => {
+      await start()
+      fake!.failAt(step, fault)
+      expect(await failure(connector().dispatch(message, AbortSignal.timeout(5_000)))).to.deep.equal({ failureClass, providerCode })
+    })
+  }
+
+  it('keeps using the pool after a refused recipient, and opens no more connections than its concurrency', async () => {
+    await start()
+    const smtp = connector({ concurrency: 2 })
+    fake!.failAt('rcpt', { kind: 'refuse', code: 550 })
+    expect((await failure(smtp.dispatch(message, AbortSignal.timeout(5_000)))).failureClass).to.equal('REJECTED')
+    fake!.resetFaults()
+    await Promise.all(Array.from({ length: 6 }, () => smtp.dispatch(message, AbortSignal.timeout(5_000))))
+    expect(fake!.accepted()).to.have.length(6)
+    expect(fake!.sessions()).to.be.at.most(2)
+  })
+
+  it('after a timeout it closed, and after a pooled connection sat idle past the socket timeout, the next send goes out', async () => {
+    await start()
+    const smtp = connector({ timeoutMs: 150 })
+    fake!.failAt('after-data', { kind: 'hang' })
+    expect((await failure(smtp.dispatch(message, AbortSignal.timeout(5_000)))).failureClass).to.equal('INDETERMINATE')
+    fake!.resetFaults()
+    await smtp.dispatch(message, AbortSignal.timeout(5_000))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    await smtp.dispatch(message, AbortSignal.timeout(5_000))
+    expect(fake!.received.map((mail) => mail.answer)).to.deep.equal(['hung', 'accepted', 'accepted'])
+  })
+
+  it('a connection refused (nothing listening) is UNAVAILABLE', async () => {
+    const closed = net.createServer()
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+    const { port } = closed.address() as AddressInfo
+    await new Promise<void>((resolve) => closed.close(() => resolve()))
+    fake = await startFakeSmtp({ tls: 'none' })
+    const smtp = createSmtpConnector({
+      url: `smtp://${USER}:${PASSWORD}@127.0.0.1:${port}`,
+      fromAddress: 'no-reply@sealpost.test',
+      logger: logs.logger,
+      timeoutMs: 2_000,
+    })
+    closers.push(() => smtp.close())
+    expect((await failure(smtp.dispatch(message, AbortSignal.timeout(5_000)))).failureClass).to.equal('UNAVAILABLE')
+  })
+
+  it('a send timeout while the server hangs after the message is INDETERMINATE: it may have been accepted', async () => {
+    await start()
+    fake!.failAt('after-data', { kind: 'hang' })
+    expect(await failure(connector({ timeoutMs: 5_000 }).dispatch(message, AbortSignal.timeout(300)))).to.deep.equal({
+      failureClass: 'INDETERMINATE',
+      providerCode: 'Timeout',
+    })
+    expect(fake!.received.map((mail) => mail.answer)).to.deep.equal(['hung'])
+  })
+
+  it('the socket timeout while the server hangs after the message is INDETERMINATE too', async () => {
+    await start()
+    fake!.failAt('after-data', { kind: 'hang' })
+    expect(await failure(connector({ timeoutMs: 300 }).dispatch(message, AbortSignal.timeout(5_000)))).to.deep.equal({
+      failureClass: 'INDETERMINATE',
+      providerCode: 'ETIMEDOUT',
+    })
+  })
+
+  it('a send timeout while the server hangs before its greeting or at a recipient is UNAVAILABLE: nothing was sent', async () => {
+    await start()
+    for (const step of ['connect', 'rcpt'] as const) {
+      fake!.resetFaults()
+      fake!.failAt(step, { kind: 'hang' })
+      expect(await failure(connector({ timeoutMs: 5_000 }).dispatch(message, AbortSignal.timeout(300)))).to.deep.equal({
+        failureClass: 'UNAVAILABLE',
+        providerCode: 'Timeout',
+      })
+    }
+    expect(fake!.received).to.deep.equal([])
+  })
+})

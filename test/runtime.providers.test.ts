@@ -1,0 +1,66 @@
+import { expect } from 'chai'
+import { loadConfig } from '../config/schema.ts'
+import { DeliveryFailure } from '../src/delivery/provider.ts'
+import { providersFromConfig } from '../src/runtime/providers.ts'
+import { startFakeSmtp, type FakeSmtp } from './support/fake-smtp.ts'
+import { capturingLogger } from './support/helpers.ts'
+
+describe('providers from configuration', () => {
+  const message = { messageId: '01a22d1f-4e0c-7711-8dbc-3725e1d0239f', destination: 'a@example.com', subject: 'S', text: 'T' }
+  let fake: FakeSmtp | undefined
+  const closers: (() => void)[] = []
+  afterEach(async () => {
+    closers.splice(0).forEach((close) => close())
+    await fake?.close()
+    fake = undefined
+  })
+  const build = (env: Record<string, string>) => {
+    const providers = providersFromConfig(loadConfig(env, 'worker'), capturingLogger().logger)
+    closers.push(...providers.map((provider) => () => provider.close()))
+    return providers
+  }
+
+  it('builds the email providers in EMAIL_PROVIDERS order, then WhatsApp', () => {
+    const env = { NODE_ENV: 'test', SMTP_URL: 'smtp://127.0.0.1:2525', WASENDER_API_URL: 'http://127.0.0.1:9', WASENDER_API_KEY: 'k' }
+    expect(build({ ...env, EMAIL_PROVIDERS: 'smtp,ses' }).map((p) => `${p.channel}:${p.id}`)).to.deep.equal([
+      'email:smtp',
+      'email:ses',
+      'whatsapp:wasender',
+    ])
+    expect(build({ ...env, EMAIL_PROVIDERS: 'ses,smtp' }).map((p) => p.id)).to.deep.equal(['ses', 'smtp', 'wasender'])
+    expect(build({ NODE_ENV: 'test' }).map((p) => p.id)).to.deep.equal(['ses'])
+  })
+
+  it('sends plain to a loopback relay in test, and from SMTP_FROM_ADDRESS', async () => {
+    fake = await startFakeSmtp({ tls: 'none' })
+    const [smtp] = build({
+      NODE_ENV: 'test',
+      EMAIL_PROVIDERS: 'smtp',
+      SMTP_URL: `smtp://127.0.0.1:${fake.port}`,
+      SMTP_FROM_ADDRESS: 'codes@sealpost.test',
+    })
+    await smtp!.dispatch(message, AbortSignal.timeout(5_000))
+    expect(fake.accepted().map((mail) => [mail.from, mail.secure])).to.deep.equal([['codes@sealpost.test', false]])
+  })
+
+  it('requires STARTTLS of the same loopback relay in production: nothing goes out in clear', async () => {
+    fake = await startFakeSmtp({ tls: 'none' })
+    const [smtp] = build({
+      NODE_ENV: 'production',
+      WORKER_DATABASE_URL: 'postgres://worker:pw@db.internal/sealpost',
+      OUTBOX_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
+      WASENDER_API_URL: 'https://wasender.example.com',
+      WASENDER_API_KEY: 'k',
+      INVITATION_LINK_BASE_URL: 'https://app.example.com',
+      EMAIL_PROVIDERS: 'smtp',
+      SMTP_URL: `smtp://127.0.0.1:${fake.port}`,
+      SMTP_FROM_ADDRESS: 'codes@example.com',
+    })
+    const failure = await smtp!.dispatch(message, AbortSignal.timeout(5_000)).then(
+      () => null,
+      (error: unknown) => error,
+    )
+    expect(failure).to.be.instanceOf(DeliveryFailure).and.to.include({ failureClass: 'UNAVAILABLE', providerCode: 'ETLS' })
+    expect(fake.received).to.deep.equal([])
+  })
+})
