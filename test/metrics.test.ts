@@ -79,7 +79,7 @@ describe('metrics', () => {
     await f.db
       .owner('outbox.provider_states')
       .where({ provider: 'ses' })
-      .update({ probe_until: new Date(now.getTime() + 60_000) })
+      .update({ probe_until: new Date(now.getTime() + 600_000) })
     expect(await scrape()).to.match(/^sealpost_provider_state\{provider="ses"\} 1$/m)
   })
 })

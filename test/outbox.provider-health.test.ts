@@ -99,6 +99,16 @@ describe('the outage hold policy, as pure functions', () => {
       })
     })
 
+    it('probes a first provider held down when its probe is due, even with the second up, so the chain finds its way back', () => {
+      expect(routeFor(['ses', 'smtp'], 0, states(down({ nextProbeAt: at(-1) })), message, now, policy)).to.deep.equal({
+        kind: 'send',
+        provider: 'ses',
+        probe: true,
+      })
+      const inFlight = states(down({ nextProbeAt: at(-1), probeUntil: at(10) }))
+      expect(routeFor(['ses', 'smtp'], 0, inFlight, message, now, policy)).to.deep.equal({ kind: 'send', provider: 'smtp', probe: false })
+    })
+
     it('offers a due probe when every provider is down, and holds the message while a probe is in flight', () => {
       expect(routeFor(['ses'], 0, states(down({ nextProbeAt: at(-1) })), message, now, policy)).to.deep.equal({
         kind: 'send',

@@ -122,9 +122,10 @@ export type Route = { kind: 'send'; provider: string; probe: boolean } | { kind:
 /**
  * The provider for a message's next attempt, from its channel's chain in the configured order. The
  * attempt number rotates the start: a message whose attempt on the first provider failed tries the
- * next one on its next attempt (failover), and providers held down are skipped. With every
- * provider of the chain down, the first whose next probe is due (and has none in flight) is
- * offered as a probe — the caller must still win the probe's lease — else the message is held until
+ * next one on its next attempt (failover), and providers held down are skipped — except that one
+ * whose next probe is due (and has none in flight) is offered as a probe, in its place in the
+ * chain (the caller must still win the probe's lease). With every provider down and no probe due,
+ * the message is held until
  * a random moment within the longest interval after the earliest next probe: held messages come
  * back spread out, so one of them soon finds the probe due, and a hold that lifts calls the rest
  * back at once (this bounds the wait of any it missed). Never past its expiry.
@@ -138,15 +139,15 @@ export function routeFor(
   policy: Pick<HealthPolicy, 'probeMaxMs' | 'random'>,
 ): Route {
   const rotated = chain.map((_, index) => chain[(attemptCount + index) % chain.length]!)
-  const up = rotated.find((provider) => states.get(provider)?.state !== 'down')
-  if (up) return { kind: 'send', provider: up, probe: false }
-  const due = rotated.find((provider) => {
-    const health = states.get(provider)!
-    return (
+  for (const provider of rotated) {
+    const health = states.get(provider)
+    if (health?.state !== 'down') return { kind: 'send', provider, probe: false }
+    // A provider held down ahead of one that is up is still probed when due: else a healthy
+    // second provider would take every message for good and the first would never be found back.
+    const probeDue =
       (health.nextProbeAt?.getTime() ?? 0) <= now.getTime() && (health.probeUntil === null || health.probeUntil.getTime() <= now.getTime())
-    )
-  })
-  if (due) return { kind: 'send', provider: due, probe: true }
+    if (probeDue) return { kind: 'send', provider, probe: true }
+  }
   return { kind: 'held', until: heldUntil(chain, states, message, now, policy) }
 }
 
