@@ -244,8 +244,6 @@ const REQUIRED_IN_PRODUCTION: Record<ProcessRole, (keyof Config)[]> = {
     'OUTBOX_ENCRYPTION_KEYS',
     'SES_REGION',
     'SES_FROM_ADDRESS',
-    'WASENDER_API_URL',
-    'WASENDER_API_KEY',
     'INVITATION_LINK_BASE_URL',
   ],
   'all-in-one': [],
@@ -328,6 +326,15 @@ export function loadConfig(env: NodeJS.ProcessEnv, role: ProcessRole): Config {
         problem: 'must name another role than SEALPOST_API_ROLE: web and worker hold different privileges',
       },
     ])
+  }
+  // WhatsApp is optional (no WASENDER_* = no phone channel, README "Channels"), but half a provider is a typo, never a choice.
+  if ((config.WASENDER_API_URL === undefined) !== (config.WASENDER_API_KEY === undefined)) {
+    throw new ConfigError(
+      (['WASENDER_API_URL', 'WASENDER_API_KEY'] as const).map((variable) => ({
+        variable,
+        problem: 'set both WASENDER_API_URL and WASENDER_API_KEY for the WhatsApp channel, or neither for no phone channel',
+      })),
+    )
   }
   const deployed = config.NODE_ENV === 'production' || config.NODE_ENV === 'staging'
   if (deployed) {
