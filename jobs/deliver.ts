@@ -107,7 +107,11 @@ export async function suppressedClaims(
   return new Set([...known, ...(await suppressedAmong(deps.db, unknown))])
 }
 
-/** The per-message steps after a claim: open, render, send, classify. Never throws. A suppressed destination is never sent to again. */
+/**
+ * The per-message steps after a claim: open, render, send, classify. Never throws. A suppressed
+ * destination is never sent to again. A message whose channel has no provider in this worker
+ * spends no attempt: it waits a minute (`withoutProvider`) for a worker that has one.
+ */
 export async function sendClaimed(
   deps: DeliveryDeps,
   request: ClaimRequest,
@@ -115,9 +119,45 @@ export async function sendClaimed(
   suppressed = false,
 ): Promise<PendingRecord> {
   const { message } = claim
+  if (!suppressed && !hasProvider(deps, message.channel)) return withoutProvider(deps, request, claim)
   const context = { messageId: request.messageId, purpose: message.purpose, channel: message.channel, attempt: message.attempt_count + 1 }
   const outcome: Outcome = suppressed ? { kind: 'dead_letter', reason: 'destination_suppressed' } : await attempt(deps, claim, context)
   return { messageId: request.messageId, lease: request.lease, outcome, context }
+}
+
+/** Whether this worker has a provider for the channel: the one place the delivery step asks. */
+export function hasProvider(deps: Pick<DeliveryDeps, 'providers'>, channel: Channel): boolean {
+  return deps.providers[channel] !== undefined
+}
+
+/** How long a message whose channel has no provider here waits before a worker claims it again. */
+export const WITHOUT_PROVIDER_WAIT_MS = 60_000
+
+/** When each worker (its providers object) last logged the MISCONFIGURATION line, per channel. */
+const misconfigurationLogged = new WeakMap<object, Map<Channel, number>>()
+
+/**
+ * A claimed message no provider of this worker can send (README "Channels"): deferred a minute,
+ * no attempt spent, nothing opened. Another worker that has the provider may take it meanwhile, and
+ * expiry still wins (the record step dead-letters a deferral past it). The misconfiguration is
+ * logged at most once per channel and minute per worker, with the channel and a message id only;
+ * every such message is counted.
+ */
+function withoutProvider(deps: DeliveryDeps, request: ClaimRequest, claim: Extract<Claim, { kind: 'claimed' }>): PendingRecord {
+  const { message } = claim
+  const now = deps.clock().getTime()
+  deps.metrics?.withoutProvider(message.channel)
+  const logged = misconfigurationLogged.get(deps.providers) ?? new Map<Channel, number>()
+  misconfigurationLogged.set(deps.providers, logged)
+  const last = logged.get(message.channel)
+  if (last === undefined || now - last >= WITHOUT_PROVIDER_WAIT_MS || now < last) {
+    logged.set(message.channel, now)
+    deps.logger.error('MISCONFIGURATION: no provider for this channel in this worker; the message waits without spending an attempt', {
+      channel: message.channel,
+      messageId: request.messageId,
+    })
+  }
+  return deferClaimed(request, claim, new Date(now + WITHOUT_PROVIDER_WAIT_MS))
 }
 
 /**
@@ -174,7 +214,7 @@ export async function heldBySendCaps(
 
 /**
  * A claimed message not sent: its channel was paused meanwhile, or (`until`) a send cap holds it
- * to the end of the hour. Recorded as deferred, no attempt spent.
+ * to the end of the hour, or this worker has no provider for its channel. Recorded as deferred, no attempt spent.
  */
 export function deferClaimed(request: ClaimRequest, claim: Extract<Claim, { kind: 'claimed' }>, until?: Date): PendingRecord {
   const { message } = claim
