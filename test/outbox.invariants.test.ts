@@ -176,6 +176,7 @@ describe('security outbox invariants', () => {
       ['security_outbox_dead_letters', 'last_failure_class', FAILURE_CLASSES],
       ['provider_pauses', 'channel', CHANNELS],
       ['send_windows', 'channel', CHANNELS],
+      ['delivery_channel_registrations', 'channels', CHANNELS],
     ]
     for (const [table, column, names] of lists) {
       const { rows } = await db.owner.raw<{ rows: { def: string }[] }>(
