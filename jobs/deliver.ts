@@ -166,11 +166,11 @@ function withoutProvider(deps: DeliveryDeps, request: ClaimRequest, claim: Extra
  * first, then its channel's), in claim order. A message its channel's cap then holds has taken a
  * slot of its country's that nobody sends this hour; both counters end with the same hour, and the
  * channel is full until then, so nothing is lost by it. Suppressed messages are never sent, so
- * never counted. The first refusal of an hour, fleet-wide, is logged (SEND CAP REACHED: no
+ * never counted, nor are messages this worker has no provider for (they wait for one that has). The first refusal of an hour, fleet-wide, is logged (SEND CAP REACHED: no
  * destination, only the channel and the calling code); every held message is counted.
  */
 export async function heldBySendCaps(
-  deps: Pick<DeliveryDeps, 'db' | 'clock' | 'logger' | 'metrics' | 'sendCaps'>,
+  deps: Pick<DeliveryDeps, 'db' | 'clock' | 'logger' | 'metrics' | 'sendCaps' | 'providers'>,
   claims: readonly (Claim | { kind: 'failed' })[],
   suppressed: ReadonlySet<string>,
 ): Promise<Map<string, Date>> {
@@ -179,7 +179,10 @@ export async function heldBySendCaps(
   if (!sendCapsConfigured(caps)) return held
   const now = deps.clock()
   const window = sendWindow(now)
-  let passing = claims.flatMap((claim) => (claim.kind === 'claimed' && !suppressed.has(claim.message.id) ? [claim.message] : []))
+  // Neither a suppressed message nor one this worker has no provider for is sent now, so neither takes a slot.
+  let passing = claims.flatMap((claim) =>
+    claim.kind === 'claimed' && !suppressed.has(claim.message.id) && hasProvider(deps, claim.message.channel) ? [claim.message] : [],
+  )
   for (const [kind, scopeOf] of [
     ['country', (message: MessageRow) => countryScopeOf(caps, message.channel, message.destination)],
     ['channel', (message: MessageRow) => channelScopeOf(caps, message.channel)],

@@ -70,6 +70,18 @@ describe('delivery worker, one job at a time', () => {
     expect(f.logs.text()).not.to.include(phone).and.not.to.include(phone.slice(1))
   })
 
+  it('a message this worker has no provider for takes no send-cap slot: it waits a minute, not the hour', async () => {
+    const { messageId } = await f.harness.enqueue(uniquePhone(), 3_600)
+    const capped = {
+      ...deps(scriptedProvider(() => ({ providerMessageId: 'never' }))),
+      sendCaps: { perChannel: { whatsapp: 1 }, perCountry: { '*': 1 } },
+    }
+    await deliverOne(capped, await nextJob())
+    expect(await message(messageId)).to.include({ state: 'pending', attempt_count: 0 })
+    expect((await message(messageId)).available_at.getTime()).to.be.closeTo(f.now.getTime() + WITHOUT_PROVIDER_WAIT_MS, 1_000)
+    expect(await f.db.owner('outbox.send_windows').sum('sent as sent').first()).to.deep.equal({ sent: null })
+  })
+
   it('expiry still wins over waiting for a provider: a code that would expire in the wait is dead-lettered, never sent late', async () => {
     const { messageId } = await f.harness.enqueue(uniquePhone(), 30)
     await deliverOne(deps(scriptedProvider(() => ({ providerMessageId: 'never' }))), await nextJob())
