@@ -16,6 +16,7 @@ import { createKnex } from '../src/db/knex.ts'
 import { ensureLoginUsers } from '../src/db/login-users.ts'
 import { release } from '../src/db/release.ts'
 import { createLogger, type Logger } from '../src/logging/logger.ts'
+import { registerDeliveryChannels } from '../src/outbox/channel-registrations-sql.ts'
 import { enqueueSecurityMessageTx } from '../src/outbox/enqueue.ts'
 import { keysFromRings, type Keys } from '../src/runtime/dev-keys.ts'
 import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
@@ -45,6 +46,12 @@ export async function startBenchStack() {
   await Promise.all([webBoss.start(), ownerBoss.start()])
   const ses = await startSesEmulator(0)
   const wasender = await startFakeWasender(WASENDER_KEY)
+  // The channels a bench worker offers, registered up front: rows run a web before (or without) a worker.
+  await registerDeliveryChannels(
+    owner,
+    { workerId: randomUUID(), channels: ['email', 'whatsapp'], providers: ['ses', 'wasender'] },
+    new Date(),
+  )
   const keys: Keys = keysFromRings(singleKeyRing(randomBytes(32)), singleKeyRing(randomBytes(32)))
 
   const environment = (extra: Record<string, string>): NodeJS.ProcessEnv => ({

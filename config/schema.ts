@@ -284,15 +284,7 @@ const REQUIRED_IN_PRODUCTION: Record<ProcessRole, (keyof Config)[]> = {
   release: ['DATABASE_URL'],
   cli: ['DATABASE_URL', 'OUTBOX_ENCRYPTION_KEYS', 'CODE_HASH_KEYS'],
   web: ['API_DATABASE_URL', 'OUTBOX_ENCRYPTION_KEYS', 'CODE_HASH_KEYS'],
-  worker: [
-    'WORKER_DATABASE_URL',
-    'OUTBOX_ENCRYPTION_KEYS',
-    'SES_REGION',
-    'SES_FROM_ADDRESS',
-    'WASENDER_API_URL',
-    'WASENDER_API_KEY',
-    'INVITATION_LINK_BASE_URL',
-  ],
+  worker: ['WORKER_DATABASE_URL', 'OUTBOX_ENCRYPTION_KEYS', 'SES_REGION', 'SES_FROM_ADDRESS', 'INVITATION_LINK_BASE_URL'],
   'all-in-one': [],
 }
 
@@ -395,6 +387,15 @@ export function loadConfig(env: NodeJS.ProcessEnv, role: ProcessRole): Config {
   const sends = role === 'worker' || role === 'all-in-one'
   if (sends && config.EMAIL_PROVIDERS.includes('smtp') && config.SMTP_URL === undefined) {
     throw new ConfigError([{ variable: 'SMTP_URL', problem: 'is required when EMAIL_PROVIDERS lists smtp' }])
+  }
+  // WhatsApp is optional (no WASENDER_* = no phone channel, README "Channels"), but half a provider is a typo, never a choice.
+  if ((config.WASENDER_API_URL === undefined) !== (config.WASENDER_API_KEY === undefined)) {
+    throw new ConfigError(
+      (['WASENDER_API_URL', 'WASENDER_API_KEY'] as const).map((variable) => ({
+        variable,
+        problem: 'set both WASENDER_API_URL and WASENDER_API_KEY for the WhatsApp channel, or neither for no phone channel',
+      })),
+    )
   }
   const deployed = config.NODE_ENV === 'production' || config.NODE_ENV === 'staging'
   if (deployed) {

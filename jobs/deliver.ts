@@ -112,7 +112,11 @@ export async function suppressedClaims(
   return new Set([...known, ...(await suppressedAmong(deps.db, unknown))])
 }
 
-/** The per-message steps after a claim: open, render, send, classify. Never throws. A suppressed destination is never sent to again. */
+/**
+ * The per-message steps after a claim: open, render, send, classify. Never throws. A suppressed
+ * destination is never sent to again. A message whose channel has no provider in this worker
+ * spends no attempt: it waits a minute (`withoutProvider`) for a worker that has one.
+ */
 export async function sendClaimed(
   deps: DeliveryDeps,
   request: ClaimRequest,
@@ -121,6 +125,7 @@ export async function sendClaimed(
   route?: Route,
 ): Promise<PendingRecord> {
   const { message } = claim
+  if (!suppressed && !hasProvider(deps, message.channel)) return withoutProvider(deps, request, claim)
   const sendTo =
     route?.kind === 'send' ? route : { kind: 'send' as const, provider: providersFor(deps, message.channel)[0]?.id ?? '', probe: false }
   const context = {
@@ -182,17 +187,52 @@ export async function routeClaims(
   return routes
 }
 
+/** Whether this worker has a provider for the channel: the one place the delivery step asks. */
+export function hasProvider(deps: Pick<DeliveryDeps, 'providers'>, channel: Channel): boolean {
+  return providersFor(deps, channel).length > 0
+}
+
+/** How long a message whose channel has no provider here waits before a worker claims it again. */
+export const WITHOUT_PROVIDER_WAIT_MS = 60_000
+
+/** When each worker (its providers object) last logged the MISCONFIGURATION line, per channel. */
+const misconfigurationLogged = new WeakMap<object, Map<Channel, number>>()
+
+/**
+ * A claimed message no provider of this worker can send (README "Channels"): deferred a minute,
+ * no attempt spent, nothing opened. Another worker that has the provider may take it meanwhile, and
+ * expiry still wins (the record step dead-letters a deferral past it). The misconfiguration is
+ * logged at most once per channel and minute per worker, with the channel and a message id only;
+ * every such message is counted.
+ */
+function withoutProvider(deps: DeliveryDeps, request: ClaimRequest, claim: Extract<Claim, { kind: 'claimed' }>): PendingRecord {
+  const { message } = claim
+  const now = deps.clock().getTime()
+  deps.metrics?.withoutProvider(message.channel)
+  const logged = misconfigurationLogged.get(deps.providers) ?? new Map<Channel, number>()
+  misconfigurationLogged.set(deps.providers, logged)
+  const last = logged.get(message.channel)
+  if (last === undefined || now - last >= WITHOUT_PROVIDER_WAIT_MS || now < last) {
+    logged.set(message.channel, now)
+    deps.logger.error('MISCONFIGURATION: no provider for this channel in this worker; the message waits without spending an attempt', {
+      channel: message.channel,
+      messageId: request.messageId,
+    })
+  }
+  return deferClaimed(request, claim, new Date(now + WITHOUT_PROVIDER_WAIT_MS))
+}
+
 /**
  * The claimed messages a send cap holds back, each with the end of the hour it waits for: every
  * cap it counts against is asked for room in one statement per counter and batch (its country's
  * first, then its channel's), in claim order. A message its channel's cap then holds has taken a
  * slot of its country's that nobody sends this hour; both counters end with the same hour, and the
  * channel is full until then, so nothing is lost by it. Suppressed messages are never sent, so
- * never counted. The first refusal of an hour, fleet-wide, is logged (SEND CAP REACHED: no
+ * never counted, nor are messages this worker has no provider for (they wait for one that has). The first refusal of an hour, fleet-wide, is logged (SEND CAP REACHED: no
  * destination, only the channel and the calling code); every held message is counted.
  */
 export async function heldBySendCaps(
-  deps: Pick<DeliveryDeps, 'db' | 'clock' | 'logger' | 'metrics' | 'sendCaps'>,
+  deps: Pick<DeliveryDeps, 'db' | 'clock' | 'logger' | 'metrics' | 'sendCaps' | 'providers'>,
   claims: readonly (Claim | { kind: 'failed' })[],
   suppressed: ReadonlySet<string>,
 ): Promise<Map<string, Date>> {
@@ -201,7 +241,10 @@ export async function heldBySendCaps(
   if (!sendCapsConfigured(caps)) return held
   const now = deps.clock()
   const window = sendWindow(now)
-  let passing = claims.flatMap((claim) => (claim.kind === 'claimed' && !suppressed.has(claim.message.id) ? [claim.message] : []))
+  // Neither a suppressed message nor one this worker has no provider for is sent now, so neither takes a slot.
+  let passing = claims.flatMap((claim) =>
+    claim.kind === 'claimed' && !suppressed.has(claim.message.id) && hasProvider(deps, claim.message.channel) ? [claim.message] : [],
+  )
   for (const [kind, scopeOf] of [
     ['country', (message: MessageRow) => countryScopeOf(caps, message.channel, message.destination)],
     ['channel', (message: MessageRow) => channelScopeOf(caps, message.channel)],
@@ -236,7 +279,7 @@ export async function heldBySendCaps(
 
 /**
  * A claimed message not sent: its channel was paused meanwhile, or (`until`) a send cap holds it
- * to the end of the hour. Recorded as deferred, no attempt spent.
+ * to the end of the hour, or this worker has no provider for its channel. Recorded as deferred, no attempt spent.
  */
 export function deferClaimed(request: ClaimRequest, claim: Extract<Claim, { kind: 'claimed' }>, until?: Date): PendingRecord {
   const { message } = claim

@@ -4,6 +4,7 @@ import type { WorkerMetrics } from '../src/metrics/worker-metrics.ts'
 import {
   deleteFinishedBefore,
   deleteRateLimitHitsBefore,
+  deleteStaleChannelRegistrations,
   sweepIdentity,
   sweepInvitations,
   sweepPlatform,
@@ -18,6 +19,8 @@ const RATE_LIMIT_HIT_RETENTION_MS = DAY_MS
 export const IDENTITY_RETENTION_DAYS = 30
 // Invitations are kept this long after they were accepted, revoked or expired (once no message refers to them).
 export const INVITATION_RETENTION_DAYS = 90
+// A worker's channel registration is kept a week after its last heartbeat (unless it is part of the current set: README "Channels").
+export const CHANNEL_REGISTRATION_RETENTION_DAYS = 7
 
 export type SweepDeps = {
   db: Knex
@@ -48,7 +51,8 @@ async function inBatches(
  * older than `deadLetteredDays` go with their attempts and dead letters, in bounded batches (each
  * its own short statement) so no lock is held for long. Open messages are never touched here.
  * Then the identity rows that ended more than 30 days ago: sessions, elevations, challenges no
- * message refers to, and sign-ups never confirmed; invitations 90 days after they ended.
+ * message refers to, and sign-ups never confirmed; invitations 90 days after they ended. Worker
+ * channel registrations not seen for 7 days, except those that make up the available channels.
  */
 export async function runRetentionSweep(deps: SweepDeps) {
   const now = deps.clock().getTime()
@@ -80,6 +84,8 @@ export async function runRetentionSweep(deps: SweepDeps) {
   const invitations = await inBatches((limit) => sweepInvitations(deps.db, new Date(now), INVITATION_RETENTION_DAYS, limit), batchSize)
   // Audit records are kept 400 days, idempotency keys one day (platform.sweep).
   const platform = await inBatches((limit) => sweepPlatform(deps.db, new Date(now), limit), batchSize)
+  // One row per worker that ever started: one statement, no batches.
+  const channelRegistrations = await deleteStaleChannelRegistrations(deps.db, new Date(now - CHANNEL_REGISTRATION_RETENTION_DAYS * DAY_MS))
   return {
     publishedDeleted: published.deleted,
     deadLetteredDeleted: deadLettered.deleted,
@@ -90,6 +96,7 @@ export async function runRetentionSweep(deps: SweepDeps) {
     abandonedSignUpsDeleted: identity.abandonedSignUps,
     invitationsDeleted: invitations.deleted,
     platformRowsDeleted: platform.deleted,
+    channelRegistrationsDeleted: channelRegistrations,
     batches: published.batches + deadLettered.batches + rateLimitHits.batches + identity.batches + invitations.batches + platform.batches,
   }
 }

@@ -76,7 +76,6 @@ describe('configuration', () => {
     ['web', 'API_DATABASE_URL'],
     ['worker', 'WORKER_DATABASE_URL'],
     ['worker', 'SES_FROM_ADDRESS'],
-    ['worker', 'WASENDER_API_KEY'],
     ['worker', 'INVITATION_LINK_BASE_URL'],
     ['worker', 'OUTBOX_ENCRYPTION_KEY', 'OUTBOX_ENCRYPTION_KEYS'],
     ['web', 'CODE_HASH_KEY', 'CODE_HASH_KEYS'],
@@ -88,6 +87,27 @@ describe('configuration', () => {
       const error = refusal(env, role)
       expect(error.variables).to.deep.equal([named ?? variable])
       expect(error.message).to.include(variable)
+    })
+  }
+
+  it('starts a production worker with email settings only: no WASENDER_* means no phone channel, not a refusal', () => {
+    const env: Record<string, string> = { ...production }
+    delete env.WASENDER_API_URL
+    delete env.WASENDER_API_KEY
+    const config = loadConfig(env, 'worker')
+    expect(config.SES_FROM_ADDRESS).to.equal('no-reply@example.com')
+    expect(config.WASENDER_API_URL).to.equal(undefined)
+  })
+
+  for (const missing of ['WASENDER_API_URL', 'WASENDER_API_KEY']) {
+    it(`refuses half a WhatsApp provider (${missing} unset, the other set), naming both and no value`, () => {
+      for (const NODE_ENV of ['development', 'production']) {
+        const env: Record<string, string> = { ...production, NODE_ENV }
+        delete env[missing]
+        const error = refusal(env, 'worker')
+        expect(error.variables).to.have.members(['WASENDER_API_URL', 'WASENDER_API_KEY'])
+        expect(error.message).to.not.include('wasender-key').and.not.include('wasender.example.com')
+      }
     })
   }
 

@@ -1,5 +1,6 @@
 import { expect } from 'chai'
-import { eventually, inbox, uniqueEmail, uniquePhone } from './support/helpers.ts'
+import { registerChannelsAsWorker } from './support/channels.ts'
+import { createVerifiedIdentity, eventually, inbox, uniqueEmail, uniquePhone } from './support/helpers.ts'
 import { useWebStack } from './support/web-stack.ts'
 
 describe('security journeys, as a client makes them', () => {
@@ -174,19 +175,43 @@ describe('security journeys, as a client makes them', () => {
   })
 })
 
-describe('a deployment without WhatsApp', () => {
+describe('a deployment without WhatsApp (an email-only worker registered)', () => {
   const f = useWebStack({ worker: false, whatsapp: false })
+  /** Everything an unauthenticated caller sees, minus what differs per request (date, request id). */
+  const seen = (answer: Awaited<ReturnType<typeof f.stack.call>>) => ({
+    status: answer.status,
+    body: answer.body,
+    headers: [...answer.headers.entries()].filter(([name]) => !['date', 'x-request-id', 'content-length', 'etag'].includes(name)).sort(),
+  })
 
-  it('refuses a phone identifier up front with channel_unavailable and enqueues nothing', async () => {
-    for (const [path, body] of [
-      ['/sign-ups', { identifier: uniquePhone(), password: 'long enough password' }],
-      ['/password-recoveries', { identifier: uniquePhone() }],
-    ] as const) {
-      const response = await f.stack.call('POST', path, body)
-      expect(response.status).to.equal(422)
-      expect(response.body).to.include({ code: 'channel_unavailable' })
-    }
+  it('refuses a phone identifier up front with channel_unavailable, the same for a known phone and an unknown one, and enqueues nothing', async () => {
+    const known = uniquePhone()
+    await createVerifiedIdentity(f.db.owner, known)
+    const signUp = seen(await f.stack.call('POST', '/sign-ups', { identifier: uniquePhone(), password: 'long enough password' }))
+    const knownRecovery = seen(await f.stack.call('POST', '/password-recoveries', { identifier: known }))
+    const unknownRecovery = seen(await f.stack.call('POST', '/password-recoveries', { identifier: uniquePhone() }))
+    expect(knownRecovery).to.deep.include({ status: 422 })
+    expect(knownRecovery.body).to.include({ code: 'channel_unavailable' })
+    expect(unknownRecovery).to.deep.equal(knownRecovery)
+    expect(signUp.status).to.equal(422)
+    expect(signUp.body).to.deep.equal(knownRecovery.body)
+    expect(signUp.headers).to.deep.equal(knownRecovery.headers)
     expect(await f.db.owner('outbox.security_outbox_messages')).to.have.length(0)
-    expect(await f.db.owner('identity.identities')).to.have.length(0)
+    expect(await f.db.owner('identity.identities')).to.have.length(1)
+    expect(f.logs.text()).not.to.include(known)
+  })
+
+  it('offers WhatsApp once a worker with a phone provider registers, and refuses it again once the fleet is email-only for 3 minutes', async () => {
+    const phoneWorker = '00000000-0000-4000-8000-00000000beef'
+    const now = Date.now()
+    await registerChannelsAsWorker(f.db.owner, ['email', 'whatsapp'], new Date(now), phoneWorker)
+    await f.stack.web.channels.refresh()
+    const accepted = await f.stack.call('POST', '/password-recoveries', { identifier: uniquePhone() })
+    expect(accepted.status).to.equal(202)
+    // The phone worker is gone; the email-only one heartbeats for more than 3 minutes after its last beat.
+    await registerChannelsAsWorker(f.db.owner, ['email'], new Date(now + 3 * 60_000 + 1_000))
+    await f.stack.web.channels.refresh()
+    const refused = await f.stack.call('POST', '/password-recoveries', { identifier: uniquePhone() })
+    expect(refused.status).to.equal(422)
   })
 })

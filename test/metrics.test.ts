@@ -16,6 +16,7 @@ const WORKER_METRICS = [
   'sealpost_send_duration_seconds',
   'sealpost_commit_to_send_seconds',
   'sealpost_maintenance_rows_total',
+  'sealpost_messages_without_provider_total',
 ]
 
 describe('metrics', () => {

@@ -189,6 +189,7 @@ describe('security outbox invariants', () => {
       ['provider_states', 'provider', PROVIDER_IDS],
       ['provider_states', 'channel', CHANNELS],
       ['provider_states', 'state', PROVIDER_STATES],
+      ['delivery_channel_registrations', 'channels', CHANNELS],
     ]
     for (const [table, column, names] of lists) {
       const { rows } = await db.owner.raw<{ rows: { def: string }[] }>(

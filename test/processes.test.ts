@@ -86,10 +86,11 @@ describe('Procfile processes', () => {
 
   it('runs web and worker as separate processes that deliver a code and stop gracefully on SIGTERM', async function () {
     this.timeout(60_000)
-    const web = spawnCollecting('sh', ['-c', procfileCommand('web')], { env: production() })
+    // The worker first: the web offers the channels the workers registered (README "Channels").
     const worker = spawnCollecting('sh', ['-c', procfileCommand('worker')], { env: production() })
-    const [, url] = await web.waitFor(/"url":"(http:\/\/[^"]+)"/, 'the web process to listen')
     await worker.waitFor(/"message":"worker started"/, 'the worker to start')
+    const web = spawnCollecting('sh', ['-c', procfileCommand('web')], { env: production() })
+    const [, url] = await web.waitFor(/"url":"(http:\/\/[^"]+)"/, 'the web process to listen')
 
     const email = uniqueEmail('procfile')
     await createVerifiedIdentity(db.owner, email)
@@ -125,5 +126,48 @@ describe('Procfile processes', () => {
     expect(await web.exited).to.equal(1)
     expect(web.output()).to.include('API_DATABASE_URL connects as')
     expect(web.output()).not.to.include(new URL(db.ownerUrl).password)
+  })
+
+  it('runs a production worker with email settings only: it starts, delivers email, and phones are refused as channel_unavailable', async function () {
+    this.timeout(90_000)
+    // A database of its own: the other test's worker registered WhatsApp on the shared one.
+    const own = await createTestDatabase()
+    const env = productionEnvironment({
+      apiUrl: own.apiUrl,
+      workerUrl: own.workerUrl,
+      keys,
+      sesEndpoint: emulator.url,
+      wasenderUrl: wasender.url,
+      wasenderKey: 'procfile-test-key',
+    })
+    delete env.WASENDER_API_URL
+    delete env.WASENDER_API_KEY
+    const worker = spawnCollecting('sh', ['-c', procfileCommand('worker')], { env })
+    let web: ReturnType<typeof spawnCollecting> | undefined
+    try {
+      await worker.waitFor(/"message":"worker started"/, 'the email-only worker to start')
+      web = spawnCollecting('sh', ['-c', procfileCommand('web')], { env })
+      const [, url] = await web.waitFor(/"url":"(http:\/\/[^"]+)"/, 'the web process to listen')
+      const email = uniqueEmail('email-only')
+      await createVerifiedIdentity(own.owner, email)
+      const recover = (identifier: string) =>
+        checkedFetch(`${url}/password-recoveries`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ identifier }),
+        })
+      expect((await recover(email)).status).to.equal(202)
+      await eventually(async () => ((await inbox(emulator.url, email)).length > 0 ? true : undefined), 'the email-only worker to deliver')
+      const phone = await recover('+447700900123')
+      expect(phone.status).to.equal(422)
+      expect(await phone.json()).to.include({ code: 'channel_unavailable' })
+      expect(await own.owner('outbox.delivery_channel_registrations').pluck('channels')).to.deep.equal([['email']])
+    } finally {
+      web?.child.kill('SIGTERM')
+      worker.child.kill('SIGTERM')
+      await web?.exited
+      expect(await worker.exited, worker.output()).to.equal(0)
+      await own.drop()
+    }
   })
 })

@@ -126,10 +126,11 @@ describe('managed PostgreSQL without CREATEROLE', () => {
       wasenderKey: 'managed-key',
       extra: namedRoles,
     })
-    const web = run('web', env)
+    // The worker first: the web offers the channels the workers registered (as the named worker role).
     const worker = run('worker', env)
-    const [, api] = await web.waitFor(/"url":"(http:\/\/[^"]+)"/, 'the web process to listen')
     await worker.waitFor(/"message":"worker started"/, 'the worker to start')
+    const web = run('web', env)
+    const [, api] = await web.waitFor(/"url":"(http:\/\/[^"]+)"/, 'the web process to listen')
 
     const owner = createKnex(url(names.database, 'owner'), { applicationName: 'test-managed' })
     const asWeb = createKnex(url(names.database, 'web'), { applicationName: 'test-managed-web' })

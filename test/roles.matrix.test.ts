@@ -69,6 +69,14 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
       `INSERT INTO outbox.suppressed_destinations (id, destination_hmac, channel, masked_destination, reason, since) VALUES ('${ID}', '\\x00', 'email', 'x', 'complaint', now())`,
     ],
     ['lift a suppression directly', 'DELETE FROM outbox.suppressed_destinations'],
+    // Issue 28 item 1: which channels exist is the workers' to say; the web only asks outbox.available_channels().
+    [
+      'register delivery channels as a worker',
+      `INSERT INTO outbox.delivery_channel_registrations (worker_id, channels, providers, started_at, seen_at) VALUES ('${ID}', '{whatsapp}', '{}', now(), now())`,
+    ],
+    ['read worker registrations', 'SELECT worker_id, providers FROM outbox.delivery_channel_registrations'],
+    ['forget worker registrations', 'DELETE FROM outbox.delivery_channel_registrations'],
+    ['read the registrations behind the available channels', 'SELECT * FROM outbox.current_channel_registrations()'],
     ['create a table', 'CREATE TABLE outbox.sneaky (id int)'],
     ['alter a table', 'ALTER TABLE identity.challenges ADD COLUMN sneaky int'],
     ['drop a table', 'DROP TABLE outbox.security_outbox_attempts'],

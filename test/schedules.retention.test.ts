@@ -1,6 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import { expect } from 'chai'
 import { runRetentionSweep } from '../jobs/retention-sweep.ts'
+import { availableChannels, registerDeliveryChannels } from '../src/outbox/channel-registrations-sql.ts'
+import type { Channel } from '../src/outbox/constants.ts'
 import { capturingLogger, createVerifiedIdentity, insertOpenMessage, uniqueEmail } from './support/helpers.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
 
@@ -93,6 +95,7 @@ describe('retention sweep', () => {
       abandonedSignUpsDeleted: 0,
       invitationsDeleted: 0,
       platformRowsDeleted: 0,
+      channelRegistrationsDeleted: 0,
       batches: 0,
     })
   })
@@ -142,5 +145,35 @@ describe('retention sweep', () => {
     expect(await f.db.owner('identity.challenges').pluck('id')).to.deep.equal([recentChallenge.id])
     expect(await f.db.owner('identity.identities').where({ id: abandoned })).to.have.length(0)
     expect(await f.db.owner('identity.identities').where({ id: identityId })).to.have.length(1)
+  })
+
+  it('forgets a worker registration a week after its last heartbeat, but never the ones that make up the available channels', async () => {
+    const now = new Date()
+    const ago = (ms: number) => new Date(now.getTime() - ms)
+    const sweep = () =>
+      runRetentionSweep({
+        db: f.harness.worker,
+        clock: () => now,
+        logger: capturingLogger().logger,
+        publishedDays: 30,
+        deadLetteredDays: 90,
+      })
+    const register = (workerId: string, seenAt: Date, channels: Channel[]) =>
+      registerDeliveryChannels(f.harness.worker, { workerId, channels, providers: ['ses'] }, seenAt)
+    const [lastFleet, itsNeighbour, olderFleet, recent, current] = [randomUUID(), randomUUID(), randomUUID(), randomUUID(), randomUUID()]
+    // The whole fleet has been down for ten days: its last workers still say which channels exist.
+    await register(lastFleet, ago(10 * DAY), ['email', 'whatsapp'])
+    await register(itsNeighbour, ago(10 * DAY + 2 * 60_000), ['email'])
+    await register(olderFleet, ago(10 * DAY + 10 * 60_000), ['email'])
+    expect((await sweep()).channelRegistrationsDeleted).to.equal(1)
+    expect(await f.db.owner('outbox.delivery_channel_registrations').pluck('worker_id')).to.have.members([lastFleet, itsNeighbour])
+    expect(await availableChannels(f.harness.api)).to.deep.equal(['email', 'whatsapp'])
+
+    // A worker is back: the ten-day-old registrations are no longer the current set and go; six days old stays.
+    await register(recent, ago(6 * DAY), ['email'])
+    await register(current, now, ['email'])
+    expect((await sweep()).channelRegistrationsDeleted).to.equal(2)
+    expect(await f.db.owner('outbox.delivery_channel_registrations').pluck('worker_id')).to.have.members([recent, current])
+    expect(await availableChannels(f.harness.api)).to.deep.equal(['email'])
   })
 })

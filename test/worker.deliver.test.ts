@@ -1,9 +1,10 @@
 import { expect } from 'chai'
-import { deliverOne } from '../jobs/deliver.ts'
+import { deliverOne, WITHOUT_PROVIDER_WAIT_MS } from '../jobs/deliver.ts'
 import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
 import { QUEUES } from '../src/outbox/constants.ts'
 import { LAST_CHANCE_LEAD_MS } from '../src/outbox/retry-policy.ts'
-import { uniqueEmail } from './support/helpers.ts'
+import { createWorkerMetrics } from '../src/metrics/worker-metrics.ts'
+import { uniqueEmail, uniquePhone } from './support/helpers.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
 import { scriptedProvider, stalledProvider } from './support/scripted-provider.ts'
 
@@ -36,6 +37,57 @@ describe('delivery worker, one job at a time', () => {
     expect(next.data).to.deep.equal({ messageId })
     expect(next.start_after.getTime()).to.be.closeTo(retryAfter.getTime(), 1_000)
     expect(await ciphertexts(messageId)).to.equal(1)
+  })
+
+  it('a WhatsApp message on a worker with email only spends no attempt: it waits a minute, logged as MISCONFIGURATION and counted', async () => {
+    const phone = uniquePhone()
+    const { messageId } = await f.harness.enqueue(phone, 3_600)
+    const email = scriptedProvider(() => ({ providerMessageId: 'never' }))
+    const metrics = createWorkerMetrics()
+    const emailOnly = { ...deps(email), metrics }
+
+    await deliverOne(emailOnly, await nextJob())
+
+    expect(await message(messageId)).to.include({ state: 'pending', attempt_count: 0, lease_job_id: null })
+    expect(await attempts(messageId)).to.have.length(0)
+    expect(await ciphertexts(messageId)).to.equal(1)
+    expect(email.calls).to.have.length(0)
+    const next = await f.db.owner('pgboss.job').where({ name: QUEUES.delivery, state: 'created' }).first()
+    expect(next.data).to.deep.equal({ messageId })
+    expect(next.start_after.getTime()).to.be.closeTo(f.now.getTime() + WITHOUT_PROVIDER_WAIT_MS, 1_000)
+
+    // Again within the minute: counted again, logged once.
+    await deliverOne(emailOnly, await nextJob())
+    expect(await message(messageId)).to.include({ state: 'pending', attempt_count: 0 })
+    const counted = (await metrics.registry.getSingleMetricAsString('sealpost_messages_without_provider_total')).trim()
+    expect(counted).to.match(/^sealpost_messages_without_provider_total\{channel="whatsapp"\} 2$/m)
+    const lines = f.logs
+      .text()
+      .split('\n')
+      .filter((line) => line.includes('MISCONFIGURATION'))
+    expect(lines).to.have.length(1)
+    expect(JSON.parse(lines[0]!)).to.include({ channel: 'whatsapp', messageId })
+    expect(f.logs.text()).not.to.include(phone).and.not.to.include(phone.slice(1))
+  })
+
+  it('a message this worker has no provider for takes no send-cap slot: it waits a minute, not the hour', async () => {
+    const { messageId } = await f.harness.enqueue(uniquePhone(), 3_600)
+    const capped = {
+      ...deps(scriptedProvider(() => ({ providerMessageId: 'never' }))),
+      sendCaps: { perChannel: { whatsapp: 1 }, perCountry: { '*': 1 } },
+    }
+    await deliverOne(capped, await nextJob())
+    expect(await message(messageId)).to.include({ state: 'pending', attempt_count: 0 })
+    expect((await message(messageId)).available_at.getTime()).to.be.closeTo(f.now.getTime() + WITHOUT_PROVIDER_WAIT_MS, 1_000)
+    expect(await f.db.owner('outbox.send_windows').sum('sent as sent').first()).to.deep.equal({ sent: null })
+  })
+
+  it('expiry still wins over waiting for a provider: a code that would expire in the wait is dead-lettered, never sent late', async () => {
+    const { messageId } = await f.harness.enqueue(uniquePhone(), 30)
+    await deliverOne(deps(scriptedProvider(() => ({ providerMessageId: 'never' }))), await nextJob())
+    expect(await message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 0 })
+    expect(await deadLetter(messageId)).to.include({ reason: 'challenge_expired' })
+    expect(await ciphertexts(messageId)).to.equal(0)
   })
 
   it('dead-letters a rejected destination at once and deletes the ciphertext', async () => {

@@ -29,6 +29,7 @@ import * as reissueVerifiedDestination from '../../migrations/20261202000201_rei
 import * as exactSuppression from '../../migrations/20261202000300_exact_suppression.ts'
 import * as ownerBudgets from '../../migrations/20261202000400_owner_budgets.ts'
 import * as sendWindows from '../../migrations/20261202000500_send_windows.ts'
+import * as deliveryChannelRegistrations from '../../migrations/20261202000600_delivery_channel_registrations.ts'
 import * as providerStates from '../../migrations/20261202000700_provider_states.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
@@ -64,6 +65,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261202000300_exact_suppression': exactSuppression,
   '20261202000400_owner_budgets': ownerBudgets,
   '20261202000500_send_windows': sendWindows,
+  '20261202000600_delivery_channel_registrations': deliveryChannelRegistrations,
   '20261202000700_provider_states': providerStates,
 }
 

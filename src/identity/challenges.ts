@@ -40,8 +40,8 @@ export type ChallengeDeps = EnqueueDeps & {
   challengeTtlSeconds: number
   clock: () => Date
   logger: Logger
-  /** Channels this deployment can deliver on (WhatsApp only with Wasender settings). */
-  channels: ReadonlySet<Channel>
+  /** Channels the worker fleet can deliver on (src/outbox/channel-directory.ts: what the workers registered). */
+  channels: { has(channel: Channel): boolean }
   /** A step run after the enqueue, inside the same transaction (tests force failures with it). */
   afterEnqueueTx?: (trx: Knex.Transaction) => Promise<void>
   /** The request's locale (src/http/locale.ts), stored on the message for its template; else `en`. */

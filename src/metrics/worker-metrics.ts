@@ -48,6 +48,12 @@ export function createWorkerMetrics() {
     labelNames: ['channel', 'cap'],
     registers: [registry],
   })
+  const withoutProvider = new Counter({
+    name: 'sealpost_messages_without_provider_total',
+    help: 'Claimed messages this worker has no provider for (deferred a minute, no attempt spent), by channel: a misconfiguration',
+    labelNames: ['channel'],
+    registers: [registry],
+  })
   const maintenance = new Counter({
     name: 'sealpost_maintenance_rows_total',
     help: 'Rows the expiry purge and retention sweep changed, by pass and kind',
@@ -70,6 +76,9 @@ export function createWorkerMetrics() {
     },
     heldBySendCap(channel: string, cap: 'channel' | 'country', count: number) {
       heldByCap.inc({ channel, cap }, count)
+    },
+    withoutProvider(channel: string) {
+      withoutProvider.inc({ channel })
     },
     firstSendStarted(channel: string, seconds: number) {
       commitToSend.observe({ channel }, Math.max(0, seconds))

@@ -81,3 +81,16 @@ export async function sweepPlatform(db: Knex, now: Date, limit: number): Promise
   const row = rows[0] ?? { audit_records: 0, idempotency_keys: 0 }
   return row.audit_records + row.idempotency_keys
 }
+
+/**
+ * Deletes worker channel registrations last seen before `before`, except those that make up the
+ * current available set (src/outbox/channel-registrations-sql.ts): a fleet down for longer keeps its channels.
+ */
+export async function deleteStaleChannelRegistrations(db: Knex, before: Date): Promise<number> {
+  const result = await db.raw<{ rowCount: number }>(
+    `DELETE FROM outbox.delivery_channel_registrations
+      WHERE seen_at < ? AND worker_id NOT IN (SELECT worker_id FROM outbox.current_channel_registrations())`,
+    [before],
+  )
+  return result.rowCount
+}

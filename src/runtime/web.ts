@@ -10,25 +10,25 @@ import { createApp } from '../http/app.ts'
 import { rememberPeerAddress } from '../http/client-limit.ts'
 import { metricsAccess } from '../metrics/access.ts'
 import type { ChallengeDeps } from '../identity/challenges.ts'
-import type { Channel } from '../outbox/constants.ts'
+import { loadChannelDirectory, type ChannelDirectory } from '../outbox/channel-directory.ts'
 import type { Logger } from '../logging/logger.ts'
 import type { Keys } from './dev-keys.ts'
 import { fetchedCertificates, fileCertificate } from '../delivery/sns-verifier.ts'
 import { createBreachedPasswordCheck } from '../identity/breached-passwords.ts'
 
-export type RunningWeb = { url: string; server: Server; stop: () => Promise<void> }
+export type RunningWeb = {
+  url: string
+  server: Server
+  /** The channels the web offers (refreshed every 5 s); `refresh()` reads them now. */
+  channels: Pick<ChannelDirectory, 'has' | 'refresh'>
+  stop: () => Promise<void>
+}
 
 /** The web process: Express over the api role's pool; pg-boss only to enqueue inside our transactions. */
 export async function startWeb(options: {
   config: Pick<
     Config,
-    | 'NODE_ENV'
-    | 'PORT'
-    | 'CHALLENGE_TTL_SECONDS'
-    | 'INVITATION_TTL_SECONDS'
-    | 'WASENDER_API_URL'
-    | 'CLIENT_RATE_LIMIT_PER_MINUTE'
-    | 'METRICS_TOKEN'
+    'NODE_ENV' | 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'INVITATION_TTL_SECONDS' | 'CLIENT_RATE_LIMIT_PER_MINUTE' | 'METRICS_TOKEN'
   > &
     Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'API_DOCS'>> &
     Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>> &
@@ -53,10 +53,13 @@ export async function startWeb(options: {
       })
     : undefined
   let server: Server | undefined
+  let channels: ChannelDirectory | undefined
   try {
     await waitForDatabase(db, { variable: 'API_DATABASE_URL', timeoutSeconds: config.DATABASE_WAIT_SECONDS ?? 60, logger })
     await assertConnectionRole(db, databaseRoles(config).api, 'API_DATABASE_URL')
     await boss.start()
+    // Which channels exist is what the workers registered (README "Channels"), known before the first request.
+    channels = await loadChannelDirectory({ db, logger })
     const clock = options.clock ?? (() => new Date())
     const app = createApp({
       db,
@@ -78,8 +81,8 @@ export async function startWeb(options: {
         challengeTtlSeconds: config.CHALLENGE_TTL_SECONDS,
         clock,
         logger,
-        // WhatsApp only where the worker can deliver it; otherwise phone identifiers are refused up front.
-        channels: new Set<Channel>(config.WASENDER_API_URL ? ['email', 'whatsapp'] : ['email']),
+        // Only channels a worker can deliver; a phone identifier without one is refused up front.
+        channels,
         afterEnqueueTx: options.afterEnqueueTx,
       },
       clientLimitPerMinute: config.CLIENT_RATE_LIMIT_PER_MINUTE,
@@ -108,14 +111,17 @@ export async function startWeb(options: {
       })
     })
   } catch (error) {
+    channels?.stop()
     await Promise.allSettled([boss.stop({ graceful: false }), db.destroy(), breached?.close()])
     throw error
   }
   const { port } = server.address() as AddressInfo
   const running = server
+  const directory = channels
   return {
     url: `http://127.0.0.1:${port}`,
     server: running,
+    channels: directory,
     async stop() {
       // Stop accepting, let in-flight requests finish (bounded), then release pg-boss and the pool.
       const closed = new Promise<void>((resolve) => running.close(() => resolve()))
@@ -123,6 +129,7 @@ export async function startWeb(options: {
       const forced = setTimeout(() => running.closeAllConnections(), 10_000)
       await closed
       clearTimeout(forced)
+      directory.stop()
       await boss.stop({ graceful: true, timeout: 5_000 })
       await db.destroy()
       await breached?.close()

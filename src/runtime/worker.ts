@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { PgBoss } from 'pg-boss'
 import { ConfigError, type Config } from '../../config/schema.ts'
 import { createExpiryPurgeHandler } from '../../jobs/expiry-purge.ts'
@@ -14,6 +15,7 @@ import { loadTemplates } from '../delivery/templates.ts'
 import type { Logger } from '../logging/logger.ts'
 import { metricsAccess } from '../metrics/access.ts'
 import { createWorkerMetrics, serveMetrics } from '../metrics/worker-metrics.ts'
+import { startChannelRegistration } from '../outbox/channel-registration.ts'
 import { CHANNELS, QUEUES, type Channel, type DeliveryJobData } from '../outbox/constants.ts'
 import { startDeliveryPipeline, type DeliveryPipeline } from './delivery-pipeline.ts'
 import { ensureProviderStates } from '../outbox/provider-states-sql.ts'
@@ -156,17 +158,26 @@ export async function startWorker(options: {
   // Each channel's providers in the order given: the failover order (EMAIL_PROVIDERS).
   const providers: Partial<Record<Channel, Provider[]>> = {}
   for (const provider of options.providers) (providers[provider.channel] ??= []).push(provider)
+  const channels = CHANNELS.filter((channel) => providers[channel])
   for (const channel of CHANNELS) {
     if (!providers[channel])
-      logger.warn('no provider configured for a channel; its messages will fail as UNAVAILABLE until one is', { channel })
+      logger.info('no provider configured for a channel; this worker does not offer it (README "Channels")', { channel })
   }
   const metrics = createWorkerMetrics()
   let pipeline: DeliveryPipeline | undefined
   let listener: { close: () => Promise<void> } | undefined
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined
+  let registration: { stop: () => void } | undefined
   try {
     if (config.WORKER_METRICS_PORT !== undefined)
       metricsServer = await serveMetrics(metrics.registry, config.WORKER_METRICS_PORT, metricsAccess(config))
+    // The fleet's channels are what its workers register (the web reads them); before the first delivery.
+    registration = await startChannelRegistration({
+      db,
+      registration: { workerId: randomUUID(), channels, providers: options.providers.map((provider) => provider.id) },
+      clock,
+      logger,
+    })
     await boss.start()
     // Every provider this worker sends through is listed (up) in the backlog view and the gauge from now on.
     await ensureProviderStates(db, options.providers, clock())
@@ -217,6 +228,7 @@ export async function startWorker(options: {
       }),
     )
   } catch (error) {
+    registration?.stop()
     await Promise.allSettled([listener?.close(), pipeline?.stop()])
     await Promise.allSettled([boss.stop({ graceful: false }), db.destroy(), metricsServer?.stop()])
     throw error
@@ -229,6 +241,7 @@ export async function startWorker(options: {
   return {
     metricsUrl: metricsServer?.url,
     async stop() {
+      registration?.stop()
       await metricsServer?.stop()
       // Graceful: no new fetches, in-flight sends finish and record (bounded by the send timeout),
       // then pg-boss's own handlers drain.

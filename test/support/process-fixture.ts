@@ -1,5 +1,6 @@
 import { createBoss, installQueues } from '../../src/db/boss.ts'
 import { startSesEmulator } from '../../src/runtime/ses-emulator.ts'
+import { registerChannelsAsWorker } from './channels.ts'
 import { createTestDatabase, type TestDatabase } from './database.ts'
 import { startFakeWasender } from './fake-wasender.ts'
 import { capturingLogger, testKeys } from './helpers.ts'
@@ -65,6 +66,8 @@ export function useProcessFixture(options: { harness?: boolean; leaseSeconds?: n
   before(async function () {
     this.timeout(120_000)
     db = await createTestDatabase()
+    // The channels this fixture's workers offer (SES and Wasender), registered as a worker would: a web spawned first offers them too.
+    await registerChannelsAsWorker(db.owner, ['email', 'whatsapp'])
     if (options.leaseSeconds) {
       // A short lease, as the release step would set it from LEASE_SECONDS, so a test waits seconds.
       const owner = createBoss(db.ownerUrl, 'release', logs.logger)

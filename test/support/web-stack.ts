@@ -7,6 +7,7 @@ import type { Keys } from '../../src/runtime/dev-keys.ts'
 import { startSesEmulator } from '../../src/runtime/ses-emulator.ts'
 import { startWeb, type RunningWeb } from '../../src/runtime/web.ts'
 import { startWorker, type RunningWorker } from '../../src/runtime/worker.ts'
+import { registerChannelsAsWorker } from './channels.ts'
 import { createTestDatabase, type TestDatabase } from './database.ts'
 import { startFakeWasender } from './fake-wasender.ts'
 import { capturingLogger, testKeys, workerConfig } from './helpers.ts'
@@ -35,10 +36,14 @@ export async function startWebStack(
   const emulator = await startSesEmulator(0)
   const wasender = await startFakeWasender('stack-key')
   let worker: RunningWorker | undefined
+  const whatsapp = options.whatsapp ?? true
   const connectors = [
     emulatorSesConnector(emulator.url),
-    createWasenderConnector({ apiUrl: wasender.url, apiKey: 'stack-key', logger: options.logger }),
+    ...(whatsapp ? [createWasenderConnector({ apiUrl: wasender.url, apiKey: 'stack-key', logger: options.logger })] : []),
   ]
+  // The web learns its channels from the workers' registrations: registered as a worker would, so
+  // a stack without a worker (or with one on an injected clock) offers the same ones.
+  await registerChannelsAsWorker(db.owner, whatsapp ? ['email', 'whatsapp'] : ['email'], options.clock?.())
   if (options.worker ?? true) {
     worker = await startWorker({
       config: workerConfig({ INVITATION_LINK_BASE_URL: options.invitationLinkBaseUrl ?? 'https://app.sealpost.test' }),
@@ -56,7 +61,6 @@ export async function startWebStack(
       CHALLENGE_TTL_SECONDS: 600,
       INVITATION_TTL_SECONDS: options.invitationTtlSeconds ?? 3_600,
       CLIENT_RATE_LIMIT_PER_MINUTE: options.clientLimitPerMinute ?? 10_000,
-      WASENDER_API_URL: options.whatsapp === false ? undefined : wasender.url,
       TRUST_PROXY: options.trustProxy,
       ...options.webhooks,
       ...options.passwords,

@@ -1,0 +1,43 @@
+import type { Knex } from 'knex'
+import { describeError, type Logger } from '../logging/logger.ts'
+import { availableChannels } from './channel-registrations-sql.ts'
+import type { Channel } from './constants.ts'
+
+/** The channels the worker fleet can deliver on, as the web sees them (README "Channels"). */
+export type ChannelDirectory = {
+  has(channel: Channel): boolean
+  /** Reads the database now; on failure keeps the last answer and logs by error name. */
+  refresh(): Promise<void>
+  stop(): void
+}
+
+/** How often the web re-reads the available channels: a reconfigured fleet shows within seconds of its rule. */
+export const CHANNEL_REFRESH_MS = 5_000
+
+/**
+ * Loads the available channels once (a failure here stops the web's startup: it must not guess),
+ * then refreshes them in the background. A refresh that fails keeps the last answer: a database
+ * blip does not turn every phone sign-up into a refusal.
+ */
+export async function loadChannelDirectory(deps: { db: Knex; logger: Logger; refreshMs?: number }): Promise<ChannelDirectory> {
+  let current: ReadonlySet<Channel> = new Set(await availableChannels(deps.db))
+  let running: Promise<void> | undefined
+  const read = async () => {
+    try {
+      current = new Set(await availableChannels(deps.db))
+    } catch (error) {
+      deps.logger.warn('available channels not refreshed; keeping the last answer', describeError(error))
+    } finally {
+      running = undefined
+    }
+  }
+  // One read at a time: a slow database is not asked again before it answered.
+  const refresh = (): Promise<void> => (running ??= read())
+  const timer = setInterval(() => void refresh(), deps.refreshMs ?? CHANNEL_REFRESH_MS)
+  timer.unref()
+  return {
+    has: (channel) => current.has(channel),
+    refresh,
+    stop: () => clearInterval(timer),
+  }
+}
