@@ -110,10 +110,11 @@ describe('a TLS-only PostgreSQL (ssl on, hostssl only, a certificate made by the
       this.timeout(90_000)
       const release = run('release', ssl())
       expect(await release.exited, release.output()).to.equal(0)
-      const web = run('web', ssl())
+      // The worker first, as README "Channels" says: the web offers the channels workers registered.
       const worker = run('worker', ssl())
-      const [, url] = await web.waitFor(/"url":"(http:\/\/[^"]+)"/, 'the web to listen')
       await worker.waitFor(/"message":"worker started"/, 'the worker to start')
+      const web = run('web', ssl())
+      const [, url] = await web.waitFor(/"url":"(http:\/\/[^"]+)"/, 'the web to listen')
 
       const email = uniqueEmail('tls')
       await createVerifiedIdentity(owner, email)
