@@ -1,7 +1,8 @@
 import { expect } from 'chai'
 import { DeliveryFailure, type OutgoingMessage, type Provider } from '../src/delivery/provider.ts'
 import { sendWindow } from '../src/outbox/send-caps.ts'
-import { groupCommit, startDeliveryPipeline, type DeliveryPipeline } from '../src/runtime/delivery-pipeline.ts'
+import { startDeliveryPipeline, type DeliveryPipeline } from '../src/runtime/delivery-pipeline.ts'
+import { groupCommit } from '../src/runtime/group-commit.ts'
 import { eventually, uniqueEmail } from './support/helpers.ts'
 import { SCHEDULE, useOutboxFixture } from './support/outbox-harness.ts'
 

@@ -13,7 +13,7 @@ import {
   type PendingRecord,
 } from '../../jobs/deliver.ts'
 import { describeError } from '../logging/logger.ts'
-import type { Failed } from '../outbox/batch-or-each.ts'
+import { groupCommit } from './group-commit.ts'
 import { claimMessages } from '../outbox/claim.ts'
 import { QUEUES, type Channel, type DeliveryJobData } from '../outbox/constants.ts'
 import { recordOutcomesEach, type Recorded } from '../outbox/record.ts'
@@ -35,11 +35,19 @@ export type PipelineOptions = {
   maxGroup?: number
   /** Record transactions in flight at once; outcomes arriving meanwhile form the next group. */
   maxCommits?: number
+  /** False: no fetch loop; jobs come only through `run` (`runOnce`). Default true. */
+  fetch?: boolean
 }
 
 export type DeliveryPipeline = {
   /** Fetch now (a NOTIFY arrived, a deferred job fell due). */
   wake(): void
+  /**
+   * These jobs, already fetched, through claim → send → record as any fetch's jobs go; resolves
+   * once each is settled, with the jobs that were failed back to pg-boss (their claim or record
+   * failed even alone).
+   */
+  run(jobs: readonly DeliveryJob[]): Promise<{ failedBack: DeliveryJob[] }>
   /** No new fetches; resolves once every send in flight has finished and its outcome is recorded. */
   stop(): Promise<void>
   /** Jobs fetched and not yet settled (tests, metrics). */
@@ -186,7 +194,9 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
   const localPauses = new Map<Channel, number>()
   const pausedLocally = (channel: Channel) => (localPauses.get(channel) ?? 0) > Date.now()
 
+  const failedBack = new Set<DeliveryJob>()
   const failJob = async (job: DeliveryJob, error: unknown, what: string) => {
+    failedBack.add(job)
     logger.error(`delivery could not be ${what}; pg-boss retries the job`, { messageId: job.data.messageId, ...describeError(error) })
     // Best effort: if this fails too (the database is away), the job's lease expires into a retry.
     await boss.fail(queue, { id: job.id, retryCount: job.retryCount }).catch(() => undefined)
@@ -344,10 +354,16 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
       track(claimAndSend(jobs))
     }
   }
-  const looping = loop()
+  const looping = options.fetch === false ? Promise.resolve() : loop()
 
   return {
     wake,
+    async run(jobs) {
+      claiming += jobs.length
+      held += jobs.length
+      await claimAndSend([...jobs])
+      return { failedBack: jobs.filter((job) => failedBack.has(job)) }
+    },
     get inFlight() {
       return held
     },
@@ -382,66 +398,20 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
 }
 
 /**
- * Group commit: items added within `windowMs` of the first of a group (or `maxGroup` of them)
- * go to `commit` together; up to `maxCommits` commits run at once and items arriving meanwhile
- * wait for the next group, never for the items in flight. Each item's promise settles with its
- * own result; a `Failed` result rejects that item alone.
+ * The pipeline's deterministic entry (graphile-worker's `runOnce`): the given jobs, fetched by the
+ * caller (tests fetch with `ignoreStartAfter` and move an injected clock), go through the very
+ * steps the running worker takes — claim, suppression, send caps, routing, send, group-commit
+ * record — on a pipeline that does not fetch, which then stops once they are settled.
  */
-export function groupCommit<T, R>(
-  commit: (items: T[]) => Promise<(R | Failed)[]>,
-  options: { windowMs: number; maxGroup: number; maxCommits: number },
-) {
-  type Waiting = { item: T; resolve: (result: R) => void; reject: (error: unknown) => void }
-  let waiting: Waiting[] = []
-  let timer: NodeJS.Timeout | undefined
-  let commits = 0
-  const running = new Set<Promise<void>>()
-
-  const flush = () => {
-    if (timer) {
-      clearTimeout(timer)
-      timer = undefined
-    }
-    while (waiting.length > 0 && commits < options.maxCommits) {
-      const group = waiting.slice(0, options.maxGroup)
-      waiting = waiting.slice(group.length)
-      commits += 1
-      const run = (async () => {
-        try {
-          const results = await commit(group.map((entry) => entry.item))
-          group.forEach((entry, index) => {
-            const result = results[index]
-            if (result && typeof result === 'object' && (result as Failed).kind === 'failed' && 'error' in (result as object))
-              entry.reject((result as Failed).error)
-            else entry.resolve(result as R)
-          })
-        } catch (error) {
-          for (const entry of group) entry.reject(error)
-        } finally {
-          commits -= 1
-          // Whatever arrived during this commit has waited long enough.
-          if (waiting.length > 0) flush()
-        }
-      })()
-      running.add(run)
-      void run.finally(() => running.delete(run))
-    }
-  }
-
-  return {
-    add(item: T): Promise<R> {
-      return new Promise<R>((resolve, reject) => {
-        waiting.push({ item, resolve, reject })
-        if (commits >= options.maxCommits) return
-        if (waiting.length >= options.maxGroup) flush()
-        else timer ??= setTimeout(flush, options.windowMs)
-      })
-    },
-    async drain(): Promise<void> {
-      while (waiting.length > 0 || running.size > 0) {
-        flush()
-        await Promise.allSettled([...running])
-      }
-    },
+export async function runOnce(
+  deps: DeliveryDeps,
+  jobs: readonly DeliveryJob[],
+  options: Omit<PipelineOptions, 'fetch' | 'concurrency'> & { concurrency?: number } = {},
+): Promise<{ failedBack: DeliveryJob[] }> {
+  const pipeline = startDeliveryPipeline(deps, { concurrency: Math.max(1, jobs.length), ...options, fetch: false })
+  try {
+    return await pipeline.run(jobs)
+  } finally {
+    await pipeline.stop()
   }
 }
