@@ -372,6 +372,7 @@ async function attempt(
       retryAfterAt: failure?.retryAfterAt ?? null,
       durationMs: performance.now() - started,
       ...(sent ? { provider: sent } : {}),
+      ...(failure?.recipientOnly ? { recipientOnly: true as const } : {}),
     }
     deps.logger.warn('delivery attempt failed', {
       ...context,

@@ -43,6 +43,35 @@ describe('SMTP failure classification', () => {
       expect(classifySmtpError(error, bodySent).failureClass).to.equal(expected)
     })
   }
+
+  // The outage hold is fleet-wide: a stranger's addresses must never count as the relay's outage.
+  const deferrals: [string, object, boolean][] = [
+    ['450 to a recipient', { code: 'EENVELOPE', responseCode: 450, command: 'RCPT TO', response: '450 <a@b.example>: rejected' }, true],
+    [
+      '450 4.1.2 (domain not found now)',
+      { code: 'EENVELOPE', responseCode: 450, command: 'RCPT TO', response: '450 4.1.2 <a@b.example>' },
+      true,
+    ],
+    ['451 4.2.0 (mailbox busy)', { code: 'EENVELOPE', responseCode: 451, command: 'RCPT TO', response: '451 4.2.0 busy' }, true],
+    [
+      '451 4.3.0 to a recipient (the relay failed)',
+      { code: 'EENVELOPE', responseCode: 451, command: 'RCPT TO', response: '451 4.3.0 lookup failure' },
+      false,
+    ],
+    [
+      '451 without an enhanced code to a recipient',
+      { code: 'EENVELOPE', responseCode: 451, command: 'RCPT TO', response: '451 local error' },
+      false,
+    ],
+    ['421 to a recipient', { code: 'EENVELOPE', responseCode: 421, command: 'RCPT TO', response: '421 4.1.1 closing' }, false],
+    ['450 to our sender', { code: 'EENVELOPE', responseCode: 450, command: 'MAIL FROM', response: '450 4.1.8 sender' }, false],
+    ['451 after the message', { code: 'EMESSAGE', responseCode: 451, command: 'DATA', response: '451 4.2.0 later' }, false],
+  ]
+  for (const [what, error, recipientOnly] of deferrals) {
+    it(`counts ${what} ${recipientOnly ? "as the recipient's alone, never the relay's outage" : "as the relay's"}`, () => {
+      expect(classifySmtpError(error, false).recipientOnly === true).to.equal(recipientOnly)
+    })
+  }
 })
 
 describe('SMTP connector against a real SMTP server', () => {

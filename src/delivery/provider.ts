@@ -33,10 +33,17 @@ export class DeliveryFailure extends Error {
   readonly failureClass: FailureClass
   readonly retryAfterAt: Date | null
   readonly providerCode: string
-  constructor(failureClass: FailureClass, providerCode: string, retryAfterAt: Date | null = null) {
+  /**
+   * The answer is about this recipient, not the provider (an SMTP relay's 4xx to RCPT TO): the
+   * message retries, but the fleet-wide outage hold never counts it, or a stranger's addresses
+   * could hold the provider down for everyone.
+   */
+  readonly recipientOnly: boolean
+  constructor(failureClass: FailureClass, providerCode: string, retryAfterAt: Date | null = null, recipientOnly = false) {
     super(`delivery failed: ${failureClass}`)
     this.failureClass = failureClass
     this.providerCode = providerCode
     this.retryAfterAt = retryAfterAt
+    this.recipientOnly = recipientOnly
   }
 }

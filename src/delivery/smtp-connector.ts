@@ -4,10 +4,22 @@ import type { Logger } from '../logging/logger.ts'
 import type { FailureClass } from '../outbox/constants.ts'
 import { DeliveryFailure, type OutgoingMessage, type Provider } from './provider.ts'
 
-type Classified = { failureClass: FailureClass; providerCode: string }
+/** `recipientOnly`: a temporary refusal of this recipient, which says nothing about the relay (the outage hold ignores it). */
+type Classified = { failureClass: FailureClass; providerCode: string; recipientOnly?: true }
 
 /** The fields of a nodemailer error we read; its message and `response` echo the server's text and are never copied. */
-type SmtpError = { name?: string; code?: string; responseCode?: number; command?: string }
+type SmtpError = { name?: string; code?: string; responseCode?: number; command?: string; response?: string }
+
+/**
+ * Whether a 4xx reply to RCPT TO is about the recipient alone (RFC 3463 classes X.1 address and
+ * X.2 mailbox status; without an enhanced code, 450 "mailbox unavailable"), not the relay (421,
+ * 451 "local error", 4.3.x system, 4.4.x network, 4.7.x policy). Only the reply's codes are read.
+ */
+function recipientDeferral(responseCode: number, response: string | undefined): boolean {
+  if (responseCode < 400 || responseCode >= 500 || responseCode === 421) return false
+  const enhanced = /^\d{3}[ -](\d)\.(\d{1,3})\.\d{1,3}\b/.exec(response ?? '')
+  return enhanced ? enhanced[1] === '4' && (enhanced[2] === '1' || enhanced[2] === '2') : responseCode === 450
+}
 
 const AUTH_CODES = new Set(['EAUTH', 'ENOAUTH'])
 
@@ -17,13 +29,17 @@ const AUTH_CODES = new Set(['EAUTH', 'ENOAUTH'])
  * server's 354, after which a lost connection may hide an acceptance. Pure, table-tested.
  */
 export function classifySmtpError(error: unknown, bodySent: boolean): Classified {
-  const { name, code, responseCode, command } = (error ?? {}) as SmtpError
+  const { name, code, responseCode, command, response } = (error ?? {}) as SmtpError
   // Our credentials or our TLS set-up: the relay is unusable to us, the person is not at fault.
   if (code && AUTH_CODES.has(code)) return { failureClass: 'UNAVAILABLE', providerCode: 'smtp_auth' }
   if (code === 'ETLS') return { failureClass: 'UNAVAILABLE', providerCode: 'ETLS' }
   if (typeof responseCode === 'number' && responseCode >= 400 && responseCode < 600) {
     const providerCode = `smtp_${responseCode}`
     if (responseCode === 452) return { failureClass: 'THROTTLED', providerCode }
+    // A deferral of this recipient alone (a domain the relay cannot verify now, a busy mailbox) is
+    // retried but is never the relay's outage, or a stranger's addresses would hold it down for all.
+    if (command === 'RCPT TO' && recipientDeferral(responseCode, response))
+      return { failureClass: 'UNAVAILABLE', providerCode, recipientOnly: true }
     if (responseCode < 500) return { failureClass: 'UNAVAILABLE', providerCode }
     // A permanent refusal of this recipient or of this message is the person's address, not the relay.
     if (command === 'RCPT TO' || command === 'DATA') return { failureClass: 'REJECTED', providerCode }
@@ -118,14 +134,14 @@ export function createSmtpConnector(settings: SmtpSettings): Provider & { close(
         if (error instanceof DeliveryFailure) throw error
         const bodySent = watch.stream?.readableDidRead === true
         if (signal.aborted) throw new DeliveryFailure(bodySent ? 'INDETERMINATE' : 'UNAVAILABLE', 'Timeout')
-        const { failureClass, providerCode } = classifySmtpError(error, bodySent)
+        const { failureClass, providerCode, recipientOnly } = classifySmtpError(error, bodySent)
         if (providerCode === 'smtp_auth' && !misconfigurationLogged) {
           misconfigurationLogged = true
           settings.logger.error('MISCONFIGURATION: the SMTP relay refused our credentials; email through it is failing', {
             provider: 'smtp',
           })
         }
-        throw new DeliveryFailure(failureClass, providerCode)
+        throw new DeliveryFailure(failureClass, providerCode, null, recipientOnly === true)
       }
     },
     close: () => transport.close(),

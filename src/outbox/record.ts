@@ -17,7 +17,8 @@ import { completeJobsTx, scheduleNextAttemptTx } from './settle.ts'
 /** What happened to one claimed message, as the worker reports it to `recordOutcome`. */
 export type Outcome =
   | { kind: 'published'; providerMessageId: string; durationMs: number; provider?: Sent }
-  | { kind: 'failed'; failureClass: FailureClass; retryAfterAt: Date | null; durationMs: number; provider?: Sent }
+  /** `recipientOnly`: the provider's answer was about this recipient alone; the outage hold does not count it. */
+  | { kind: 'failed'; failureClass: FailureClass; retryAfterAt: Date | null; durationMs: number; provider?: Sent; recipientOnly?: true }
   /** Structural fault found before any send (e.g. decryption): no attempt is spent. */
   | { kind: 'dead_letter'; reason: DeadLetterReason }
   /**
@@ -154,7 +155,7 @@ async function recordPublishedBatch(
 /**
  * What each provider answered in one record transaction, for the outage hold: a success or a
  * REJECTED proves it is there; UNAVAILABLE / INDETERMINATE count against it; THROTTLED (its pause
- * handles it) and a worker's own error say nothing about it. Attempts without a provider (recorded
+ * handles it), a temporary refusal of one recipient and a worker's own error say nothing about it. Attempts without a provider (recorded
  * by a release before providers were named) are left out.
  */
 function answersOf(entries: readonly { outcome: Outcome; channel: Channel }[]): ProviderAnswers[] {
@@ -169,7 +170,7 @@ function answersOf(entries: readonly { outcome: Outcome; channel: Channel }[]): 
       probe: false,
     }
     if (outcome.kind === 'published' || outcome.failureClass === 'REJECTED') answers.answered += 1
-    else if (TRANSIENT_FAILURES.has(outcome.failureClass)) {
+    else if (TRANSIENT_FAILURES.has(outcome.failureClass) && outcome.recipientOnly !== true) {
       answers.transient += 1
       answers.probe ||= outcome.provider.probe
     }
