@@ -7,11 +7,11 @@ import { composeMessage, defaultTemplates, UnreadableBodyError } from '../src/de
 import type { Templates } from '../src/delivery/templates.ts'
 import { suppressedAmong } from '../src/outbox/delivery-events-sql.ts'
 import { describeError, type Logger } from '../src/logging/logger.ts'
-import { claimMessages, type Claim, type ClaimRequest } from '../src/outbox/claim.ts'
+import type { Claim, ClaimRequest } from '../src/outbox/claim.ts'
 import type { MessageRow } from '../src/outbox/messages-sql.ts'
 import type { WorkerMetrics } from '../src/metrics/worker-metrics.ts'
 import type { Channel, DeliveryJobData } from '../src/outbox/constants.ts'
-import { recordOutcomes, type Outcome, type RecordRequest, type Recorded } from '../src/outbox/record.ts'
+import type { Outcome, RecordRequest, Recorded } from '../src/outbox/record.ts'
 import type { RetrySettings } from '../src/outbox/retry-policy.ts'
 import { channelScopeOf, countryScopeOf, sendCapsConfigured, sendWindow, type CapScope, type SendCaps } from '../src/outbox/send-caps.ts'
 import { reserveSends } from '../src/outbox/send-windows-sql.ts'
@@ -43,53 +43,9 @@ export type DeliveryJob = Pick<Job<DeliveryJobData>, 'id' | 'retryCount' | 'data
 /** A claimed message's outcome on its way to the record step, with what its log lines carry. */
 export type PendingRecord = RecordRequest & { context: Record<string, unknown> }
 
-/** A single job: the batch path with a batch of one (tests drive it as a runOnce). */
-export async function deliverOne(deps: DeliveryDeps, job: DeliveryJob): Promise<void> {
-  await deliverBatch(deps, [job])
-}
-
 /** What a job asks the claim step for: its message, under its own pg-boss attempt. */
 export function claimRequestOf(job: DeliveryJob): ClaimRequest {
   return { messageId: job.data.messageId, lease: { jobId: job.id, retryCount: job.retryCount } }
-}
-
-/**
- * A batch of jobs in lockstep, for tests and tools driving one batch by hand (the worker runs the
- * pipeline of src/runtime/delivery-pipeline.ts, where no send waits for another): claim → send
- * each (no transaction open) → record the batch. Returns normally whenever every outcome is
- * recorded; throws only when claiming or recording itself failed.
- */
-export async function deliverBatch(deps: DeliveryDeps, jobs: readonly DeliveryJob[]): Promise<void> {
-  const requests = jobs.map(claimRequestOf)
-  const claims = await claimMessages(deps.db, deps.boss, requests, deps.clock())
-  const toRecord: PendingRecord[] = []
-  const unclaimed: unknown[] = []
-  const suppressed = await suppressedClaims(deps, claims)
-  const capped = await heldBySendCaps(deps, claims, suppressed)
-  const routes = await routeClaims(deps, claims, (id) => suppressed.has(id) || capped.has(id))
-  await Promise.all(
-    claims.map(async (claim, index) => {
-      if (claim.kind === 'failed') {
-        unclaimed.push(claim.error)
-        return
-      }
-      if (claim.kind === 'settled') {
-        logSettled(deps, requests[index]!, claim)
-        return
-      }
-      const route = routes.get(claim.message.id)
-      const heldUntil = capped.get(claim.message.id) ?? (route?.kind === 'held' ? route.until : undefined)
-      toRecord.push(
-        heldUntil
-          ? deferClaimed(requests[index]!, claim, heldUntil)
-          : await sendClaimed(deps, requests[index]!, claim, suppressed.has(claim.message.id), route),
-      )
-    }),
-  )
-  const recorded = await recordOutcomes(deps.db, deps.boss, deps.settings, toRecord, deps.clock())
-  recorded.forEach((result, index) => reportRecorded(deps, toRecord[index]!, result))
-  // The others are recorded; now let pg-boss retry the jobs that could not even be claimed.
-  if (unclaimed.length > 0) throw unclaimed[0]
 }
 
 export function logSettled(deps: Pick<DeliveryDeps, 'logger'>, request: ClaimRequest, claim: Extract<Claim, { kind: 'settled' }>): void {
@@ -279,14 +235,20 @@ export async function heldBySendCaps(
 
 /**
  * A claimed message not sent: its channel was paused meanwhile, or (`until`) a send cap holds it
- * to the end of the hour, or this worker has no provider for its channel. Recorded as deferred, no attempt spent.
+ * to the end of the hour, this worker has no provider for its channel, or (`heldFor`) every
+ * provider of its channel is held down. Recorded as deferred, no attempt spent.
  */
-export function deferClaimed(request: ClaimRequest, claim: Extract<Claim, { kind: 'claimed' }>, until?: Date): PendingRecord {
+export function deferClaimed(
+  request: ClaimRequest,
+  claim: Extract<Claim, { kind: 'claimed' }>,
+  until?: Date,
+  heldFor?: readonly string[],
+): PendingRecord {
   const { message } = claim
   return {
     messageId: request.messageId,
     lease: request.lease,
-    outcome: until ? { kind: 'deferred', until } : { kind: 'deferred' },
+    outcome: { kind: 'deferred', ...(until ? { until } : {}), ...(heldFor ? { heldFor } : {}) },
     context: { messageId: request.messageId, purpose: message.purpose, channel: message.channel },
   }
 }
@@ -383,21 +345,5 @@ async function attempt(
     return outcome
   } finally {
     secret.fill(0)
-  }
-}
-
-/**
- * A pg-boss batch handler over `deliverBatch`, for tests and tools (the worker runs the pipeline
- * of src/runtime/delivery-pipeline.ts). If the batch could not be recorded it throws, and pg-boss
- * retries only the jobs not already settled.
- */
-export function createDeliveryHandler(deps: DeliveryDeps) {
-  return async (jobs: Job<DeliveryJobData>[]): Promise<void> => {
-    try {
-      await deliverBatch(deps, jobs)
-    } catch (error) {
-      deps.logger.error('delivery could not be recorded; pg-boss retries the jobs', { jobs: jobs.length, ...describeError(error) })
-      throw error
-    }
   }
 }

@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { deliverOne } from '../jobs/deliver.ts'
+import { deliverOne } from './support/run-once.ts'
 import { createSmtpConnector } from '../src/delivery/smtp-connector.ts'
 import { DEFAULT_HEALTH_POLICY } from '../src/outbox/provider-health.ts'
 import { uniqueEmail } from './support/helpers.ts'

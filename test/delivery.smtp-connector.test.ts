@@ -63,6 +63,12 @@ describe('SMTP failure classification', () => {
       { code: 'EENVELOPE', responseCode: 451, command: 'RCPT TO', response: '451 local error' },
       false,
     ],
+    ['452 4.2.2 (mailbox full)', { code: 'EENVELOPE', responseCode: 452, command: 'RCPT TO', response: '452 4.2.2 full' }, true],
+    [
+      '452 4.5.3 to a recipient (too many recipients: the relay throttles)',
+      { code: 'EENVELOPE', responseCode: 452, command: 'RCPT TO', response: '452 4.5.3 too many' },
+      false,
+    ],
     ['421 to a recipient', { code: 'EENVELOPE', responseCode: 421, command: 'RCPT TO', response: '421 4.1.1 closing' }, false],
     ['450 to our sender', { code: 'EENVELOPE', responseCode: 450, command: 'MAIL FROM', response: '450 4.1.8 sender' }, false],
     ['451 after the message', { code: 'EMESSAGE', responseCode: 451, command: 'DATA', response: '451 4.2.0 later' }, false],

@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { deliverOne } from '../jobs/deliver.ts'
+import { deliverOne } from './support/run-once.ts'
 import { envelopeContext, open } from '../src/crypto/envelope.ts'
 import { createTestDatabase, type TestDatabase } from './support/database.ts'
 import { capturingLogger, createVerifiedIdentity, testKeys, uniqueEmail } from './support/helpers.ts'

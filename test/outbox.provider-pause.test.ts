@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { deliverOne } from '../jobs/deliver.ts'
+import { deliverOne } from './support/run-once.ts'
 import { cappedRetryAfter, throttleBackoff, type PausePolicy } from '../src/outbox/provider-pause.ts'
 import { DeliveryFailure } from '../src/delivery/provider.ts'
 import { pauseForThrottleTx } from '../src/outbox/provider-pauses-sql.ts'

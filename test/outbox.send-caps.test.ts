@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { deliverBatch } from '../jobs/deliver.ts'
+import { deliverBatch } from './support/run-once.ts'
 import { createWorkerMetrics } from '../src/metrics/worker-metrics.ts'
 import { QUEUES, type DeliveryJobData } from '../src/outbox/constants.ts'
 import { CAP_CHANNELS, callingCode, parseChannelCaps, parseCountryCaps } from '../config/send-caps.ts'

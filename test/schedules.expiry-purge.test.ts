@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { expect } from 'chai'
 import { runExpiryPurge } from '../jobs/expiry-purge.ts'
-import { recordOutcome } from '../src/outbox/record.ts'
+import { recordOutcomesEach } from '../src/outbox/record.ts'
 import { QUEUES } from '../src/outbox/constants.ts'
 import { capturingLogger, insertOpenMessage } from './support/helpers.ts'
 import { SCHEDULE, useOutboxFixture } from './support/outbox-harness.ts'
@@ -169,15 +169,13 @@ describe('expiry purge', () => {
     const recorders = ids.leasedLive
       .slice(0, 50)
       .map(({ id, jobId }) =>
-        recordOutcome(
+        recordOutcomesEach(
           f.harness.worker,
           f.harness.workerBoss,
           { maxAttempts: 5, retrySchedule: SCHEDULE },
-          id,
-          { jobId, retryCount: 0 },
-          { kind: 'published', providerMessageId: `p-${id}`, durationMs: 3 },
+          [{ messageId: id, lease: { jobId, retryCount: 0 }, outcome: { kind: 'published', providerMessageId: `p-${id}`, durationMs: 3 } }],
           new Date(),
-        ),
+        ).then(([result]) => result!),
       )
     const [purged, ...recorded] = await Promise.all([purge(), ...recorders])
     expect(purged.deadLettered).to.equal(MIX.pendingExpired + MIX.leasedLapsed)

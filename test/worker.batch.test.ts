@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { createDeliveryHandler } from '../jobs/deliver.ts'
+import { deliverBatch } from './support/run-once.ts'
 import { QUEUES, type DeliveryJobData } from '../src/outbox/constants.ts'
 import { uniqueEmail } from './support/helpers.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
@@ -28,7 +28,7 @@ describe('delivery worker, a batch at a time', () => {
     f.harness.worker.on('query', count)
     const provider = scriptedProvider((call) => ({ providerMessageId: `p-${call}` }))
     try {
-      await createDeliveryHandler(f.harness.deps({ email: provider }))(jobs)
+      await deliverBatch(f.harness.deps({ email: provider }), jobs)
     } finally {
       f.harness.worker.off('query', count)
     }
@@ -62,10 +62,10 @@ describe('delivery worker, a batch at a time', () => {
         return await provider.dispatch(outgoing, signal)
       },
     }
-    let thrown: unknown
-    await createDeliveryHandler(f.harness.deps({ email: lapsing }))(jobs).catch((error: unknown) => (thrown = error))
+    const { failedBack } = await deliverBatch(f.harness.deps({ email: lapsing }), jobs)
 
-    expect(thrown, 'the handler reports the unrecorded job').to.be.an('error')
+    expect(failedBack, 'the unrecorded job is failed back to pg-boss').to.deep.equal([lapsed])
+    expect(f.logs.text()).to.include('delivery could not be recorded; pg-boss retries the job')
     expect(await message(ids[0]!)).to.include({ state: 'published' })
     expect(await message(ids[2]!)).to.include({ state: 'published' })
     expect(await message(ids[1]!)).to.include({ state: 'leased', attempt_count: 0 })
@@ -88,10 +88,10 @@ describe('delivery worker, a batch at a time', () => {
       .update({ retry_count: jobs[0]!.retryCount + 1, state: 'retry' })
     const provider = scriptedProvider((call) => ({ providerMessageId: `p-${call}` }))
 
-    let thrown: unknown
-    await createDeliveryHandler(f.harness.deps({ email: provider }))(jobs).catch((error: unknown) => (thrown = error))
+    const { failedBack } = await deliverBatch(f.harness.deps({ email: provider }), jobs)
 
-    expect(thrown).to.have.property('name', 'LeaseLostError')
+    expect(failedBack, 'the lapsed job is failed back to pg-boss').to.deep.equal([jobs[0]])
+    expect(f.logs.text()).to.include('"errorName":"LeaseLostError"')
     expect(provider.calls.map((call) => call.messageId)).to.have.members([ids[1], ids[2]])
     expect(await message(ids[1]!)).to.include({ state: 'published' })
     expect(await message(ids[2]!)).to.include({ state: 'published' })
@@ -103,7 +103,7 @@ describe('delivery worker, a batch at a time', () => {
     const [duplicate] = await f.harness.workerBoss.fetch<DeliveryJobData>(QUEUES.delivery)
     const provider = scriptedProvider((call) => ({ providerMessageId: `p-${call}` }))
 
-    await createDeliveryHandler(f.harness.deps({ email: provider }))([jobs[0]!, duplicate!])
+    await deliverBatch(f.harness.deps({ email: provider }), [jobs[0]!, duplicate!])
 
     expect(provider.calls).to.have.length(1)
     expect(await message(ids[0]!)).to.include({ state: 'published', attempt_count: 1 })

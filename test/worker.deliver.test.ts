@@ -1,5 +1,6 @@
 import { expect } from 'chai'
-import { deliverOne, WITHOUT_PROVIDER_WAIT_MS } from '../jobs/deliver.ts'
+import { WITHOUT_PROVIDER_WAIT_MS } from '../jobs/deliver.ts'
+import { deliverOne } from './support/run-once.ts'
 import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
 import { QUEUES } from '../src/outbox/constants.ts'
 import { LAST_CHANCE_LEAD_MS } from '../src/outbox/retry-policy.ts'

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { uuidv7 } from 'uuidv7'
-import { deliverBatch, deliverOne } from '../jobs/deliver.ts'
+import { deliverBatch, deliverOne } from './support/run-once.ts'
 import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
 import { InvalidInvitationError } from '../src/identity/errors.ts'
 import { acceptInvitation, inviteTx, revokeInvitation } from '../src/organization/invitations.ts'

@@ -1,8 +1,11 @@
 import { expect } from 'chai'
-import { deliverBatch, deliverOne } from '../jobs/deliver.ts'
+import { deliverBatch, deliverOne } from './support/run-once.ts'
 import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
 import { QUEUES } from '../src/outbox/constants.ts'
+import { claimRequestOf } from '../jobs/deliver.ts'
+import { claimMessages } from '../src/outbox/claim.ts'
 import { DEFAULT_HEALTH_POLICY } from '../src/outbox/provider-health.ts'
+import { recordOutcomesEach } from '../src/outbox/record.ts'
 import { takeProbeLease } from '../src/outbox/provider-states-sql.ts'
 import { uniqueEmail } from './support/helpers.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
@@ -154,6 +157,31 @@ describe('the outage hold and failover (issue 28)', () => {
     expect((await attempts(id)).map((row) => row.provider)).to.deep.equal(['smtp'])
   })
 
+  it('sends a held message at once when its provider came back between the routing and the record (a probe elsewhere lifted the hold)', async () => {
+    await holdSesDown(seconds(60))
+    const id = await enqueue()
+    const job = await f.harness.nextJob()
+    const [claim] = await claimMessages(f.harness.worker, f.harness.workerBoss, [claimRequestOf(job)], f.now)
+    expect(claim).to.have.property('kind', 'claimed')
+    // Another worker's probe succeeds and its release runs before this deferral exists.
+    await f.db.owner('outbox.provider_states').where({ provider: 'ses' }).update({
+      state: 'up',
+      failure_streak: 0,
+      down_since: null,
+      probe_interval_ms: null,
+      next_probe_at: null,
+    })
+    const [recorded] = await recordOutcomesEach(
+      f.harness.worker,
+      f.harness.workerBoss,
+      { maxAttempts: 5, retrySchedule: [5_000] },
+      [{ messageId: id, lease: claimRequestOf(job).lease, outcome: { kind: 'deferred', until: seconds(40), heldFor: ['ses'] } }],
+      f.now,
+    )
+    expect(recorded).to.deep.equal({ kind: 'deferred', nextAttemptAt: f.now })
+    expect((await message(id)).available_at.getTime()).to.equal(f.now.getTime())
+  })
+
   it('lets expiry win: a message held past its expiry is dead-lettered unsent', async () => {
     await holdSesDown(seconds(3_600))
     const id = await enqueue(120)
@@ -163,6 +191,7 @@ describe('the outage hold and failover (issue 28)', () => {
     await deliverOne(deps(ses), (await f.harness.nextDueJob(f))!)
     expect(ses.calls).to.have.length(0)
     await f.rows.expectDeadLetteredUnsent(id, 'challenge_expired')
+    expect(await deadLetter(id), 'the outage is why').to.include({ last_failure_class: 'UNAVAILABLE' })
   })
 
   it('loses no code to a 3-minute outage of the only provider: every code arrives within 30 s of recovery, the provider called once per probe', async () => {

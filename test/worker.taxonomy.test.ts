@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { createDeliveryHandler, deliverOne } from '../jobs/deliver.ts'
+import { deliverBatch, deliverOne } from './support/run-once.ts'
 import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
 import { createWasenderConnector } from '../src/delivery/wasender-connector.ts'
 import { QUEUES, type DeliveryJobData, type FailureClass } from '../src/outbox/constants.ts'
@@ -140,7 +140,7 @@ describe('delivery outcomes by failure class and attempt', () => {
     const jobs = await f.harness.workerBoss.fetch<DeliveryJobData>(QUEUES.delivery, { batchSize: 3 })
     expect(jobs).to.have.length(3)
     const provider = scriptedProvider((call) => ({ providerMessageId: `ok-${call}` }))
-    await createDeliveryHandler(f.harness.deps({ email: provider }))(jobs)
+    await deliverBatch(f.harness.deps({ email: provider }), jobs)
     expect((await rows.message(ids[0]!)).state).to.equal('published')
     expect((await rows.message(ids[2]!)).state).to.equal('published')
     expect(await rows.deadLetter(ids[1]!)).to.include({ reason: 'decryption_failed' })

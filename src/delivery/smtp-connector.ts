@@ -35,11 +35,12 @@ export function classifySmtpError(error: unknown, bodySent: boolean): Classified
   if (code === 'ETLS') return { failureClass: 'UNAVAILABLE', providerCode: 'ETLS' }
   if (typeof responseCode === 'number' && responseCode >= 400 && responseCode < 600) {
     const providerCode = `smtp_${responseCode}`
-    if (responseCode === 452) return { failureClass: 'THROTTLED', providerCode }
-    // A deferral of this recipient alone (a domain the relay cannot verify now, a busy mailbox) is
-    // retried but is never the relay's outage, or a stranger's addresses would hold it down for all.
+    // A deferral of this recipient alone (a domain the relay cannot verify now, a busy or full
+    // mailbox, 452 4.2.2 included) is retried but is never the relay's outage nor a reason to pause
+    // the channel, or a stranger's addresses would hold email up for everyone.
     if (command === 'RCPT TO' && recipientDeferral(responseCode, response))
       return { failureClass: 'UNAVAILABLE', providerCode, recipientOnly: true }
+    if (responseCode === 452) return { failureClass: 'THROTTLED', providerCode }
     if (responseCode < 500) return { failureClass: 'UNAVAILABLE', providerCode }
     // A permanent refusal of this recipient or of this message is the person's address, not the relay.
     if (command === 'RCPT TO' || command === 'DATA') return { failureClass: 'REJECTED', providerCode }

@@ -117,7 +117,8 @@ export function afterAnswer(current: ProviderHealth): HealthChange {
 }
 
 /** Where one claimed message goes: a provider (a probe when it is held down), or back to wait. */
-export type Route = { kind: 'send'; provider: string; probe: boolean } | { kind: 'held'; until: Date }
+/** `held.providers`: the chain that is down, so the record step can tell whether one came back meanwhile. */
+export type Route = { kind: 'send'; provider: string; probe: boolean } | { kind: 'held'; until: Date; providers: readonly string[] }
 
 /**
  * The provider for a message's next attempt, from its channel's chain in the configured order. The
@@ -148,7 +149,7 @@ export function routeFor(
       (health.nextProbeAt?.getTime() ?? 0) <= now.getTime() && (health.probeUntil === null || health.probeUntil.getTime() <= now.getTime())
     if (probeDue) return { kind: 'send', provider, probe: true }
   }
-  return { kind: 'held', until: heldUntil(chain, states, message, now, policy) }
+  return { kind: 'held', until: heldUntil(chain, states, message, now, policy), providers: chain }
 }
 
 function heldUntil(

@@ -61,6 +61,21 @@ export async function takeProbeLease(db: Knex, provider: string, until: Date, no
   return rows === 1
 }
 
+/**
+ * Which of these providers are up, read under a share lock: a transaction lifting one of them is
+ * waited for, so a deferral recorded beside it sees the lift.
+ */
+export async function providersUpTx(trx: Knex.Transaction, providers: readonly string[]): Promise<Set<string>> {
+  if (providers.length === 0) return new Set()
+  const rows: { provider: string; state: string }[] = await trx(STATES)
+    .select('provider', 'state')
+    .whereIn('provider', [...providers])
+    .orderBy('provider')
+    .forShare()
+  const known = new Map(rows.map((row) => [row.provider, row.state]))
+  return new Set(providers.filter((provider) => known.get(provider) !== 'down'))
+}
+
 /** What one record transaction heard from one provider. */
 export type ProviderAnswers = {
   provider: string

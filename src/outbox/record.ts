@@ -11,10 +11,10 @@ import { deadLetterMessagesTx, isLeasedBy, lockMessagesTx, publishMessagesTx, ty
 import { expiredReason, invitationClosedReason, invitationStatesTx } from './invitation-states-sql.ts'
 import { activePausesTx, pauseForThrottleTx } from './provider-pauses-sql.ts'
 import { defaultHealthPolicy } from './provider-health.ts'
-import { noteProviderAnswersTx, type ProviderAnswers, type ProviderTransition } from './provider-states-sql.ts'
+import { noteProviderAnswersTx, providersUpTx, type ProviderAnswers, type ProviderTransition } from './provider-states-sql.ts'
 import { completeJobsTx, scheduleNextAttemptTx } from './settle.ts'
 
-/** What happened to one claimed message, as the worker reports it to `recordOutcome`. */
+/** What happened to one claimed message, as the worker reports it to the record step. */
 export type Outcome =
   | { kind: 'published'; providerMessageId: string; durationMs: number; provider?: Sent }
   /** `recipientOnly`: the provider's answer was about this recipient alone; the outage hold does not count it. */
@@ -25,7 +25,7 @@ export type Outcome =
    * Not sent: its channel was paused while it waited for a send slot, or a send cap holds it until
    * `until` (the end of the hour); back for the later of the two, no attempt spent.
    */
-  | { kind: 'deferred'; until?: Date }
+  | { kind: 'deferred'; until?: Date; heldFor?: readonly string[] }
 
 /** Which provider an attempt went to, and whether it was the probe of a provider held down. */
 export type Sent = { id: ProviderId; probe: boolean }
@@ -46,41 +46,13 @@ export type Recorded = (
 /** One job attempt's outcome to record. */
 export type RecordRequest = { messageId: string; lease: Lease; outcome: Outcome }
 
-export async function recordOutcome(
-  db: Knex,
-  boss: PgBoss,
-  settings: RetrySettings,
-  messageId: string,
-  lease: Lease,
-  outcome: Outcome,
-  now: Date,
-): Promise<Recorded> {
-  const [recorded] = await recordOutcomes(db, boss, settings, [{ messageId, lease, outcome }], now)
-  return recorded!
-}
-
 /**
- * Step 5 of delivery, one short transaction for a batch: only the job attempt that still holds a
- * message's lease may record for it. Attempt rows, state changes, ciphertext deletes, next jobs
- * and the settlement of the jobs commit together or not at all. If the batch cannot commit (one
- * job's attempt lapsed meanwhile, a deadlock), each outcome is recorded again alone, so a lost
- * lease costs only its own record.
+ * Step 5 of delivery (the pipeline's record step, in group commits): only the job attempt that
+ * still holds a message's lease may record for it. Attempt rows, state changes, ciphertext deletes,
+ * next jobs and the settlement of the jobs commit together or not at all. If the batch cannot
+ * commit (one job's attempt lapsed meanwhile, a deadlock), each outcome is recorded again alone, so
+ * a lost lease costs only its own record; a failure is reported per request, never thrown.
  */
-export async function recordOutcomes(
-  db: Knex,
-  boss: PgBoss,
-  settings: RetrySettings,
-  requests: readonly RecordRequest[],
-  now: Date,
-): Promise<Recorded[]> {
-  const results = await recordOutcomesEach(db, boss, settings, requests, now)
-  // The rest are recorded; the caller learns of a failure once they are.
-  const failed = results.find((result): result is Failed => result.kind === 'failed')
-  if (failed) throw failed.error
-  return results as Recorded[]
-}
-
-/** As `recordOutcomes`, but a failure is reported per request instead of thrown (the group commit of the pipeline). */
 export async function recordOutcomesEach(
   db: Knex,
   boss: PgBoss,
@@ -206,6 +178,7 @@ async function recordBatch(
       messageId: string
       message: { channel: Channel; expires_at: Date; purpose: string }
       heldUntil?: Date
+      heldFor?: readonly string[]
     }[] = []
     const throttledAnswers: { index: number; channel: Channel }[] = []
 
@@ -231,7 +204,7 @@ async function recordBatch(
       }
       if (outcome.kind === 'deferred') {
         // Decided below, once this transaction's own pauses are written.
-        deferrals.push({ index, messageId, message, heldUntil: outcome.until })
+        deferrals.push({ index, messageId, message, heldUntil: outcome.until, heldFor: outcome.heldFor })
         return { kind: 'deferred', nextAttemptAt: now }
       }
       if (outcome.kind === 'failed' && outcome.failureClass === 'THROTTLED') throttledAnswers.push({ index, channel: message.channel })
@@ -285,14 +258,22 @@ async function recordBatch(
         if (result.kind === 'retry_scheduled' || result.kind === 'dead_lettered')
           result.channelPausedUntil = channelPauses.get(channel) ?? null
       }
+      // A message held for an outage whose provider came back meanwhile goes now: the release that
+      // lifted the hold may have committed before this deferral's job existed (the rows are read
+      // under a share lock, so a lift in flight is waited for, never missed).
+      const cameBack = await providersUpTx(trx, [...new Set(deferrals.flatMap((deferral) => deferral.heldFor ?? []))])
       const expired: DeadLetter[] = []
-      for (const { index, messageId, message, heldUntil } of deferrals) {
+      for (const { index, messageId, message, heldFor } of deferrals) {
+        let { heldUntil } = deferrals.find((deferral) => deferral.index === index)!
+        if (heldFor?.some((provider) => cameBack.has(provider))) heldUntil = undefined
         const paused = channelPauses.get(message.channel)
         const until = new Date(Math.max(paused?.getTime() ?? now.getTime(), heldUntil?.getTime() ?? now.getTime()))
         if (until.getTime() >= message.expires_at.getTime()) {
-          // Never sent late: a code that would be useless by then goes now (THROTTLED when a provider's pause is why).
+          // Never sent late: a code that would be useless by then goes now (THROTTLED when a
+          // provider's pause is why, UNAVAILABLE when an outage hold is).
           const throttled = paused !== undefined && paused.getTime() >= until.getTime()
-          expired.push({ messageId, reason: expiredReason(message.purpose), lastFailureClass: throttled ? 'THROTTLED' : null })
+          const lastFailureClass = throttled ? 'THROTTLED' : heldFor && heldUntil ? 'UNAVAILABLE' : null
+          expired.push({ messageId, reason: expiredReason(message.purpose), lastFailureClass })
           results[index] = { kind: 'dead_lettered', attemptNo: null, reason: expiredReason(message.purpose) }
         } else {
           await scheduleNextAttemptTx(trx, boss, messageId, until, { attempted: false })

@@ -207,7 +207,7 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
     job: DeliveryJob,
     claim: Awaited<ReturnType<typeof claimMessages>>[number],
     suppressed: boolean,
-    heldUntil: Date | undefined,
+    capped: Date | undefined,
     route: Route | undefined,
   ) => {
     try {
@@ -221,11 +221,13 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
       await sendSlot()
       let entry: PendingRecord
       try {
-        entry = heldUntil
-          ? deferClaimed(request, claim, heldUntil)
-          : pausedLocally(claim.message.channel) && !suppressed
-            ? deferClaimed(request, claim)
-            : await sendClaimed(deps, request, claim, suppressed, route)
+        entry = capped
+          ? deferClaimed(request, claim, capped)
+          : route?.kind === 'held'
+            ? deferClaimed(request, claim, route.until, route.providers)
+            : pausedLocally(claim.message.channel) && !suppressed
+              ? deferClaimed(request, claim)
+              : await sendClaimed(deps, request, claim, suppressed, route)
       } finally {
         sendDone()
       }
@@ -288,9 +290,7 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
       jobs.map((job, index) => {
         const claim = claims[index]!
         if (claim.kind !== 'claimed') return settleOne(job, claim, false, undefined, undefined)
-        const route = routes.get(claim.message.id)
-        const heldUntil = capped.get(claim.message.id) ?? (route?.kind === 'held' ? route.until : undefined)
-        return settleOne(job, claim, suppressed.has(claim.message.id), heldUntil, route)
+        return settleOne(job, claim, suppressed.has(claim.message.id), capped.get(claim.message.id), routes.get(claim.message.id))
       }),
     )
   }
