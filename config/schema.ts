@@ -127,7 +127,7 @@ const smtpUrl = z.string().refine(
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback)
 const url = z.url({ protocol: /^(postgres|postgresql|https?)$/ })
 
-const envSchema = z.object({
+export const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'staging', 'production']).default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   LOG_LEVEL: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
@@ -258,6 +258,8 @@ const envSchema = z.object({
 })
 
 type Env = z.output<typeof envSchema>
+/** The environment as written (strings), before parsing: what docs/configuration.md documents. */
+export type EnvInput = z.input<typeof envSchema>
 
 /**
  * The validated configuration; keys are Buffers so they never print by accident as text. The
@@ -280,7 +282,7 @@ export function apiDocsEnabled(config: { NODE_ENV?: Config['NODE_ENV']; API_DOCS
 export type ProcessRole = 'release' | 'web' | 'worker' | 'cli' | 'all-in-one'
 
 // The worker never hashes a code or counts a budget, so it holds no CODE_HASH_KEYS (least privilege: docs/architecture.md §6).
-const REQUIRED_IN_PRODUCTION: Record<ProcessRole, (keyof Config)[]> = {
+export const REQUIRED_IN_PRODUCTION: Record<ProcessRole, (keyof Config)[]> = {
   release: ['DATABASE_URL'],
   cli: ['DATABASE_URL', 'OUTBOX_ENCRYPTION_KEYS', 'CODE_HASH_KEYS'],
   web: ['API_DATABASE_URL', 'OUTBOX_ENCRYPTION_KEYS', 'CODE_HASH_KEYS'],
@@ -289,7 +291,8 @@ const REQUIRED_IN_PRODUCTION: Record<ProcessRole, (keyof Config)[]> = {
 }
 
 /** Settings of REQUIRED_IN_PRODUCTION that only some configurations use. */
-const REQUIRED_ONLY_WHEN: Partial<Record<keyof Config, (config: Config) => boolean>> = {
+/** Required in production only under a condition (README: EMAIL_PROVIDERS lists ses). */
+export const REQUIRED_ONLY_WHEN: Partial<Record<keyof Config, (config: Config) => boolean>> = {
   SES_REGION: (config) => config.EMAIL_PROVIDERS.includes('ses'),
   SES_FROM_ADDRESS: (config) => config.EMAIL_PROVIDERS.includes('ses'),
 }
