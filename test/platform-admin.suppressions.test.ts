@@ -139,4 +139,39 @@ describe('staff: the suppression list', () => {
     }
     expect(await f.db.owner('outbox.suppressed_destinations').where({ id })).to.have.length(1)
   })
+
+  it('a disabled staff member, or a staff session revived by an old clock, can neither read nor lift a suppression (one staff check for every staff function)', async () => {
+    const staff = await person(true)
+    const id = await suppression(new Date())
+    const api = createKnex(f.db.apiUrl, { applicationName: 'suppressions-api', max: 1 })
+    const codeOf = (query: Promise<unknown>) =>
+      query.then(
+        () => 'allowed',
+        (error: { code?: string }) => error.code,
+      )
+    try {
+      // The session expired an hour ago; a caller naming a time before that must not bring it back.
+      await f.db
+        .owner('identity.sessions')
+        .where({ id: staff.sessionId })
+        .update({ expires_at: new Date(Date.now() - 3_600_000) })
+      const longAgo = new Date(Date.now() - 7_200_000)
+      expect(
+        await codeOf(api.raw('SELECT * FROM outbox.suppression_page(?, ?, 10, NULL, NULL)', [hashToken(staff.token), longAgo])),
+      ).to.equal('42501')
+      // A live session of a staff member whose identity was disabled.
+      await f.db
+        .owner('identity.sessions')
+        .where({ id: staff.sessionId })
+        .update({ expires_at: new Date(Date.now() + 3_600_000) })
+      await f.db.owner('identity.identities').where({ id: staff.identityId }).update({ status: 'disabled' })
+      expect(await codeOf(api.raw('SELECT * FROM outbox.suppression_page(?, now(), 10, NULL, NULL)', [hashToken(staff.token)]))).to.equal(
+        '42501',
+      )
+      expect(await codeOf(api.raw('SELECT outbox.lift_suppression(?, now(), ?)', [hashToken(staff.token), id]))).to.equal('42501')
+    } finally {
+      await api.destroy()
+    }
+    expect(await f.db.owner('outbox.suppressed_destinations').where({ id })).to.have.length(1)
+  })
 })

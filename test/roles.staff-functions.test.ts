@@ -16,6 +16,9 @@ const CALLS: [string, string][] = [
   ['the backlog', 'SELECT * FROM outbox.backlog_summary(?, now())'],
   ['a dead-letter page', 'SELECT * FROM outbox.dead_letter_page(?, now(), 50, NULL, NULL, NULL, NULL)'],
   ['a reissue candidate', `SELECT * FROM outbox.reissue_candidate(?, '${uuidv7()}', now())`],
+  ["one message's history", `SELECT outbox.message_history(?, '${uuidv7()}')`],
+  ['a suppression page', 'SELECT * FROM outbox.suppression_page(?, now(), 10, NULL, NULL)'],
+  ['a suppression lift', `SELECT outbox.lift_suppression(?, now(), '${uuidv7()}')`],
 ]
 
 describe('staff functions called as the api login', () => {
@@ -29,8 +32,9 @@ describe('staff functions called as the api login', () => {
     )
 
   /** A session row for an active identity, optionally staff; the token's hash as the web would pass it. */
-  async function session(options: { staff?: 'active' | 'revoked'; expiresAt?: Date; revoked?: boolean } = {}) {
+  async function session(options: { staff?: 'active' | 'revoked'; expiresAt?: Date; revoked?: boolean; disabled?: boolean } = {}) {
     const { identityId } = await createVerifiedIdentity(db.owner, uniqueEmail('caller'))
+    if (options.disabled) await db.owner('identity.identities').where({ id: identityId }).update({ status: 'disabled' })
     const token = randomBytes(32).toString('base64url')
     await db.owner('identity.sessions').insert({
       id: uuidv7(),
@@ -71,11 +75,22 @@ describe('staff functions called as the api login', () => {
         ['a live session of revoked staff', await session({ staff: 'revoked' })],
         ['a revoked session of staff', await session({ staff: 'active', revoked: true })],
         ['an expired session of staff', await session({ staff: 'active', expiresAt: new Date(Date.now() - 1_000) })],
+        ['a live session of staff whose identity is disabled', await session({ staff: 'active', disabled: true })],
       ]
       for (const [caller, tokenHash] of callers) expect(await call(sql, tokenHash), caller).to.equal('42501')
       expect(await call(sql, await session({ staff: 'active' })), 'a live staff session').to.equal('allowed')
     })
   }
+
+  it('checks every staff function here: each function that takes a session hash is one of the calls above', async () => {
+    const { rows } = await db.owner.raw<{ rows: { fn: string }[] }>(
+      `SELECT n.nspname || '.' || p.proname AS fn FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+        WHERE n.nspname IN ('outbox', 'platform', 'identity') AND pg_get_function_identity_arguments(p.oid) ~ '^p_session(_token){0,1}_hash '
+          AND p.proname <> 'staff_identity_for_session'`,
+    )
+    const called = CALLS.map(([, sql]) => /(outbox\.[a-z_]+)\(/.exec(sql)![1])
+    expect(rows.map((row) => row.fn).sort()).to.deep.equal([...new Set(called)].sort())
+  })
 
   it('cannot revive an expired staff session by passing an old clock', async () => {
     const expired = await session({ staff: 'active', expiresAt: new Date(Date.now() - 60_000) })
