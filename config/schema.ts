@@ -278,6 +278,15 @@ export function apiDocsEnabled(config: { NODE_ENV?: Config['NODE_ENV']; API_DOCS
   return config.NODE_ENV !== 'staging' && config.NODE_ENV !== 'production'
 }
 
+/**
+ * The shortest queue lease under which a send bounded by `sendTimeoutMs` can never outlive its job:
+ * a ready message waits at most one round of sends, then sends itself, plus a commit's margin. The
+ * release step's LEASE_SECONDS and the worker's check of the queue's lease both ask this.
+ */
+export function minimumLeaseSeconds(sendTimeoutMs: number): number {
+  return (2 * sendTimeoutMs + 5_000) / 1000
+}
+
 /** The process roles of the Procfile plus the CLI; each needs different settings in production. */
 export type ProcessRole = 'release' | 'web' | 'worker' | 'cli' | 'all-in-one'
 
@@ -455,7 +464,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, role: ProcessRole): Config {
       { variable: 'SNS_TEST_SIGNING_CERT', problem: `is for tests and local runs only and is refused in ${config.NODE_ENV}` },
     ])
   }
-  const minLeaseSeconds = (2 * config.SEND_TIMEOUT_MS + 5000) / 1000
+  const minLeaseSeconds = minimumLeaseSeconds(config.SEND_TIMEOUT_MS)
   if ((role === 'release' || role === 'all-in-one') && config.LEASE_SECONDS < minLeaseSeconds) {
     throw new ConfigError([
       {

@@ -116,18 +116,20 @@ describe('the outage hold policy, as pure functions', () => {
         probe: true,
       })
       const held = routeFor(['ses'], 0, states(down({ nextProbeAt: at(-1), probeUntil: at(10) })), message, now, policy)
-      expect(held).to.deep.equal({ kind: 'held', until: new Date(at(10).getTime() + 1 + policy.probeMaxMs) })
+      expect(held).to.deep.equal({ kind: 'held', until: new Date(at(10).getTime() + 1 + policy.probeMaxMs), providers: ['ses'] })
     })
 
     it('never holds a message past its expiry: with no time left to wait, the hold lands on the expiry', () => {
       expect(routeFor(['ses'], 0, states(down({ nextProbeAt: at(3_600) })), message, now, policy)).to.deep.equal({
         kind: 'held',
         until: at(599),
+        providers: ['ses'],
       })
       const lastSecond = { expires_at: at(0.5) }
       expect(routeFor(['ses'], 0, states(down({ nextProbeAt: at(3_600) })), lastSecond, now, policy)).to.deep.equal({
         kind: 'held',
         until: lastSecond.expires_at,
+        providers: ['ses'],
       })
     })
   })

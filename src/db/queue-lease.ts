@@ -1,15 +1,11 @@
 import type { Knex } from 'knex'
 import { fromKnex, PgBoss } from 'pg-boss'
+import { minimumLeaseSeconds } from '../../config/schema.ts'
 import { QUEUES } from './queues.ts'
 
 /** The queue's lease is too short for this worker's send timeout, or the queue is missing. */
 export class QueueLeaseError extends Error {
   override name = 'QueueLeaseError'
-}
-
-/** The shortest lease under which a send bounded by `sendTimeoutMs` can never outlive its job. */
-export function minimumLeaseSeconds(sendTimeoutMs: number): number {
-  return (2 * sendTimeoutMs + 5_000) / 1000
 }
 
 /**

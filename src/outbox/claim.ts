@@ -6,6 +6,7 @@ import { leaseClaimableMessages } from './claim-sql.ts'
 import { deadLetterMessagesTx, leaseMessagesTx, lockMessagesTx, type DeadLetter, type Lease, type MessageRow } from './messages-sql.ts'
 import { expiredReason, invitationClosedReason, invitationStatesTx } from './invitation-states-sql.ts'
 import { activePausesTx } from './provider-pauses-sql.ts'
+import { waitOrExpire } from './retry-policy.ts'
 import { activeJobsTx } from './pgboss-jobs-sql.ts'
 import { completeJobsTx, scheduleNextAttemptTx } from './settle.ts'
 
@@ -128,11 +129,12 @@ async function claimBatch(db: Knex, boss: PgBoss, requests: readonly ClaimReques
       if (pausedUntil) {
         // The provider asked the fleet to back off: wait it out without spending an attempt,
         // unless the code would be useless by then.
-        if (pausedUntil.getTime() >= message.expires_at.getTime()) {
-          toDeadLetter.push({ messageId, reason: expiredReason(message.purpose), lastFailureClass: 'THROTTLED' })
+        const fate = waitOrExpire(message, pausedUntil)
+        if (fate.kind === 'expire') {
+          toDeadLetter.push({ messageId, reason: fate.reason, lastFailureClass: 'THROTTLED' })
           message.state = 'dead_lettered'
         } else {
-          toReschedule.push({ messageId, at: pausedUntil })
+          toReschedule.push({ messageId, at: fate.until })
           message.state = 'pending'
           toComplete.push(lease)
           return { kind: 'settled', why: 'channel_paused', nextAttemptAt: pausedUntil }

@@ -1,14 +1,14 @@
 import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
 import { defaultPausePolicy } from './provider-pause.ts'
-import { decide, type Decision, type RetrySettings } from './retry-policy.ts'
+import { decide, waitOrExpire, type Decision, type RetrySettings } from './retry-policy.ts'
 import { insertAttemptsTx, type NewAttempt } from './attempts-sql.ts'
 import { batchOrEach, type Failed } from './batch-or-each.ts'
 import { publishLeasedMessagesTx } from './publish-sql.ts'
 import { deleteCiphertextsTx } from './ciphertexts-sql.ts'
 import { TRANSIENT_FAILURES, type Channel, type DeadLetterReason, type FailureClass, type ProviderId } from './constants.ts'
 import { deadLetterMessagesTx, isLeasedBy, lockMessagesTx, publishMessagesTx, type DeadLetter, type Lease } from './messages-sql.ts'
-import { expiredReason, invitationClosedReason, invitationStatesTx } from './invitation-states-sql.ts'
+import { invitationClosedReason, invitationStatesTx } from './invitation-states-sql.ts'
 import { activePausesTx, pauseForThrottleTx } from './provider-pauses-sql.ts'
 import { defaultHealthPolicy } from './provider-health.ts'
 import { noteProviderAnswersTx, providersUpTx, type ProviderAnswers, type ProviderTransition } from './provider-states-sql.ts'
@@ -268,16 +268,16 @@ async function recordBatch(
         if (heldFor?.some((provider) => cameBack.has(provider))) heldUntil = undefined
         const paused = channelPauses.get(message.channel)
         const until = new Date(Math.max(paused?.getTime() ?? now.getTime(), heldUntil?.getTime() ?? now.getTime()))
-        if (until.getTime() >= message.expires_at.getTime()) {
-          // Never sent late: a code that would be useless by then goes now (THROTTLED when a
-          // provider's pause is why, UNAVAILABLE when an outage hold is).
+        const fate = waitOrExpire(message, until)
+        if (fate.kind === 'expire') {
+          // THROTTLED when a provider's pause is why, UNAVAILABLE when an outage hold is.
           const throttled = paused !== undefined && paused.getTime() >= until.getTime()
           const lastFailureClass = throttled ? 'THROTTLED' : heldFor && heldUntil ? 'UNAVAILABLE' : null
-          expired.push({ messageId, reason: expiredReason(message.purpose), lastFailureClass })
-          results[index] = { kind: 'dead_lettered', attemptNo: null, reason: expiredReason(message.purpose) }
+          expired.push({ messageId, reason: fate.reason, lastFailureClass })
+          results[index] = { kind: 'dead_lettered', attemptNo: null, reason: fate.reason }
         } else {
-          await scheduleNextAttemptTx(trx, boss, messageId, until, { attempted: false })
-          results[index] = { kind: 'deferred', nextAttemptAt: until }
+          await scheduleNextAttemptTx(trx, boss, messageId, fate.until, { attempted: false })
+          results[index] = { kind: 'deferred', nextAttemptAt: fate.until }
         }
       }
       await deadLetterMessagesTx(trx, expired, now)

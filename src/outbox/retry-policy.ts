@@ -54,6 +54,19 @@ export function decide(
 }
 
 /**
+ * A message put back without spending an attempt (a provider's pause, a send cap, an outage hold)
+ * waits until `until`, unless its code would be useless by then: a code is never sent late, so it
+ * is dead-lettered as expired now. The one home of that rule for the claim and the record steps.
+ */
+export function waitOrExpire(
+  message: { expires_at: Date; purpose: string },
+  until: Date,
+): { kind: 'wait'; until: Date } | { kind: 'expire'; reason: DeadLetterReason } {
+  if (until.getTime() >= message.expires_at.getTime()) return { kind: 'expire', reason: expiredReason(message.purpose) }
+  return { kind: 'wait', until }
+}
+
+/**
  * `expires_at − LAST_CHANCE_LEAD_MS` when that is at least `LAST_CHANCE_MIN_AHEAD_MS` away and not
  * before the provider's (capped) Retry-After; otherwise null. Once that attempt has failed, the
  * moment is behind the clock, so a message gets at most one last chance.
