@@ -4,8 +4,10 @@ import { QUEUES } from './constants.ts'
 /**
  * The outbox's statements on pg-boss's job table, `pgboss.job`. pg-boss writes it (send, fetch,
  * complete, cancel through its own API); these statements ask it which jobs are alive, and one
- * (`releaseHeldJobsTx`) moves the start of waiting jobs the outbox itself created, which pg-boss
- * has no call for.
+ * (`releaseHeldJobsTx`) moves the start and priority of waiting jobs the outbox itself created:
+ * pg-boss's `update()` does that one job per call, where a provider's recovery calls back every
+ * held message of its channel in one statement. test/worker.outage-hold.test.ts pins it: the jobs
+ * it moves are the ones pg-boss's fetch then hands out, in the order it set.
  */
 
 /** Which of these pg-boss jobs are still being worked on (their lease has not lapsed into retry or failure). */
