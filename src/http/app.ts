@@ -134,7 +134,9 @@ export function createApp(deps: WebDeps): express.Express {
     const decision = decideMetricsAccess(deps.metrics, req.get('authorization'))
     if (decision === 'not_served') throw new HttpProblem(404, 'not_found', 'No such route.')
     if (decision === 'unauthenticated')
-      throw new HttpProblem(401, 'unauthenticated', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.')
+      throw new HttpProblem(401, 'unauthenticated', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.', {
+        headers: { 'WWW-Authenticate': 'Bearer' },
+      })
     res.type(metrics.registry.contentType).send(await metrics.render())
   })
   // Static pages (middleware, not API routes): the operator console always, the API reference where enabled.
