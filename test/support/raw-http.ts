@@ -38,7 +38,10 @@ export async function sendBytes(baseUrl: string, bytes: Buffer | string): Promis
   const { hostname, port } = new URL(baseUrl)
   const received = await new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = []
-    const socket = connect(Number(port), hostname, () => socket.end(bytes))
+    // Written without a FIN: Node's server drops a request whose client half-closed before the answer.
+    // The request says `Connection: close` (or is refused), so the server closes once it has answered.
+    const socket = connect(Number(port), hostname, () => socket.write(bytes))
+    socket.setTimeout(20_000, () => socket.destroy(new Error('no answer within 20 s')))
     socket.on('data', (chunk: Buffer) => chunks.push(chunk))
     socket.on('error', reject)
     socket.on('close', () => resolve(Buffer.concat(chunks)))
