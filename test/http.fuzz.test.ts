@@ -12,7 +12,7 @@ import { useWebStack } from './support/web-stack.ts'
  * as a stranger, a signed-in caller and staff with a fresh elevation, with inputs valid by the
  * schemas and hostile ones. In CI a fixed seed and a bounded number of cases; a long run:
  *   FUZZ_RUNS=20000 npx mocha test/http.fuzz.test.ts     (FUZZ_SEED=<n> for another seed)
- * A failure names the seed and fast-check's path (replay: FUZZ_SEED=<seed> FUZZ_PATH=<path>) and the request as curl.
+ * A failure prints the request as curl and how to replay it (FUZZ_SEED, FUZZ_PATH and the operation's name).
  */
 const TOTAL_RUNS = Number(process.env.FUZZ_RUNS ?? 1_500)
 const SEED = Number(process.env.FUZZ_SEED ?? 20_261_202)
@@ -257,7 +257,8 @@ describe('the API fuzzed against its own OpenAPI document', function () {
         } catch (error) {
           const request = curl(f.stack.web.url, method, path, headers, input.body, input.garbled)
           throw new Error(
-            `${(error as Error).message}\nas ${input.caller}, answered ${answer.status} ${answer.text.slice(0, 300)}\n${request}`,
+            `${(error as Error).message}\nas ${input.caller}, answered ${answer.status} ${answer.text.slice(0, 300)}\n${request}\n` +
+              `replay: FUZZ_SEED=${SEED} FUZZ_PATH=<the path fast-check prints> npx mocha test/http.fuzz.test.ts -g '${method} ${template}:'`,
             { cause: error },
           )
         }

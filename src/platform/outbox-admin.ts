@@ -155,7 +155,7 @@ const refusalOf = (stored: StoredRefusal): DomainError =>
  * challenge (`outbox.reissue_candidate`), mint a new code, replace the challenge's code hash, seal
  * and enqueue a fresh message, and write one audit record. The key remembers the first answer,
  * a reissue or a refusal of the dead letter (404, 409), and a repeat answers it again without
- * doing any work (README "Idempotency"); a concurrent second reissue waits for the first and is
+ * doing any work (docs/operations.md, the idempotency rule); a concurrent second reissue waits for the first and is
  * refused (`newer_message_exists`).
  */
 export async function reissueDeadLetter(
