@@ -12,6 +12,7 @@ import { confirmStepUp, startStepUp } from '../../identity/step-up.ts'
 import { resolveRequester } from '../../identity/devices.ts'
 import { requireSession, sessionOf } from '../auth.ts'
 import { deviceTokenOf, setDeviceCookie } from '../device-cookie.ts'
+import { isDatabaseUnavailable } from '../../db/unavailable.ts'
 import { limitPerClient, withMinimumDuration } from '../client-limit.ts'
 import { DeviceCookieHeaders } from '../openapi/common.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
@@ -206,13 +207,21 @@ export function identityRoutes({
   const router = apiRouter()
   const countClient = limitPerClient(db, deps.codeHashKeys ?? deps.codeHashKey, clientLimitPerMinute, deps.clock, deps.logger)
   // Counted before the body is read: a client that only sends malformed bodies meets the limit too.
+  // Without a database the body is still judged (a malformed one is 422, not 503); a valid one waits for the count.
   const counted: RequestHandler = async (req, res, next) => {
-    res.locals.client = await countClient(req)
+    try {
+      res.locals.client = await countClient(req)
+    } catch (error) {
+      if (!isDatabaseUnavailable(error)) throw error
+      res.locals.uncounted = error
+    }
     next()
   }
   // The counted client, then its device cookie (looked up whatever the identifier: docs/security.md).
-  const requesterOf = async (req: Request, res: Response) =>
-    await resolveRequester(db, res.locals.client as string, deviceTokenOf(req), deps.clock())
+  const requesterOf = async (req: Request, res: Response) => {
+    if (res.locals.uncounted) throw res.locals.uncounted
+    return await resolveRequester(db, res.locals.client as string, deviceTokenOf(req), deps.clock())
+  }
   const signedIn = requireSession(db, deps.clock)
 
   route(router, api.signUp, counted, async (req, res) => {
