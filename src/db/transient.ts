@@ -17,14 +17,17 @@ export function isTransientDatabaseError(error: unknown): boolean {
   return (typeof code === 'string' && CONFLICT_SQLSTATES.has(code)) || isDatabaseUnavailable(error)
 }
 
-/** A small bound: the request is still waiting, and a database that fails three times in a row is not having a moment. */
-export const TRANSIENT_RETRY = Object.freeze({ attempts: 3, minDelayMs: 20, maxDelayMs: 80 })
+/** How often and after how long a wait an attempt is made again. */
+export type RetryPolicy = { readonly attempts: number; readonly minDelayMs: number; readonly maxDelayMs: number }
+
+/** A request's: small, since the caller is still waiting, and a database that fails three times in a row is not having a moment. */
+export const TRANSIENT_RETRY: RetryPolicy = Object.freeze({ attempts: 3, minDelayMs: 20, maxDelayMs: 80 })
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /**
  * Runs `attempt` — which opens its own transaction(s) on `db` — again after a transient database
- * error, up to TRANSIENT_RETRY.attempts in all, with a short jittered wait (so two requests that
+ * error, up to the policy's attempts in all (TRANSIENT_RETRY unless given), with a short jittered wait (so two requests that
  * deadlocked each other do not meet again), then throws the last error. A caller's transaction
  * cannot be retried from inside it: given one, `attempt` runs once and its owner decides. A pool
  * that gave no connection in time (KnexTimeoutError) is not retried: another try would only queue
@@ -33,17 +36,18 @@ const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 export async function withTransientRetry<T>(
   db: Knex | Knex.Transaction,
   attempt: (db: Knex | Knex.Transaction) => Promise<T>,
-  options: { logger: Logger; what: string; sleep?: (ms: number) => Promise<void> },
+  options: { logger: Logger; what: string; policy?: RetryPolicy; sleep?: (ms: number) => Promise<void> },
 ): Promise<T> {
   if ((db as Knex.Transaction).isTransaction) return await attempt(db)
   const sleep = options.sleep ?? pause
+  const policy = options.policy ?? TRANSIENT_RETRY
   for (let tries = 1; ; tries++) {
     try {
       return await attempt(db)
     } catch (error) {
       const retryable = isTransientDatabaseError(error) && (error as { name?: unknown }).name !== 'KnexTimeoutError'
-      if (!retryable || tries >= TRANSIENT_RETRY.attempts) throw error
-      const { minDelayMs, maxDelayMs } = TRANSIENT_RETRY
+      if (!retryable || tries >= policy.attempts) throw error
+      const { minDelayMs, maxDelayMs } = policy
       const delayMs = Math.round(minDelayMs + Math.random() * (maxDelayMs - minDelayMs))
       options.logger.warn('transient database error: retrying', { what: options.what, attempt: tries, delayMs, ...describeError(error) })
       await sleep(delayMs)
