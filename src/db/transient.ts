@@ -36,7 +36,7 @@ const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 export async function withTransientRetry<T>(
   db: Knex | Knex.Transaction,
   attempt: (db: Knex | Knex.Transaction) => Promise<T>,
-  options: { logger: Logger; what: string; policy?: RetryPolicy; sleep?: (ms: number) => Promise<void> },
+  options: { logger?: Logger; what: string; policy?: RetryPolicy; sleep?: (ms: number) => Promise<void> },
 ): Promise<T> {
   if ((db as Knex.Transaction).isTransaction) return await attempt(db)
   const sleep = options.sleep ?? pause
@@ -49,7 +49,7 @@ export async function withTransientRetry<T>(
       if (!retryable || tries >= policy.attempts) throw error
       const { minDelayMs, maxDelayMs } = policy
       const delayMs = Math.round(minDelayMs + Math.random() * (maxDelayMs - minDelayMs))
-      options.logger.warn('transient database error: retrying', { what: options.what, attempt: tries, delayMs, ...describeError(error) })
+      options.logger?.warn('transient database error: retrying', { what: options.what, attempt: tries, delayMs, ...describeError(error) })
       await sleep(delayMs)
     }
   }
