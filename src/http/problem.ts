@@ -14,7 +14,7 @@ import {
   UnauthenticatedError,
   WeakPasswordError,
 } from '../identity/errors.ts'
-import { isDatabaseUnavailable } from '../db/unavailable.ts'
+import { isTransientDatabaseError } from '../db/transient.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
 import { InvalidOrganizationNameError } from '../organization/organization-name.ts'
 
@@ -76,13 +76,6 @@ export function problemOfDomain(error: DomainError): HttpProblem {
   return new HttpProblem(status, error.code, error.message, { headers })
 }
 
-// No database right now (any shape: src/db/unavailable.ts), or a serialization failure or
-// deadlock that a retry resolves: 503 + Retry-After, never 500.
-function isTransientDatabaseError(error: unknown): boolean {
-  const { code } = (error ?? {}) as { code?: unknown }
-  return isDatabaseUnavailable(error) || code === '40001' || code === '40P01'
-}
-
 function hasContentEncoding(value: string | undefined): boolean {
   return value !== undefined && value.trim().toLowerCase() !== 'identity' && value.trim() !== ''
 }
@@ -109,6 +102,8 @@ export function problemHandler(logger: Logger): ErrorRequestHandler {
       problem = new HttpProblem(400, 'malformed_encoding', 'The request body is not encoded as its Content-Encoding says.')
     else if (typed.type && typed.status && typed.status >= 400 && typed.status < 500)
       problem = new HttpProblem(typed.status, 'bad_request', 'The request cannot be read.')
+    // No database right now, or a conflict or timeout a later try resolves (src/db/transient.ts),
+    // left after the use case's own retries: 503 + Retry-After, never 500.
     else if (isTransientDatabaseError(error)) {
       logger.warn('database unavailable', { route: req.route?.path, ...describeError(error) })
       problem = new HttpProblem(503, 'service_unavailable', 'Try again shortly.', { headers: { 'Retry-After': '5' } })

@@ -178,7 +178,7 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
     async (entries) => {
       const started = performance.now()
       try {
-        return await recordOutcomesEach(deps.db, boss, deps.settings, entries, deps.clock())
+        return await recordOutcomesEach(deps.db, boss, deps.settings, entries, deps.clock(), logger)
       } finally {
         stats.commits += 1
         stats.recorded += entries.length
