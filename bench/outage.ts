@@ -152,7 +152,7 @@ try {
     const scenario = SCENARIOS[key]
     if (!scenario) throw new Error(`unknown scenario ${key} (secondary, hold, hang)`)
     const log = (line: string) => console.log(`  [${Math.round((Date.now() - started) / 1000)} s · ${scenario.name}] ${line}`)
-    log('starting a fresh stack')
+    log(`starting a fresh stack (load ${os.loadavg()[0]!.toFixed(1)})`)
     const run = await runOutage(scenario, timing, log)
     for (const t of run.transitions) log(`worker: ${t.to} ${t.provider} at ${seconds(t.at - run.outageStart)} into the outage`)
     runs.push(run)
