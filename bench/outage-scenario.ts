@@ -48,6 +48,8 @@ export type OutageRun = {
   /** Final message states in the database at the end, by state. */
   states: Record<string, number>
   workerTail: string
+  /** Every line the worker wrote, for reading its transitions and retries after the run. */
+  workerLog: string[]
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -73,6 +75,7 @@ export async function runOutage(scenario: OutageScenario, timing: OutageTiming, 
   let web: BenchProcess | undefined
   let worker: BenchProcess | undefined
   const transitions: Transition[] = []
+  const workerLog: string[] = []
   try {
     if (scenario.providers === 'ses,smtp') smtp = await startFakeSmtp({ tls: 'starttls', certificates })
     const shared = {
@@ -85,7 +88,7 @@ export async function runOutage(scenario: OutageScenario, timing: OutageTiming, 
     }
     web = await spawnProcess('web', stack.environment(shared))
     worker = await spawnProcess('worker', stack.environment({ ...shared, NODE_EXTRA_CA_CERTS: certificates.caCert }))
-    watchTransitions(worker, transitions)
+    watchTransitions(worker, transitions, workerLog)
 
     const clients = loopbackClients(web.url!, 8)
     const signUps: SignUp[] = []
@@ -184,6 +187,7 @@ export async function runOutage(scenario: OutageScenario, timing: OutageTiming, 
       leftOpen,
       states,
       workerTail: worker.tail(),
+      workerLog,
     }
   } finally {
     await Promise.allSettled([web?.stop(), worker?.stop()])
@@ -199,14 +203,15 @@ async function openMessages(owner: Awaited<ReturnType<typeof startBenchStack>>['
   return Number(row.n)
 }
 
-/** Records the worker's provider transition lines with the time the worker logged them. */
-function watchTransitions(worker: BenchProcess, transitions: Transition[]): void {
+/** Keeps every line the worker writes, and its provider transition lines with the time the worker logged them. */
+function watchTransitions(worker: BenchProcess, transitions: Transition[], workerLog: string[]): void {
   let pending = ''
   worker.child.stdout!.on('data', (chunk: Buffer) => {
     pending += chunk.toString('utf8')
     const lines = pending.split('\n')
     pending = lines.pop() ?? ''
     for (const line of lines) {
+      workerLog.push(line)
       const kind = TRANSITIONS.find(([pattern]) => pattern.test(line))
       if (!kind) continue
       try {

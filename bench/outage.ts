@@ -194,6 +194,13 @@ try {
           states: run.states,
           leftOpen: run.leftOpen,
           signUps: run.signUps.length,
+          // Every code, relative to the outage's start (s): when it was asked for, when it reached a provider.
+          codes: run.signUps.map((entry) => ({
+            asked: (entry.requestedAt - run.outageStart) / 1000,
+            status: entry.status,
+            arrivals: entry.deliveries.map((delivery) => ({ at: (delivery.at - run.outageStart) / 1000, provider: delivery.provider })),
+            ambiguous: entry.ambiguous,
+          })),
         })),
       },
       null,
@@ -201,6 +208,11 @@ try {
     ),
   )
   console.log(`results: ${file}`)
+  for (const [i, run] of runs.entries()) {
+    const logFile = file.replace(/\.json$/, `-worker-${only[i]}.log`)
+    await writeFile(logFile, run.workerLog.join('\n'))
+    console.log(`worker log (${run.scenario.name}): ${logFile}`)
+  }
   if (rows.some((r) => r.result === 'FAIL')) exitCode = 1
 } catch (error) {
   console.error(error)
