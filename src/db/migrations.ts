@@ -32,6 +32,7 @@ import * as sendWindows from '../../migrations/20261202000500_send_windows.ts'
 import * as deliveryChannelRegistrations from '../../migrations/20261202000600_delivery_channel_registrations.ts'
 import * as providerStates from '../../migrations/20261202000700_provider_states.ts'
 import * as oneStaffCheck from '../../migrations/20261202001200_one_staff_check.ts'
+import * as reissueWhileSuppressed from '../../migrations/20261202001300_reissue_while_suppressed.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -69,6 +70,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261202000600_delivery_channel_registrations': deliveryChannelRegistrations,
   '20261202000700_provider_states': providerStates,
   '20261202001200_one_staff_check': oneStaffCheck,
+  '20261202001300_reissue_while_suppressed': reissueWhileSuppressed,
 }
 
 /**

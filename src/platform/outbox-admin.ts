@@ -194,6 +194,11 @@ export async function reissueDeadLetter(
       })
       throw new ConflictError(candidate.refusal, "This dead letter is not addressed to its challenge's own identifier; nothing was sent.")
     }
+    if (candidate.refusal === 'destination_suppressed')
+      throw new ConflictError(
+        candidate.refusal,
+        'The destination is suppressed (a bounce or complaint): a new code would die unsent. Lift the suppression first, if the address works again.',
+      )
     if (candidate.refusal) throw new ConflictError(candidate.refusal, `This dead letter cannot be reissued (${candidate.refusal}).`)
     // The candidate's destination is the challenge's login identifier, never the dead letter's row.
     const code = generateCode()
