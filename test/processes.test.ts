@@ -26,8 +26,18 @@ describe('npm start on a fresh checkout', () => {
     const env = bareEnvironment({ PORT: '0', SES_EMULATOR_PORT: '0', SEALPOST_DATA_DIR: dataDir })
     const app = spawnCollecting('npm', ['start'], { env, detached: true })
     try {
-      const [, apiUrl] = await app.waitFor(/Sealpost API listening on (http:\/\/\S+)/, 'the API to listen')
+      await app.waitFor(/Operator console on/, 'the start banner')
+      // The banner says what the web binds (every interface) and a URL that works on this machine.
+      expect(app.output()).to.match(/Sealpost API on http:\/\/127\.0\.0\.1:(\d+) \(listening on 0\.0\.0\.0:\1, every interface\)/)
+      const [, apiUrl] = await app.waitFor(/Sealpost API on (http:\/\/\S+)/, 'the API to listen')
       const [, inboxUrl] = await app.waitFor(/SES emulator inbox viewer on (http:\/\/\S+)/, 'the inbox viewer')
+      // A newcomer's first click: the development index links the docs, the console and this inbox.
+      const index = await fetch(`${apiUrl}/`)
+      expect(index.status).to.equal(200)
+      expect(await index.text())
+        .to.include(`href="${inboxUrl}"`)
+        .and.include('href="/platform-admin/"')
+      expect((await fetch(`${apiUrl}/join`)).status).to.equal(200)
 
       const email = uniqueEmail('newcomer')
       const identity = spawnCollecting('npm', ['run', 'dev:identity', '--', email], { env })
@@ -63,7 +73,7 @@ describe('npm start on a fresh checkout', () => {
     const env = bareEnvironment({ PORT: '0', SES_EMULATOR_PORT: '0', SEALPOST_DATA_DIR: dataDir })
     const app = spawnCollecting('npm', ['start'], { env, detached: true })
     try {
-      const [, apiUrl] = await app.waitFor(/Sealpost API listening on (http:\/\/\S+)/, 'the API to listen')
+      const [, apiUrl] = await app.waitFor(/Sealpost API on (http:\/\/\S+)/, 'the API to listen')
       const [, inboxUrl] = await app.waitFor(/SES emulator inbox viewer on (http:\/\/\S+)/, 'the inbox viewer')
       const postgres = await embeddedPostgresPid(dataDir)
       expect(isAlive(postgres), 'the embedded PostgreSQL runs').to.equal(true)
@@ -152,6 +162,7 @@ describe('Procfile processes', () => {
     const email = uniqueEmail('procfile')
     await createVerifiedIdentity(db.owner, email)
     expect((await checkedFetch(`${url}/healthz`)).status).to.equal(200)
+    for (const page of ['/', '/join']) expect((await fetch(`${url}${page}`)).status, `${page} in production`).to.equal(404)
     const response = await checkedFetch(`${url}/password-recoveries`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -16,7 +16,7 @@ import { createWebMetrics } from '../metrics/web-metrics.ts'
 import type { InvitationDeps } from '../organization/invitations.ts'
 import { openApiDocument } from './openapi.ts'
 import { route } from './openapi/registry.ts'
-import { apiDocsPage, operatorConsole } from './pages.ts'
+import { apiDocsPage, developmentPages, operatorConsole } from './pages.ts'
 import { serviceOperations } from './routes/service.ts'
 import type { WebhookDeps } from '../delivery/webhooks.ts'
 import { webhookRoutes } from './routes/webhooks.ts'
@@ -33,6 +33,8 @@ export type WebDeps = {
   metrics: MetricsAccess
   trustProxy?: boolean | number | string[]
   apiDocs?: boolean
+  /** `npm start` only: the index at `/` and the explanation at `/join` (unset: both 404). */
+  developmentPages?: { inboxUrl: string | null }
   /** Provider webhooks; each refuses everything while unconfigured. */
   webhooks?: Pick<WebhookDeps, 'ses' | 'wasender'>
   /** The locale of messages whose request's Accept-Language names none we ship. */
@@ -135,6 +137,7 @@ export function createApp(deps: WebDeps): express.Express {
   // Static pages (middleware, not API routes): the operator console always, the API reference where enabled.
   app.use('/platform-admin', operatorConsole())
   if (deps.apiDocs) app.use('/docs', apiDocsPage())
+  if (deps.developmentPages) app.use(developmentPages({ ...deps.developmentPages, apiDocs: Boolean(deps.apiDocs) }))
   app.use((_req, res) => sendProblem(res, new HttpProblem(404, 'not_found', 'No such route.')))
   app.use(problemHandler(deps.logger))
   return app
