@@ -4157,7 +4157,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invitation_message`, `security_notice_message`, `reissue_refused_provider_rejected`, `reissue_refused_decryption_failed`, `reissue_destination_mismatch`, `superseded_by_resend`, `challenge_expired`, `challenge_consumed`, `own_message`, `challenge_revoked`, `challenge_out_of_attempts`, `newer_message_exists`, `idempotency_key_in_use` */
+            /** @description Refused: `invitation_message`, `security_notice_message`, `reissue_refused_provider_rejected`, `reissue_refused_decryption_failed`, `reissue_destination_mismatch`, `superseded_by_resend`, `challenge_expired`, `challenge_consumed`, `own_message`, `challenge_revoked`, `challenge_out_of_attempts`, `newer_message_exists`, `destination_suppressed`, `idempotency_key_in_use` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4167,7 +4167,7 @@ export interface operations {
                         /** @constant */
                         status: 409;
                         /** @enum {string} */
-                        code: "invitation_message" | "security_notice_message" | "reissue_refused_provider_rejected" | "reissue_refused_decryption_failed" | "reissue_destination_mismatch" | "superseded_by_resend" | "challenge_expired" | "challenge_consumed" | "own_message" | "challenge_revoked" | "challenge_out_of_attempts" | "newer_message_exists" | "idempotency_key_in_use";
+                        code: "invitation_message" | "security_notice_message" | "reissue_refused_provider_rejected" | "reissue_refused_decryption_failed" | "reissue_destination_mismatch" | "superseded_by_resend" | "challenge_expired" | "challenge_consumed" | "own_message" | "challenge_revoked" | "challenge_out_of_attempts" | "newer_message_exists" | "destination_suppressed" | "idempotency_key_in_use";
                     } & {
                         [key: string]: unknown;
                     });

@@ -214,6 +214,54 @@ describe('operator console in headless Chromium', function () {
     expect(problems).to.deep.equal([])
   })
 
+  it('tells the staff member why a reissue to a suppressed destination is refused, and reissues once the suppression is lifted', async () => {
+    const { page, problems } = browser
+    const staff = uniqueEmail('operator')
+    await account(staff)
+    expect(await changeStaff(f.db.owner, 'grant', parseIdentifier(staff)!, 'test', new Date())).to.equal('granted')
+    const bounced = uniqueEmail('bounced')
+    const hmac = randomBytes(32)
+    const dead = await insertFailedDeadLetter(f.db.owner, {
+      destination: bounced,
+      failures: [],
+      reason: 'destination_suppressed',
+      destinationHmac: hmac,
+    })
+    await f.db.owner('outbox.suppressed_destinations').insert({
+      id: uuidv7(),
+      destination_hmac: hmac,
+      channel: 'email',
+      masked_destination: 'b•••d@e•••.com',
+      reason: 'permanent_bounce',
+      since: new Date(),
+      message_id: dead.messageId,
+    })
+    await page.goto(`${f.stack.web.url}/platform-admin/`)
+    await page.evaluate(() => sessionStorage.clear())
+    await page.reload()
+    await signInThroughTheForm(page, staff)
+    await page.click(`#dead-letter-rows tr[data-message-id="${dead.messageId}"] button`)
+    await page.waitForSelector('#message:not([hidden])')
+    await page.click('#reissue')
+    await page.click('#send-step-up')
+    await page.fill('#step-up-form input[name=code]', await codeFor(staff, 2))
+    await page.click('#step-up-form button[type=submit]')
+    await page.waitForSelector('#notice.error:has-text("destination_suppressed")')
+    expect(await page.textContent('#notice')).to.include('Lift its suppression')
+    expect(
+      await f.db.owner('outbox.security_outbox_messages').where({ challenge_id: dead.challengeId }),
+      'nothing new queued',
+    ).to.have.length(1)
+    // Lifted in the console's own panel (the step-up still holds), the same reissue goes.
+    await page.click('#suppression-rows button')
+    await page.waitForSelector('#notice:has-text("Suppression lifted")')
+    await page.click('#reissue')
+    await page.waitForSelector('#notice:has-text("Reissued")')
+    expect(await f.db.owner('outbox.security_outbox_messages').where({ challenge_id: dead.challengeId })).to.have.length(2)
+    await page.click('#sign-out')
+    expect(problems).to.deep.equal([])
+  })
+
   it('shows the suppression panel when the server answers its route, and lifts one after a step-up', async () => {
     const { page, shot, problems } = browser
     const staff = uniqueEmail('operator')

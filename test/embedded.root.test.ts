@@ -44,7 +44,7 @@ if (process.getuid?.() === 0) {
         detached: true,
       })
       try {
-        const [, apiUrl] = await app.waitFor(/Sealpost API listening on (http:\/\/\S+)/, 'the API to listen', 150_000)
+        const [, apiUrl] = await app.waitFor(/Sealpost API on (http:\/\/\S+)/, 'the API to listen', 150_000)
         expect((await fetch(`${apiUrl}/readyz`)).status).to.equal(200)
         // On main: `spawn …/initdb EACCES`, and nothing listened.
         expect(app.output()).to.include('the cluster lives outside it').and.not.include('EACCES')

@@ -8,7 +8,7 @@ import { createApp, type WebDeps } from '../src/http/app.ts'
 import { capturingLogger } from './support/helpers.ts'
 
 /** The app on a free port, wired to a database it never reaches (the pages touch none). */
-async function serve(apiDocs: boolean): Promise<{ url: string; close: () => Promise<void> }> {
+async function serve(apiDocs: boolean, extra: Partial<WebDeps> = {}): Promise<{ url: string; close: () => Promise<void> }> {
   const challenges = { boss: {}, outboxKey: Buffer.alloc(32), codeHashKey: Buffer.alloc(32), clock: () => new Date() }
   const app = createApp({
     db: knex({ client: 'pg' }),
@@ -17,6 +17,7 @@ async function serve(apiDocs: boolean): Promise<{ url: string; close: () => Prom
     logger: capturingLogger().logger,
     clientLimitPerMinute: 60,
     apiDocs,
+    ...extra,
   } as unknown as WebDeps)
   const server = await new Promise<Server>((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s))
@@ -100,5 +101,38 @@ describe('pages: the API reference and the operator console', () => {
       /innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(/,
     )
     expect(script, 'the token never goes into a cookie').not.to.match(/document\.cookie|localStorage/)
+  })
+
+  it('serves a development index (API docs, console, local inbox, /openapi.json) and a /join page that never reads the token; 404 for both otherwise', async () => {
+    const dev = await serve(true, { developmentPages: { inboxUrl: 'http://127.0.0.1:8005' } })
+    try {
+      const index = await fetch(`${dev.url}/`)
+      expect(index.status).to.equal(200)
+      expect(index.headers.get('content-type')).to.match(/text\/html/)
+      expect(index.headers.get('content-security-policy')).to.include("default-src 'none'").and.include("script-src 'self'")
+      const html = await index.text()
+      for (const link of ['href="/docs/"', 'href="/platform-admin/"', 'href="/openapi.json"', 'href="http://127.0.0.1:8005"'])
+        expect(html, link).to.include(link)
+      const join = await fetch(`${dev.url}/join?token=echo-me-not`)
+      expect(join.status).to.equal(200)
+      expect(join.headers.get('content-security-policy')).to.include("default-src 'none'")
+      const text = await join.text()
+      expect(text).to.include('INVITATION_LINK_BASE_URL').and.include('/invitations/acceptance')
+      expect(text, 'the page neither echoes nor reads the token')
+        .not.to.include('echo-me-not')
+        .and.not.match(/<script/i)
+    } finally {
+      await dev.close()
+    }
+    const deployed = await serve(false)
+    try {
+      for (const path of ['/', '/join']) {
+        const answer = await fetch(`${deployed.url}${path}`)
+        expect(answer.status, path).to.equal(404)
+        expect(await answer.json()).to.include({ code: 'not_found' })
+      }
+    } finally {
+      await deployed.close()
+    }
   })
 })

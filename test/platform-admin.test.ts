@@ -460,6 +460,38 @@ describe('staff: reissue of a dead letter', () => {
     ).to.have.length(0)
   })
 
+  it('refuses (409 destination_suppressed) to reissue a code to a suppressed destination until staff lift the suppression, then sends it', async () => {
+    const staff = await kit.staffMember()
+    const elevation = await kit.elevate(staff)
+    const headers = { ...staff.auth, 'x-elevation-token': elevation }
+    const dead = await kit.deadSignUp('destination_suppressed')
+    const message = await f.db.owner('outbox.security_outbox_messages').where({ id: dead.messageId }).first()
+    const suppressionId = uuidv7()
+    // As the bounce webhook writes it: the destination's HMAC, masked, with the message that bounced.
+    await f.db.owner('outbox.suppressed_destinations').insert({
+      id: suppressionId,
+      destination_hmac: message.destination_hmac,
+      channel: message.channel,
+      masked_destination: 'l•••t@e•••.com',
+      reason: 'permanent_bounce',
+      since: new Date(),
+      message_id: dead.messageId,
+    })
+    const reissue = () =>
+      f.stack.call('POST', `${BASE}/dead-letters/${dead.messageId}/reissues`, undefined, { ...headers, 'idempotency-key': uuidv7() })
+
+    const refused = await reissue()
+    expect(refused.status).to.equal(409)
+    expect(refused.body).to.include({ code: 'destination_suppressed' })
+    expect(String(refused.body!.title)).to.include('Lift the suppression')
+    expect(await f.db.owner('outbox.security_outbox_messages').where({ challenge_id: dead.challengeId })).to.have.length(1)
+
+    expect((await f.stack.call('DELETE', `/platform-admin/suppressions/${suppressionId}`, undefined, headers)).status).to.equal(204)
+    const sent = await reissue()
+    expect(sent.status, JSON.stringify(sent.body)).to.equal(201)
+    expect(await f.db.owner('outbox.security_outbox_messages').where({ challenge_id: dead.challengeId })).to.have.length(2)
+  })
+
   it('refuses to resend to a destination the provider rejected: 409 reissue_refused_provider_rejected, nothing queued', async () => {
     const staff = await kit.staffMember()
     const rejected = await kit.deadSignUp('provider_rejected')

@@ -1,4 +1,5 @@
-import { chmod, mkdtemp, rm } from 'node:fs/promises'
+import { execFileSync } from 'node:child_process'
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { expect } from 'chai'
@@ -25,8 +26,18 @@ describe('npm start on a fresh checkout', () => {
     const env = bareEnvironment({ PORT: '0', SES_EMULATOR_PORT: '0', SEALPOST_DATA_DIR: dataDir })
     const app = spawnCollecting('npm', ['start'], { env, detached: true })
     try {
-      const [, apiUrl] = await app.waitFor(/Sealpost API listening on (http:\/\/\S+)/, 'the API to listen')
+      await app.waitFor(/Operator console on/, 'the start banner')
+      // The banner says what the web binds (every interface) and a URL that works on this machine.
+      expect(app.output()).to.match(/Sealpost API on http:\/\/127\.0\.0\.1:(\d+) \(listening on 0\.0\.0\.0:\1, every interface\)/)
+      const [, apiUrl] = await app.waitFor(/Sealpost API on (http:\/\/\S+)/, 'the API to listen')
       const [, inboxUrl] = await app.waitFor(/SES emulator inbox viewer on (http:\/\/\S+)/, 'the inbox viewer')
+      // A newcomer's first click: the development index links the docs, the console and this inbox.
+      const index = await fetch(`${apiUrl}/`)
+      expect(index.status).to.equal(200)
+      expect(await index.text())
+        .to.include(`href="${inboxUrl}"`)
+        .and.include('href="/platform-admin/"')
+      expect((await fetch(`${apiUrl}/join`)).status).to.equal(200)
 
       const email = uniqueEmail('newcomer')
       const identity = spawnCollecting('npm', ['run', 'dev:identity', '--', email], { env })
@@ -56,7 +67,63 @@ describe('npm start on a fresh checkout', () => {
     }
     expect(app.output()).to.include('"message":"web stopped"').and.to.include('"message":"worker stopped"')
   })
+
+  it('stops everything when npm start itself is sent SIGTERM by its pid, as a supervisor or docker stop does', async function () {
+    this.timeout(120_000)
+    const env = bareEnvironment({ PORT: '0', SES_EMULATOR_PORT: '0', SEALPOST_DATA_DIR: dataDir })
+    const app = spawnCollecting('npm', ['start'], { env, detached: true })
+    try {
+      const [, apiUrl] = await app.waitFor(/Sealpost API on (http:\/\/\S+)/, 'the API to listen')
+      const [, inboxUrl] = await app.waitFor(/SES emulator inbox viewer on (http:\/\/\S+)/, 'the inbox viewer')
+      const postgres = await embeddedPostgresPid(dataDir)
+      expect(isAlive(postgres), 'the embedded PostgreSQL runs').to.equal(true)
+
+      const npmExited = new Promise((resolve) => app.child.once('exit', resolve))
+      process.kill(app.child.pid!, 'SIGTERM')
+      await npmExited
+      await eventually(async () => ((await refuses(apiUrl!)) ? true : undefined), 'the API port to close', 30_000)
+      await eventually(async () => ((await refuses(inboxUrl!)) ? true : undefined), 'the inbox port to close', 30_000)
+      await eventually(async () => (isAlive(postgres) ? undefined : true), 'the embedded PostgreSQL to stop', 30_000)
+      expect(app.output()).to.include('"message":"web stopped"').and.to.include('"message":"worker stopped"')
+    } finally {
+      // Whatever the assertions found, leave nothing of this run behind.
+      try {
+        process.kill(-app.child.pid!, 'SIGKILL')
+      } catch {
+        // the group is gone, as it should be
+      }
+    }
+  })
 })
+
+/** The postmaster's pid, from the cluster's postmaster.pid wherever `npm start` keeps the cluster. */
+async function embeddedPostgresPid(dataDir: string): Promise<number> {
+  const runtime = JSON.parse(await readFile(path.join(dataDir, 'runtime.json'), 'utf8')) as { databaseUrl: string }
+  const port = new URL(runtime.databaseUrl).port
+  const lines = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' }).split('\n')
+  const line = lines.find((entry) => /\/postgres\s/.test(entry) && entry.includes(` -p ${port} `))
+  if (!line) throw new Error(`no postgres process on port ${port}`)
+  return Number(line.trim().split(/\s+/)[0])
+}
+
+/** Running, not merely a zombie nobody reaped (an orphan's parent here may be a container's init). */
+function isAlive(pid: number): boolean {
+  try {
+    const state = execFileSync('ps', ['-o', 'stat=', '-p', String(pid)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+    return !state.trim().startsWith('Z')
+  } catch {
+    return false // ps exits 1 when no such process
+  }
+}
+
+async function refuses(url: string): Promise<boolean> {
+  try {
+    await fetch(url, { signal: AbortSignal.timeout(2_000) })
+    return false
+  } catch (error) {
+    return (error as { cause?: { code?: string } }).cause?.code === 'ECONNREFUSED'
+  }
+}
 
 describe('Procfile processes', () => {
   let db: TestDatabase
@@ -95,6 +162,7 @@ describe('Procfile processes', () => {
     const email = uniqueEmail('procfile')
     await createVerifiedIdentity(db.owner, email)
     expect((await checkedFetch(`${url}/healthz`)).status).to.equal(200)
+    for (const page of ['/', '/join']) expect((await fetch(`${url}${page}`)).status, `${page} in production`).to.equal(404)
     const response = await checkedFetch(`${url}/password-recoveries`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

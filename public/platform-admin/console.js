@@ -33,6 +33,8 @@ const REFUSALS = {
     'Security: this message’s envelope did not open (tampering or a lost key). Nothing was sent; report it, do not reissue.',
   reissue_destination_mismatch:
     'Security: this message is not addressed to its challenge’s own identifier; the row was altered. Nothing was sent; report it.',
+  destination_suppressed:
+    'The destination is suppressed (a bounce or complaint): a new code would die unsent. Lift its suppression (Suppressions panel) first, once the address works again.',
   too_many_requests: 'Too many requests; wait a moment.',
   message_not_found: 'There is no message with that id.',
   rate_limited: 'Too many codes; wait a moment.',

@@ -7,8 +7,11 @@ await main('all-in-one', async (config, logger) => {
   const signals = handleSignals(logger)
   const stack = await startDevStack(config, logger)
   signals.stopWith(stack.stop)
-  console.log(`Sealpost API listening on ${stack.apiUrl}`)
-  if (stack.inboxUrl) console.log(`SES emulator inbox viewer on ${stack.inboxUrl}`)
+  // What it binds, and a URL that works from this machine whatever that is.
+  const reach = stack.apiBound.startsWith('0.0.0.0:') || stack.apiBound.startsWith('[::]:') ? ', every interface' : ''
+  console.log(`Sealpost API on ${stack.apiUrl} (listening on ${stack.apiBound}${reach})`)
+  console.log(`Development index on ${stack.apiUrl}/`)
+  if (stack.inboxUrl) console.log(`SES emulator inbox viewer on ${stack.inboxUrl} (this machine only)`)
   if (apiDocsEnabled(config)) console.log(`API reference on ${stack.apiUrl}/docs/`)
   console.log(`Operator console on ${stack.apiUrl}/platform-admin/ (staff: npm run staff -- grant <identifier>)`)
   console.log('Try: npm run dev:identity -- alice@example.com, then see README.md "Try it".')

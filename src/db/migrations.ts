@@ -33,6 +33,7 @@ import * as deliveryChannelRegistrations from '../../migrations/20261202000600_d
 import * as providerStates from '../../migrations/20261202000700_provider_states.ts'
 import * as hiddenIssueTransientErrors from '../../migrations/20261202001000_hidden_issue_transient_errors.ts'
 import * as oneStaffCheck from '../../migrations/20261202001200_one_staff_check.ts'
+import * as reissueWhileSuppressed from '../../migrations/20261202001300_reissue_while_suppressed.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -71,6 +72,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261202000700_provider_states': providerStates,
   '20261202001000_hidden_issue_transient_errors': hiddenIssueTransientErrors,
   '20261202001200_one_staff_check': oneStaffCheck,
+  '20261202001300_reissue_while_suppressed': reissueWhileSuppressed,
 }
 
 /**

@@ -17,7 +17,7 @@ import type { InvitationDeps } from '../organization/invitations.ts'
 import { API_REGISTRIES, openApiDocument } from './openapi.ts'
 import { documentedMethodsOnly } from './method-guard.ts'
 import { route } from './openapi/registry.ts'
-import { apiDocsPage, operatorConsole } from './pages.ts'
+import { apiDocsPage, developmentPages, operatorConsole } from './pages.ts'
 import { serviceOperations } from './routes/service.ts'
 import type { WebhookDeps } from '../delivery/webhooks.ts'
 import { webhookRoutes } from './routes/webhooks.ts'
@@ -34,6 +34,8 @@ export type WebDeps = {
   metrics: MetricsAccess
   trustProxy?: boolean | number | string[]
   apiDocs?: boolean
+  /** `npm start` only: the index at `/` and the explanation at `/join` (unset: both 404). */
+  developmentPages?: { inboxUrl: string | null }
   /** Provider webhooks; each refuses everything while unconfigured. */
   webhooks?: Pick<WebhookDeps, 'ses' | 'wasender'>
   /** The locale of messages whose request's Accept-Language names none we ship. */
@@ -142,6 +144,7 @@ export function createApp(deps: WebDeps): express.Express {
   // Static pages (middleware, not API routes): the operator console always, the API reference where enabled.
   app.use('/platform-admin', operatorConsole())
   if (deps.apiDocs) app.use('/docs', apiDocsPage())
+  if (deps.developmentPages) app.use(developmentPages({ ...deps.developmentPages, apiDocs: Boolean(deps.apiDocs) }))
   app.use((_req, res) => sendProblem(res, new HttpProblem(404, 'not_found', 'No such route.')))
   app.use(problemHandler(deps.logger))
   return app

@@ -50,3 +50,53 @@ export function apiDocsPage(): Router {
   router.use((req, res, next) => (swaggerFiles.has(req.path) ? swagger(req, res, next) : next()))
   return router
 }
+
+export type DevelopmentPages = { inboxUrl: string | null; apiDocs: boolean }
+
+const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!)
+
+function developmentIndex({ inboxUrl, apiDocs }: DevelopmentPages): string {
+  const links = [
+    apiDocs ? ['/docs/', 'API reference (Swagger UI)'] : undefined,
+    ['/platform-admin/', 'Operator console (staff: npm run staff -- grant <identifier>)'],
+    inboxUrl ? [inboxUrl, 'Local inbox of the SES emulator (every email this run sends)'] : undefined,
+    ['/openapi.json', 'The OpenAPI document'],
+  ].filter((link) => link !== undefined)
+  const items = links.map(([href, text]) => `<li><a href="${escapeHtml(href!)}">${escapeHtml(text!)}</a></li>`).join('\n      ')
+  return `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>Sealpost (development)</title>
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+</head>
+<body>
+  <main>
+    <h1>Sealpost, running in development</h1>
+    <p>An API without a front end of its own; README.md "Try it" walks through it.</p>
+    <ul>
+      ${items}
+    </ul>
+  </main>
+</body>
+</html>
+`
+}
+
+/**
+ * `npm start` only: `/` links what a newcomer looks for, and `/join` explains the invitation link,
+ * whose default base in development is this server (in production it is the product's own page).
+ * `/join` is a static page without script: it neither reads nor echoes the token in the fragment.
+ */
+export function developmentPages(pages: DevelopmentPages): Router {
+  const router = Router()
+  const index = developmentIndex(pages)
+  router.get('/', securityHeaders(STRICT_CSP), (_req, res) => {
+    res.type('html').send(index)
+  })
+  router.get('/join', securityHeaders(STRICT_CSP), (_req, res) => {
+    res.sendFile(`${PUBLIC}dev/join.html`)
+  })
+  return router
+}

@@ -216,6 +216,13 @@ export async function reissueDeadLetter(
         message: "This dead letter is not addressed to its challenge's own identifier; nothing was sent.",
       })
     }
+    if (candidate.refusal === 'destination_suppressed')
+      return await refuse({
+        kind: 'conflict',
+        code: candidate.refusal,
+        message:
+          'The destination is suppressed (a bounce or complaint): a new code would die unsent. Lift the suppression first, if the address works again.',
+      })
     if (candidate.refusal)
       return await refuse({
         kind: 'conflict',

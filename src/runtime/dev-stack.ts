@@ -13,7 +13,7 @@ import { DEV_TOPIC_ARN, devSnsSigner } from './dev-sns-signer.ts'
 import { startWeb } from './web.ts'
 import { startWorker } from './worker.ts'
 
-export type DevStack = { apiUrl: string; inboxUrl: string | null; stop: () => Promise<void> }
+export type DevStack = { apiUrl: string; apiBound: string; inboxUrl: string | null; stop: () => Promise<void> }
 
 /**
  * The SES event settings of `npm start`: the configured ones, else a local topic and a certificate
@@ -74,7 +74,7 @@ export async function startDevStack(config: Config, logger: Logger): Promise<Dev
     stops.push(worker.stop)
     // Development: SES events from `npm run dev:ses-event`, signed with a local key (README "Delivery feedback").
     const events = await devSesEvents(config, logger)
-    const web = await startWeb({ config: { ...config, ...events }, apiUrl, keys, logger })
+    const web = await startWeb({ config: { ...config, ...events }, apiUrl, keys, logger, developmentPages: { inboxUrl } })
     stops.push(web.stop)
     if (!config.DATABASE_URL)
       await writeFile(
@@ -82,7 +82,7 @@ export async function startDevStack(config: Config, logger: Logger): Promise<Dev
         JSON.stringify({ databaseUrl: ownerUrl, apiUrl: web.url, sesEventsTopicArn: events.SES_EVENTS_TOPIC_ARN }),
         { mode: 0o600 },
       )
-    return { apiUrl: web.url, inboxUrl, stop: stopAll }
+    return { apiUrl: web.url, apiBound: web.bound, inboxUrl, stop: stopAll }
   } catch (error) {
     await stopAll()
     throw error

@@ -18,7 +18,10 @@ import { fetchedCertificates, fileCertificate } from '../delivery/sns-verifier.t
 import { createBreachedPasswordCheck } from '../identity/breached-passwords.ts'
 
 export type RunningWeb = {
+  /** A URL that reaches the web from this machine. */
   url: string
+  /** What it binds, `host:port` (`0.0.0.0:3000`: every interface). */
+  bound: string
   server: Server
   /** The channels the web offers (refreshed every 5 s); `refresh()` reads them now. */
   channels: Pick<ChannelDirectory, 'has' | 'refresh'>
@@ -39,6 +42,8 @@ export async function startWeb(options: {
   logger: Logger
   clock?: () => Date
   host?: string
+  /** `npm start` only: the development index at `/` (naming the emulator's inbox) and `/join`. */
+  developmentPages?: { inboxUrl: string | null }
   afterEnqueueTx?: ChallengeDeps['afterEnqueueTx']
   /** Tests: how a confirmed SNS subscription's SubscribeURL is visited (default: an HTTPS GET). */
   confirmSubscription?: (url: string) => Promise<void>
@@ -90,6 +95,7 @@ export async function startWeb(options: {
       metrics: metricsAccess(config),
       trustProxy: config.TRUST_PROXY,
       apiDocs: apiDocsEnabled(config),
+      developmentPages: options.developmentPages,
       defaultLocale: config.DEFAULT_LOCALE ?? 'en',
       secureCookies: config.NODE_ENV === 'staging' || config.NODE_ENV === 'production',
       breachedPasswords: breached?.check,
@@ -116,11 +122,12 @@ export async function startWeb(options: {
     await Promise.allSettled([boss.stop({ graceful: false }), db.destroy(), breached?.close()])
     throw error
   }
-  const { port } = server.address() as AddressInfo
+  const { address, family, port } = server.address() as AddressInfo
   const running = server
   const directory = channels
   return {
     url: `http://127.0.0.1:${port}`,
+    bound: family === 'IPv6' ? `[${address}]:${port}` : `${address}:${port}`,
     server: running,
     channels: directory,
     async stop() {

@@ -18,6 +18,8 @@ export async function insertFailedDeadLetter(
     at?: Date
     /** The challenge's own identifier, when the row names another destination (a tampered or foreign row). */
     identifier?: string
+    /** The destination's HMAC, for a row a suppression can name (the enqueue computes it; this insert does not). */
+    destinationHmac?: Buffer
   },
 ): Promise<{ messageId: string; challengeId: string; identityId: string }> {
   const channel = input.destination.startsWith('+') ? 'whatsapp' : 'email'
@@ -41,6 +43,7 @@ export async function insertFailedDeadLetter(
       challenge_id: challengeId,
       channel,
       destination: input.destination,
+      destination_hmac: input.destinationHmac ?? null,
       expires_at: expiresAt,
       state: 'leased',
       lease_job_id: uuidv7(),

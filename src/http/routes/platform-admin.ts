@@ -23,6 +23,7 @@ const REISSUE_REFUSALS = [
   'challenge_revoked',
   'challenge_out_of_attempts',
   'newer_message_exists',
+  'destination_suppressed',
   'idempotency_key_in_use',
 ] as const
 
