@@ -2,7 +2,15 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { expect } from 'chai'
 
-const PAGES = ['README.md', 'CHANGELOG.md', ...['docs', 'bench'].flatMap((dir) => readdirSync(dir).filter((name) => name.endsWith('.md')).map((name) => path.join(dir, name)))]
+const PAGES = [
+  'README.md',
+  'CHANGELOG.md',
+  ...['docs', 'bench'].flatMap((dir) =>
+    readdirSync(dir)
+      .filter((name) => name.endsWith('.md'))
+      .map((name) => path.join(dir, name)),
+  ),
+]
 
 /** The page without its fenced code blocks, where a `[x](y)` is code, not a link. */
 const prose = (markdown: string) => markdown.replace(/^```[^\n]*\n[\s\S]*?^```$/gm, '')
