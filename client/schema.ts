@@ -365,7 +365,7 @@ export interface paths {
         put?: never;
         /**
          * Send a dead-lettered code again with a fresh code (audited, idempotent)
-         * @description Needs a fresh elevation token of this staff session and an Idempotency-Key; a repeat of the key answers the first result with `Idempotent-Replayed: true`.
+         * @description Needs a fresh elevation token of this staff session and an Idempotency-Key. The key remembers the first answer once the request reached it — the reissue (201) or its refusal (404, 409) — and a repeat answers it again with `Idempotent-Replayed: true` and does nothing; answers given before the key is read (401, 403, 422) and failures on our side (503) are not remembered, so the repeat is tried afresh.
          */
         post: operations["reissueDeadLetter"];
         delete?: never;
@@ -437,7 +437,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Wasender message status updates (X-Webhook-Signature must equal WASENDER_WEBHOOK_SECRET) */
+        /**
+         * Wasender message status updates (X-Webhook-Signature must equal WASENDER_WEBHOOK_SECRET)
+         * @description The signature is checked first (403); then a body other than `application/json` is 415 and one that does not match the schema is 400 `malformed`.
+         */
         post: operations["receiveWasenderStatus"];
         delete?: never;
         options?: never;
@@ -767,7 +770,7 @@ export interface operations {
                     "application/json": components["schemas"]["ChallengeAccepted"];
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -777,7 +780,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -849,6 +852,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -899,7 +918,7 @@ export interface operations {
                     "application/json": components["schemas"]["SessionCreated"];
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -909,7 +928,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -997,6 +1016,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -1035,7 +1070,7 @@ export interface operations {
                     "application/json": components["schemas"]["SessionList"];
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1045,7 +1080,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -1101,6 +1136,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -1149,7 +1200,7 @@ export interface operations {
                     "application/json": components["schemas"]["SessionCreated"];
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1159,7 +1210,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -1247,6 +1298,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -1283,7 +1350,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1293,7 +1360,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -1344,6 +1411,22 @@ export interface operations {
                         status: 415;
                         /** @enum {string} */
                         code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
                     } & {
                         [key: string]: unknown;
                     });
@@ -1385,7 +1468,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1395,7 +1478,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -1446,6 +1529,22 @@ export interface operations {
                         status: 415;
                         /** @enum {string} */
                         code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
                     } & {
                         [key: string]: unknown;
                     });
@@ -1499,7 +1598,7 @@ export interface operations {
                     "application/json": components["schemas"]["ChallengeAccepted"];
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1509,7 +1608,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -1631,6 +1730,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -1678,7 +1793,7 @@ export interface operations {
                     "application/json": components["schemas"]["SignInMethodAdded"];
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1688,7 +1803,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -1794,6 +1909,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -1840,7 +1971,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1850,7 +1981,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -1970,6 +2101,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -2015,7 +2162,7 @@ export interface operations {
                     "application/json": components["schemas"]["ChallengeAccepted"];
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2025,7 +2172,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -2097,6 +2244,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -2146,7 +2309,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2156,7 +2319,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -2228,6 +2391,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -2270,7 +2449,7 @@ export interface operations {
                     "application/json": components["schemas"]["ChallengeAccepted"];
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2280,7 +2459,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -2386,6 +2565,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -2431,7 +2626,7 @@ export interface operations {
                     "application/json": components["schemas"]["ElevationCreated"];
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2441,7 +2636,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -2531,6 +2726,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -2580,7 +2791,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2590,7 +2801,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -2696,6 +2907,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -2741,7 +2968,7 @@ export interface operations {
                     "application/json": components["schemas"]["OrganizationCreated"];
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2751,7 +2978,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -2841,6 +3068,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -2889,7 +3132,7 @@ export interface operations {
                     "application/json": components["schemas"]["InvitationAccepted"];
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2899,7 +3142,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -3021,6 +3264,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -3062,7 +3321,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3072,7 +3331,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -3176,6 +3435,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -3221,7 +3496,7 @@ export interface operations {
                     "application/json": components["schemas"]["MembershipCreated"];
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3231,7 +3506,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -3303,6 +3578,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -3341,7 +3632,7 @@ export interface operations {
                     "application/json": components["schemas"]["Backlog"];
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3351,7 +3642,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -3423,6 +3714,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -3468,7 +3775,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeadLetterPage"];
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request`, `invalid_cursor` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request`, `invalid_cursor` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3478,7 +3785,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request" | "invalid_cursor";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request" | "invalid_cursor";
                     } & {
                         [key: string]: unknown;
                     });
@@ -3566,6 +3873,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -3607,7 +3930,7 @@ export interface operations {
                     "application/json": components["schemas"]["MessageHistory"];
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3617,7 +3940,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -3705,6 +4028,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -3752,7 +4091,7 @@ export interface operations {
                     "application/json": components["schemas"]["Reissued"];
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request`, `idempotency_key_reused` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request`, `idempotency_key_reused` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3762,7 +4101,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request" | "idempotency_key_reused";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request" | "idempotency_key_reused";
                     } & {
                         [key: string]: unknown;
                     });
@@ -3882,6 +4221,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -3940,7 +4295,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request`, `invalid_cursor` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request`, `invalid_cursor` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3950,7 +4305,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request" | "invalid_cursor";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request" | "invalid_cursor";
                     } & {
                         [key: string]: unknown;
                     });
@@ -4038,6 +4393,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -4080,7 +4451,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4090,7 +4461,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -4178,6 +4549,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable` */
             503: {
                 headers: {
@@ -4237,7 +4624,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request`, `malformed` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request`, `malformed` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4247,7 +4634,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request" | "malformed";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request" | "malformed";
                     } & {
                         [key: string]: unknown;
                     });
@@ -4317,6 +4704,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `service_unavailable`, `certificate_unavailable` */
             503: {
                 headers: {
@@ -4349,8 +4752,10 @@ export interface operations {
                 "application/json": {
                     /** @description messages.update; other events are ignored */
                     event: string;
-                    /** @description {key: {id}, update: {status}} or a list of them */
-                    data: unknown;
+                    /** @description {key: {id}, update: {status}} or a list of them (required) */
+                    data: {
+                        [key: string]: unknown;
+                    } | unknown[];
                     timestamp?: number;
                 };
             };
@@ -4367,7 +4772,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request`, `malformed` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request`, `malformed` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4377,7 +4782,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request" | "malformed";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request" | "malformed";
                     } & {
                         [key: string]: unknown;
                     });
@@ -4415,7 +4820,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `bad_request` */
+            /** @description Refused: `bad_request`, `unsupported_media_type` */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4425,7 +4830,7 @@ export interface operations {
                         /** @constant */
                         status: 415;
                         /** @enum {string} */
-                        code: "bad_request";
+                        code: "bad_request" | "unsupported_media_type";
                     } & {
                         [key: string]: unknown;
                     });
@@ -4442,6 +4847,22 @@ export interface operations {
                         status: 422;
                         /** @enum {string} */
                         code: "invalid_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
                     } & {
                         [key: string]: unknown;
                     });
@@ -4488,7 +4909,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4498,7 +4919,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -4531,6 +4952,22 @@ export interface operations {
                         status: 415;
                         /** @enum {string} */
                         code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
                     } & {
                         [key: string]: unknown;
                     });
@@ -4577,7 +5014,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4587,7 +5024,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -4620,6 +5057,22 @@ export interface operations {
                         status: 415;
                         /** @enum {string} */
                         code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
                     } & {
                         [key: string]: unknown;
                     });
@@ -4667,7 +5120,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4677,7 +5130,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -4710,6 +5163,22 @@ export interface operations {
                         status: 415;
                         /** @enum {string} */
                         code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
                     } & {
                         [key: string]: unknown;
                     });
@@ -4753,7 +5222,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description Refused: `malformed_json`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4763,7 +5232,41 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `unauthenticated` */
+            401: {
+                headers: {
+                    /** @description The bearer scheme is expected */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "unauthenticated";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 404;
+                        /** @enum {string} */
+                        code: "not_found";
                     } & {
                         [key: string]: unknown;
                     });
@@ -4796,6 +5299,22 @@ export interface operations {
                         status: 415;
                         /** @enum {string} */
                         code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
                     } & {
                         [key: string]: unknown;
                     });

@@ -114,6 +114,8 @@ export async function routeClaims(
   deps: Pick<DeliveryDeps, 'db' | 'providers' | 'clock' | 'logger' | 'settings'>,
   claims: readonly (Claim | { kind: 'failed' })[],
   skip: (messageId: string) => boolean,
+  /** Told which providers the fleet holds down, as this batch read them. */
+  seen?: (down: ReadonlySet<string>) => void,
 ): Promise<Map<string, Route>> {
   const routes = new Map<string, Route>()
   const messages = claims.flatMap((claim) =>
@@ -123,6 +125,7 @@ export async function routeClaims(
   const now = deps.clock()
   const policy = deps.settings.providerHealth ?? defaultHealthPolicy()
   const states: Map<string, ProviderHealth> = await providerStates(deps.db)
+  seen?.(new Set([...states.values()].flatMap((health) => (health.state === 'down' ? [health.provider] : []))))
   for (const message of messages) {
     const chain = providersFor(deps, message.channel).map((provider) => provider.id)
     let route = routeFor(chain, message.attempt_count, states, message, now, policy)

@@ -6,6 +6,7 @@ import { claimRequestOf } from '../jobs/deliver.ts'
 import { claimMessages } from '../src/outbox/claim.ts'
 import { DEFAULT_HEALTH_POLICY } from '../src/outbox/provider-health.ts'
 import { recordOutcomesEach } from '../src/outbox/record.ts'
+import { runOnce } from '../src/runtime/delivery-pipeline.ts'
 import { takeProbeLease } from '../src/outbox/provider-states-sql.ts'
 import { uniqueEmail } from './support/helpers.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
@@ -61,6 +62,31 @@ describe('the outage hold and failover (issue 28)', () => {
     expect(sixth).to.include({ state: 'pending', attempt_count: 0 })
     expect(sixth.available_at.getTime()).to.be.greaterThan(seconds(5).getTime())
     expect(await ciphertexts(ids[5]!)).to.equal(1)
+  })
+
+  it('sends nothing more to a provider once it is held down, even a message routed to it before the hold that was waiting for a send slot', async () => {
+    const ids: string[] = []
+    for (let i = 0; i < 7; i++) ids.push(await enqueue())
+    const jobs = []
+    for (let i = 0; i < 7; i++) jobs.push(await f.harness.nextJob())
+    const ses = scriptedProvider(down)
+    const waiting: Provider = {
+      ...ses,
+      // The sixth send returns only once the fifth failure has held SES down (as a hanging send would).
+      dispatch: async (outgoing, signal) => {
+        if (ses.calls.length === 5)
+          for (let tries = 0; (await state())?.state !== 'down'; tries++) {
+            if (tries > 500) throw new Error('SES was never held down')
+            await new Promise((resolve) => setTimeout(resolve, 10))
+          }
+        return await ses.dispatch(outgoing, signal)
+      },
+    }
+    // One send slot: all seven are claimed and routed to SES at once, then sent one after another.
+    await runOnce(deps(waiting), jobs, { concurrency: 1, prefetch: 7 })
+    expect(ses.calls, 'the seventh waited for its slot while SES was being held down').to.have.length(6)
+    const seventh = jobs[6]!.data.messageId
+    expect(await message(seventh)).to.include({ state: 'pending', attempt_count: 0 })
   })
 
   it('sends one probe at a time: of a batch, one message tests the provider and the others wait without spending attempts', async () => {

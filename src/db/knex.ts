@@ -12,13 +12,29 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value))
  * knex would print connection errors to the console itself; they are thrown to the caller anyway,
  * so here they only reach our logger, by kind, through its redaction.
  */
-export function createKnex(connectionString: string, options: { applicationName: string; max?: number; logger?: Logger }): Knex {
+export function createKnex(
+  connectionString: string,
+  options: { applicationName: string; max?: number; logger?: Logger; lockTimeoutMs?: number },
+): Knex {
   const log = (level: 'warn' | 'debug') => (detail: unknown) =>
     options.logger?.[level]('knex', typeof detail === 'string' ? { detail: detail.slice(0, 200) } : describeError(detail))
   return knex({
     client: 'pg',
     connection: { connectionString: withLibpqSslModes(connectionString), application_name: options.applicationName },
-    pool: { min: 0, max: options.max ?? 10 },
+    pool: {
+      min: 0,
+      max: options.max ?? 10,
+      // A wait for a lock ends with 55P03 after this long instead of queueing traffic behind it (the release step).
+      ...(options.lockTimeoutMs === undefined
+        ? {}
+        : {
+            afterCreate: (connection: pg.Client, done: (error: Error | undefined, connection: pg.Client) => void) =>
+              void connection.query(`SET lock_timeout = ${Math.round(options.lockTimeoutMs!)}`).then(
+                () => done(undefined, connection),
+                (error: Error) => done(error, connection),
+              ),
+          }),
+    },
     acquireConnectionTimeout: 10_000,
     log: { warn: log('warn'), error: log('debug'), deprecate: log('warn'), debug: log('debug') },
   })

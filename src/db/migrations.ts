@@ -31,6 +31,7 @@ import * as ownerBudgets from '../../migrations/20261202000400_owner_budgets.ts'
 import * as sendWindows from '../../migrations/20261202000500_send_windows.ts'
 import * as deliveryChannelRegistrations from '../../migrations/20261202000600_delivery_channel_registrations.ts'
 import * as providerStates from '../../migrations/20261202000700_provider_states.ts'
+import * as hiddenIssueTransientErrors from '../../migrations/20261202001000_hidden_issue_transient_errors.ts'
 import * as oneStaffCheck from '../../migrations/20261202001200_one_staff_check.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
@@ -68,6 +69,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261202000500_send_windows': sendWindows,
   '20261202000600_delivery_channel_registrations': deliveryChannelRegistrations,
   '20261202000700_provider_states': providerStates,
+  '20261202001000_hidden_issue_transient_errors': hiddenIssueTransientErrors,
   '20261202001200_one_staff_check': oneStaffCheck,
 }
 

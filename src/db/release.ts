@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import type { Knex } from 'knex'
 import type { Config } from '../../config/schema.ts'
 import type { Logger } from '../logging/logger.ts'
@@ -8,6 +8,7 @@ import { createKnex } from './knex.ts'
 import { migrationConfigFor } from './migrations.ts'
 import { ReleaseError } from './release-failure.ts'
 import { databaseRoles, type DatabaseRoles } from './roles.ts'
+import { withTransientRetry, type RetryPolicy } from './transient.ts'
 
 /**
  * pg-boss's tables change with its versions, so these grants are re-applied on every release
@@ -107,27 +108,91 @@ async function checkGrantsLanded(db: Knex, roles: DatabaseRoles): Promise<void> 
 }
 
 /**
- * Row-level security on pg-boss's job table and each of its partitions (pg-boss inserts into a
- * queue's partition directly), re-applied with the grants: the web may insert only a fresh job of
- * the delivery queue and see only that queue's rows, so it can neither file a job in the
- * crash-loop or maintenance queues nor forge a failed or active job (docs/architecture.md §6). The worker's
- * policy lets it do everything its grants allow; the owner, which owns the tables, is not subject
- * to row security. Web and worker logins refuse to start with BYPASSRLS (connection-guard.ts).
+ * How the release step takes the locks it must while the previous release's web and worker run:
+ * every statement of its connections waits at most `lockTimeoutMs` for a lock (then 55P03, instead
+ * of queueing the traffic behind its request), and a step that timed out or deadlocked is tried
+ * again in a new transaction (docs/operations.md "What the release step locks").
  */
-function pgbossRowPolicies({ api, worker }: DatabaseRoles): string {
-  return `
-  DO $$ DECLARE part regclass; BEGIN
-    FOR part IN SELECT 'pgboss.job'::regclass UNION SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'pgboss.job'::regclass LOOP
-      EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', part);
-      EXECUTE format('DROP POLICY IF EXISTS sealpost_web_enqueues_delivery ON %s', part);
-      EXECUTE format('CREATE POLICY sealpost_web_enqueues_delivery ON %s FOR INSERT TO ${api} WITH CHECK (name = %L AND state = %L)', part, '${QUEUES.delivery}', 'created');
-      EXECUTE format('DROP POLICY IF EXISTS sealpost_web_reads_delivery ON %s', part);
-      EXECUTE format('CREATE POLICY sealpost_web_reads_delivery ON %s FOR SELECT TO ${api} USING (name = %L)', part, '${QUEUES.delivery}');
-      EXECUTE format('DROP POLICY IF EXISTS sealpost_worker_jobs ON %s', part);
-      EXECUTE format('CREATE POLICY sealpost_worker_jobs ON %s FOR ALL TO ${worker} USING (true) WITH CHECK (true)', part);
-    END LOOP;
-  END $$;
-`
+export const RELEASE_LOCKS: { lockTimeoutMs: number } & RetryPolicy = Object.freeze({
+  lockTimeoutMs: 2_000,
+  attempts: 5,
+  minDelayMs: 500,
+  maxDelayMs: 2_000,
+})
+
+/**
+ * Row-level security on pg-boss's job table and each of its partitions (pg-boss inserts into a
+ * queue's partition directly): the web may insert only a fresh job of the delivery queue and see
+ * only that queue's rows, so it can neither file a job in the crash-loop or maintenance queues nor
+ * forge a failed or active job (docs/architecture.md §6). The worker's policy lets it do everything
+ * its grants allow; the owner, which owns the tables, is not subject to row security. Web and
+ * worker logins refuse to start with BYPASSRLS (connection-guard.ts).
+ */
+function pgbossPolicies({ api, worker }: DatabaseRoles): { name: string; clause: string }[] {
+  const queue = `'${QUEUES.delivery}'`
+  return [
+    { name: 'sealpost_web_enqueues_delivery', clause: `FOR INSERT TO ${api} WITH CHECK (name = ${queue} AND state = 'created')` },
+    { name: 'sealpost_web_reads_delivery', clause: `FOR SELECT TO ${api} USING (name = ${queue})` },
+    { name: 'sealpost_worker_jobs', clause: `FOR ALL TO ${worker} USING (true) WITH CHECK (true)` },
+  ]
+}
+
+/** Written as each policy's comment: what it was created from, so a later release can tell it is still the one wanted. */
+const policyMark = (clause: string) => `sealpost ${createHash('sha256').update(clause).digest('hex').slice(0, 16)}`
+
+/**
+ * What must change for row security on pgboss.job and each partition, read from the catalogs
+ * before any DDL: a relation without row security, or a policy missing or not marked as created
+ * from today's definition (roles, queue). pg-boss's statements lock a partition then its parent,
+ * so DDL here (AccessExclusiveLock) beside live traffic can deadlock: a release with nothing to
+ * change must take none (on Heroku every `config:set` runs the release step).
+ */
+async function pgbossPolicyChanges(db: Knex, roles: DatabaseRoles): Promise<{ relation: string; statements: string[] }[]> {
+  const { rows } = await db.raw<{ rows: { relation: string; row_security: boolean; marks: Record<string, string | null> }[] }>(
+    `SELECT c.oid::regclass::text AS relation, c.relrowsecurity AS row_security,
+            coalesce(jsonb_object_agg(p.polname, obj_description(p.oid, 'pg_policy')) FILTER (WHERE p.oid IS NOT NULL), '{}') AS marks
+       FROM pg_class c LEFT JOIN pg_policy p ON p.polrelid = c.oid
+      WHERE c.oid = 'pgboss.job'::regclass OR c.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'pgboss.job'::regclass)
+      GROUP BY c.oid, c.relrowsecurity
+      ORDER BY c.oid = 'pgboss.job'::regclass, 1`,
+  )
+  const wanted = pgbossPolicies(roles)
+  return rows
+    .map(({ relation, row_security, marks }) => ({
+      relation,
+      statements: [
+        ...(row_security ? [] : [`ALTER TABLE ${relation} ENABLE ROW LEVEL SECURITY`]),
+        ...wanted
+          .filter(({ name, clause }) => marks[name] !== policyMark(clause))
+          .flatMap(({ name, clause }) => [
+            `DROP POLICY IF EXISTS ${name} ON ${relation}`,
+            `CREATE POLICY ${name} ON ${relation} ${clause}`,
+            `COMMENT ON POLICY ${name} ON ${relation} IS '${policyMark(clause)}'`,
+          ]),
+      ],
+    }))
+    .filter(({ statements }) => statements.length > 0)
+}
+
+/**
+ * Applies what differs, one relation per transaction (never a partition's lock held while waiting
+ * for the parent's, the order that deadlocks with pg-boss), each under the release's lock timeout
+ * and retried on a timeout or deadlock (RELEASE_LOCKS). Partitions first, the parent last.
+ */
+async function applyPgbossRowPolicies(db: Knex, roles: DatabaseRoles, logger: Logger): Promise<number> {
+  const changes = await pgbossPolicyChanges(db, roles)
+  for (const { relation, statements } of changes) {
+    await withTransientRetry(
+      db,
+      (runner) =>
+        runner.transaction(async (trx) => {
+          for (const statement of statements) await trx.raw(statement)
+        }),
+      { logger, what: `release: row security on ${relation}`, policy: RELEASE_LOCKS },
+    )
+    logger.info('release: row security applied', { relation, statements: statements.length })
+  }
+  return changes.length
 }
 
 /**
@@ -136,17 +201,19 @@ function pgbossRowPolicies({ api, worker }: DatabaseRoles): string {
  * inserts the job in the same call as its message, with a plan cached per connection (planning
  * pg-boss's statement on every enqueue cost about a third of the database's CPU per request:
  * bench/HISTORY.md "The enqueue round"), and without restating pg-boss's SQL. Re-created on
- * every release, like the grants: it follows pg-boss's version. SECURITY INVOKER: the web's own
- * grants and row policies on pgboss.job apply. With it, `outbox.notify_delivery_workers()`: that
- * statement's NOTIFY alone.
+ * every release that finds it differs from the installed pg-boss's (`defineFunctions`): it follows
+ * pg-boss's version. SECURITY INVOKER: the web's own grants and row policies on pgboss.job apply.
+ * With it, `outbox.notify_delivery_workers()`: that statement's NOTIFY alone.
  */
-function deliveryJobFunction(insertSql: string, { api }: DatabaseRoles): string {
+function deliveryJobFunctions(insertSql: string, { api }: DatabaseRoles): DefinedFunction[] {
   const body = insertSql.replace(/\$1(?!\d)/g, 'p_job_json')
   if (body === insertSql || /\$\d|\$fn\$|\?/.test(body))
     throw new Error('release: pg-boss’s job insert is not the one-parameter statement expected')
-  return `
-  CREATE OR REPLACE FUNCTION outbox.insert_delivery_job(p_job_json text) RETURNS uuid
-    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+  return [
+    {
+      signature: 'outbox.insert_delivery_job(text)',
+      header: 'outbox.insert_delivery_job(p_job_json text) RETURNS uuid',
+      source: `
   DECLARE
     inserted record;
   BEGIN
@@ -154,16 +221,44 @@ function deliveryJobFunction(insertSql: string, { api }: DatabaseRoles): string 
       RETURN inserted.id;
     END LOOP;
     RETURN NULL;
-  END $fn$;
-  REVOKE ALL ON FUNCTION outbox.insert_delivery_job(text) FROM PUBLIC;
-  GRANT EXECUTE ON FUNCTION outbox.insert_delivery_job(text) TO ${api};
-  CREATE OR REPLACE FUNCTION outbox.notify_delivery_workers() RETURNS void
-    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+  END `,
+      grantee: api,
+    },
+    {
+      signature: 'outbox.notify_delivery_workers()',
+      header: 'outbox.notify_delivery_workers() RETURNS void',
+      source: `
   BEGIN
     PERFORM ${notifyOf(insertSql)};
-  END $fn$;
-  REVOKE ALL ON FUNCTION outbox.notify_delivery_workers() FROM PUBLIC;
-  GRANT EXECUTE ON FUNCTION outbox.notify_delivery_workers() TO ${api};`
+  END `,
+      grantee: api,
+    },
+  ]
+}
+
+type DefinedFunction = { signature: string; header: string; source: string; grantee: string }
+
+/**
+ * Re-creates a function only when its source or its grantee's EXECUTE differs from what is
+ * wanted: replacing it unchanged would still invalidate every connection's cached plans of it.
+ */
+async function defineFunctions(db: Knex, functions: DefinedFunction[], logger: Logger): Promise<void> {
+  for (const fn of functions) {
+    const {
+      rows: [installed],
+    } = await db.raw<{ rows: { source: string | null; granted: boolean | null }[] }>(
+      `SELECT p.prosrc AS source, has_function_privilege(?, p.oid, 'EXECUTE') AS granted
+         FROM (SELECT to_regprocedure(?) AS oid) wanted LEFT JOIN pg_proc p ON p.oid = wanted.oid`,
+      [fn.grantee, fn.signature],
+    )
+    if (installed?.source === fn.source && installed.granted) continue
+    await db.raw(`
+  CREATE OR REPLACE FUNCTION ${fn.header}
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$${fn.source}$fn$;
+  REVOKE ALL ON FUNCTION ${fn.signature} FROM PUBLIC;
+  GRANT EXECUTE ON FUNCTION ${fn.signature} TO ${fn.grantee};`)
+    logger.info('release: function defined', { function: fn.signature })
+  }
 }
 
 /**
@@ -187,27 +282,34 @@ export async function release(
 ): Promise<void> {
   const started = Date.now()
   const roles = databaseRoles(config)
-  const db = createKnex(ownerUrl, { applicationName: 'sealpost-release', max: 2, logger })
+  const db = createKnex(ownerUrl, { applicationName: 'sealpost-release', max: 2, logger, lockTimeoutMs: RELEASE_LOCKS.lockTimeoutMs })
+  const retried = { logger, policy: RELEASE_LOCKS }
   try {
     await checkRoles(db, roles)
     // An installed database is checked before anything changes, too.
     if ((await db.raw("SELECT to_regclass('outbox.security_outbox_ciphertexts') IS NOT NULL AS installed")).rows[0].installed)
       await checkGrantsLanded(db, roles)
-    const [, applied] = (await db.migrate.latest(migrationConfigFor(roles))) as [number, string[]]
+    // Each migration commits on its own: after a lock timeout or deadlock, the next try applies what is left.
+    const [, applied] = await withTransientRetry(
+      db,
+      async (runner) => (await runner.migrate.latest(migrationConfigFor(roles))) as [number, string[]],
+      { ...retried, what: 'release: migrations' },
+    )
     const boss = createBoss(ownerUrl, 'release', logger)
     await boss.start()
     try {
       await installQueues(boss, config)
       const { sql } = await captureJobInsert(boss, QUEUES.delivery, {}, randomUUID())
-      await db.raw(deliveryJobFunction(sql, roles))
+      await defineFunctions(db, deliveryJobFunctions(sql, roles), logger)
     } finally {
       await boss.stop({ graceful: false })
     }
-    await db.raw(pgbossGrants(roles))
-    await db.raw(pgbossRowPolicies(roles))
+    await withTransientRetry(db, (runner) => runner.raw(pgbossGrants(roles)), { ...retried, what: 'release: pg-boss grants' })
+    const rowSecurityChanged = await applyPgbossRowPolicies(db, roles, logger)
     await checkGrantsLanded(db, roles)
     logger.info('release complete', {
       migrationsApplied: applied.length,
+      rowSecurityChanged,
       apiRole: roles.api,
       workerRole: roles.worker,
       durationMs: Date.now() - started,

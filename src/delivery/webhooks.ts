@@ -99,17 +99,28 @@ export async function receiveSesWebhook(deps: WebhookDeps, body: string, message
 
 const digest = (text: string) => createHash('sha256').update(text).digest()
 
+/** How the route read a Wasender delivery: its body, or why it could not (refused only once the signature holds). */
+export type WasenderDelivery = { body: unknown } | { unreadable: 'unsupported_media_type' | 'malformed' }
+
 /**
  * `POST /webhooks/wasender`: Wasender's documented check is that the `X-Webhook-Signature` header
- * equals the webhook secret configured for the session (compared here in constant time); then each
- * message status update is stored.
+ * equals the webhook secret configured for the session (compared here in constant time); then a
+ * body the route could not read as documented is refused, and each message status update is stored.
  */
-export async function receiveWasenderWebhook(deps: WebhookDeps, body: unknown, signature: string | undefined): Promise<WebhookOutcome[]> {
-  if (!deps.wasender || signature === undefined || !timingSafeEqual(digest(signature), digest(deps.wasender.secret))) {
-    deps.count('wasender', 'refused', 'invalid_signature')
-    deps.logger.warn('Wasender webhook refused', { reason: 'invalid_signature' })
-    throw new WebhookRefused('invalid_signature')
+export async function receiveWasenderWebhook(
+  deps: WebhookDeps,
+  delivery: WasenderDelivery,
+  signature: string | undefined,
+): Promise<WebhookOutcome[]> {
+  const refuse = (reason: string): never => {
+    deps.count('wasender', 'refused', reason)
+    deps.logger.warn('Wasender webhook refused', { reason })
+    throw new WebhookRefused(reason)
   }
+  if (!deps.wasender || signature === undefined || !timingSafeEqual(digest(signature), digest(deps.wasender.secret)))
+    refuse('invalid_signature')
+  if ('unreadable' in delivery) return refuse(delivery.unreadable)
+  const body = delivery.body
   const events = wasenderEventsFrom(body, deps.clock())
   if (events.length === 0) {
     deps.count('wasender', 'ignored')

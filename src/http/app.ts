@@ -14,7 +14,8 @@ import { platformAdminRoutes } from './routes/platform-admin.ts'
 import { decideMetricsAccess, type MetricsAccess } from '../metrics/access.ts'
 import { createWebMetrics } from '../metrics/web-metrics.ts'
 import type { InvitationDeps } from '../organization/invitations.ts'
-import { openApiDocument } from './openapi.ts'
+import { API_REGISTRIES, openApiDocument } from './openapi.ts'
+import { documentedMethodsOnly } from './method-guard.ts'
 import { route } from './openapi/registry.ts'
 import { apiDocsPage, operatorConsole } from './pages.ts'
 import { serviceOperations } from './routes/service.ts'
@@ -57,6 +58,9 @@ function counted(check: BreachedPasswordCheck | undefined, count: (outcome: stri
 export function createApp(deps: WebDeps): express.Express {
   const app = express()
   app.disable('x-powered-by')
+  // Paths match exactly as documented: no case-folded or trailing-slash aliases (src/http/openapi/registry.ts apiRouter).
+  app.set('case sensitive routing', true)
+  app.set('strict routing', true)
   // Who the client is (req.ip) behind a router: TRUST_PROXY, off unless configured.
   app.set('trust proxy', deps.trustProxy ?? false)
   app.use(requestId())
@@ -81,6 +85,7 @@ export function createApp(deps: WebDeps): express.Express {
     })
     next()
   })
+  app.use(documentedMethodsOnly(API_REGISTRIES))
   const metrics = createWebMetrics(deps.db, deps.challenges.clock)
   // Before the JSON parser: the webhooks read their bodies as their providers send them.
   app.use(
@@ -129,7 +134,9 @@ export function createApp(deps: WebDeps): express.Express {
     const decision = decideMetricsAccess(deps.metrics, req.get('authorization'))
     if (decision === 'not_served') throw new HttpProblem(404, 'not_found', 'No such route.')
     if (decision === 'unauthenticated')
-      throw new HttpProblem(401, 'unauthenticated', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.')
+      throw new HttpProblem(401, 'unauthenticated', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.', {
+        headers: { 'WWW-Authenticate': 'Bearer' },
+      })
     res.type(metrics.registry.contentType).send(await metrics.render())
   })
   // Static pages (middleware, not API routes): the operator console always, the API reference where enabled.

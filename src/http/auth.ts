@@ -6,7 +6,8 @@ import { hashToken } from '../identity/secrets.ts'
 import { resolveSession, type SessionContext } from '../identity/sessions.ts'
 import type { StaffSession } from '../platform/outbox-admin.ts'
 
-const BEARER = /^Bearer ([A-Za-z0-9_-]{16,128})$/
+// The scheme is case-insensitive (RFC 9110 §11.1): `bearer`, `BEARER` and `Bearer` are one.
+const BEARER = /^bearer +([A-Za-z0-9_-]{16,128})$/i
 
 /** Resolves `Authorization: Bearer <session token>` to the caller (a live session, now marked used), or answers 401. */
 export function requireSession(db: Knex, clock: () => Date): RequestHandler {

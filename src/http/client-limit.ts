@@ -19,7 +19,8 @@ export function rememberPeerAddress(socket: Socket): void {
 
 /**
  * A per-client-address limit for the public routes, counted in the database (holds across web
- * processes). Called after the body is validated: a malformed request costs no database work.
+ * processes). Called before the body is validated, so malformed requests count too (issue 30):
+ * only a body that is not JSON at all is refused earlier, by the parser, with no database work.
  * The address is `req.ip`: the socket's peer (read as the connection was accepted:
  * `rememberPeerAddress`), or behind a router the hop TRUST_PROXY names (with it off, a forged
  * X-Forwarded-For is ignored), counted as `clientOf` says. Answers the client as counted: the

@@ -14,7 +14,7 @@ import {
   UnauthenticatedError,
   WeakPasswordError,
 } from '../identity/errors.ts'
-import { isDatabaseUnavailable } from '../db/unavailable.ts'
+import { isTransientDatabaseError } from '../db/transient.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
 import { InvalidOrganizationNameError } from '../organization/organization-name.ts'
 
@@ -68,18 +68,16 @@ const DOMAIN_STATUS: [new (...args: never[]) => DomainError, number][] = [
   [BreachedPasswordError, 422],
 ]
 
-function fromDomain(error: DomainError): HttpProblem {
+/** The problem a domain refusal is answered with (its status, code and headers). */
+export function problemOfDomain(error: DomainError): HttpProblem {
   const status = DOMAIN_STATUS.find(([type]) => error instanceof type)?.[1] ?? 400
   const headers: Record<string, string> = error instanceof RateLimitedError ? { 'Retry-After': String(error.retryAfterSeconds) } : {}
   if (error instanceof UnauthenticatedError) headers['WWW-Authenticate'] = 'Bearer'
   return new HttpProblem(status, error.code, error.message, { headers })
 }
 
-// No database right now (any shape: src/db/unavailable.ts), or a serialization failure or
-// deadlock that a retry resolves: 503 + Retry-After, never 500.
-function isTransientDatabaseError(error: unknown): boolean {
-  const { code } = (error ?? {}) as { code?: unknown }
-  return isDatabaseUnavailable(error) || code === '40001' || code === '40P01'
+function hasContentEncoding(value: string | undefined): boolean {
+  return value !== undefined && value.trim().toLowerCase() !== 'identity' && value.trim() !== ''
 }
 
 /** Maps every error to a problem response in one place; nothing but HttpProblem text leaves. */
@@ -88,7 +86,7 @@ export function problemHandler(logger: Logger): ErrorRequestHandler {
     const typed = error as { type?: string; status?: number }
     let problem: HttpProblem
     if (error instanceof HttpProblem) problem = error
-    else if (error instanceof DomainError) problem = fromDomain(error)
+    else if (error instanceof DomainError) problem = problemOfDomain(error)
     else if (error instanceof z.ZodError) {
       problem = new HttpProblem(422, 'invalid_request', 'The request body is not valid.', {
         extra: { errors: error.issues.map((issue) => ({ pointer: '/' + issue.path.join('/'), detail: issue.message })) },
@@ -96,8 +94,16 @@ export function problemHandler(logger: Logger): ErrorRequestHandler {
     } else if (typed.type === 'entity.too.large')
       problem = new HttpProblem(413, 'payload_too_large', 'The request body is larger than 16 KiB.')
     else if (typed.type === 'entity.parse.failed') problem = new HttpProblem(400, 'malformed_json', 'The request body is not valid JSON.')
-    else if (typed.type && typed.status && typed.status < 500)
+    else if (error instanceof URIError)
+      // The router decodes path parameters with decodeURIComponent: `%`, `%ZZ`, overlong or surrogate UTF-8.
+      problem = new HttpProblem(400, 'malformed_path', 'The request path is not valid percent-encoded UTF-8.')
+    else if (typed.status === 400 && !typed.type && hasContentEncoding(req.get('content-encoding')))
+      // body-parser could not inflate the body (zlib or brotli refused it): the client's mistake, not ours.
+      problem = new HttpProblem(400, 'malformed_encoding', 'The request body is not encoded as its Content-Encoding says.')
+    else if (typed.type && typed.status && typed.status >= 400 && typed.status < 500)
       problem = new HttpProblem(typed.status, 'bad_request', 'The request cannot be read.')
+    // No database right now, or a conflict or timeout a later try resolves (src/db/transient.ts),
+    // left after the use case's own retries: 503 + Retry-After, never 500.
     else if (isTransientDatabaseError(error)) {
       logger.warn('database unavailable', { route: req.route?.path, ...describeError(error) })
       problem = new HttpProblem(503, 'service_unavailable', 'Try again shortly.', { headers: { 'Retry-After': '5' } })

@@ -82,7 +82,9 @@ export const SnsDelivery = z
 export const WasenderStatusUpdate = z
   .object({
     event: z.string().describe('messages.update; other events are ignored'),
-    data: z.unknown().describe('{key: {id}, update: {status}} or a list of them'),
+    data: z
+      .union([z.record(z.string(), z.unknown()), z.array(z.unknown())])
+      .describe('{key: {id}, update: {status}} or a list of them (required)'),
     timestamp: z.number().optional(),
   })
   .describe('Wasender webhook; X-Webhook-Signature must equal WASENDER_WEBHOOK_SECRET')

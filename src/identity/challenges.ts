@@ -1,6 +1,7 @@
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
 import { generateCode, hashCode, verifyCode } from '../crypto/codes.ts'
+import { isTransientDatabaseError } from '../db/transient.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
 import type { ChallengePurpose, Channel } from '../outbox/constants.ts'
 import { logEnqueued, sealMessage, type EnqueueDeps } from '../outbox/enqueue.ts'
@@ -226,7 +227,9 @@ async function issueTx(
  * known address from an unknown one), then the issue, or — without a subject, over the budget or
  * refused (a resend too soon) — its rehearsal: every path writes the same rows, the rehearsed ones
  * in a subtransaction rolled back, so the commit still flushes their WAL. Timing is then equal
- * under any load, not only while an answer floor hides it. Logged by error name and code.
+ * under any load, not only while an answer floor hides it. Logged by error name and code. A
+ * transient database error (src/db/transient.ts) is not hidden: it says nothing about the account,
+ * and a 202 must mean committed, so it reaches the caller, which tries again or answers 503.
  */
 export async function issueHiddenTx(
   trx: Knex | Knex.Transaction,
@@ -248,6 +251,8 @@ export async function issueHiddenTx(
       reportHidden(deps, flow, outcome)
     })
   } catch (error) {
+    // A deadlock or timeout says nothing about the account: the caller's retry or 503, never a rehearsal.
+    if (isTransientDatabaseError(error)) throw error
     deps.logger.warn(`${flow} not enqueued`, describeError(error))
     await issueTx(
       trx,

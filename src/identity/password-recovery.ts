@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import { withTransientRetry } from '../db/transient.ts'
 import {
   assertChannelAvailable,
   challengeExpiry,
@@ -27,7 +28,7 @@ export type { ChallengeDeps } from './challenges.ts'
  * caller's transaction when given one. Known and unknown identifiers get the same answer after the
  * same work (`issueHiddenTx`): a known one a rehearsed claim and a real challenge, an unknown one
  * both rehearsed; every existence-dependent failure (a resend too soon, a destination over its
- * budget) is logged, not shown.
+ * budget) is logged, not shown; a transient database error is not (src/db/transient.ts).
  */
 export async function requestPasswordRecovery(
   db: Knex | Knex.Transaction,
@@ -36,18 +37,25 @@ export async function requestPasswordRecovery(
   requester: Requester = INTERNAL_REQUESTER,
 ): Promise<{ challengeExpiresAt: Date }> {
   assertChannelAvailable(deps, identifier)
-  const now = deps.clock()
-  const known = await findVerifiedIdentifierWithOpenChallengeTx(db, identifier, 'password_recovery', now)
-  const subject = known ? { identityId: known.identity_id, loginIdentifierId: known.login_identifier_id } : undefined
-  // A known identifier has its claim: a rehearsed one keeps both paths' work equal (an unknown one's is in the rehearsed issue).
-  await issueHiddenTx(
+  // A deadlock or timeout is tried again from the lookup (each try its own commit), else answered 503: never a 202 without the commit.
+  return await withTransientRetry(
     db,
-    deps,
-    'password recovery',
-    { purpose: 'password_recovery', identifier, subject, openChallengeId: known?.open_challenge_id ?? null },
-    { now, claim: known ? 'rehearse' : 'none', requester },
+    async (runner) => {
+      const now = deps.clock()
+      const known = await findVerifiedIdentifierWithOpenChallengeTx(runner, identifier, 'password_recovery', now)
+      const subject = known ? { identityId: known.identity_id, loginIdentifierId: known.login_identifier_id } : undefined
+      // A known identifier has its claim: a rehearsed one keeps both paths' work equal (an unknown one's is in the rehearsed issue).
+      await issueHiddenTx(
+        runner,
+        deps,
+        'password recovery',
+        { purpose: 'password_recovery', identifier, subject, openChallengeId: known?.open_challenge_id ?? null },
+        { now, claim: known ? 'rehearse' : 'none', requester },
+      )
+      return { challengeExpiresAt: challengeExpiry(deps, now) }
+    },
+    { logger: deps.logger, what: 'password recovery' },
   )
-  return { challengeExpiresAt: challengeExpiry(deps, now) }
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
+import { withTransientRetry } from '../db/transient.ts'
 import {
   assertChannelAvailable,
   challengeExpiry,
@@ -32,36 +33,44 @@ export async function signUp(
 ): Promise<{ challengeExpiresAt: Date }> {
   assertChannelAvailable(deps, input.identifier)
   const candidatePasswordHash = await hashPassword(input.password)
-  return await db.transaction(async (trx) => {
-    const now = deps.clock()
-    await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`sign-up:${input.identifier.kind}:${input.identifier.value}`])
-    const claims = await findClaimsTx(trx, input.identifier)
-    const owner = claims.find((claim) => claim.verified_at && claim.identity_status === 'active')
-    // Every path writes a claim (real or rehearsed) and issues a challenge: the same work (`issueHiddenTx`).
-    if (owner) {
-      const subject = { identityId: owner.identity_id, loginIdentifierId: owner.login_identifier_id }
-      await issueHiddenTx(
-        trx,
-        deps,
-        'sign-up notice',
-        { purpose: 'password_recovery', identifier: input.identifier, subject },
-        { now, claim: 'rehearse', requester: input.requester },
-      )
-    } else {
-      const pending = pendingSignUp(claims)
-      const subject = pending
-        ? { identityId: pending.identity_id, loginIdentifierId: pending.login_identifier_id }
-        : { identityId: uuidv7(), loginIdentifierId: uuidv7() }
-      await issueHiddenTx(
-        trx,
-        deps,
-        'sign-up',
-        { purpose: 'sign_up', identifier: input.identifier, subject },
-        { candidatePasswordHash, now, claim: pending ? 'rehearse' : 'insert', requester: input.requester },
-      )
-    }
-    return { challengeExpiresAt: challengeExpiry(deps, now) }
-  })
+  // A deadlock or timeout is tried again in a new transaction, else answered 503: never a 202 without the commit.
+  return await withTransientRetry(
+    db,
+    (runner) =>
+      runner.transaction(async (trx) => {
+        const now = deps.clock()
+        await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [
+          `sign-up:${input.identifier.kind}:${input.identifier.value}`,
+        ])
+        const claims = await findClaimsTx(trx, input.identifier)
+        const owner = claims.find((claim) => claim.verified_at && claim.identity_status === 'active')
+        // Every path writes a claim (real or rehearsed) and issues a challenge: the same work (`issueHiddenTx`).
+        if (owner) {
+          const subject = { identityId: owner.identity_id, loginIdentifierId: owner.login_identifier_id }
+          await issueHiddenTx(
+            trx,
+            deps,
+            'sign-up notice',
+            { purpose: 'password_recovery', identifier: input.identifier, subject },
+            { now, claim: 'rehearse', requester: input.requester },
+          )
+        } else {
+          const pending = pendingSignUp(claims)
+          const subject = pending
+            ? { identityId: pending.identity_id, loginIdentifierId: pending.login_identifier_id }
+            : { identityId: uuidv7(), loginIdentifierId: uuidv7() }
+          await issueHiddenTx(
+            trx,
+            deps,
+            'sign-up',
+            { purpose: 'sign_up', identifier: input.identifier, subject },
+            { candidatePasswordHash, now, claim: pending ? 'rehearse' : 'insert', requester: input.requester },
+          )
+        }
+        return { challengeExpiresAt: challengeExpiry(deps, now) }
+      }),
+    { logger: deps.logger, what: 'sign-up' },
+  )
 }
 
 const pendingSignUp = (claims: ClaimRow[]) => claims.find((claim) => claim.identity_status === 'pending' && !claim.verified_at)

@@ -24,7 +24,7 @@ export function decideMetricsAccess(
   authorization: string | undefined,
 ): 'allowed' | 'unauthenticated' | 'not_served' {
   if (!access.tokenDigest) return access.openWithoutToken ? 'allowed' : 'not_served'
-  const presented = /^Bearer (\S{1,512})$/.exec(authorization ?? '')?.[1]
+  const presented = /^bearer +(\S{1,512})$/i.exec(authorization ?? '')?.[1]
   // Compared as digests: equal lengths for timingSafeEqual, and nothing learnt from the timing.
   return presented !== undefined && timingSafeEqual(digest(presented), access.tokenDigest) ? 'allowed' : 'unauthenticated'
 }

@@ -1,5 +1,7 @@
 import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
+import { withTransientRetry } from '../db/transient.ts'
+import type { Logger } from '../logging/logger.ts'
 import { defaultPausePolicy } from './provider-pause.ts'
 import { decide, waitOrExpire, type Decision, type RetrySettings } from './retry-policy.ts'
 import { insertAttemptsTx, type NewAttempt } from './attempts-sql.ts'
@@ -51,7 +53,10 @@ export type RecordRequest = { messageId: string; lease: Lease; outcome: Outcome 
  * still holds a message's lease may record for it. Attempt rows, state changes, ciphertext deletes,
  * next jobs and the settlement of the jobs commit together or not at all. If the batch cannot
  * commit (one job's attempt lapsed meanwhile, a deadlock), each outcome is recorded again alone, so
- * a lost lease costs only its own record; a failure is reported per request, never thrown.
+ * a lost lease costs only its own record; a failure is reported per request, never thrown. A
+ * transient database error (a deadlock, a lock timeout: src/db/transient.ts) is first tried again
+ * in a new transaction, the group and then each alone: the sends already left, and a record failed
+ * back to pg-boss would send them again.
  */
 export async function recordOutcomesEach(
   db: Knex,
@@ -59,13 +64,15 @@ export async function recordOutcomesEach(
   settings: RetrySettings,
   requests: readonly RecordRequest[],
   now: Date,
+  logger?: Logger,
 ): Promise<(Recorded | Failed)[]> {
+  const retried = { logger, what: 'delivery record' }
   // Publications, the common case, take one statement; anything else goes through the full path.
   const published = requests.filter((request) => request.outcome.kind === 'published')
   const others = requests.filter((request) => request.outcome.kind !== 'published')
   const [fast, full] = await Promise.all([
-    batchOrEach(published, (batch) => recordPublishedBatch(db, boss, settings, batch, now)),
-    batchOrEach(others, (batch) => recordBatch(db, boss, settings, batch, now)),
+    batchOrEach(published, (batch) => withTransientRetry(db, () => recordPublishedBatch(db, boss, settings, batch, now), retried)),
+    batchOrEach(others, (batch) => withTransientRetry(db, () => recordBatch(db, boss, settings, batch, now), retried)),
   ])
   return requests.map((request) =>
     request.outcome.kind === 'published' ? fast[published.indexOf(request)]! : full[others.indexOf(request)]!,

@@ -141,22 +141,34 @@ export async function deadLetterPage(
 
 export type ReissueDeps = { boss: PgBoss; outboxKey: KeyRing; codeHashKey: Buffer; clock: () => Date; logger?: Logger }
 
+/** A reissue's refusal as its Idempotency-Key remembers it (`response = {refused}`), to be answered again on a repeat. */
+type StoredRefusal = { kind: 'not_found' | 'conflict'; code: string; message: string }
+type Reissued = { messageId: string; challengeExpiresAt: string }
+/** What a reissue came to; `replayed` when it is the first answer of an earlier request with the same key. */
+export type ReissueOutcome = ({ reissued: Reissued } | { refused: DomainError }) & { replayed: boolean }
+
+const refusalOf = (stored: StoredRefusal): DomainError =>
+  stored.kind === 'not_found' ? new NotFoundError(stored.code, stored.message) : new ConflictError(stored.code, stored.message)
+
 /**
  * The audited staff reissue of a dead letter, one transaction: claim the idempotency key, check and lock the dead letter and its
  * challenge (`outbox.reissue_candidate`), mint a new code, replace the challenge's code hash, seal
- * and enqueue a fresh message, and write one audit record. A replay of the key answers the stored
- * result and enqueues nothing; a concurrent second reissue waits for the first and is refused
- * (`newer_message_exists`).
+ * and enqueue a fresh message, and write one audit record. The key remembers the first answer,
+ * a reissue or a refusal of the dead letter (404, 409), and a repeat answers it again without
+ * doing any work (docs/operations.md, the idempotency rule); a concurrent second reissue waits for the first and is
+ * refused (`newer_message_exists`).
  */
 export async function reissueDeadLetter(
   db: Knex,
   deps: ReissueDeps,
   input: { staff: StaffSession; elevationToken: string | undefined; idempotencyKey: string; messageId: string },
-): Promise<{ messageId: string; challengeExpiresAt: string; replayed: boolean }> {
+): Promise<ReissueOutcome> {
   const now = deps.clock()
   return await db.transaction(async (trx) => {
     await requireElevationTx(trx, input.staff, input.elevationToken, now)
 
+    const keyRow = () =>
+      trx('platform.idempotency_keys').where({ identity_id: input.staff.identityId, scope: 'reissue', key: input.idempotencyKey })
     const requestHash = createHash('sha256').update(`reissue:${input.messageId}`).digest()
     const claimed = await trx('platform.idempotency_keys')
       .insert({
@@ -170,20 +182,26 @@ export async function reissueDeadLetter(
       .ignore()
       .returning('key')
     if (claimed.length === 0) {
-      const stored = await trx('platform.idempotency_keys')
-        .where({ identity_id: input.staff.identityId, scope: 'reissue', key: input.idempotencyKey })
+      const stored = await keyRow()
         .forUpdate()
-        .first<{ request_hash: Buffer; response: { messageId: string; challengeExpiresAt: string } | null }>('request_hash', 'response')
+        .first<{ request_hash: Buffer; response: Reissued | { refused: StoredRefusal } | null }>('request_hash', 'response')
       if (!stored.request_hash.equals(requestHash))
         throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used for another request.')
       if (!stored.response)
         throw new ConflictError('idempotency_key_in_use', 'A request with this Idempotency-Key did not finish; use a new key.')
-      return { ...stored.response, replayed: true }
+      if ('refused' in stored.response) return { refused: refusalOf(stored.response.refused), replayed: true }
+      return { reissued: stored.response, replayed: true }
+    }
+    // A refusal commits the key with it: the repeat answers the same refusal, even once it no longer holds.
+    const refuse = async (refusal: StoredRefusal): Promise<ReissueOutcome> => {
+      await keyRow().update({ response: { refused: refusal } })
+      return { refused: refusalOf(refusal), replayed: false }
     }
 
     const candidate = await asStaff(() => reissueCandidateTx(trx, input.staff.tokenHash, input.messageId, now))
     // Reissue refusals (the rules of `outbox.reissue_candidate`), each its own stable problem code.
-    if (candidate.refusal === 'dead_letter_not_found') throw new NotFoundError(candidate.refusal, 'There is no such dead letter.')
+    if (candidate.refusal === 'dead_letter_not_found')
+      return await refuse({ kind: 'not_found', code: candidate.refusal, message: 'There is no such dead letter.' })
     if (candidate.refusal === 'reissue_destination_mismatch') {
       // The row names another address than its challenge: tampering, or a row from elsewhere. Never the destination itself here.
       deps.logger?.error("SECURITY: reissue refused: the dead letter is not addressed to its challenge's identifier", {
@@ -192,9 +210,18 @@ export async function reissueDeadLetter(
         errorCode: candidate.refusal,
         security: true,
       })
-      throw new ConflictError(candidate.refusal, "This dead letter is not addressed to its challenge's own identifier; nothing was sent.")
+      return await refuse({
+        kind: 'conflict',
+        code: candidate.refusal,
+        message: "This dead letter is not addressed to its challenge's own identifier; nothing was sent.",
+      })
     }
-    if (candidate.refusal) throw new ConflictError(candidate.refusal, `This dead letter cannot be reissued (${candidate.refusal}).`)
+    if (candidate.refusal)
+      return await refuse({
+        kind: 'conflict',
+        code: candidate.refusal,
+        message: `This dead letter cannot be reissued (${candidate.refusal}).`,
+      })
     // The candidate's destination is the challenge's login identifier, never the dead letter's row.
     const code = generateCode()
     await trx('identity.challenges')
@@ -223,10 +250,8 @@ export async function reissueDeadLetter(
       },
       now,
     )
-    const response = { messageId, challengeExpiresAt: candidate.expires_at.toISOString() }
-    await trx('platform.idempotency_keys')
-      .where({ identity_id: input.staff.identityId, scope: 'reissue', key: input.idempotencyKey })
-      .update({ response })
-    return { ...response, replayed: false }
+    const response: Reissued = { messageId, challengeExpiresAt: candidate.expires_at.toISOString() }
+    await keyRow().update({ response })
+    return { reissued: response, replayed: false }
   })
 }

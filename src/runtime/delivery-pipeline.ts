@@ -178,7 +178,7 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
     async (entries) => {
       const started = performance.now()
       try {
-        return await recordOutcomesEach(deps.db, boss, deps.settings, entries, deps.clock())
+        return await recordOutcomesEach(deps.db, boss, deps.settings, entries, deps.clock(), logger)
       } finally {
         stats.commits += 1
         stats.recorded += entries.length
@@ -193,6 +193,12 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
   // channel. Once recorded, the database's pause (after any cap) replaces the provider's figure.
   const localPauses = new Map<Channel, number>()
   const pausedLocally = (channel: Channel) => (localPauses.get(channel) ?? 0) > Date.now()
+  // Likewise the outage hold: a message routed to a provider at its claim may wait for a send slot
+  // behind sends that hang until SEND_TIMEOUT_MS; if the provider was held down meanwhile (as this
+  // worker recorded it, or its next batch read it), the message is put back without an attempt,
+  // and its next claim fails it over or holds it. Only its probe still goes.
+  const downLocally = new Set<string>()
+  const heldLocally = (route: Route | undefined) => route?.kind === 'send' && !route.probe && downLocally.has(route.provider)
 
   const failedBack = new Set<DeliveryJob>()
   const failJob = async (job: DeliveryJob, error: unknown, what: string) => {
@@ -225,7 +231,7 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
           ? deferClaimed(request, claim, capped)
           : route?.kind === 'held'
             ? deferClaimed(request, claim, route.until, route.providers)
-            : pausedLocally(claim.message.channel) && !suppressed
+            : (pausedLocally(claim.message.channel) || heldLocally(route)) && !suppressed
               ? deferClaimed(request, claim)
               : await sendClaimed(deps, request, claim, suppressed, route)
       } finally {
@@ -253,8 +259,14 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
       }
       reportRecorded(deps, entry, result)
       if (result.kind === 'retry_scheduled' || result.kind === 'deferred') noteDue(result.nextAttemptAt)
-      // A provider is back and its held messages were called back: fetch them now, not at the next poll.
-      if (result.transitions?.some((transition) => transition.to === 'up')) wake()
+      for (const transition of result.transitions ?? []) {
+        if (transition.to === 'down') downLocally.add(transition.provider)
+        if (transition.to === 'up') {
+          downLocally.delete(transition.provider)
+          // A provider is back and its held messages were called back: fetch them now, not at the next poll.
+          wake()
+        }
+      }
       // Nothing was recorded for this attempt: if it is still ours (the message went final under
       // us, e.g. superseded), settle the job; if the attempt lapsed this touches nothing.
       if (result.kind === 'lease_lost') await boss.complete(queue, { id: job.id, retryCount: job.retryCount }).catch(() => undefined)
@@ -279,7 +291,15 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
       // Then the fleet's send caps: one counter statement per capped channel (and country) and batch.
       capped = await heldBySendCaps(deps, claims, suppressed)
       // Then each message's provider: failover, and the outage hold (one read of the providers' states).
-      routes = await routeClaims(deps, claims, (id) => suppressed.has(id) || capped.has(id))
+      routes = await routeClaims(
+        deps,
+        claims,
+        (id) => suppressed.has(id) || capped.has(id),
+        (down) => {
+          downLocally.clear()
+          for (const provider of down) downLocally.add(provider)
+        },
+      )
       stats.claimMs += performance.now() - started
     } catch (error) {
       claims = jobs.map(() => ({ kind: 'failed', error }))

@@ -7,6 +7,7 @@ import { createKnex } from '../db/knex.ts'
 import { waitForDatabase } from '../db/unavailable.ts'
 import { databaseRoles } from '../db/roles.ts'
 import { createApp } from '../http/app.ts'
+import { answerClientError } from '../http/client-error.ts'
 import { rememberPeerAddress } from '../http/client-limit.ts'
 import { metricsAccess } from '../metrics/access.ts'
 import type { ChallengeDeps } from '../identity/challenges.ts'
@@ -103,7 +104,7 @@ export async function startWeb(options: {
         wasender: config.WASENDER_WEBHOOK_SECRET ? { secret: config.WASENDER_WEBHOOK_SECRET } : undefined,
       },
     })
-    const listening = createServer(app).on('connection', rememberPeerAddress)
+    const listening = createServer(app).on('connection', rememberPeerAddress).on('clientError', answerClientError(logger))
     server = await new Promise<Server>((resolve, reject) => {
       listening.once('error', reject).listen(config.PORT, options.host ?? '0.0.0.0', () => {
         listening.off('error', reject)

@@ -20,6 +20,8 @@ export type ReceivedMail = {
   /** Whether the session was inside TLS when the message came. */
   secure: boolean
   user: string | undefined
+  /** When the server had read the message to the end (Date.now()): the outage benchmark's arrival time. */
+  at: number
 }
 
 export type FakeSmtpOptions = {
@@ -94,6 +96,7 @@ export async function startFakeSmtp(options: FakeSmtpOptions = {}) {
           answer,
           secure: session.secure,
           user: typeof session.user === 'string' ? session.user : undefined,
+          at: Date.now(),
         })
         if (!fault('after-data', session, callback)) callback()
       })

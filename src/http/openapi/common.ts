@@ -47,11 +47,12 @@ export function problemSchema(status: number, codes: readonly string[]) {
   return z.intersection(Problem, z.looseObject({ status: z.literal(status), code: z.enum(codes as [string, ...string[]]) }))
 }
 
-/** What express.json and the problem mapping can answer on any route. */
+/** What Node's parser (src/http/client-error.ts), express.json and the problem mapping can answer on any route. */
 export const EVERY_ROUTE_PROBLEMS = {
-  400: ['malformed_json', 'bad_request'],
+  400: ['malformed_json', 'malformed_encoding', 'malformed_path', 'bad_request'],
   413: ['payload_too_large'],
   415: ['bad_request'],
+  431: ['headers_too_large'],
   503: ['service_unavailable'],
 } as const satisfies Record<number, readonly string[]>
 

@@ -18,7 +18,8 @@ const AUTH_PROBLEMS: Record<ApiOperation['auth'], Problems> = {
   staff: { 401: ['unauthenticated'], 403: ['not_staff'] },
   elevated: { 401: ['unauthenticated'], 403: ['elevation_required'] },
   'staff-elevated': { 401: ['unauthenticated'], 403: ['not_staff', 'elevation_required'] },
-  metrics: {},
+  // 401 with METRICS_TOKEN set and none or another sent; 404 in production without one (not served).
+  metrics: { 401: ['unauthenticated'], 404: ['not_found'] },
 }
 
 function mergeProblems(...sets: Problems[]): Map<number, string[]> {

@@ -1,4 +1,4 @@
-import type { Express, RequestHandler, Router } from 'express'
+import { Router, type Express, type RequestHandler } from 'express'
 import type { z } from 'zod'
 
 /** Which credentials an operation needs; each maps to security schemes in the document. */
@@ -61,6 +61,14 @@ export function apiRegistry(tag: string, description: string): ApiRegistry {
       return operation
     },
   }
+}
+
+/**
+ * A router that matches paths exactly as the document writes them: `/HEALTHZ` and `/healthz/` are
+ * not `/healthz` (Express matches both by default, aliases nobody documented or tests).
+ */
+export function apiRouter(): Router {
+  return Router({ caseSensitive: true, strict: true })
 }
 
 /** Mounts a handler at exactly the method and path its description names, so the two cannot disagree. */

@@ -1,4 +1,4 @@
-import { Router } from 'express'
+import type { Router } from 'express'
 import type { Knex } from 'knex'
 import type { ChallengeDeps } from '../../identity/challenges.ts'
 import { changePassword } from '../../identity/password-change.ts'
@@ -8,7 +8,7 @@ import { requireSession, sessionOf } from '../auth.ts'
 import { setDeviceCookie } from '../device-cookie.ts'
 import { DeviceCookieHeaders } from '../openapi/common.ts'
 import { localized } from '../locale.ts'
-import { apiRegistry, route } from '../openapi/registry.ts'
+import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
 import { PasswordChangeRequest, SessionList } from '../schemas.ts'
 
 /** The API document's description of each route below, in the same order. */
@@ -62,7 +62,7 @@ export function accountRoutes({
   /** The device cookie's `Secure` attribute: on in staging and production. */
   secureCookies: boolean
 }): Router {
-  const router = Router()
+  const router = apiRouter()
   const signedIn = requireSession(db, deps.clock)
 
   route(router, api.listSessions, signedIn, async (_req, res) => {

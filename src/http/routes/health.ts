@@ -1,7 +1,7 @@
-import { Router } from 'express'
+import type { Router } from 'express'
 import type { Knex } from 'knex'
 import { z } from 'zod'
-import { apiRegistry, route } from '../openapi/registry.ts'
+import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
 import { HttpProblem, sendProblem } from '../problem.ts'
 
 /** The API document's description of each route below. */
@@ -28,7 +28,7 @@ const api = {
 
 /** Liveness never touches the database; readiness answers 503 when it is unreachable. */
 export function healthRoutes(db: Knex): Router {
-  const router = Router()
+  const router = apiRouter()
   route(router, api.liveness, (_req, res) => {
     res.json({ status: 'ok' })
   })

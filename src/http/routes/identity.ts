@@ -1,4 +1,4 @@
-import { Router, type Request } from 'express'
+import type { Request, RequestHandler, Response, Router } from 'express'
 import type { Knex } from 'knex'
 import type { ChallengeDeps } from '../../identity/challenges.ts'
 import { parseIdentifier, type Identifier } from '../../identity/identifiers.ts'
@@ -12,9 +12,10 @@ import { confirmStepUp, startStepUp } from '../../identity/step-up.ts'
 import { resolveRequester } from '../../identity/devices.ts'
 import { requireSession, sessionOf } from '../auth.ts'
 import { deviceTokenOf, setDeviceCookie } from '../device-cookie.ts'
+import { isDatabaseUnavailable } from '../../db/unavailable.ts'
 import { limitPerClient, withMinimumDuration } from '../client-limit.ts'
 import { DeviceCookieHeaders } from '../openapi/common.ts'
-import { apiRegistry, route } from '../openapi/registry.ts'
+import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
 import { HttpProblem } from '../problem.ts'
 import { localized } from '../locale.ts'
 import {
@@ -203,16 +204,30 @@ export function identityRoutes({
   secureCookies,
   breachedPasswords,
 }: IdentityRouteOptions): Router {
-  const router = Router()
+  const router = apiRouter()
   const countClient = limitPerClient(db, deps.codeHashKeys ?? deps.codeHashKey, clientLimitPerMinute, deps.clock, deps.logger)
-  // Counts the client, then reads its device cookie (looked up whatever the identifier: docs/security.md).
-  const requesterOf = async (req: Request) => await resolveRequester(db, await countClient(req), deviceTokenOf(req), deps.clock())
+  // Counted before the body is read: a client that only sends malformed bodies meets the limit too.
+  // Without a database the body is still judged (a malformed one is 422, not 503); a valid one waits for the count.
+  const counted: RequestHandler = async (req, res, next) => {
+    try {
+      res.locals.client = await countClient(req)
+    } catch (error) {
+      if (!isDatabaseUnavailable(error)) throw error
+      res.locals.uncounted = error
+    }
+    next()
+  }
+  // The counted client, then its device cookie (looked up whatever the identifier: docs/security.md).
+  const requesterOf = async (req: Request, res: Response) => {
+    if (res.locals.uncounted) throw res.locals.uncounted
+    return await resolveRequester(db, res.locals.client as string, deviceTokenOf(req), deps.clock())
+  }
   const signedIn = requireSession(db, deps.clock)
 
-  route(router, api.signUp, async (req, res) => {
+  route(router, api.signUp, counted, async (req, res) => {
     const body = SignUpRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
-    const requester = await requesterOf(req)
+    const requester = await requesterOf(req, res)
     // Before anything is looked up: the refusal is the same whether or not the address has an account.
     const password = await acceptNewPassword(body.password, breachedPasswords)
     const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
@@ -221,10 +236,10 @@ export function identityRoutes({
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
 
-  route(router, api.confirmSignUp, async (req, res) => {
+  route(router, api.confirmSignUp, counted, async (req, res) => {
     const body = SignUpConfirmationRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
-    const requester = await requesterOf(req)
+    const requester = await requesterOf(req, res)
     // Whether a sign-up is pending for the address must not show in the timing either (idle or not, the work is alike).
     const session = await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
       confirmSignUp(db, deps, { identifier, code: body.code, password: body.password, requester }),
@@ -233,10 +248,10 @@ export function identityRoutes({
     res.status(201).json({ token: session.token, expiresAt: iso(session.expiresAt) })
   })
 
-  route(router, api.signIn, async (req, res) => {
+  route(router, api.signIn, counted, async (req, res) => {
     const body = SignInRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
-    const requester = await requesterOf(req)
+    const requester = await requesterOf(req, res)
     const session = await signIn(db, deps, { identifier, password: body.password, requester })
     setDeviceCookie(res, session.device, secureCookies, deps.clock())
     res.status(201).json({ token: session.token, expiresAt: iso(session.expiresAt) })
@@ -270,20 +285,20 @@ export function identityRoutes({
     res.status(204).end()
   })
 
-  route(router, api.requestPasswordRecovery, async (req, res) => {
+  route(router, api.requestPasswordRecovery, counted, async (req, res) => {
     const body = IdentifierRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
-    const requester = await requesterOf(req)
+    const requester = await requesterOf(req, res)
     const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
       requestPasswordRecovery(db, localized(deps, res), identifier, requester),
     )
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
 
-  route(router, api.completePasswordRecovery, async (req, res) => {
+  route(router, api.completePasswordRecovery, counted, async (req, res) => {
     const body = PasswordRecoveryCompletionRequest.parse(req.body)
     const identifier = identifierFrom(body.identifier)
-    const requester = await requesterOf(req)
+    const requester = await requesterOf(req, res)
     const newPassword = await acceptNewPassword(body.newPassword, breachedPasswords)
     const device = await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
       completePasswordRecovery(db, localized(deps, res), { identifier, code: body.code, newPassword, requester }),

@@ -1,4 +1,4 @@
-import { Router } from 'express'
+import type { Router } from 'express'
 import type { Knex } from 'knex'
 import { z } from 'zod'
 import { parseIdentifier } from '../../identity/identifiers.ts'
@@ -12,7 +12,7 @@ import {
   type InvitationDeps,
 } from '../../organization/invitations.ts'
 import { requireSession, sessionOf } from '../auth.ts'
-import { apiRegistry, route } from '../openapi/registry.ts'
+import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
 import { HttpProblem } from '../problem.ts'
 import { localeOf } from '../locale.ts'
 import {
@@ -97,7 +97,7 @@ const api = {
 
 /** Organizations and invitations: thin routes over src/organization (its limits: docs/architecture.md §7, budgets). */
 export function organizationRoutes({ db, invitations: deps }: { db: Knex; invitations: InvitationDeps }): Router {
-  const router = Router()
+  const router = apiRouter()
   const signedIn = requireSession(db, deps.clock)
 
   route(router, api.createOrganization, signedIn, async (req, res) => {

@@ -1,4 +1,4 @@
-import { Router } from 'express'
+import type { Router } from 'express'
 import type { Knex } from 'knex'
 import { z } from 'zod'
 import { NotFoundError } from '../../identity/errors.ts'
@@ -6,8 +6,8 @@ import { messageHistory } from '../../platform/message-history.ts'
 import { backlog, deadLetterPage, decodeCursor, reissueDeadLetter, type ReissueDeps } from '../../platform/outbox-admin.ts'
 import { requireSession, requireStaff, staffSessionOf } from '../auth.ts'
 import { IdempotencyKeyHeader, IdempotentReplayedHeader } from '../openapi/common.ts'
-import { apiRegistry, route } from '../openapi/registry.ts'
-import { HttpProblem } from '../problem.ts'
+import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
+import { HttpProblem, problemOfDomain } from '../problem.ts'
 import { Backlog, DeadLetterPage, DeadLetterQuery, MessageHistory, MessagePath, Reissued } from '../staff-schemas.ts'
 
 const REISSUE_REFUSALS = [
@@ -67,7 +67,7 @@ const api = {
     auth: 'staff-elevated',
     summary: 'Send a dead-lettered code again with a fresh code (audited, idempotent)',
     description:
-      'Needs a fresh elevation token of this staff session and an Idempotency-Key; a repeat of the key answers the first result with `Idempotent-Replayed: true`.',
+      'Needs a fresh elevation token of this staff session and an Idempotency-Key. The key remembers the first answer once the request reached it — the reissue (201) or its refusal (404, 409) — and a repeat answers it again with `Idempotent-Replayed: true` and does nothing; answers given before the key is read (401, 403, 422) and failures on our side (503) are not remembered, so the repeat is tried afresh.',
     params: MessagePath,
     headers: z.object({ 'Idempotency-Key': IdempotencyKeyHeader }),
     success: {
@@ -82,7 +82,7 @@ const api = {
 
 /** Staff views of the security outbox and the audited reissue (docs/operations.md). */
 export function platformAdminRoutes({ db, reissue: deps }: { db: Knex; reissue: ReissueDeps }): Router {
-  const router = Router()
+  const router = apiRouter()
   const staff = [requireSession(db, deps.clock), requireStaff(db)]
 
   route(router, api.backlog, ...staff, async (_req, res) => {
@@ -125,10 +125,12 @@ export function platformAdminRoutes({ db, reissue: deps }: { db: Knex; reissue: 
       idempotencyKey: key.data,
       messageId,
     })
-    res
-      .status(201)
-      .set(result.replayed ? { 'Idempotent-Replayed': 'true' } : {})
-      .json({ messageId: result.messageId, challengeExpiresAt: result.challengeExpiresAt })
+    const replayed: Record<string, string> = result.replayed ? { 'Idempotent-Replayed': 'true' } : {}
+    if ('refused' in result) {
+      const problem = problemOfDomain(result.refused)
+      throw new HttpProblem(problem.status, problem.code, problem.message, { headers: { ...problem.headers, ...replayed } })
+    }
+    res.status(201).set(replayed).json(result.reissued)
   })
 
   return router

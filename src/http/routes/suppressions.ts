@@ -1,10 +1,10 @@
-import { Router } from 'express'
+import type { Router } from 'express'
 import type { Knex } from 'knex'
 import { z } from 'zod'
 import { NotFoundError } from '../../identity/errors.ts'
 import { decodeSuppressionCursor, liftSuppression, suppressionPage } from '../../platform/suppressions.ts'
 import { requireSession, requireStaff, staffSessionOf } from '../auth.ts'
-import { apiRegistry, route } from '../openapi/registry.ts'
+import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
 import { SuppressionPage } from '../schemas.ts'
 
 export const SuppressionQuery = z.strictObject({
@@ -42,7 +42,7 @@ const api = {
 
 /** Staff views of the suppression list (docs/delivery.md "Delivery feedback"): masked, keyset-paged; lifting needs step-up. */
 export function suppressionRoutes({ db, clock }: { db: Knex; clock: () => Date }): Router {
-  const router = Router()
+  const router = apiRouter()
   const staff = [requireSession(db, clock), requireStaff(db)]
 
   route(router, api.list, ...staff, async (req, res) => {

@@ -1,10 +1,18 @@
-import express, { Router } from 'express'
-import { receiveSesWebhook, receiveWasenderWebhook, WebhookRefused, type WebhookDeps } from '../../delivery/webhooks.ts'
-import { apiRegistry, route } from '../openapi/registry.ts'
+import express, { type Router } from 'express'
+import {
+  receiveSesWebhook,
+  receiveWasenderWebhook,
+  WebhookRefused,
+  type WasenderDelivery,
+  type WebhookDeps,
+} from '../../delivery/webhooks.ts'
+import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
 import { HttpProblem } from '../problem.ts'
 import { SesWebhookAnswer, SnsDelivery, WasenderStatusUpdate, WasenderWebhookAnswer } from '../schemas.ts'
 
 const SES_REFUSALS = ['invalid_signature', 'invalid_certificate_url', 'invalid_subscribe_url', 'unknown_topic', 'stale_message'] as const
+
+const REFUSAL_STATUS: Record<string, number> = { malformed: 400, unsupported_media_type: 415, certificate_unavailable: 503 }
 
 /** The API document's description of each route below, in the same order. */
 export const webhookApi = apiRegistry(
@@ -33,7 +41,9 @@ const api = {
     summary: 'Wasender message status updates (X-Webhook-Signature must equal WASENDER_WEBHOOK_SECRET)',
     body: WasenderStatusUpdate,
     success: { status: 200, description: 'Handled', body: WasenderWebhookAnswer },
-    problems: { 400: ['malformed'], 403: ['invalid_signature'] },
+    description:
+      'The signature is checked first (403); then a body other than `application/json` is 415 and one that does not match the schema is 400 `malformed`.',
+    problems: { 400: ['malformed'], 403: ['invalid_signature'], 415: ['unsupported_media_type'] },
   }),
 }
 
@@ -44,11 +54,11 @@ const api = {
  * 200, because retrying it can never help (docs/operations.md).
  */
 export function webhookRoutes(deps: WebhookDeps): Router {
-  const router = Router()
+  const router = apiRouter()
   const refused = (error: unknown): never => {
     if (error instanceof WebhookRefused) {
       throw new HttpProblem(
-        error.reason === 'malformed' ? 400 : error.reason === 'certificate_unavailable' ? 503 : 403,
+        REFUSAL_STATUS[error.reason] ?? 403,
         error.reason,
         'The webhook delivery was refused.',
         error.reason === 'certificate_unavailable' ? { headers: { 'Retry-After': '30' } } : {},
@@ -63,8 +73,15 @@ export function webhookRoutes(deps: WebhookDeps): Router {
     res.status(200).json({ outcome })
   })
 
-  route(router, api.wasender, express.json({ type: () => true, limit: '64kb' }), async (req, res) => {
-    const outcomes = await receiveWasenderWebhook(deps, req.body, req.get('x-webhook-signature')).catch(refused)
+  // Read as documented: JSON only, and the schema's required fields; the refusal waits for the signature check.
+  route(router, api.wasender, express.json({ type: 'application/json', limit: '64kb' }), async (req, res) => {
+    const parsed = WasenderStatusUpdate.safeParse(req.body)
+    const delivery: WasenderDelivery = !req.is('application/json')
+      ? { unreadable: 'unsupported_media_type' }
+      : parsed.success
+        ? { body: parsed.data }
+        : { unreadable: 'malformed' }
+    const outcomes = await receiveWasenderWebhook(deps, delivery, req.get('x-webhook-signature')).catch(refused)
     res.status(200).json({ outcomes })
   })
 
