@@ -65,7 +65,7 @@ export async function rawEnqueue(stack: BenchStack, seconds: number): Promise<nu
 
 /**
  * Ceiling for delivery: pg-boss consuming `count` queued jobs with a trivial handler, in this
- * process, at the settings found best on this machine (README "Delivery settings").
+ * process, at the settings found best on this machine (docs/delivery.md "Delivery settings").
  */
 export async function rawConsume(stack: BenchStack, count: number): Promise<number> {
   const queue = `bench-raw-consume-${randomUUID().slice(0, 8)}`

@@ -69,12 +69,12 @@ export function configurationPage(): string {
     '',
     'Read by the libraries rather than by Sealpost: `PGSSLMODE` and `PGSSLROOTCERT` (libpq’s TLS',
     'settings, applied to every database URL without an `sslmode` of its own; Heroku sets',
-    '`PGSSLMODE=require`; see [TLS to PostgreSQL](../README.md#tls-to-postgresql)), and the standard AWS',
+    '`PGSSLMODE=require`; see [TLS to PostgreSQL](deploying.md#tls-to-postgresql)), and the standard AWS',
     'credential chain of the worker (`AWS_ACCESS_KEY_ID`, an instance role…).',
     '',
     "Generate a key with `node -e \"console.log(require('crypto').randomBytes(32).toString('base64'))\"` and",
     'give it an id: `OUTBOX_ENCRYPTION_KEYS=2026-12:<key>` (the id is written into every envelope; pick',
-    'one you will recognise in the [rotation procedure](../README.md#rotating-keys)).',
+    'one you will recognise in the [rotation procedure](operations.md#rotating-keys)).',
     '',
   ].join('\n')
 }

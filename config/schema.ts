@@ -135,7 +135,7 @@ export const envSchema = z.object({
   API_DATABASE_URL: url.optional(),
   WORKER_DATABASE_URL: url.optional(),
   OUTBOX_ENCRYPTION_KEY: base64Key(32, 32).optional(),
-  /** `id:base64key,…`: the first key seals, every key opens (README "Rotating keys"). */
+  /** `id:base64key,…`: the first key seals, every key opens (docs/operations.md "Rotating keys"). */
   OUTBOX_ENCRYPTION_KEYS: keyRing({ min: 32, max: 32 }).optional(),
   CODE_HASH_KEY: base64Key(32, 64).optional(),
   /** `id:base64key,…`: the first key hashes, every key verifies codes and counts budgets. */
@@ -148,7 +148,7 @@ export const envSchema = z.object({
   SES_ENDPOINT: url.optional(),
   WASENDER_API_URL: url.optional(),
   WASENDER_API_KEY: z.string().min(1).optional(),
-  /** The email providers in the order they are tried, `ses,smtp` (README "Configuration"). */
+  /** The email providers in the order they are tried, `ses,smtp` (docs/configuration.md). */
   EMAIL_PROVIDERS: z
     .string()
     .default('ses')
@@ -184,7 +184,7 @@ export const envSchema = z.object({
   SEND_TIMEOUT_MS: positiveInt(10_000),
   LEASE_SECONDS: positiveInt(60),
   WORKER_CONCURRENCY: positiveInt(16),
-  /** Fleet-wide sends per channel per clock hour, `email:20000,whatsapp:2000`; unset = no cap (README "Send caps"). */
+  /** Fleet-wide sends per channel per clock hour, `email:20000,whatsapp:2000`; unset = no cap (docs/delivery.md "Send caps"). */
   SEND_CAP_PER_HOUR: countList(parseChannelCaps),
   /** Fleet-wide phone sends per country calling code per clock hour, `44:500,*:200`; unset = no cap. */
   PHONE_CAP_PER_COUNTRY_PER_HOUR: countList(parseCountryCaps),
@@ -300,7 +300,7 @@ export const REQUIRED_IN_PRODUCTION: Record<ProcessRole, (keyof Config)[]> = {
 }
 
 /** Settings of REQUIRED_IN_PRODUCTION that only some configurations use. */
-/** Required in production only under a condition (README: EMAIL_PROVIDERS lists ses). */
+/** Required in production only under a condition (docs/configuration.md: EMAIL_PROVIDERS lists ses). */
 export const REQUIRED_ONLY_WHEN: Partial<Record<keyof Config, (config: Config) => boolean>> = {
   SES_REGION: (config) => config.EMAIL_PROVIDERS.includes('ses'),
   SES_FROM_ADDRESS: (config) => config.EMAIL_PROVIDERS.includes('ses'),
@@ -400,7 +400,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, role: ProcessRole): Config {
   if (sends && config.EMAIL_PROVIDERS.includes('smtp') && config.SMTP_URL === undefined) {
     throw new ConfigError([{ variable: 'SMTP_URL', problem: 'is required when EMAIL_PROVIDERS lists smtp' }])
   }
-  // WhatsApp is optional (no WASENDER_* = no phone channel, README "Channels"), but half a provider is a typo, never a choice.
+  // WhatsApp is optional (no WASENDER_* = no phone channel, docs/delivery.md "Channels"), but half a provider is a typo, never a choice.
   if ((config.WASENDER_API_URL === undefined) !== (config.WASENDER_API_KEY === undefined)) {
     throw new ConfigError(
       (['WASENDER_API_URL', 'WASENDER_API_KEY'] as const).map((variable) => ({

@@ -49,7 +49,7 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     usedBy: 'web, worker',
     shownDefault: 'generated in dev',
     meaning:
-      'key ring `id:base64key,id:base64key…` (each key 32 random bytes; ids of letters, digits, `-`, `_`): the **first** key seals the secrets (AES-256-GCM, HKDF per message, envelope `v2.<id>.…`), **every** listed key opens. See [Rotating keys](../README.md#rotating-keys)',
+      'key ring `id:base64key,id:base64key…` (each key 32 random bytes; ids of letters, digits, `-`, `_`): the **first** key seals the secrets (AES-256-GCM, HKDF per message, envelope `v2.<id>.…`), **every** listed key opens. See [Rotating keys](operations.md#rotating-keys)',
   },
   OUTBOX_ENCRYPTION_KEY: {
     usedBy: 'web, worker',
@@ -71,13 +71,13 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     usedBy: 'release, web, worker',
     shownDefault: '–',
     meaning:
-      'existing roles (e.g. Heroku `pg:credentials`; lower-case letters, digits, `_`) the release step grants to instead of creating `sealpost_api` / `sealpost_worker`; both or neither. The web and worker check their login is (a member of) them. Required when the owner has no `CREATEROLE` ([Database roles](../README.md#database-roles-in-production))',
+      'existing roles (e.g. Heroku `pg:credentials`; lower-case letters, digits, `_`) the release step grants to instead of creating `sealpost_api` / `sealpost_worker`; both or neither. The web and worker check their login is (a member of) them. Required when the owner has no `CREATEROLE` ([Database roles](deploying.md#database-roles-in-production))',
   },
   SEALPOST_WORKER_ROLE: {
     usedBy: 'release, web, worker',
     shownDefault: '–',
     meaning:
-      'existing roles (e.g. Heroku `pg:credentials`; lower-case letters, digits, `_`) the release step grants to instead of creating `sealpost_api` / `sealpost_worker`; both or neither. The web and worker check their login is (a member of) them. Required when the owner has no `CREATEROLE` ([Database roles](../README.md#database-roles-in-production))',
+      'existing roles (e.g. Heroku `pg:credentials`; lower-case letters, digits, `_`) the release step grants to instead of creating `sealpost_api` / `sealpost_worker`; both or neither. The web and worker check their login is (a member of) them. Required when the owner has no `CREATEROLE` ([Database roles](deploying.md#database-roles-in-production))',
   },
   WORKER_METRICS_PORT: {
     usedBy: 'worker',
@@ -128,13 +128,13 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     usedBy: 'worker',
     shownDefault: '–',
     meaning:
-      'Wasender base URL and API key (WhatsApp); both or neither (one alone stops the process, naming both). **Optional**: without them the worker has no phone channel and still starts and delivers email ([Channels](../README.md#channels)); the URL `https://` in staging/production (plain `http://` only to a local relay, as for `SES_ENDPOINT`)',
+      'Wasender base URL and API key (WhatsApp); both or neither (one alone stops the process, naming both). **Optional**: without them the worker has no phone channel and still starts and delivers email ([Channels](delivery.md#channels)); the URL `https://` in staging/production (plain `http://` only to a local relay, as for `SES_ENDPOINT`)',
   },
   WASENDER_API_KEY: {
     usedBy: 'worker',
     shownDefault: '–',
     meaning:
-      'Wasender base URL and API key (WhatsApp); both or neither (one alone stops the process, naming both). **Optional**: without them the worker has no phone channel and still starts and delivers email ([Channels](../README.md#channels)); the URL `https://` in staging/production (plain `http://` only to a local relay, as for `SES_ENDPOINT`)',
+      'Wasender base URL and API key (WhatsApp); both or neither (one alone stops the process, naming both). **Optional**: without them the worker has no phone channel and still starts and delivers email ([Channels](delivery.md#channels)); the URL `https://` in staging/production (plain `http://` only to a local relay, as for `SES_ENDPOINT`)',
   },
   INVITATION_LINK_BASE_URL: {
     usedBy: 'worker',
@@ -187,7 +187,7 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     usedBy: 'worker',
     shownDefault: '– (no cap)',
     meaning:
-      "fleet-wide sends per channel per clock hour, `email:20000,whatsapp:2000`: past it the channel's messages wait for the next hour, no attempt spent (see [Send caps](../README.md#send-caps)); set it a little under what the provider account allows and what the budget may spend",
+      "fleet-wide sends per channel per clock hour, `email:20000,whatsapp:2000`: past it the channel's messages wait for the next hour, no attempt spent (see [Send caps](delivery.md#send-caps)); set it a little under what the provider account allows and what the budget may spend",
   },
   PHONE_CAP_PER_COUNTRY_PER_HOUR: {
     usedBy: 'worker',
@@ -252,7 +252,7 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     usedBy: 'worker',
     shownDefault: '–',
     meaning:
-      'named on every `SendEmail`; its SNS event destination is what feeds `POST /webhooks/ses` ([Delivery feedback](../README.md#delivery-feedback))',
+      'named on every `SendEmail`; its SNS event destination is what feeds `POST /webhooks/ses` ([Delivery feedback](delivery.md#delivery-feedback))',
   },
   SES_EVENTS_TOPIC_ARN: {
     usedBy: 'web',

@@ -158,7 +158,7 @@ export const WITHOUT_PROVIDER_WAIT_MS = 60_000
 const misconfigurationLogged = new WeakMap<object, Map<Channel, number>>()
 
 /**
- * A claimed message no provider of this worker can send (README "Channels"): deferred a minute,
+ * A claimed message no provider of this worker can send (docs/delivery.md "Channels"): deferred a minute,
  * no attempt spent, nothing opened. Another worker that has the provider may take it meanwhile, and
  * expiry still wins (the record step dead-letters a deferral past it). The misconfiguration is
  * logged at most once per channel and minute per worker, with the channel and a message id only;
@@ -271,7 +271,7 @@ export function reportRecorded(deps: Pick<DeliveryDeps, 'logger' | 'metrics'>, e
   for (const transition of result.transitions ?? []) logTransition(deps, transition)
 }
 
-/** One log line for every change of a provider's state (docs/operations.md "A provider is held down"). */
+/** One log line for every change of a provider's state (docs/operations.md "Runbook: a provider is held down"). */
 function logTransition(deps: Pick<DeliveryDeps, 'logger'>, transition: ProviderTransition): void {
   const { provider, channel, failureStreak, nextProbeAt, released } = transition
   if (transition.to === 'down')

@@ -19,7 +19,7 @@ const RATE_LIMIT_HIT_RETENTION_MS = DAY_MS
 export const IDENTITY_RETENTION_DAYS = 30
 // Invitations are kept this long after they were accepted, revoked or expired (once no message refers to them).
 export const INVITATION_RETENTION_DAYS = 90
-// A worker's channel registration is kept a week after its last heartbeat (unless it is part of the current set: README "Channels").
+// A worker's channel registration is kept a week after its last heartbeat (unless it is part of the current set: docs/delivery.md "Channels").
 export const CHANNEL_REGISTRATION_RETENTION_DAYS = 7
 
 export type SweepDeps = {

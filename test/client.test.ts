@@ -14,10 +14,10 @@ describe('the typed client (client/)', () => {
     expect(await readFile(SCHEMA_FILE, 'utf8')).to.equal(await clientSchemaSource())
   })
 
-  it("runs the README's usage example against a live server", async () => {
-    const readme = await readFile(new URL('README.md', root), 'utf8')
+  it('runs the usage example docs/api.md shows against a live server', async () => {
+    const page = await readFile(new URL('docs/api.md', root), 'utf8')
     const example = await readFile(new URL('client/example.ts', root), 'utf8')
-    expect(readme, 'the README shows client/example.ts verbatim').to.include('```ts\n' + example + '```')
+    expect(page, 'docs/api.md shows client/example.ts verbatim').to.include('```ts\n' + example + '```')
     const { stdout } = await promisify(execFile)(process.execPath, ['client/example.ts'], {
       cwd: root,
       env: { ...process.env, SEALPOST_URL: f.stack.web.url },

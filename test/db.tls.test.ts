@@ -110,7 +110,7 @@ describe('a TLS-only PostgreSQL (ssl on, hostssl only, a certificate made by the
       this.timeout(90_000)
       const release = run('release', ssl())
       expect(await release.exited, release.output()).to.equal(0)
-      // The worker first, as README "Channels" says: the web offers the channels workers registered.
+      // The worker first, as docs/delivery.md "Channels" says: the web offers the channels workers registered.
       const worker = run('worker', ssl())
       await worker.waitFor(/"message":"worker started"/, 'the worker to start')
       const web = run('web', ssl())

@@ -3,7 +3,7 @@ import { requestPasswordRecovery, type ChallengeDeps } from '../src/identity/pas
 import { capturingLogger, createVerifiedIdentity, testKeys, uniqueEmail } from './support/helpers.ts'
 import { openWebSide, webChallengeDeps, type WebSide } from './support/web-side.ts'
 
-/** Round trips of the enqueue path (bench/README.md "What bounds each target"), and equal work for known and unknown. */
+/** Round trips of the enqueue path (bench/HISTORY.md "The enqueue round"), and equal work for known and unknown. */
 describe('round trips of a password-recovery request', () => {
   let side: WebSide
   const keys = testKeys()
@@ -37,7 +37,7 @@ describe('round trips of a password-recovery request', () => {
     const forUnknown = await statementsOf(uniqueEmail('unknown'))
     expect(forKnown).to.deep.equal(forUnknown)
     // The lookup (with the open challenge's id), then identity.issue_challenge, its own transaction
-    // (was 14 and 12 in a transaction of the route's: bench/README.md "What bounds each target").
+    // (was 14 and 12 in a transaction of the route's: bench/HISTORY.md "The enqueue round").
     expect(forKnown).to.have.length(2)
     expect(forKnown.filter((sql) => sql.includes('identity.issue_challenge'))).to.have.length(1)
   })

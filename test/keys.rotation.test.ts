@@ -8,7 +8,7 @@ import { createVerifiedIdentity, editMessageBypassingTrigger, eventually, inbox,
 import type { Spawned } from './support/processes.ts'
 
 /**
- * README "Rotating keys", run as an operator would, with the Procfile processes:
+ * docs/operations.md "Rotating keys", run as an operator would, with the Procfile processes:
  * add the new key second → deploy → move it first → wait the longest TTL → drop the old one,
  * with messages sealed and codes hashed under the old key in flight at every step.
  */

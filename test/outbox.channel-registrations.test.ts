@@ -12,7 +12,7 @@ import { scriptedProvider } from './support/scripted-provider.ts'
 
 const MINUTE = 60_000
 
-/** README "Channels": the workers register what they can send, the web reads the union of the current ones. */
+/** docs/delivery.md "Channels": the workers register what they can send, the web reads the union of the current ones. */
 describe('delivery channel registrations', () => {
   let db: TestDatabase
   const logs = capturingLogger()

@@ -153,7 +153,7 @@ describe('Procfile processes', () => {
 
   it('runs web and worker as separate processes that deliver a code and stop gracefully on SIGTERM', async function () {
     this.timeout(60_000)
-    // The worker first: the web offers the channels the workers registered (README "Channels").
+    // The worker first: the web offers the channels the workers registered (docs/delivery.md "Channels").
     const worker = spawnCollecting('sh', ['-c', procfileCommand('worker')], { env: production() })
     await worker.waitFor(/"message":"worker started"/, 'the worker to start')
     const web = spawnCollecting('sh', ['-c', procfileCommand('web')], { env: production() })

@@ -11,7 +11,7 @@ import { createVerifiedIdentity, eventually, inbox, testKeys, uniqueEmail } from
 import { bareEnvironment, procfileCommand, productionEnvironment, spawnCollecting, type Spawned, stopAll } from './support/processes.ts'
 
 /**
- * Heroku-class managed PostgreSQL (README "Database roles in production"): the owner is NOSUPERUSER NOCREATEROLE and the
+ * Heroku-class managed PostgreSQL (docs/deploying.md "Database roles in production"): the owner is NOSUPERUSER NOCREATEROLE and the
  * platform made the login roles. Everything runs as the Procfile runs it.
  */
 describe('managed PostgreSQL without CREATEROLE', () => {

@@ -14,5 +14,5 @@ await main('all-in-one', async (config, logger) => {
   if (stack.inboxUrl) console.log(`SES emulator inbox viewer on ${stack.inboxUrl} (this machine only)`)
   if (apiDocsEnabled(config)) console.log(`API reference on ${stack.apiUrl}/docs/`)
   console.log(`Operator console on ${stack.apiUrl}/platform-admin/ (staff: npm run staff -- grant <identifier>)`)
-  console.log('Try: npm run dev:identity -- alice@example.com, then see README.md "Try it".')
+  console.log('Try: npm run dev:identity -- alice@example.com, then see docs/getting-started.md.')
 })

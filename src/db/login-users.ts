@@ -10,7 +10,7 @@ export const WORKER_LOGIN = 'sealpost_worker_login'
 /**
  * The embedded default's stand-in for an operator: login users that are members of the group
  * roles, with fresh random passwords on every start (nothing to store, nothing to leak).
- * Production creates these by hand, as the README shows.
+ * Production creates these by hand, as docs/deploying.md "Database roles in production" shows.
  */
 export async function ensureLoginUsers(
   ownerUrl: string,

@@ -1,4 +1,4 @@
-/** pg-boss queue names: part of the operator contract (README "What operators query"). */
+/** pg-boss queue names: part of the operator contract (docs/operations.md "What operators query"). */
 export const QUEUES = Object.freeze({
   delivery: 'security-outbox',
   /**

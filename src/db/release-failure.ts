@@ -23,7 +23,7 @@ export function describeReleaseFailure(error: unknown): string {
 
 function remedyFor(code: string | undefined, message: string): string | undefined {
   if (code === '42501') {
-    return 'DATABASE_URL must be the database\'s owner (it creates schemas and grants on them). An owner without CREATEROLE needs SEALPOST_API_ROLE and SEALPOST_WORKER_ROLE naming two existing roles (README "Deploying", "Database roles in production").'
+    return 'DATABASE_URL must be the database\'s owner (it creates schemas and grants on them). An owner without CREATEROLE needs SEALPOST_API_ROLE and SEALPOST_WORKER_ROLE naming two existing roles (docs/deploying.md "Heroku", "Database roles in production").'
   }
   if (code === '28P01' || code === '28000')
     return "DATABASE_URL's user, password or host is refused by the server: take the URL from the platform again (e.g. heroku config:get DATABASE_URL)."
@@ -31,6 +31,6 @@ function remedyFor(code: string | undefined, message: string): string | undefine
   if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'ETIMEDOUT')
     return 'the server in DATABASE_URL cannot be reached from here: check host, port and network.'
   if (/certificate|SSL|TLS/i.test(message))
-    return 'the TLS handshake failed: set sslmode in DATABASE_URL as README "TLS to PostgreSQL" says for your platform.'
+    return 'the TLS handshake failed: set sslmode in DATABASE_URL as docs/deploying.md "TLS to PostgreSQL" says for your platform.'
   return undefined
 }

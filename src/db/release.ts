@@ -45,7 +45,7 @@ function createRoleRemedy(owner: string): string {
     '  (each role is the user= that heroku pg:credentials:url DATABASE --name <credential> shows; Essential plans have no extra credentials)',
     "Elsewhere, create the two group roles once as a role that may (e.g. the platform's admin user), then set SEALPOST_API_ROLE=sealpost_api SEALPOST_WORKER_ROLE=sealpost_worker:",
     '  CREATE ROLE sealpost_api NOLOGIN; CREATE ROLE sealpost_worker NOLOGIN;',
-    '(README "Deploying" walks through both.)',
+    '(docs/deploying.md walks through both.)',
   ].join('\n')
 }
 
@@ -200,7 +200,7 @@ async function applyPgbossRowPolicies(db: Knex, roles: DatabaseRoles, logger: Lo
  * installed pg-boss writes it for `boss.send`, in a PL/pgSQL function, so `outbox.enqueue_message`
  * inserts the job in the same call as its message, with a plan cached per connection (planning
  * pg-boss's statement on every enqueue cost about a third of the database's CPU per request:
- * bench/README.md "What bounds each target"), and without restating pg-boss's SQL. Re-created on
+ * bench/HISTORY.md "The enqueue round"), and without restating pg-boss's SQL. Re-created on
  * every release that finds it differs from the installed pg-boss's (`defineFunctions`): it follows
  * pg-boss's version. SECURITY INVOKER: the web's own grants and row policies on pgboss.job apply.
  * With it, `outbox.notify_delivery_workers()`: that statement's NOTIFY alone.

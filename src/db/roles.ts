@@ -13,7 +13,7 @@ export type DatabaseRoles = Readonly<{ api: string; worker: string; named: boole
 
 /**
  * SEALPOST_API_ROLE / SEALPOST_WORKER_ROLE name existing roles (e.g. Heroku `pg:credentials`);
- * without them the release step creates and grants to the NOLOGIN group roles (README "Database roles in production").
+ * without them the release step creates and grants to the NOLOGIN group roles (docs/deploying.md "Database roles in production").
  */
 export function databaseRoles(config: Pick<Config, 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE'>): DatabaseRoles {
   if (config.SEALPOST_API_ROLE && config.SEALPOST_WORKER_ROLE)

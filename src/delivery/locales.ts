@@ -1,4 +1,4 @@
-/** The locales whose templates ship in templates/ (README "Message templates"). */
+/** The locales whose templates ship in templates/ (docs/delivery.md "Message templates"). */
 export const LOCALES = Object.freeze(['en', 'de', 'es'] as const)
 export type Locale = (typeof LOCALES)[number]
 

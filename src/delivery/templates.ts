@@ -63,7 +63,7 @@ const PROBE_CODES = ['<a&b"c\'d`e=f>\u0007 0123456789', '482913', '']
 type Compiled = (context: Record<string, unknown>) => string
 
 /**
- * The templates of templates/ (Handlebars; one file per purpose × channel × locale, README
+ * The templates of templates/ (Handlebars; one file per purpose × channel × locale, docs/delivery.md
  * "Message templates") with their ICU MessageFormat catalogs, compiled once. HTML is rendered
  * with Handlebars' escaping on; text and WhatsApp with every value passed through `plainText`.
  * A missing file, a missing value or an unknown catalog key is an error, never a blank.

@@ -63,7 +63,7 @@ export const OrganizationCreated = z.object({ id: z.uuid() }).meta({ id: 'Organi
 export const InvitationAccepted = z.object({ invitationId: z.uuid(), expiresAt: z.iso.datetime() }).meta({ id: 'InvitationAccepted' })
 export const MembershipCreated = z.object({ organizationId: z.uuid() }).meta({ id: 'MembershipCreated' })
 
-/** Delivery feedback (README "Delivery feedback"): the webhooks' answers and the staff suppression views. */
+/** Delivery feedback (docs/delivery.md "Delivery feedback"): the webhooks' answers and the staff suppression views. */
 export const SnsDelivery = z
   .object({
     Type: z.enum(['Notification', 'SubscriptionConfirmation', 'UnsubscribeConfirmation']),

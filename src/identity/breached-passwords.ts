@@ -35,7 +35,7 @@ export type BreachedPasswordSettings = {
 }
 
 /**
- * Have I Been Pwned's Pwned Passwords range API, padded (README "Security properties"). Any
+ * Have I Been Pwned's Pwned Passwords range API, padded (docs/security.md "Security properties"). Any
  * failure (refused, slow, not 200, too large) is `unavailable`, logged by error name and status
  * only: never the password, its hash or its prefix.
  */

@@ -29,7 +29,7 @@ export type AcceptedPassword = string & { readonly [accepted]: true }
  * It depends on the password alone, never on an account, so its refusal tells nothing about one.
  * A check that cannot answer accepts the password (fail-open: the length rule still holds, and
  * an outage of a third party must not stop people from signing up or recovering their account;
- * the check logs it and the web counts it: README "Security properties").
+ * the check logs it and the web counts it: docs/security.md "Security properties").
  */
 export async function acceptNewPassword(password: string, breached?: BreachedPasswordCheck): Promise<AcceptedPassword> {
   if (passwordCharacters(password) < PASSWORD_POLICY.minCharacters) throw new WeakPasswordError(PASSWORD_POLICY.minCharacters)

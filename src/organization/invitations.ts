@@ -139,7 +139,7 @@ export async function inviteTx(
   )
   // The mailbox's own budget, which its codes spend too: however many organizations and inviters
   // join in, what reaches one mailbox an hour stays under the ceiling every stranger shares
-  // (README "Send caps"). The inviter is told (429): an invitation is no anonymous route.
+  // (docs/delivery.md "Send caps"). The inviter is told (429): an invitation is no anonymous route.
   await hitRateLimitTx(trx, destinationBucket(deps, { kind: 'email', value: input.email }), DESTINATION_BUDGET.ceiling, now)
 
   const previous = await trx(INVITATIONS)

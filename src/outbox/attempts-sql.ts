@@ -51,3 +51,12 @@ export async function latestProviderSend(
     .first<{ provider_message_id: string; destination: string } | undefined>('a.provider_message_id', 'm.destination')
   return attempt && { providerMessageId: attempt.provider_message_id, destination: attempt.destination }
 }
+
+/** The newest published message to a destination, for the development tools (`npm run dev:message`). */
+export async function latestPublishedMessageTo(db: Knex, destination: string): Promise<string | undefined> {
+  const row = await db('outbox.security_outbox_messages')
+    .where({ destination, state: 'published' })
+    .orderBy('id', 'desc')
+    .first<{ id: string } | undefined>('id')
+  return row?.id
+}

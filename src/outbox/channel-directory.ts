@@ -3,7 +3,7 @@ import { describeError, type Logger } from '../logging/logger.ts'
 import { availableChannels } from './channel-registrations-sql.ts'
 import type { Channel } from './constants.ts'
 
-/** The channels the worker fleet can deliver on, as the web sees them (README "Channels"). */
+/** The channels the worker fleet can deliver on, as the web sees them (docs/delivery.md "Channels"). */
 export type ChannelDirectory = {
   has(channel: Channel): boolean
   /** Reads the database now; on failure keeps the last answer and logs by error name. */

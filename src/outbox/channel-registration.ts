@@ -6,7 +6,7 @@ import { registerDeliveryChannels, type ChannelRegistration } from './channel-re
 export const CHANNEL_HEARTBEAT_MS = 60_000
 
 /**
- * A worker's side of "which channels exist" (README "Channels"): registers at once (the caller
+ * A worker's side of "which channels exist" (docs/delivery.md "Channels"): registers at once (the caller
  * awaits it before delivering, so a failure stops startup), then heartbeats every minute. A failed
  * heartbeat is logged by error name and tried again at the next tick: the registration only ages.
  * Stopping does not unregister: a fleet that is down keeps its last known channels.

@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 import { CHANNELS, type Channel } from './constants.ts'
 
 /**
- * Which channels exist, from the one place that knows: the workers (README "Channels"). A worker
+ * Which channels exist, from the one place that knows: the workers (docs/delivery.md "Channels"). A worker
  * registers the channels it has a provider for at startup and heartbeats the same row every
  * minute; the web asks `outbox.available_channels()`, whose rule (the union over the registrations
  * seen within 3 minutes of the newest one) lives in migration 20261202000600.

@@ -42,7 +42,7 @@ export const CLAIM_SQL = `WITH req AS (
        -- Only the key inside the fenced subquery (OFFSET 0, and it locks), so the primary key is
        -- the one index that can answer it: with the state or expiry beside it, statistics read
        -- while no message was open made the planner walk the open-message index through a whole
-       -- backlog for every claim (bench/README.md "The planning round").
+       -- backlog for every claim (bench/HISTORY.md "The planning round").
        SELECT m.id
          FROM (SELECT * FROM req ORDER BY id) r
         CROSS JOIN LATERAL (

@@ -63,7 +63,7 @@ export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number]
 
 /** Envelope versions the ciphertext CHECK accepts (20261201000350_envelope_v2): v2 names its key. */
 export const ENVELOPE_VERSIONS = Object.freeze(['v1', 'v2'] as const)
-/** What a provider told us after it accepted a message (README "Delivery feedback"); mirrored by a CHECK. */
+/** What a provider told us after it accepted a message (docs/delivery.md "Delivery feedback"); mirrored by a CHECK. */
 export const DELIVERY_EVENTS = Object.freeze(['delivered', 'bounced', 'complained', 'rejected', 'delayed'] as const)
 export type DeliveryEvent = (typeof DELIVERY_EVENTS)[number]
 
@@ -83,6 +83,6 @@ export type DeliveryJobData = { messageId: string }
  * complaint never stops a recovery, a step-up or a security notice: those go to an account's
  * verified identifier, the owner asks for them (or must hear of them), and a stranger's spam that
  * the owner reported must not lock the owner out; the destination budget bounds the rest. A
- * permanent bounce stops every purpose (README "Delivery feedback").
+ * permanent bounce stops every purpose (docs/delivery.md "Delivery feedback").
  */
 export const COMPLAINT_STOPS_PURPOSES = Object.freeze(['sign_up', 'add_sign_in_method', 'invitation'] as const satisfies readonly Purpose[])

@@ -2,7 +2,7 @@ import type { ProviderState } from './constants.ts'
 
 /**
  * The outage hold, a circuit breaker per provider held by the whole fleet in
- * `outbox.provider_states` (docs/delivery.md "The outage hold"), as pure functions of the clock and
+ * `outbox.provider_states` (docs/delivery.md "The outage hold and failover"), as pure functions of the clock and
  * a random source. A provider that keeps answering UNAVAILABLE / INDETERMINATE is marked down:
  * its messages are held without spending attempts, one probe at a time tests it at a jittered,
  * growing interval, and any answer that proves it is there (a success, or a REJECTED, which is the

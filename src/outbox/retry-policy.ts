@@ -16,7 +16,7 @@ export type RetrySettings = {
 
 /**
  * A code is worth sending only while the person can still read and type it: a last-chance attempt
- * goes out this long before expiry, never later (README "Failure classes").
+ * goes out this long before expiry, never later (docs/delivery.md "Failure classes").
  */
 export const LAST_CHANCE_LEAD_MS = 60_000
 

@@ -2,7 +2,7 @@ import { callingCode } from '../../config/send-caps.ts'
 import type { Channel } from './constants.ts'
 
 /**
- * The fleet-wide ceiling on what we send (issue 27, "a global guard on sending"; README
+ * The fleet-wide ceiling on what we send ("a global guard on sending"; docs/delivery.md
  * "Send caps"): per channel and per phone country calling code, per clock hour. Every per-client
  * and per-destination budget is passed by a pump spread over thousands of networks and addresses;
  * only a ceiling on the sends themselves bounds the bill and keeps the sender account in good

@@ -19,7 +19,7 @@ import { QUEUES, type Channel, type DeliveryJobData } from '../outbox/constants.
 import { recordOutcomesEach, type Recorded } from '../outbox/record.ts'
 import type { Route } from '../outbox/provider-health.ts'
 
-/** How the pipeline paces itself (README "Delivery settings"). */
+/** How the pipeline paces itself (docs/delivery.md "Delivery settings"). */
 export type PipelineOptions = {
   /** Sends in flight at most: WORKER_CONCURRENCY. */
   concurrency: number

@@ -72,7 +72,7 @@ export async function startDevStack(config: Config, logger: Logger): Promise<Dev
     stops.push(async () => providers.forEach((provider) => provider.close()))
     const worker = await startWorker({ config, workerUrl, keys, providers, logger })
     stops.push(worker.stop)
-    // Development: SES events from `npm run dev:ses-event`, signed with a local key (README "Delivery feedback").
+    // Development: SES events from `npm run dev:ses-event`, signed with a local key (docs/delivery.md "Delivery feedback").
     const events = await devSesEvents(config, logger)
     const web = await startWeb({ config: { ...config, ...events }, apiUrl, keys, logger, developmentPages: { inboxUrl } })
     stops.push(web.stop)

@@ -64,7 +64,7 @@ export async function startWeb(options: {
     await waitForDatabase(db, { variable: 'API_DATABASE_URL', timeoutSeconds: config.DATABASE_WAIT_SECONDS ?? 60, logger })
     await assertConnectionRole(db, databaseRoles(config).api, 'API_DATABASE_URL')
     await boss.start()
-    // Which channels exist is what the workers registered (README "Channels"), known before the first request.
+    // Which channels exist is what the workers registered (docs/delivery.md "Channels"), known before the first request.
     channels = await loadChannelDirectory({ db, logger })
     const clock = options.clock ?? (() => new Date())
     const app = createApp({

@@ -96,7 +96,7 @@ export function cronIntervalSeconds(cron: string, variable: string): number {
 }
 
 /**
- * Delivery pacing (README "Delivery settings"): up to WORKER_CONCURRENCY sends in flight, a fetch
+ * Delivery pacing (docs/delivery.md "Delivery settings"): up to WORKER_CONCURRENCY sends in flight, a fetch
  * once an eighth of the slots are free, outcomes recorded in group commits of whatever arrived
  * within 2 ms (two commits in flight at most), LISTEN/NOTIFY to wake within milliseconds of a
  * commit, a local timer for retries this worker scheduled, and a 2 s poll as the floor.
@@ -161,7 +161,7 @@ export async function startWorker(options: {
   const channels = CHANNELS.filter((channel) => providers[channel])
   for (const channel of CHANNELS) {
     if (!providers[channel])
-      logger.info('no provider configured for a channel; this worker does not offer it (README "Channels")', { channel })
+      logger.info('no provider configured for a channel; this worker does not offer it (docs/delivery.md "Channels")', { channel })
   }
   const metrics = createWorkerMetrics()
   let pipeline: DeliveryPipeline | undefined

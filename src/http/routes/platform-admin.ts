@@ -81,7 +81,7 @@ const api = {
   }),
 }
 
-/** Staff views of the security outbox and the audited reissue (README "Operations"). */
+/** Staff views of the security outbox and the audited reissue (docs/operations.md). */
 export function platformAdminRoutes({ db, reissue: deps }: { db: Knex; reissue: ReissueDeps }): Router {
   const router = apiRouter()
   const staff = [requireSession(db, deps.clock), requireStaff(db)]

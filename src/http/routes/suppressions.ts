@@ -40,7 +40,7 @@ const api = {
   }),
 }
 
-/** Staff views of the suppression list (README "Delivery feedback"): masked, keyset-paged; lifting needs step-up. */
+/** Staff views of the suppression list (docs/delivery.md "Delivery feedback"): masked, keyset-paged; lifting needs step-up. */
 export function suppressionRoutes({ db, clock }: { db: Knex; clock: () => Date }): Router {
   const router = apiRouter()
   const staff = [requireSession(db, clock), requireStaff(db)]

@@ -48,7 +48,7 @@ const api = {
 }
 
 /**
- * Provider delivery events (README "Delivery feedback"). Mounted before the app's JSON parser: SNS posts its JSON
+ * Provider delivery events (docs/delivery.md "Delivery feedback"). Mounted before the app's JSON parser: SNS posts its JSON
  * as `text/plain`, and its notifications (SES bounces carry the original headers) exceed 16 KiB.
  * Refusals are 4xx, which SNS does not retry; an authentic event for a message we do not know is
  * 200, because retrying it can never help (docs/operations.md).
