@@ -81,8 +81,14 @@ describe('delivery events and suppressions in the database', () => {
   })
 
   it('its migration goes down and up again', async () => {
-    // Every migration after this one first (their downs run in test/migrations.history.test.ts), then this one.
-    await db.owner.migrate.down({ ...MIGRATION_CONFIG, name: '20261201000500_delivery_events' })
+    // Every migration after this one first, newest first (later ones replace its functions), then this one.
+    const undo = async () => {
+      const [done] = (await db.owner.migrate.list(MIGRATION_CONFIG)) as [{ name: string }[], unknown]
+      const last = done.at(-1)!.name
+      await db.owner.migrate.down(MIGRATION_CONFIG)
+      return last
+    }
+    while ((await undo()) !== '20261201000500_delivery_events');
     expect((await db.owner.raw(`SELECT to_regclass('outbox.suppressed_destinations') AS t`)).rows[0].t).to.equal(null)
     await db.owner.migrate.latest(MIGRATION_CONFIG)
     expect((await db.owner.raw(`SELECT to_regclass('outbox.suppressed_destinations') AS t`)).rows[0].t).to.equal(
