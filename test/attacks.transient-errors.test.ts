@@ -2,7 +2,7 @@ import { expect } from 'chai'
 import type { Knex } from 'knex'
 import { testCluster } from './support/root-hooks.ts'
 import { createTestDatabase, type TestDatabase } from './support/database.ts'
-import { capturingLogger, createVerifiedIdentity, testKeys, uniqueEmail } from './support/helpers.ts'
+import { capturingLogger, createVerifiedIdentity, eventually, testKeys, uniqueEmail } from './support/helpers.ts'
 import { startWebStack } from './support/web-stack.ts'
 
 /**
@@ -56,13 +56,8 @@ describe('a transient database error on a hidden path is never hidden behind a 2
     return rows[0]!.waits
   }
 
-  async function until(probe: () => Promise<boolean>, what: string): Promise<void> {
-    const started = Date.now()
-    while (!(await probe())) {
-      if (Date.now() - started > 10_000) throw new Error(`timed out waiting for ${what}`)
-      await new Promise((resolve) => setTimeout(resolve, 5))
-    }
-  }
+  /** Polls until `probe` holds (test/support/helpers.ts `eventually`). */
+  const until = (probe: () => Promise<boolean>, what: string) => eventually(async () => ((await probe()) ? true : undefined), what)
 
   const messagesTo = async (address: string) =>
     Number((await db.owner('outbox.security_outbox_messages').where({ destination: address }).count({ n: '*' }))[0]!.n)

@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import type { Knex } from 'knex'
 import { createKnex } from '../src/db/knex.ts'
-import { uniqueEmail } from './support/helpers.ts'
+import { eventually, uniqueEmail } from './support/helpers.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
 import { deliverOne } from './support/run-once.ts'
 import { stalledProvider } from './support/scripted-provider.ts'
@@ -29,13 +29,8 @@ describe('the record of a send that left, beside a transient database error', ()
     return rows[0]!.waits
   }
 
-  async function until(probe: () => Promise<boolean>, what: string): Promise<void> {
-    const started = Date.now()
-    while (!(await probe())) {
-      if (Date.now() - started > 10_000) throw new Error(`timed out waiting for ${what}`)
-      await new Promise((resolve) => setTimeout(resolve, 5))
-    }
-  }
+  /** Polls until `probe` holds (test/support/helpers.ts `eventually`). */
+  const until = (probe: () => Promise<boolean>, what: string) => eventually(async () => ((await probe()) ? true : undefined), what)
 
   it('a record that times out on a lock once is recorded by a retry: published once, the job completed, never failed back to resend', async () => {
     const { messageId } = await f.harness.enqueue(uniqueEmail(), 3_600)
