@@ -255,6 +255,11 @@ export const envSchema = z.object({
   BREACHED_PASSWORD_API_URL: z.url({ protocol: /^https?$/ }).optional(),
   /** Bound on one breached-password lookup; past it the password is accepted unchecked (fail-open). */
   BREACHED_PASSWORD_TIMEOUT_MS: positiveInt(2_000),
+  /** OpenTelemetry's own variables (docs/operations.md "Tracing"): an OTLP/HTTP endpoint turns tracing on in web and worker. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).max(100).optional(),
+  OTEL_SDK_DISABLED: z.enum(['true', 'false']).optional(),
 })
 
 type Env = z.output<typeof envSchema>

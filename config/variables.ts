@@ -302,4 +302,25 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     shownDefault: '`2000`',
     meaning: 'bound on one lookup; past it, or on any error, the password is accepted unchecked (fail-open, logged and counted)',
   },
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    usedBy: 'web, worker, `npm start`',
+    shownDefault: '– (no tracing)',
+    meaning:
+      'the OTLP/HTTP collector traces are exported to (`/v1/traces` is appended); set = tracing on (see [Tracing](operations.md#tracing)). OpenTelemetry’s own variable: its `OTEL_EXPORTER_OTLP_HEADERS` (a collector’s API key) and `OTEL_TRACES_SAMPLER` are read by the library',
+  },
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: {
+    usedBy: 'web, worker, `npm start`',
+    shownDefault: '– (no tracing)',
+    meaning: 'the full traces URL instead (nothing appended); set = tracing on',
+  },
+  OTEL_SERVICE_NAME: {
+    usedBy: 'web, worker, `npm start`',
+    shownDefault: '`sealpost-web`, `sealpost-worker`',
+    meaning: 'the `service.name` of every span the process exports',
+  },
+  OTEL_SDK_DISABLED: {
+    usedBy: 'web, worker, `npm start`',
+    shownDefault: '`false`',
+    meaning: '`true` turns tracing off even with an endpoint set',
+  },
 })

@@ -75,7 +75,12 @@ export type SuppressionReason = (typeof SUPPRESSION_REASONS)[number]
 export { QUEUES } from '../db/queues.ts'
 
 /** The only thing a pg-boss job carries: operators read pgboss.job, so no secret or address. */
-export type DeliveryJobData = { messageId: string }
+/**
+ * A delivery job's data. `traceparent` (W3C trace context of the enqueue, only while tracing is on)
+ * lets the worker's delivery span continue the request's trace; optional, so a worker that predates
+ * it reads the job as before. Never anything secret: a job payload carries ids only.
+ */
+export type DeliveryJobData = { messageId: string; traceparent?: string }
 
 /**
  * The purposes a complaint suppression stops: mail to an address nobody there has yet proved to

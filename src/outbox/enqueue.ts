@@ -6,6 +6,7 @@ import { envelopeContext, seal } from '../crypto/envelope.ts'
 import type { KeyRing } from '../crypto/key-ring.ts'
 import { captureJobInsert } from '../db/boss.ts'
 import type { Logger } from '../logging/logger.ts'
+import { currentTraceparent, inSpan } from '../logging/trace-context.ts'
 import { QUEUES, type DeliveryJobData } from './constants.ts'
 import { destinationHmac } from './destination.ts'
 import type { NewMessage } from './messages-sql.ts'
@@ -25,29 +26,38 @@ export type MessageToSeal = Omit<NewMessage, 'id' | 'jobId' | 'destinationHmac'>
  * write it (the JSON `outbox.insert_delivery_job` takes). No I/O.
  */
 export async function sealMessage(deps: EnqueueDeps, message: MessageToSeal, secret: Buffer): Promise<SealedMessage> {
-  const messageId = uuidv7()
-  let envelope: string
-  try {
-    envelope = seal(deps.outboxKey, secret, envelopeContext(messageId, message.purpose, message.channel, message.destination))
-  } finally {
-    secret.fill(0)
-  }
-  const jobId = randomUUID()
-  const data: DeliveryJobData = { messageId }
-  return {
-    message_id: messageId,
-    job_id: jobId,
-    purpose: message.purpose,
-    challenge_id: message.challengeId ?? null,
-    invitation_id: message.invitationId ?? null,
-    channel: message.channel,
-    destination: message.destination,
-    locale: message.locale,
-    destination_hmac: destinationHmac(deps.codeHashKey, message.channel, message.destination).toString('hex'),
-    expires_at: message.expiresAt.toISOString(),
-    envelope,
-    job_json: (await captureJobInsert(deps.boss, QUEUES.delivery, data, jobId)).json,
-  }
+  // The enqueue's span: the job carries its traceparent, so the worker's delivery and provider call join this trace.
+  return await inSpan(
+    'outbox enqueue',
+    { kind: 'producer', attributes: { 'sealpost.purpose': message.purpose, 'sealpost.channel': message.channel } },
+    async (span) => {
+      const messageId = uuidv7()
+      span.setAttribute('sealpost.message_id', messageId)
+      let envelope: string
+      try {
+        envelope = seal(deps.outboxKey, secret, envelopeContext(messageId, message.purpose, message.channel, message.destination))
+      } finally {
+        secret.fill(0)
+      }
+      const jobId = randomUUID()
+      const traceparent = currentTraceparent()
+      const data: DeliveryJobData = traceparent ? { messageId, traceparent } : { messageId }
+      return {
+        message_id: messageId,
+        job_id: jobId,
+        purpose: message.purpose,
+        challenge_id: message.challengeId ?? null,
+        invitation_id: message.invitationId ?? null,
+        channel: message.channel,
+        destination: message.destination,
+        locale: message.locale,
+        destination_hmac: destinationHmac(deps.codeHashKey, message.channel, message.destination).toString('hex'),
+        expires_at: message.expiresAt.toISOString(),
+        envelope,
+        job_json: (await captureJobInsert(deps.boss, QUEUES.delivery, data, jobId)).json,
+      }
+    },
+  )
 }
 
 /** Follows one message from its request (the line carries X-Request-ID) to the worker's send. */

@@ -13,6 +13,7 @@ import {
   type PendingRecord,
 } from '../../jobs/deliver.ts'
 import { describeError } from '../logging/logger.ts'
+import { inSpan } from '../logging/trace-context.ts'
 import { groupCommit } from './group-commit.ts'
 import { claimMessages } from '../outbox/claim.ts'
 import { QUEUES, type Channel, type DeliveryJobData } from '../outbox/constants.ts'
@@ -233,7 +234,15 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
             ? deferClaimed(request, claim, route.until, route.providers)
             : (pausedLocally(claim.message.channel) || heldLocally(route)) && !suppressed
               ? deferClaimed(request, claim)
-              : await sendClaimed(deps, request, claim, suppressed, route)
+              : await inSpan(
+                  `deliver ${claim.message.channel}`,
+                  {
+                    kind: 'consumer',
+                    parent: job.data.traceparent,
+                    attributes: { 'sealpost.message_id': request.messageId, 'sealpost.purpose': claim.message.purpose },
+                  },
+                  () => sendClaimed(deps, request, claim, suppressed, route),
+                )
       } finally {
         sendDone()
       }
