@@ -56,6 +56,16 @@ function counted(check: BreachedPasswordCheck | undefined, count: (outcome: stri
   }
 }
 
+/**
+ * The route a request matched, as declared (`/organizations/:organizationId/invitations`), never
+ * the URL a caller typed; `unmatched` when no route took it (a 404, a static page). Logs and
+ * metrics label requests with it, so no caller can mint a new label value.
+ */
+function routeTemplate(req: express.Request): string {
+  const path: unknown = req.route?.path
+  return typeof path === 'string' ? path : 'unmatched'
+}
+
 /** The Express app: thin routes over use cases, every error mapped by problemHandler. */
 export function createApp(deps: WebDeps): express.Express {
   const app = express()
@@ -73,22 +83,25 @@ export function createApp(deps: WebDeps): express.Express {
     res.set('Cache-Control', 'no-store')
     next()
   })
+  const metrics = createWebMetrics(deps.db, deps.challenges.clock)
   app.use((req, res, next) => {
     const started = performance.now()
     res.on('finish', () => {
+      const seconds = (performance.now() - started) / 1000
+      const route = routeTemplate(req)
       // 'finish' fires outside the request's async context: the id is passed along by hand.
       deps.logger.info('request', {
         requestId: res.locals.requestId,
         method: req.method,
-        route: req.route?.path ?? 'unmatched',
+        route,
         status: res.statusCode,
-        durationMs: Math.round(performance.now() - started),
+        durationMs: Math.round(seconds * 1000),
       })
+      metrics.request(req.method, route, res.statusCode, seconds)
     })
     next()
   })
   app.use(documentedMethodsOnly(API_REGISTRIES))
-  const metrics = createWebMetrics(deps.db, deps.challenges.clock)
   // Before the JSON parser: the webhooks read their bodies as their providers send them.
   app.use(
     webhookRoutes({

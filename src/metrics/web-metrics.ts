@@ -1,7 +1,10 @@
 import type { Knex } from 'knex'
-import { Counter, Gauge, Registry } from 'prom-client'
+import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import { gauges } from '../platform/outbox-admin.ts'
 import { PROVIDER_VIEW_GAUGE } from '../outbox/provider-health.ts'
+
+/** Methods counted by name; any other (Node parses dozens) is `OTHER`. */
+const HTTP_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
 
 /**
  * The web's GET /metrics: gauges read from the database at each scrape, so they are right whichever
@@ -56,6 +59,14 @@ export function createWebMetrics(db: Knex, clock: () => Date) {
     labelNames: ['provider'],
     registers: [registry],
   })
+  // Labels from closed sets only: a caller chooses the URL and could otherwise mint a series per request.
+  const requestDuration = new Histogram({
+    name: 'sealpost_http_request_duration_seconds',
+    help: "HTTP requests answered by this web process, by method, Express's route template (`unmatched` when none matched) and status class",
+    labelNames: ['method', 'route', 'status_class'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  })
   const scrapeOk = new Gauge({
     name: 'sealpost_outbox_metrics_scrape_ok',
     help: '1 when the last scrape could read the database',
@@ -80,6 +91,11 @@ export function createWebMetrics(db: Knex, clock: () => Date) {
     /** One breached-password lookup's outcome (clean, breached, unavailable). */
     breachedPasswordCheck: (outcome: string) => {
       breachedPasswordChecks.inc({ outcome })
+    },
+    /** One answered request: `route` is a route template (or `unmatched`), never the URL. */
+    request: (method: string, route: string, status: number, seconds: number) => {
+      const known = HTTP_METHODS.has(method) ? method : 'OTHER'
+      requestDuration.observe({ method: known, route, status_class: `${Math.floor(status / 100)}xx` }, seconds)
     },
     /** Reads the database, then renders: call once per scrape. */
     async render(): Promise<string> {
