@@ -1,0 +1,162 @@
+import { randomBytes } from 'node:crypto'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { expect } from 'chai'
+import { eventually, inbox, uniqueEmail } from './support/helpers.ts'
+import { useProcessFixture } from './support/process-fixture.ts'
+import type { Spawned } from './support/processes.ts'
+
+/** One span as the OTLP/HTTP JSON exporter sends it, with the service that sent it. */
+type ExportedSpan = {
+  service: string
+  traceId: string
+  spanId: string
+  parentSpanId?: string
+  name: string
+  kind: number
+  attributes?: { key: string; value: Record<string, unknown> }[]
+  events?: { name: string; attributes?: { key: string; value: Record<string, unknown> }[] }[]
+  links?: { attributes?: unknown[] }[]
+  status?: { code?: number; message?: string }
+}
+const SPAN_KIND = { server: 2, client: 3, producer: 4, consumer: 5 }
+
+/** A collector on this machine that keeps every span the processes export (OTLP/HTTP, JSON). */
+async function startCollector(): Promise<{ url: string; spans: ExportedSpan[]; stop: () => Promise<void> }> {
+  const spans: ExportedSpan[] = []
+  const server: Server = createServer((req, res) => {
+    let body = ''
+    req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')))
+    req.on('end', () => {
+      const payload = JSON.parse(body) as {
+        resourceSpans: { resource: { attributes: ExportedSpan['attributes'] }; scopeSpans: { spans: Omit<ExportedSpan, 'service'>[] }[] }[]
+      }
+      for (const resource of payload.resourceSpans) {
+        const service = String(resource.resource.attributes?.find((a) => a.key === 'service.name')?.value.stringValue)
+        for (const scope of resource.scopeSpans) for (const span of scope.spans) spans.push({ ...span, service })
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    spans,
+    stop: () => new Promise((resolve) => server.close(() => resolve())),
+  }
+}
+
+/** What an operator reads in a span: its name, its attributes, its events, its status and links; not its timestamps. */
+const readable = (span: ExportedSpan) =>
+  JSON.stringify({ name: span.name, attributes: span.attributes, events: span.events, status: span.status, links: span.links })
+
+describe('tracing (docs/operations.md "Tracing")', () => {
+  const f = useProcessFixture()
+  let collector: Awaited<ReturnType<typeof startCollector>>
+  const running: Spawned[] = []
+  const metricsToken = randomBytes(24).toString('hex')
+  before(async () => {
+    collector = await startCollector()
+  })
+  after(async () => {
+    for (const process of running) {
+      process.child.kill('SIGTERM')
+      await process.exited
+    }
+    await collector?.stop()
+  })
+
+  it('follows a sign-up and a recovery from the request through the enqueue and the job to the provider call, and no span holds a secret', async function () {
+    this.timeout(120_000)
+    const tracing = { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '200', METRICS_TOKEN: metricsToken }
+    const worker = f.worker(tracing)
+    running.push(worker)
+    await worker.waitFor(/"message":"worker started"/, 'the worker to start')
+    const web = f.web(tracing)
+    running.push(web)
+    const [, url] = await web.waitFor(/"url":"(http:\/\/[^"]+)"/, 'the web process to listen')
+    const send = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+      const response = await fetch(`${url}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json', ...headers },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      })
+      return { status: response.status, body: (await response.text()) || '{}' }
+    }
+    const codeNumber = async (email: string, nth: number) => {
+      const emails = await eventually(
+        async () => {
+          const found = await inbox(f.emulator.url, email)
+          return found.length >= nth ? found : undefined
+        },
+        `message ${nth} for ${email}`,
+        30_000,
+      )
+      return /\b(\d{6})\b/.exec(emails[nth - 1]!.body.text ?? '')![1]!
+    }
+
+    const email = uniqueEmail('traced')
+    const password = `traced passphrase ${randomBytes(6).toString('hex')}`
+    const newPassword = `renewed passphrase ${randomBytes(6).toString('hex')}`
+    expect((await send('POST', '/sign-ups', { identifier: email, password })).status).to.equal(202)
+    const signUpCode = await codeNumber(email, 1)
+    const confirmed = await send('POST', '/sign-ups/confirmation', { identifier: email, code: signUpCode, password })
+    expect(confirmed.status).to.equal(201)
+    const sessionToken = (JSON.parse(confirmed.body) as { token: string }).token
+    expect((await send('GET', '/sessions', undefined, { authorization: `Bearer ${sessionToken}` })).status).to.equal(200)
+    expect((await send('GET', `/healthz?token=${sessionToken}`)).status).to.equal(200)
+    expect((await send('GET', '/metrics', undefined, { authorization: `Bearer ${metricsToken}` })).status).to.equal(200)
+    expect((await send('POST', '/password-recoveries', { identifier: email })).status).to.equal(202)
+    const recoveryCode = await codeNumber(email, 2)
+    expect(
+      (await send('POST', '/password-recoveries/completion', { identifier: email, code: recoveryCode, newPassword })).status,
+    ).to.be.within(200, 204)
+    const envelopes = (await f.db.owner('outbox.security_outbox_ciphertexts').select('envelope')).map((row) => String(row.envelope))
+
+    // Both deliveries' provider calls exported: each a client span of the worker inside its delivery span.
+    const spans = collector.spans
+    await eventually(
+      async () =>
+        spans.filter((span) => span.service === 'sealpost-worker' && span.name === 'deliver email').length >= 2 ? true : undefined,
+      'the worker to export both delivery spans',
+      30_000,
+    )
+    for (const request of ['POST /sign-ups', 'POST /password-recoveries']) {
+      const server = spans.find((span) => span.service === 'sealpost-web' && span.kind === SPAN_KIND.server && span.name === request)
+      expect(server, `${request}: ${spans.map((span) => `${span.service} ${span.name}`).join(', ')}`).to.not.equal(undefined)
+      const inTrace = spans.filter((span) => span.traceId === server!.traceId)
+      const enqueue = inTrace.find((span) => span.name === 'outbox enqueue' && span.kind === SPAN_KIND.producer)
+      const delivery = inTrace.find((span) => span.name === 'deliver email' && span.service === 'sealpost-worker')
+      const providerCall = inTrace.find((span) => span.service === 'sealpost-worker' && span.kind === SPAN_KIND.client)
+      expect(enqueue, `${request}: the enqueue span in the request's trace`).to.not.equal(undefined)
+      expect(delivery, `${request}: the delivery span in the request's trace`).to.not.equal(undefined)
+      expect(providerCall, `${request}: the provider call in the request's trace`).to.not.equal(undefined)
+      expect(delivery!.parentSpanId).to.equal(enqueue!.spanId)
+      expect(providerCall!.traceId).to.equal(enqueue!.traceId)
+    }
+    expect(
+      spans.some((span) => span.service === 'sealpost-web' && span.name.startsWith('pg.query')),
+      'pg statements are traced',
+    ).to.equal(true)
+
+    const secrets: [string, RegExp][] = [
+      ['the sign-up code', new RegExp(`(?<!\\d)${signUpCode}(?!\\d)`)],
+      ['the recovery code', new RegExp(`(?<!\\d)${recoveryCode}(?!\\d)`)],
+      ['the password', new RegExp(password)],
+      ['the new password', new RegExp(newPassword)],
+      ['the session token', new RegExp(sessionToken)],
+      ['the metrics bearer token', new RegExp(metricsToken)],
+      ['the destination', new RegExp(email.replace(/[.+]/g, '\\$&'))],
+      ['the destination’s local part', new RegExp(email.split('@')[0]!.replace(/[.+]/g, '\\$&'))],
+      ['an envelope', /v\d+\.[^".]+\.[A-Za-z0-9+/=_-]{24,}/],
+      ['an authorization header', /authorization|bearer/i],
+      ...envelopes.map((envelope): [string, RegExp] => ['a stored envelope', new RegExp(envelope.slice(-32).replace(/[+/=.]/g, '\\$&'))]),
+    ]
+    expect(spans.length).to.be.greaterThan(20)
+    for (const span of spans) {
+      const text = readable(span)
+      for (const [what, pattern] of secrets)
+        expect(pattern.test(text), `${what} in ${span.service} span "${span.name}": ${text}`).to.equal(false)
+    }
+  })
+})
