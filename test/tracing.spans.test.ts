@@ -113,26 +113,26 @@ describe('tracing (docs/operations.md "Tracing")', () => {
     ).to.be.within(200, 204)
     const envelopes = (await f.db.owner('outbox.security_outbox_ciphertexts').select('envelope')).map((row) => String(row.envelope))
 
-    // Both deliveries' provider calls exported: each a client span of the worker inside its delivery span.
+    // Each request's trace, once both processes have exported it (each in batches of its own).
     const spans = collector.spans
-    await eventually(
-      async () =>
-        spans.filter((span) => span.service === 'sealpost-worker' && span.name === 'deliver email').length >= 2 ? true : undefined,
-      'the worker to export both delivery spans',
-      30_000,
-    )
-    for (const request of ['POST /sign-ups', 'POST /password-recoveries']) {
+    const traceOf = (request: string) => {
       const server = spans.find((span) => span.service === 'sealpost-web' && span.kind === SPAN_KIND.server && span.name === request)
-      expect(server, `${request}: ${spans.map((span) => `${span.service} ${span.name}`).join(', ')}`).to.not.equal(undefined)
-      const inTrace = spans.filter((span) => span.traceId === server!.traceId)
-      const enqueue = inTrace.find((span) => span.name === 'outbox enqueue' && span.kind === SPAN_KIND.producer)
-      const delivery = inTrace.find((span) => span.name === 'deliver email' && span.service === 'sealpost-worker')
-      const providerCall = inTrace.find((span) => span.service === 'sealpost-worker' && span.kind === SPAN_KIND.client)
-      expect(enqueue, `${request}: the enqueue span in the request's trace`).to.not.equal(undefined)
-      expect(delivery, `${request}: the delivery span in the request's trace`).to.not.equal(undefined)
-      expect(providerCall, `${request}: the provider call in the request's trace`).to.not.equal(undefined)
-      expect(delivery!.parentSpanId).to.equal(enqueue!.spanId)
-      expect(providerCall!.traceId).to.equal(enqueue!.traceId)
+      const inTrace = spans.filter((span) => span.traceId === server?.traceId)
+      const trace = {
+        enqueue: inTrace.find((span) => span.name === 'outbox enqueue' && span.kind === SPAN_KIND.producer),
+        delivery: inTrace.find((span) => span.name === 'deliver email' && span.service === 'sealpost-worker'),
+        providerCall: inTrace.find((span) => span.service === 'sealpost-worker' && span.kind === SPAN_KIND.client),
+      }
+      return server && trace.enqueue && trace.delivery && trace.providerCall ? trace : undefined
+    }
+    for (const request of ['POST /sign-ups', 'POST /password-recoveries']) {
+      const { enqueue, delivery, providerCall } = await eventually(
+        async () => traceOf(request),
+        `${request}: its server span, enqueue, delivery and provider call in one trace`,
+        30_000,
+      )
+      expect(delivery!.parentSpanId, `${request}: the delivery continues the enqueue`).to.equal(enqueue!.spanId)
+      expect(providerCall!.traceId, `${request}: the provider call shares the enqueue's trace`).to.equal(enqueue!.traceId)
     }
     expect(
       spans.some((span) => span.service === 'sealpost-web' && span.name.startsWith('pg.query')),
