@@ -99,7 +99,7 @@ const api = {
   }),
 }
 
-/** Staff delivery controls for the console (docs/operations.md "Console"): all behind the one staff check. */
+/** Staff delivery controls for the console (docs/operations.md "Runbook: the console's delivery controls"): all behind the one staff check. */
 export function outboxControlRoutes({
   db,
   reissue: deps,
