@@ -1,6 +1,10 @@
 import { expect } from 'chai'
+import { randomBytes } from 'node:crypto'
 import { uuidv7 } from 'uuidv7'
+import { createKnex } from '../src/db/knex.ts'
+import { hashToken } from '../src/identity/secrets.ts'
 import { destinationHmac } from '../src/outbox/destination.ts'
+import { messagesToDestination } from '../src/platform/message-search.ts'
 import { insertFailedDeadLetter } from './support/dead-letters.ts'
 import { insertOpenMessage, uniqueEmail } from './support/helpers.ts'
 import { staffKit } from './support/staff-kit.ts'
@@ -67,6 +71,28 @@ describe('staff console: find the messages sent to a destination', () => {
     for (const item of [...first.body.items, ...second.body.items]) expect(item.maskedDestination).to.not.include(local)
     expect(JSON.stringify([first.body, second.body])).to.not.include(local)
     expect(f.logs.text()).to.not.include(local)
+  })
+
+  it('finds a message hashed under a retired code-hash key while CODE_HASH_KEYS still lists it, and not once it is dropped', async () => {
+    const staff = await kit.staffMember()
+    const bob = uniqueEmail('bob')
+    const retired = randomBytes(32)
+    const id = await insertOpenMessage(f.db.owner, { destination: bob, destination_hmac: destinationHmac(retired, 'email', bob) })
+    const api = createKnex(f.db.apiUrl, { applicationName: 'console-gaps-api', max: 1 })
+    try {
+      const find = async (codeHashKeys: Buffer[]) =>
+        (
+          await messagesToDestination(
+            api,
+            { codeHashKey: codeHashKeys[0]!, codeHashKeys },
+            { staff: { tokenHash: hashToken(staff.token) }, now: new Date(), destination: bob, limit: 10 },
+          )
+        ).items.map((item) => item.messageId)
+      expect(await find([f.keys.codeHashKey, retired])).to.deep.equal([id])
+      expect(await find([f.keys.codeHashKey])).to.deep.equal([])
+    } finally {
+      await api.destroy()
+    }
   })
 
   it('answers 400 invalid_destination for what is no address, 422 for a malformed body, 403 to anyone not staff', async () => {
