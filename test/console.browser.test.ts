@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { uuidv7 } from 'uuidv7'
 import type { Page } from 'playwright-core'
 import { parseIdentifier } from '../src/identity/identifiers.ts'
+import { destinationHmac } from '../src/outbox/destination.ts'
 import { changeStaff } from '../src/platform/staff.ts'
 import { launchChromium } from './support/browser.ts'
 import { insertFailedDeadLetter } from './support/dead-letters.ts'
@@ -258,6 +259,57 @@ describe('operator console in headless Chromium', function () {
     await page.click('#reissue')
     await page.waitForSelector('#notice:has-text("Reissued")')
     expect(await f.db.owner('outbox.security_outbox_messages').where({ challenge_id: dead.challengeId })).to.have.length(2)
+    await page.click('#sign-out')
+    expect(problems).to.deep.equal([])
+  })
+
+  it('finds messages by destination, shows provider event counts, redrives the dead letters of a reason and lifts a pause, after one step-up', async () => {
+    const { page, shot, problems } = browser
+    const staff = uniqueEmail('operator')
+    await account(staff)
+    expect(await changeStaff(f.db.owner, 'grant', parseIdentifier(staff)!, 'test', new Date())).to.equal('granted')
+    const alice = uniqueEmail('alice.redrive')
+    const dead = await insertFailedDeadLetter(f.db.owner, {
+      destination: alice,
+      failures: ['UNAVAILABLE'],
+      reason: 'worker_crash_loop',
+      destinationHmac: destinationHmac(f.keys.codeHashKey, 'email', alice),
+      providers: ['ses'],
+    })
+    await f.db
+      .owner('outbox.security_outbox_delivery_events')
+      .insert({ message_id: dead.messageId, event: 'bounced', subtype: 'Transient', occurred_at: new Date() })
+    await f.db
+      .owner('outbox.provider_pauses')
+      .insert({ channel: 'whatsapp', paused_until: new Date(Date.now() + 300_000), throttle_streak: 1, updated_at: new Date() })
+    await page.goto(`${f.stack.web.url}/platform-admin/`)
+    await page.evaluate(() => sessionStorage.clear())
+    await page.reload()
+    await signInThroughTheForm(page, staff)
+
+    await page.waitForSelector('#event-count-rows tr:has-text("bounced")')
+    await page.fill('#search-form input[name=destination]', alice)
+    await page.click('#search-form button[type=submit]')
+    await page.waitForSelector(`#search-rows tr[data-message-id="${dead.messageId}"]`)
+    const found = (await page.textContent('#search-rows'))!
+    expect(found).to.include('dead_lettered').and.include('worker_crash_loop').and.include('ses')
+    expect(found).to.not.include(alice.split('@')[0]!)
+    await shot('12-search-by-destination')
+
+    await page.selectOption('#redrive-form select[name=reason]', 'worker_crash_loop')
+    await page.click('#redrive-form button[type=submit]')
+    await page.click('#send-step-up')
+    await page.fill('#step-up-form input[name=code]', await codeFor(staff, 2))
+    await page.click('#step-up-form button[type=submit]')
+    await page.waitForSelector('#notice:has-text("Redrive of worker_crash_loop: 1 of 1 reissued")')
+    expect(await f.db.owner('outbox.security_outbox_messages').where({ challenge_id: dead.challengeId })).to.have.length(2)
+
+    // The step-up still holds: the pause lifts at once.
+    await page.click('#lift-pause-whatsapp')
+    await page.waitForSelector('#notice:has-text("Pause of whatsapp lifted")')
+    await page.waitForSelector('#pauses:has-text("none")')
+    expect(await f.db.owner('platform.audit_records').where({ action: 'security_outbox.channel_pause_lifted' })).to.have.length(1)
+    await shot('13-pause-lifted')
     await page.click('#sign-out')
     expect(problems).to.deep.equal([])
   })

@@ -19,6 +19,12 @@ const CALLS: [string, string][] = [
   ["one message's history", `SELECT outbox.message_history(?, '${uuidv7()}')`],
   ['a suppression page', 'SELECT * FROM outbox.suppression_page(?, now(), 10, NULL, NULL)'],
   ['a suppression lift', `SELECT outbox.lift_suppression(?, now(), '${uuidv7()}')`],
+  ['a search by destination hash', 'SELECT * FROM outbox.messages_by_destination(?, now(), ARRAY[]::bytea[], 10, NULL)'],
+  ['the delivery-event counts', "SELECT * FROM outbox.delivery_event_counts(?, now(), now() - interval '1 day')"],
+  ['the redrive candidates', "SELECT * FROM outbox.redrive_candidates(?, now(), 'retries_exhausted', 10, NULL)"],
+  ["the channels' pauses", 'SELECT * FROM outbox.channel_pauses(?, now())'],
+  ['a pause lift', "SELECT * FROM outbox.lift_channel_pause(?, now(), 'email')"],
+  ['an outage hold lift', "SELECT * FROM outbox.lift_provider_hold(?, now(), 'ses')"],
 ]
 
 describe('staff functions called as the api login', () => {
@@ -90,6 +96,14 @@ describe('staff functions called as the api login', () => {
     )
     const called = CALLS.map(([, sql]) => /(outbox\.[a-z_]+)\(/.exec(sql)![1])
     expect(rows.map((row) => row.fn).sort()).to.deep.equal([...new Set(called)].sort())
+  })
+
+  it("cannot call back a channel's held messages itself: only the worker and the staff lifts run outbox.release_held_jobs", async () => {
+    const code = await api.raw("SELECT outbox.release_held_jobs('email', now(), 'security-outbox')").then(
+      () => 'allowed',
+      (error: { code?: string }) => error.code,
+    )
+    expect(code).to.equal('42501')
   })
 
   it('cannot revive an expired staff session by passing an old clock', async () => {

@@ -37,6 +37,9 @@ const REFUSALS = {
     'The destination is suppressed (a bounce or complaint): a new code would die unsent. Lift its suppression (Suppressions panel) first, once the address works again.',
   too_many_requests: 'Too many requests; wait a moment.',
   message_not_found: 'There is no message with that id.',
+  invalid_destination: 'Type an exact email address or a phone number in E.164 (+491701234567).',
+  pause_not_found: 'That channel is not paused (any more).',
+  hold_not_found: 'That provider is not held down (any more).',
   rate_limited: 'Too many codes; wait a moment.',
   resend_too_soon: 'A code was sent moments ago; wait before asking again.',
 }
@@ -124,12 +127,124 @@ async function loadBacklog() {
   facts(
     $('providers'),
     providers.length
-      ? providers.map((p) => [
-          `${p.provider} (${p.channel})`,
-          tag(p.state === 'down' ? 'held down' : p.state, p.state === 'up' ? 'good' : 'bad'),
-        ])
+      ? providers.map((p) => {
+          const state = tag(p.state === 'down' ? 'held down' : p.state, p.state === 'up' ? 'good' : 'bad')
+          if (p.state === 'up') return [`${p.provider} (${p.channel})`, state]
+          const box = document.createElement('span')
+          box.append(
+            state,
+            ' ',
+            button('Lift hold', () => liftHold(p.provider), `lift-hold-${p.provider}`),
+          )
+          return [`${p.provider} (${p.channel})`, box]
+        })
       : [['none yet', '—']],
   )
+  await loadPauses()
+}
+
+function button(text, onClick, id) {
+  const b = document.createElement('button')
+  b.type = 'button'
+  b.className = 'small'
+  b.textContent = text
+  if (id) b.id = id
+  b.addEventListener('click', onClick)
+  return b
+}
+
+// Throttle pauses per channel, each with its lift (step-up).
+async function loadPauses() {
+  const { status, body } = await api('GET', `${BASE}/pauses`)
+  if (status !== 200) return facts($('pauses'), [['unknown', '—']])
+  facts(
+    $('pauses'),
+    body.items.length
+      ? body.items.map((p) => {
+          const box = document.createElement('span')
+          box.append(
+            `until ${when(p.pausedUntil)} `,
+            button('Lift pause', () => liftPause(p.channel), `lift-pause-${p.channel}`),
+          )
+          return [p.channel, box]
+        })
+      : [['none', '—']],
+  )
+}
+
+/** Lifting a pause or a hold: one intent, a step-up first; the answer says how many held messages went out. */
+function liftControl(path, why, done) {
+  const attempt = () =>
+    withElevation(why, async (elevationToken) => {
+      const { status, body } = await api('DELETE', path, { headers: { 'X-Elevation-Token': elevationToken } })
+      if (status === 403 && body?.code === 'elevation_required') {
+        store.set('elevation', null)
+        return attempt()
+      }
+      if (status !== 200) return notify(explain(body), true)
+      await loadBacklog()
+      notify(`${done}; ${body.released} held message(s) called back to go out now.`)
+    })
+  return attempt()
+}
+const liftPause = (channel) =>
+  liftControl(
+    `${BASE}/channels/${encodeURIComponent(channel)}/pause`,
+    `Lifting the ${channel} pause sends its held messages at once, even if the provider still throttles; confirm with a step-up code first.`,
+    `Pause of ${channel} lifted`,
+  )
+const liftHold = (provider) =>
+  liftControl(
+    `${BASE}/providers/${encodeURIComponent(provider)}/hold`,
+    `Lifting the outage hold of ${provider} sends its channel's held messages to it at once; confirm with a step-up code first.`,
+    `Hold of ${provider} lifted`,
+  )
+
+// Provider events over a window, per provider, channel and event.
+async function loadEventCounts() {
+  const hours = $('events-form').elements.hours.value
+  const { status, body } = await api('GET', `${BASE}/delivery-events?hours=${encodeURIComponent(hours)}`)
+  if (status !== 200) return notify(explain(body), true)
+  $('event-count-rows').replaceChildren(
+    ...body.counts.map((entry) => {
+      const row = document.createElement('tr')
+      cell(row, entry.provider)
+      cell(row, entry.channel)
+      cell(row, '').append(tag(entry.event, entry.event === 'delivered' ? 'good' : entry.event === 'delayed' ? '' : 'bad'))
+      cell(row, String(entry.count), 'num')
+      return row
+    }),
+  )
+  show('event-counts-empty', body.counts.length === 0)
+}
+
+// Messages by destination: the address goes in a POST body, never in a URL; the answer is masked.
+let search
+async function findMessages(destination, before) {
+  const { status, body } = await api('POST', `${BASE}/message-searches`, {
+    body: { destination, limit: 20, ...(before ? { before } : {}) },
+  })
+  if (status !== 200) return notify(explain(body), true)
+  search = { destination, endCursor: body.pageInfo.endCursor }
+  const rows = body.items.map((item) => {
+    const row = document.createElement('tr')
+    row.dataset.messageId = item.messageId
+    cell(row, when(item.createdAt))
+    cell(row, item.purpose)
+    cell(row, item.channel)
+    cell(row, item.maskedDestination)
+    cell(row, '').append(tag(item.state, item.state === 'published' ? 'good' : item.state === 'dead_lettered' ? 'bad' : ''))
+    cell(row, String(item.attemptCount), 'num')
+    cell(row, item.deadLetterReason ?? item.lastFailureClass ?? '—')
+    cell(row, item.providers.length ? item.providers.join(' → ') : '—')
+    cell(row, '').append(button('History', () => openMessage(item.messageId)))
+    return row
+  })
+  if (before) $('search-rows').append(...rows)
+  else $('search-rows').replaceChildren(...rows)
+  show('search-table', $('search-rows').children.length > 0)
+  show('search-empty', $('search-rows').children.length === 0)
+  show('more-search', body.pageInfo.hasNextPage)
 }
 
 let page = { query: 'limit=10', info: undefined, number: 1 }
@@ -265,6 +380,34 @@ function reissue(messageId, idempotencyKey) {
   })
 }
 
+/** A redrive of one reason: one Idempotency-Key per intent, kept across step-up; `after` goes on where the last one ended. */
+let redriveNext
+function redrive(reason, after, idempotencyKey = crypto.randomUUID()) {
+  return withElevation(
+    `Redriving sends a new code for each dead letter of ${reason} that can be reissued (at most 50); confirm with a step-up code first.`,
+    async (elevationToken) => {
+      const { status, body } = await api('POST', `${BASE}/dead-letters/redrives`, {
+        body: { reason, ...(after ? { after } : {}) },
+        headers: { 'X-Elevation-Token': elevationToken, 'Idempotency-Key': idempotencyKey },
+      })
+      if (status === 403 && body?.code === 'elevation_required') {
+        store.set('elevation', null)
+        return redrive(reason, after, idempotencyKey)
+      }
+      if (status !== 200) return notify(explain(body), true)
+      redriveNext = body.hasMore ? { reason, after: body.endCursor } : undefined
+      show('redrive-next', Boolean(redriveNext))
+      const skipped = Object.entries(body.skipped).map(([code, n]) => `${n} ${code}`)
+      notify(
+        `Redrive of ${reason}: ${body.reissued} of ${body.considered} reissued` +
+          (skipped.length ? `; skipped ${skipped.join(', ')}` : '') +
+          (body.hasMore ? '. More remain.' : '.'),
+      )
+      await Promise.all([loadBacklog(), loadDeadLetters()])
+    },
+  )
+}
+
 // Suppressions: shown only when the server has the route.
 let suppressionsAfter
 async function loadSuppressions(more = false) {
@@ -317,7 +460,7 @@ async function enter() {
   try {
     await loadBacklog()
     show('console')
-    await Promise.all([loadDeadLetters('limit=10', 1), loadSuppressions()])
+    await Promise.all([loadDeadLetters('limit=10', 1), loadSuppressions(), loadEventCounts()])
   } catch {
     // api() has already ended the session and said why.
   }
@@ -326,6 +469,8 @@ function endSession(text) {
   store.clear()
   show('console', false)
   show('message', false)
+  $('search-rows').replaceChildren()
+  show('search-table', false)
   show('who', false)
   show('sign-in')
   if (text) notify(text, true)
@@ -371,5 +516,18 @@ document.addEventListener('DOMContentLoaded', () => {
     show('step-up', false)
   })
   $('more-suppressions').addEventListener('click', () => loadSuppressions(true))
+  $('search-form').addEventListener('submit', (event) => {
+    event.preventDefault()
+    const destination = event.target.elements.destination.value.trim()
+    event.target.reset()
+    findMessages(destination)
+  })
+  $('more-search').addEventListener('click', () => findMessages(search.destination, search.endCursor))
+  $('events-form').elements.hours.addEventListener('change', loadEventCounts)
+  $('redrive-form').addEventListener('submit', (event) => {
+    event.preventDefault()
+    redrive(event.target.elements.reason.value)
+  })
+  $('redrive-next').addEventListener('click', () => redriveNext && redrive(redriveNext.reason, redriveNext.after))
   if (store.get('session')) enter()
 })

@@ -10,6 +10,7 @@ import { healthRoutes } from './routes/health.ts'
 import { identityRoutes } from './routes/identity.ts'
 import { accountRoutes } from './routes/account.ts'
 import { organizationRoutes } from './routes/organizations.ts'
+import { outboxControlRoutes } from './routes/outbox-controls.ts'
 import { platformAdminRoutes } from './routes/platform-admin.ts'
 import { decideMetricsAccess, type MetricsAccess } from '../metrics/access.ts'
 import { createWebMetrics } from '../metrics/web-metrics.ts'
@@ -142,6 +143,19 @@ export function createApp(deps: WebDeps): express.Express {
         clock: deps.challenges.clock,
         logger: deps.logger,
       },
+    }),
+  )
+  app.use(
+    outboxControlRoutes({
+      db: deps.db,
+      reissue: {
+        boss: deps.challenges.boss,
+        outboxKey: deps.challenges.outboxKey,
+        codeHashKey: deps.challenges.codeHashKey,
+        clock: deps.challenges.clock,
+        logger: deps.logger,
+      },
+      ...(deps.challenges.codeHashKeys ? { codeHashKeys: deps.challenges.codeHashKeys } : {}),
     }),
   )
   app.use(suppressionRoutes({ db: deps.db, clock: deps.challenges.clock }))

@@ -6,6 +6,7 @@ import { accountApi } from './routes/account.ts'
 import { healthApi } from './routes/health.ts'
 import { identityApi } from './routes/identity.ts'
 import { organizationApi } from './routes/organizations.ts'
+import { outboxControlsApi } from './routes/outbox-controls.ts'
 import { platformAdminApi } from './routes/platform-admin.ts'
 import { serviceApi } from './routes/service.ts'
 
@@ -18,6 +19,7 @@ export const API_REGISTRIES: readonly ApiRegistry[] = [
   accountApi,
   organizationApi,
   platformAdminApi,
+  outboxControlsApi,
   suppressionApi,
   webhookApi,
   healthApi,

@@ -56,7 +56,8 @@ export async function isRealCrashLoopTx(trx: Knex.Transaction, crashLoopJobId: s
  * fresh messages' (pg-boss fetches by priority, then creation): one point more for each second
  * less it has left, within a day. Messages another transaction holds are skipped (they are being
  * worked on); a message a pause or a send cap still holds is simply put back by its claim. Returns
- * how many were called back.
+ * how many were called back. The statement is `outbox.release_held_jobs`
+ * (migrations/20261202001700_console_gaps.ts), which staff lifting a hold or a pause run too.
  */
 export async function releaseHeldJobsTx(
   trx: Knex.Transaction,
@@ -64,24 +65,10 @@ export async function releaseHeldJobsTx(
   now: Date,
   queue: string = QUEUES.delivery,
 ): Promise<number> {
-  const { rows } = await trx.raw<{ rows: { released: string }[] }>(
-    `WITH held AS (
-       SELECT m.id, m.job_id, m.expires_at
-         FROM outbox.security_outbox_messages m
-        WHERE m.state = 'pending' AND m.available_at > ? AND m.channel = ? AND m.expires_at > ?
-          FOR UPDATE OF m SKIP LOCKED
-     ), jobs AS (
-       UPDATE pgboss.job j
-          SET start_after = ?,
-              priority = 1 + GREATEST(0, 86400 - LEAST(86400, floor(extract(epoch FROM held.expires_at - ?::timestamptz))))::integer
-         FROM held
-        WHERE j.name = ? AND j.id = held.job_id AND j.state = 'created'
-       RETURNING held.id
-     ), messages AS (
-       UPDATE outbox.security_outbox_messages m SET available_at = ? FROM jobs WHERE m.id = jobs.id
-     )
-     SELECT count(*) AS released FROM jobs`,
-    [now, channel, now, now, now, queue, now],
-  )
+  const { rows } = await trx.raw<{ rows: { released: number }[] }>('SELECT outbox.release_held_jobs(?, ?, ?) AS released', [
+    channel,
+    now,
+    queue,
+  ])
   return Number(rows[0]?.released ?? 0)
 }

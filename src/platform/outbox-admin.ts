@@ -22,7 +22,7 @@ export type StaffSession = SessionContext & { tokenHash: Buffer }
  * The staff functions refuse (42501) a token hash that names no live staff session; the route
  * answers that like any other non-staff caller.
  */
-async function asStaff<T>(call: () => Promise<T>): Promise<T> {
+export async function asStaff<T>(call: () => Promise<T>): Promise<T> {
   try {
     return await call()
   } catch (error) {
@@ -142,7 +142,7 @@ export async function deadLetterPage(
 export type ReissueDeps = { boss: PgBoss; outboxKey: KeyRing; codeHashKey: Buffer; clock: () => Date; logger?: Logger }
 
 /** A reissue's refusal as its Idempotency-Key remembers it (`response = {refused}`), to be answered again on a repeat. */
-type StoredRefusal = { kind: 'not_found' | 'conflict'; code: string; message: string }
+export type StoredRefusal = { kind: 'not_found' | 'conflict'; code: string; message: string }
 type Reissued = { messageId: string; challengeExpiresAt: string }
 /** What a reissue came to; `replayed` when it is the first answer of an earlier request with the same key. */
 export type ReissueOutcome = ({ reissued: Reissued } | { refused: DomainError }) & { replayed: boolean }
@@ -150,13 +150,119 @@ export type ReissueOutcome = ({ reissued: Reissued } | { refused: DomainError })
 const refusalOf = (stored: StoredRefusal): DomainError =>
   stored.kind === 'not_found' ? new NotFoundError(stored.code, stored.message) : new ConflictError(stored.code, stored.message)
 
+/** What an Idempotency-Key found: this request claimed it, or an earlier one with the same request left its answer. */
+export type KeyClaim<T> = { claimed: true } | { claimed: false; response: T }
+
 /**
- * The audited staff reissue of a dead letter, one transaction: claim the idempotency key, check and lock the dead letter and its
+ * Claims a staff member's Idempotency-Key for one request in the caller's transaction, or finds the
+ * answer an earlier request with the same key and the same request left (docs/operations.md, the
+ * idempotency rule): another request under the key is `idempotency_key_reused`, one that did not
+ * finish `idempotency_key_in_use`. `rememberTx` stores the answer; a refusal commits with it.
+ */
+export async function claimIdempotencyKeyTx<T>(
+  trx: Knex.Transaction,
+  input: { identityId: string; scope: string; key: string; request: string; now: Date },
+): Promise<{ claim: KeyClaim<T>; rememberTx: (response: T) => Promise<void> }> {
+  const keyRow = () => trx('platform.idempotency_keys').where({ identity_id: input.identityId, scope: input.scope, key: input.key })
+  const rememberTx = async (response: T) => {
+    await keyRow().update({ response: response as object })
+  }
+  const requestHash = createHash('sha256').update(input.request).digest()
+  const claimed = await trx('platform.idempotency_keys')
+    .insert({ identity_id: input.identityId, scope: input.scope, key: input.key, request_hash: requestHash, created_at: input.now })
+    .onConflict(['identity_id', 'scope', 'key'])
+    .ignore()
+    .returning('key')
+  if (claimed.length > 0) return { claim: { claimed: true }, rememberTx }
+  const stored = await keyRow().forUpdate().first<{ request_hash: Buffer; response: T | null }>('request_hash', 'response')
+  if (!stored.request_hash.equals(requestHash))
+    throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used for another request.')
+  if (!stored.response)
+    throw new ConflictError('idempotency_key_in_use', 'A request with this Idempotency-Key did not finish; use a new key.')
+  return { claim: { claimed: false, response: stored.response }, rememberTx }
+}
+
+/** What one reissue came to in its transaction: the new message, or the refusal as a key remembers it. */
+export type OneReissue = { reissued: Reissued } | { refused: StoredRefusal }
+
+/**
+ * Reissues one dead letter in the caller's transaction: check and lock the dead letter and its
  * challenge (`outbox.reissue_candidate`), mint a new code, replace the challenge's code hash, seal
- * and enqueue a fresh message, and write one audit record. The key remembers the first answer,
- * a reissue or a refusal of the dead letter (404, 409), and a repeat answers it again without
- * doing any work (docs/operations.md, the idempotency rule); a concurrent second reissue waits for the first and is
- * refused (`newer_message_exists`).
+ * and enqueue a fresh message, and write one audit record; or say why not. The single reissue and
+ * the redrive of many both come here.
+ */
+export async function reissueOneTx(
+  trx: Knex.Transaction,
+  deps: ReissueDeps,
+  staff: StaffSession,
+  messageId: string,
+  now: Date,
+): Promise<OneReissue> {
+  const refuse = (refusal: StoredRefusal): OneReissue => ({ refused: refusal })
+  const candidate = await asStaff(() => reissueCandidateTx(trx, staff.tokenHash, messageId, now))
+  // Reissue refusals (the rules of `outbox.reissue_candidate`), each its own stable problem code.
+  if (candidate.refusal === 'dead_letter_not_found')
+    return refuse({ kind: 'not_found', code: candidate.refusal, message: 'There is no such dead letter.' })
+  if (candidate.refusal === 'reissue_destination_mismatch') {
+    // The row names another address than its challenge: tampering, or a row from elsewhere. Never the destination itself here.
+    deps.logger?.error("SECURITY: reissue refused: the dead letter is not addressed to its challenge's identifier", {
+      messageId,
+      staffIdentityId: staff.identityId,
+      errorCode: candidate.refusal,
+      security: true,
+    })
+    return refuse({
+      kind: 'conflict',
+      code: candidate.refusal,
+      message: "This dead letter is not addressed to its challenge's own identifier; nothing was sent.",
+    })
+  }
+  if (candidate.refusal === 'destination_suppressed')
+    return refuse({
+      kind: 'conflict',
+      code: candidate.refusal,
+      message:
+        'The destination is suppressed (a bounce or complaint): a new code would die unsent. Lift the suppression first, if the address works again.',
+    })
+  if (candidate.refusal)
+    return refuse({ kind: 'conflict', code: candidate.refusal, message: `This dead letter cannot be reissued (${candidate.refusal}).` })
+  // The candidate's destination is the challenge's login identifier, never the dead letter's row.
+  const code = generateCode()
+  await trx('identity.challenges')
+    .where({ id: candidate.challenge_id })
+    .update({ code_hash: hashCode(deps.codeHashKey, candidate.challenge_id, code), last_sent_at: now })
+  const enqueued = await enqueueSecurityMessageTx(
+    trx,
+    { boss: deps.boss, outboxKey: deps.outboxKey, codeHashKey: deps.codeHashKey, logger: deps.logger },
+    {
+      purpose: candidate.purpose,
+      challengeId: candidate.challenge_id,
+      channel: candidate.channel,
+      destination: candidate.destination,
+      locale: candidate.locale,
+      expiresAt: candidate.expires_at,
+    },
+    code,
+  )
+  await auditTx(
+    trx,
+    {
+      actor: staff.identityId,
+      action: 'security_outbox.dead_letter_reissued',
+      subject: messageId,
+      details: { newMessageId: enqueued.messageId },
+    },
+    now,
+  )
+  return { reissued: { messageId: enqueued.messageId, challengeExpiresAt: candidate.expires_at.toISOString() } }
+}
+
+/**
+ * The audited staff reissue of a dead letter, one transaction: the elevation is checked, the
+ * idempotency key claimed, and the dead letter reissued (`reissueOneTx`). The key remembers the
+ * first answer, a reissue or a refusal of the dead letter (404, 409), and a repeat answers it
+ * again without doing any work; a concurrent second reissue waits for the first and is refused
+ * (`newer_message_exists`).
  */
 export async function reissueDeadLetter(
   db: Knex,
@@ -166,99 +272,20 @@ export async function reissueDeadLetter(
   const now = deps.clock()
   return await db.transaction(async (trx) => {
     await requireElevationTx(trx, input.staff, input.elevationToken, now)
-
-    const keyRow = () =>
-      trx('platform.idempotency_keys').where({ identity_id: input.staff.identityId, scope: 'reissue', key: input.idempotencyKey })
-    const requestHash = createHash('sha256').update(`reissue:${input.messageId}`).digest()
-    const claimed = await trx('platform.idempotency_keys')
-      .insert({
-        identity_id: input.staff.identityId,
-        scope: 'reissue',
-        key: input.idempotencyKey,
-        request_hash: requestHash,
-        created_at: now,
-      })
-      .onConflict(['identity_id', 'scope', 'key'])
-      .ignore()
-      .returning('key')
-    if (claimed.length === 0) {
-      const stored = await keyRow()
-        .forUpdate()
-        .first<{ request_hash: Buffer; response: Reissued | { refused: StoredRefusal } | null }>('request_hash', 'response')
-      if (!stored.request_hash.equals(requestHash))
-        throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used for another request.')
-      if (!stored.response)
-        throw new ConflictError('idempotency_key_in_use', 'A request with this Idempotency-Key did not finish; use a new key.')
-      if ('refused' in stored.response) return { refused: refusalOf(stored.response.refused), replayed: true }
-      return { reissued: stored.response, replayed: true }
-    }
-    // A refusal commits the key with it: the repeat answers the same refusal, even once it no longer holds.
-    const refuse = async (refusal: StoredRefusal): Promise<ReissueOutcome> => {
-      await keyRow().update({ response: { refused: refusal } })
-      return { refused: refusalOf(refusal), replayed: false }
-    }
-
-    const candidate = await asStaff(() => reissueCandidateTx(trx, input.staff.tokenHash, input.messageId, now))
-    // Reissue refusals (the rules of `outbox.reissue_candidate`), each its own stable problem code.
-    if (candidate.refusal === 'dead_letter_not_found')
-      return await refuse({ kind: 'not_found', code: candidate.refusal, message: 'There is no such dead letter.' })
-    if (candidate.refusal === 'reissue_destination_mismatch') {
-      // The row names another address than its challenge: tampering, or a row from elsewhere. Never the destination itself here.
-      deps.logger?.error("SECURITY: reissue refused: the dead letter is not addressed to its challenge's identifier", {
-        messageId: input.messageId,
-        staffIdentityId: input.staff.identityId,
-        errorCode: candidate.refusal,
-        security: true,
-      })
-      return await refuse({
-        kind: 'conflict',
-        code: candidate.refusal,
-        message: "This dead letter is not addressed to its challenge's own identifier; nothing was sent.",
-      })
-    }
-    if (candidate.refusal === 'destination_suppressed')
-      return await refuse({
-        kind: 'conflict',
-        code: candidate.refusal,
-        message:
-          'The destination is suppressed (a bounce or complaint): a new code would die unsent. Lift the suppression first, if the address works again.',
-      })
-    if (candidate.refusal)
-      return await refuse({
-        kind: 'conflict',
-        code: candidate.refusal,
-        message: `This dead letter cannot be reissued (${candidate.refusal}).`,
-      })
-    // The candidate's destination is the challenge's login identifier, never the dead letter's row.
-    const code = generateCode()
-    await trx('identity.challenges')
-      .where({ id: candidate.challenge_id })
-      .update({ code_hash: hashCode(deps.codeHashKey, candidate.challenge_id, code), last_sent_at: now })
-    const { messageId } = await enqueueSecurityMessageTx(
-      trx,
-      { boss: deps.boss, outboxKey: deps.outboxKey, codeHashKey: deps.codeHashKey, logger: deps.logger },
-      {
-        purpose: candidate.purpose,
-        challengeId: candidate.challenge_id,
-        channel: candidate.channel,
-        destination: candidate.destination,
-        locale: candidate.locale,
-        expiresAt: candidate.expires_at,
-      },
-      code,
-    )
-    await auditTx(
-      trx,
-      {
-        actor: input.staff.identityId,
-        action: 'security_outbox.dead_letter_reissued',
-        subject: input.messageId,
-        details: { newMessageId: messageId },
-      },
+    const { claim, rememberTx } = await claimIdempotencyKeyTx<Reissued | { refused: StoredRefusal }>(trx, {
+      identityId: input.staff.identityId,
+      scope: 'reissue',
+      key: input.idempotencyKey,
+      request: `reissue:${input.messageId}`,
       now,
-    )
-    const response: Reissued = { messageId, challengeExpiresAt: candidate.expires_at.toISOString() }
-    await keyRow().update({ response })
-    return { reissued: response, replayed: false }
+    })
+    if (!claim.claimed) {
+      if ('refused' in claim.response) return { refused: refusalOf(claim.response.refused), replayed: true }
+      return { reissued: claim.response, replayed: true }
+    }
+    const one = await reissueOneTx(trx, deps, input.staff, input.messageId, now)
+    // A refusal commits the key with it: the repeat answers the same refusal, even once it no longer holds.
+    await rememberTx('refused' in one ? { refused: one.refused } : one.reissued)
+    return 'refused' in one ? { refused: refusalOf(one.refused), replayed: false } : { reissued: one.reissued, replayed: false }
   })
 }

@@ -20,6 +20,8 @@ export async function insertFailedDeadLetter(
     identifier?: string
     /** The destination's HMAC, for a row a suppression can name (the enqueue computes it; this insert does not). */
     destinationHmac?: Buffer
+    /** The provider of each attempt, in order (none named when omitted). */
+    providers?: string[]
   },
 ): Promise<{ messageId: string; challengeId: string; identityId: string }> {
   const channel = input.destination.startsWith('+') ? 'whatsapp' : 'email'
@@ -57,6 +59,7 @@ export async function insertFailedDeadLetter(
         attempt_no: index + 1,
         outcome: last ? 'failed' : 'retryable_error',
         failure_class: failureClass,
+        provider: input.providers?.[index] ?? null,
         retry_after_at: failureClass === 'THROTTLED' ? new Date(at.getTime() + 30_000) : null,
         duration_ms: 40 + index * 15,
         attempted_at: new Date(at.getTime() - (input.failures.length - index) * 60_000),
