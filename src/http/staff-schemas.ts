@@ -169,11 +169,15 @@ export const PersonErased = z
   })
   .meta({ id: 'PersonErased' })
 
+// PostgreSQL's JSON spelling of a timestamptz (`2026-12-02T09:00:00.123456+00:00`).
+const instant = z.string().meta({ description: 'An ISO 8601 instant' })
 export const PersonExport = z
   .object({
-    identity: z.object({ id: z.uuid(), status: z.string(), createdAt: at }),
-    identifiers: z.array(z.object({ kind: z.enum(['email', 'phone']), value: z.string(), verifiedAt: at.nullable(), createdAt: at })),
-    password: z.object({ set: z.boolean(), updatedAt: at.nullable() }),
+    identity: z.object({ id: z.uuid(), status: z.string(), createdAt: instant }),
+    identifiers: z.array(
+      z.object({ kind: z.enum(['email', 'phone']), value: z.string(), verifiedAt: instant.nullable(), createdAt: instant }),
+    ),
+    password: z.object({ set: z.boolean(), updatedAt: instant.nullable() }),
     sessions: z.array(z.record(z.string(), z.unknown())),
     devices: z.array(z.record(z.string(), z.unknown())),
     challenges: z.array(z.record(z.string(), z.unknown())),
@@ -181,7 +185,7 @@ export const PersonExport = z
     suppressions: z.array(z.record(z.string(), z.unknown())),
     memberships: z.array(z.record(z.string(), z.unknown())),
     invitations: z.array(z.record(z.string(), z.unknown())),
-    staff: z.object({ grantedAt: at, revokedAt: at.nullable() }).nullable(),
+    staff: z.object({ grantedAt: instant, revokedAt: instant.nullable() }).nullable(),
     auditRecords: z.array(z.record(z.string(), z.unknown())),
   })
   .meta({ id: 'PersonExport', description: 'What is held about a person (GDPR Art. 15); never a code, token, password hash or envelope' })
