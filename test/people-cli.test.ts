@@ -36,8 +36,8 @@ describe('npm run people', () => {
     const erased = await people('erase', email)
     expect(erased.code, erased.output).to.equal(0)
     const tombstoneId = /"tombstoneId": "([0-9a-f-]{36})"/.exec(erased.output)![1]!
-    expect(await db.owner('identity.identities').where({ id: identityId })).to.be.empty
-    expect(await db.owner('identity.login_identifiers').where({ value: email })).to.be.empty
+    expect(await db.owner('identity.identities').where({ id: identityId })).to.have.length(0)
+    expect(await db.owner('identity.login_identifiers').where({ value: email })).to.have.length(0)
     const trail = await db.owner('platform.audit_records').where({ subject: tombstoneId }).orderBy('at')
     expect(trail.map((row) => row.action)).to.deep.equal(['identity.exported', 'identity.erased'])
     for (const row of trail) expect(row.actor).to.match(/^cli:/)

@@ -93,7 +93,7 @@ describe('staff: export and erasure of one person (GDPR Art. 15 and 17)', functi
     const inviter = await account(uniqueEmail('inviter'))
     const other = await f.stack.call('POST', '/organizations', { name: 'Other Things' }, inviter.auth)
     expect(
-      (await f.stack.call('POST', `/organizations/${other.body!.id}/invitations`, { email: person.email }, inviter.auth)).status,
+      (await f.stack.call('POST', `/organizations/${String(other.body!.id)}/invitations`, { email: person.email }, inviter.auth)).status,
     ).to.equal(202)
     expect((await f.stack.call('POST', '/password-recoveries', { identifier: person.email })).status).to.equal(202)
     await eventually(
@@ -128,7 +128,7 @@ describe('staff: export and erasure of one person (GDPR Art. 15 and 17)', functi
       ...personBucketKeys(f.keys, before).map((key) => key.toString('hex')),
     ]
     const spentBuckets = await f.db.owner('platform.rate_limit_hits').whereIn('bucket_key', personBucketKeys(f.keys, before))
-    expect(spentBuckets, 'the person spent budgets the erasure must find').to.not.be.empty
+    expect(spentBuckets.length, 'the person spent budgets the erasure must find').to.be.greaterThan(0)
     // The scan sees them before: ids, addresses, HMACs and bucket keys, in the tables and in pg-boss's jobs.
     const seen = new Set((await findEverywhere(f.db.owner, needles)).map((hit) => hit.split(':')[0]!))
     for (const table of ['identity.identities', 'identity.sessions', 'outbox.suppressed_destinations', 'platform.rate_limit_hits'])
@@ -224,6 +224,6 @@ describe('staff: export and erasure of one person (GDPR Art. 15 and 17)', functi
         .owner('platform.audit_records')
         .whereIn('action', ['identity.erased', 'identity.exported'])
         .where({ actor: revoked.identityId }),
-    ).to.be.empty
+    ).to.have.length(0)
   })
 })

@@ -25,8 +25,8 @@ describe('erasure racing a delivery', () => {
 
     expect(await f.rows.message(messageId)).to.equal(undefined)
     expect(await f.rows.attempts(messageId)).to.deep.equal([])
-    expect(await f.db.owner('identity.login_identifiers').where({ value: email })).to.be.empty
-    expect(await f.db.owner('outbox.security_outbox_ciphertexts').where({ message_id: messageId })).to.be.empty
+    expect(await f.db.owner('identity.login_identifiers').where({ value: email })).to.have.length(0)
+    expect(await f.db.owner('outbox.security_outbox_ciphertexts').where({ message_id: messageId })).to.have.length(0)
   })
 
   it('a job still queued when the person is erased is gone, and a late fetch of it settles without a send', async () => {
@@ -35,7 +35,7 @@ describe('erasure racing a delivery', () => {
     expect(await f.rows.queuedJob(messageId)).to.not.equal(undefined)
     await erase(email)
     expect(await f.rows.queuedJob(messageId)).to.equal(undefined)
-    expect(await f.db.owner('pgboss.job').whereRaw("data->>'messageId' = ?", [messageId])).to.be.empty
+    expect(await f.db.owner('pgboss.job').whereRaw("data->>'messageId' = ?", [messageId])).to.have.length(0)
 
     // A message whose row went some other way, its job left: the claim finds nothing and sends nothing.
     const other = uniqueEmail('other')
