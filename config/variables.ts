@@ -233,6 +233,11 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     shownDefault: '`30`, `90`',
     meaning: 'how long finished messages (with their attempts and dead letters) are kept',
   },
+  RETENTION_AUDIT_DAYS: {
+    usedBy: 'worker',
+    shownDefault: '`400`',
+    meaning: 'how long audit records (staff and operator actions, erasures) are kept before the daily retention sweep deletes them',
+  },
   API_DOCS: {
     usedBy: 'web',
     shownDefault: '`on` in development and test, `off` in staging and production',

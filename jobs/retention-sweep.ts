@@ -28,6 +28,8 @@ export type SweepDeps = {
   logger: Logger
   publishedDays: number
   deadLetteredDays: number
+  /** Days audit records are kept (RETENTION_AUDIT_DAYS). */
+  auditDays: number
   batchSize?: number
   metrics?: WorkerMetrics
 }
@@ -82,8 +84,8 @@ export async function runRetentionSweep(deps: SweepDeps) {
     if (Math.max(swept.sessions, swept.elevations, swept.challenges, swept.abandonedSignUps) < batchSize) break
   }
   const invitations = await inBatches((limit) => sweepInvitations(deps.db, new Date(now), INVITATION_RETENTION_DAYS, limit), batchSize)
-  // Audit records are kept 400 days, idempotency keys one day (platform.sweep).
-  const platform = await inBatches((limit) => sweepPlatform(deps.db, new Date(now), limit), batchSize)
+  // Audit records are kept RETENTION_AUDIT_DAYS, idempotency keys one day (platform.sweep).
+  const platform = await inBatches((limit) => sweepPlatform(deps.db, new Date(now), deps.auditDays, limit), batchSize)
   // One row per worker that ever started: one statement, no batches.
   const channelRegistrations = await deleteStaleChannelRegistrations(deps.db, new Date(now - CHANNEL_REGISTRATION_RETENTION_DAYS * DAY_MS))
   return {

@@ -351,6 +351,47 @@ describe('operator console in headless Chromium', function () {
     expect(problems).to.deep.equal([])
   })
 
+  it('reads the audit trail: newest first, filtered by action, older pages on demand, an empty filter said so', async () => {
+    const { page, shot, problems } = browser
+    const staff = uniqueEmail('auditor')
+    await account(staff)
+    expect(await changeStaff(f.db.owner, 'grant', parseIdentifier(staff)!, 'test', new Date())).to.equal('granted')
+    const base = Date.now() - 3_600_000
+    await f.db.owner('platform.audit_records').insert(
+      Array.from({ length: 25 }, (_, i) => ({
+        id: uuidv7(),
+        at: new Date(base + i * 1_000),
+        actor: 'cli:browsed',
+        action: 'test.browsed',
+        subject: `subject-${i}`,
+        details: { n: i },
+      })),
+    )
+    await page.goto(`${f.stack.web.url}/platform-admin/`)
+    await page.evaluate(() => sessionStorage.clear())
+    await page.reload()
+    await signInThroughTheForm(page, staff)
+    await page.waitForSelector('#audit-rows tr')
+    expect(await page.textContent('#audit-rows')).to.include('staff.grant')
+    await page.fill('#audit-form input[name=action]', 'test.browsed')
+    await page.click('#audit-form button[type=submit]')
+    await page.waitForSelector('#audit-rows tr:nth-child(20)')
+    expect(await page.locator('#audit-rows tr').count()).to.equal(20)
+    expect(await page.textContent('#audit-rows tr:first-child'))
+      .to.include('subject-24')
+      .and.include('{"n":24}')
+    await shot('13-audit-trail')
+    await page.click('#more-audit')
+    await page.waitForSelector('#audit-rows tr:nth-child(25)')
+    expect(await page.textContent('#audit-rows tr:last-child')).to.include('subject-0')
+    expect(await page.isVisible('#more-audit')).to.equal(false)
+    await page.fill('#audit-form input[name=actor]', 'cli:nobody')
+    await page.click('#audit-form button[type=submit]')
+    await page.waitForSelector('#audit-empty:not([hidden])')
+    await page.click('#sign-out')
+    expect(problems).to.deep.equal([])
+  })
+
   it('renders the API reference at /docs/ from the local Swagger UI package', async () => {
     const { page, shot, problems } = browser
     const answer = await page.goto(`${f.stack.web.url}/docs/`)

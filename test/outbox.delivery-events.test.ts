@@ -72,6 +72,7 @@ describe('delivery events and suppressions in the database', () => {
       clock: () => new Date(),
       logger: capturingLogger().logger,
       publishedDays: 30,
+      auditDays: 400,
       deadLetteredDays: 90,
     }).finally(() => worker.destroy())
     expect(result.publishedDeleted).to.be.at.least(1)

@@ -25,6 +25,9 @@ const CALLS: [string, string][] = [
   ["the channels' pauses", 'SELECT * FROM outbox.channel_pauses(?, now())'],
   ['a pause lift', "SELECT * FROM outbox.lift_channel_pause(?, now(), 'email')"],
   ['an outage hold lift', "SELECT * FROM outbox.lift_provider_hold(?, now(), 'ses')"],
+  ['an audit-record page', 'SELECT * FROM platform.audit_record_page(?, now(), 10, NULL, NULL, NULL, NULL, NULL, NULL, NULL)'],
+  ["a person's export", `SELECT platform.export_person(?, now(), '${uuidv7()}', '{}')`],
+  ["a person's erasure", `SELECT platform.erase_person(?, now(), '${uuidv7()}', '{}', '{}')`],
 ]
 
 describe('staff functions called as the api login', () => {
@@ -94,7 +97,7 @@ describe('staff functions called as the api login', () => {
         WHERE n.nspname IN ('outbox', 'platform', 'identity') AND pg_get_function_identity_arguments(p.oid) ~ '^p_session(_token){0,1}_hash '
           AND p.proname <> 'staff_identity_for_session'`,
     )
-    const called = CALLS.map(([, sql]) => /(outbox\.[a-z_]+)\(/.exec(sql)![1])
+    const called = CALLS.map(([, sql]) => /((?:outbox|platform)\.[a-z_]+)\(/.exec(sql)![1])
     expect(rows.map((row) => row.fn).sort()).to.deep.equal([...new Set(called)].sort())
   })
 
@@ -104,6 +107,21 @@ describe('staff functions called as the api login', () => {
       (error: { code?: string }) => error.code,
     )
     expect(code).to.equal('42501')
+  it("leaves the owner-only erasure and export cores, and DELETE on what they empty, out of the api login's reach", async () => {
+    const person = uuidv7()
+    for (const sql of [
+      `SELECT platform.erase_person_core('${person}', '{}', '{}', 'web', now())`,
+      `SELECT platform.export_person_core('${person}', '{}')`,
+      `DELETE FROM identity.login_identifiers WHERE identity_id = '${person}'`,
+      `DELETE FROM identity.identities WHERE id = '${person}'`,
+      `DELETE FROM platform.audit_records WHERE subject = '${person}'`,
+    ]) {
+      const code = await api.raw(sql).then(
+        () => 'allowed',
+        (error: { code?: string }) => error.code,
+      )
+      expect(code, sql).to.equal('42501')
+    }
   })
 
   it('cannot revive an expired staff session by passing an old clock', async () => {

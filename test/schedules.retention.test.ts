@@ -65,6 +65,7 @@ describe('retention sweep', () => {
       clock: () => now,
       logger: capturingLogger().logger,
       publishedDays: 30,
+      auditDays: 400,
       deadLetteredDays: 90,
       batchSize: 1,
     })
@@ -83,6 +84,7 @@ describe('retention sweep', () => {
       clock: () => now,
       logger: capturingLogger().logger,
       publishedDays: 30,
+      auditDays: 400,
       deadLetteredDays: 90,
     })
     expect(again).to.deep.equal({
@@ -138,6 +140,7 @@ describe('retention sweep', () => {
       clock: () => now,
       logger: capturingLogger().logger,
       publishedDays: 30,
+      auditDays: 400,
       deadLetteredDays: 90,
     })
     expect(result).to.include({ sessionsDeleted: 2, challengesDeleted: 1, abandonedSignUpsDeleted: 1 })
@@ -156,6 +159,7 @@ describe('retention sweep', () => {
         clock: () => now,
         logger: capturingLogger().logger,
         publishedDays: 30,
+        auditDays: 400,
         deadLetteredDays: 90,
       })
     const register = (workerId: string, seenAt: Date, channels: Channel[]) =>

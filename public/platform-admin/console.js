@@ -453,6 +453,37 @@ function liftSuppression(id) {
   )
 }
 
+// The audit trail: keyset pages, newest first, under the filters of the form (GET /platform-admin/audit-records).
+let auditQuery = ''
+let auditAfter
+async function loadAudit(more = false) {
+  if (!more) {
+    const form = $('audit-form')
+    const filters = ['action', 'actor', 'subject', 'from', 'to'].flatMap((name) => {
+      const value = form.elements[name].value.trim()
+      return value ? [[name, value]] : []
+    })
+    auditQuery = new URLSearchParams([['limit', '20'], ...filters]).toString()
+  }
+  const after = more && auditAfter ? `&after=${encodeURIComponent(auditAfter)}` : ''
+  const { status, body } = await api('GET', `/platform-admin/audit-records?${auditQuery}${after}`)
+  if (status !== 200) return notify(explain(body), true)
+  const rows = body.items.map((item) => {
+    const row = document.createElement('tr')
+    cell(row, when(item.at))
+    cell(row, item.action)
+    cell(row, item.actor, 'mono')
+    cell(row, item.subject ?? '—', 'mono')
+    cell(row, Object.keys(item.details).length ? JSON.stringify(item.details) : '—', 'mono')
+    return row
+  })
+  if (more) $('audit-rows').append(...rows)
+  else $('audit-rows').replaceChildren(...rows)
+  auditAfter = body.pageInfo.endCursor
+  show('more-audit', body.pageInfo.hasNextPage)
+  show('audit-empty', $('audit-rows').children.length === 0)
+}
+
 async function enter() {
   show('sign-in', false)
   $('who-text').textContent = `Signed in as ${store.get('who') ?? 'staff'}`
@@ -460,7 +491,7 @@ async function enter() {
   try {
     await loadBacklog()
     show('console')
-    await Promise.all([loadDeadLetters('limit=10', 1), loadSuppressions(), loadEventCounts()])
+    await Promise.all([loadDeadLetters('limit=10', 1), loadSuppressions(), loadEventCounts(), loadAudit()])
   } catch {
     // api() has already ended the session and said why.
   }
@@ -529,5 +560,10 @@ document.addEventListener('DOMContentLoaded', () => {
     redrive(event.target.elements.reason.value)
   })
   $('redrive-next').addEventListener('click', () => redriveNext && redrive(redriveNext.reason, redriveNext.after))
+  $('audit-form').addEventListener('submit', (event) => {
+    event.preventDefault()
+    loadAudit()
+  })
+  $('more-audit').addEventListener('click', () => loadAudit(true))
   if (store.get('session')) enter()
 })

@@ -23,6 +23,8 @@ import { serviceOperations } from './routes/service.ts'
 import type { WebhookDeps } from '../delivery/webhooks.ts'
 import { webhookRoutes } from './routes/webhooks.ts'
 import { suppressionRoutes } from './routes/suppressions.ts'
+import { auditRecordRoutes } from './routes/audit-records.ts'
+import { peopleRoutes } from './routes/people.ts'
 import { negotiatedLocale } from './locale.ts'
 import type { Locale } from '../delivery/locales.ts'
 
@@ -159,6 +161,13 @@ export function createApp(deps: WebDeps): express.Express {
     }),
   )
   app.use(suppressionRoutes({ db: deps.db, clock: deps.challenges.clock }))
+  app.use(auditRecordRoutes({ db: deps.db, clock: deps.challenges.clock }))
+  app.use(
+    peopleRoutes({
+      db: deps.db,
+      people: { codeHashKey: deps.challenges.codeHashKey, codeHashKeys: deps.challenges.codeHashKeys, clock: deps.challenges.clock },
+    }),
+  )
   app.get('/metrics', async (req, res) => {
     const decision = decideMetricsAccess(deps.metrics, req.get('authorization'))
     if (decision === 'not_served') throw new HttpProblem(404, 'not_found', 'No such route.')

@@ -1,4 +1,6 @@
 import { suppressionApi } from './routes/suppressions.ts'
+import { auditRecordApi } from './routes/audit-records.ts'
+import { peopleApi } from './routes/people.ts'
 import { webhookApi } from './routes/webhooks.ts'
 import { buildDocument } from './openapi/document.ts'
 import type { ApiRegistry } from './openapi/registry.ts'
@@ -21,6 +23,8 @@ export const API_REGISTRIES: readonly ApiRegistry[] = [
   platformAdminApi,
   outboxControlsApi,
   suppressionApi,
+  auditRecordApi,
+  peopleApi,
   webhookApi,
   healthApi,
   serviceApi,

@@ -126,3 +126,66 @@ export const MessageHistory = z
       .meta({ description: 'What the provider reported after it accepted the message' }),
   })
   .meta({ id: 'MessageHistory' })
+
+const auditText = z.string().min(1).max(200)
+export const AuditRecordQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(200).default(50).meta({ description: 'Items per page' }),
+  after: z.string().min(1).max(200).optional().meta({ description: 'An `endCursor`: the page of older records after it' }),
+  action: auditText.optional().meta({ description: 'Only this action', example: 'security_outbox.suppression_lifted' }),
+  actor: auditText
+    .optional()
+    .meta({ description: 'Only records by this actor (a staff identity id, `cli:<login>` or `migration:<name>`)' }),
+  subject: auditText.optional().meta({ description: 'Only records about this subject (an identity, message or suppression id)' }),
+  from: at.optional().meta({ description: 'Only records at or after this instant' }),
+  to: at.optional().meta({ description: 'Only records before this instant' }),
+})
+
+export const AuditRecordPage = z
+  .object({
+    items: z.array(
+      z.object({
+        id: z.uuid(),
+        at,
+        actor: z.string(),
+        action: z.string(),
+        subject: z.string().nullable(),
+        details: z.record(z.string(), z.unknown()).meta({ description: 'Ids, reasons and counts; never a code, token or address' }),
+      }),
+    ),
+    pageInfo: z.object({ hasNextPage: z.boolean(), endCursor: z.string().nullable() }),
+  })
+  .meta({ id: 'AuditRecordPage' })
+
+export const PersonRequest = z
+  .strictObject({ identifier: z.string().min(1).max(320).meta({ description: 'Any identifier of the person (email or E.164 phone)' }) })
+  .meta({ id: 'PersonRequest' })
+
+export const PersonErased = z
+  .object({
+    tombstoneId: z
+      .uuid()
+      .meta({ description: 'The random id that stands for the person in what is kept (organizations, invitations sent, the audit trail)' }),
+    erased: z.record(z.string(), count).meta({ description: 'Rows erased (or pseudonymised) per kind' }),
+  })
+  .meta({ id: 'PersonErased' })
+
+// PostgreSQL's JSON spelling of a timestamptz (`2026-12-02T09:00:00.123456+00:00`).
+const instant = z.string().meta({ description: 'An ISO 8601 instant' })
+export const PersonExport = z
+  .object({
+    identity: z.object({ id: z.uuid(), status: z.string(), createdAt: instant }),
+    identifiers: z.array(
+      z.object({ kind: z.enum(['email', 'phone']), value: z.string(), verifiedAt: instant.nullable(), createdAt: instant }),
+    ),
+    password: z.object({ set: z.boolean(), updatedAt: instant.nullable() }),
+    sessions: z.array(z.record(z.string(), z.unknown())),
+    devices: z.array(z.record(z.string(), z.unknown())),
+    challenges: z.array(z.record(z.string(), z.unknown())),
+    messages: z.array(z.record(z.string(), z.unknown())),
+    suppressions: z.array(z.record(z.string(), z.unknown())),
+    memberships: z.array(z.record(z.string(), z.unknown())),
+    invitations: z.array(z.record(z.string(), z.unknown())),
+    staff: z.object({ grantedAt: instant, revokedAt: instant.nullable() }).nullable(),
+    auditRecords: z.array(z.record(z.string(), z.unknown())),
+  })
+  .meta({ id: 'PersonExport', description: 'What is held about a person (GDPR Art. 15); never a code, token, password hash or envelope' })

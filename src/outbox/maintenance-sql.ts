@@ -72,12 +72,12 @@ export async function sweepInvitations(db: Knex, now: Date, keepDays: number, li
   return rows[0]?.deleted ?? 0
 }
 
-/** Deletes up to `limit` old audit records and up to `limit` expired idempotency keys; returns how many in all. */
-export async function sweepPlatform(db: Knex, now: Date, limit: number): Promise<number> {
-  const { rows } = await db.raw<{ rows: { audit_records: number; idempotency_keys: number }[] }>('SELECT * FROM platform.sweep(?, ?)', [
-    now,
-    limit,
-  ])
+/** Deletes up to `limit` audit records older than `auditDays` and up to `limit` expired idempotency keys; returns how many in all. */
+export async function sweepPlatform(db: Knex, now: Date, auditDays: number, limit: number): Promise<number> {
+  const { rows } = await db.raw<{ rows: { audit_records: number; idempotency_keys: number }[] }>(
+    'SELECT * FROM platform.sweep(?, ?, make_interval(days => ?))',
+    [now, limit, auditDays],
+  )
   const row = rows[0] ?? { audit_records: 0, idempotency_keys: 0 }
   return row.audit_records + row.idempotency_keys
 }

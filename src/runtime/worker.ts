@@ -34,6 +34,7 @@ type WorkerConfig = Pick<
   | 'EXPIRY_PURGE_CRON'
   | 'RETENTION_SWEEP_CRON'
   | 'RETENTION_PUBLISHED_DAYS'
+  | 'RETENTION_AUDIT_DAYS'
   | 'RETENTION_DEAD_LETTERED_DAYS'
   | 'INVITATION_LINK_BASE_URL'
   | 'NODE_ENV'
@@ -224,6 +225,7 @@ export async function startWorker(options: {
         logger,
         metrics,
         publishedDays: config.RETENTION_PUBLISHED_DAYS,
+        auditDays: config.RETENTION_AUDIT_DAYS,
         deadLetteredDays: config.RETENTION_DEAD_LETTERED_DAYS,
       }),
     )
