@@ -107,6 +107,8 @@ describe('staff functions called as the api login', () => {
       (error: { code?: string }) => error.code,
     )
     expect(code).to.equal('42501')
+  })
+
   it("leaves the owner-only erasure and export cores, and DELETE on what they empty, out of the api login's reach", async () => {
     const person = uuidv7()
     for (const sql of [
