@@ -123,3 +123,8 @@ export async function revokeOpenChallengesOfIdentifierTx(trx: Knex.Transaction, 
     .update({ revoked_at: now }, ['id'])
   return rows.map((row: { id: string }) => row.id)
 }
+
+/** Binds a new code to a challenge (a staff reissue of its dead letter): the old code stops working. */
+export async function replaceChallengeCodeTx(trx: Knex.Transaction, id: string, codeHash: Buffer, now: Date): Promise<void> {
+  await trx(CHALLENGES).where({ id }).update({ code_hash: codeHash, last_sent_at: now })
+}

@@ -192,3 +192,29 @@ export async function findVerifiedIdentifiersTx(trx: Knex.Transaction, identityI
     .whereNotNull('verified_at')
     .orderBy('verified_at', 'asc')
 }
+
+/** The identity holding `identifier` as a verified identifier, whatever the identity's status (staff grants name it). */
+export async function findIdentityOfVerifiedIdentifierTx(trx: Knex.Transaction, identifier: Identifier): Promise<string | undefined> {
+  const row = await trx('identity.login_identifiers')
+    .where({ kind: identifier.kind, value: identifier.value })
+    .whereNotNull('verified_at')
+    .first<{ identity_id: string } | undefined>('identity_id')
+  return row?.identity_id
+}
+
+/** Whether the identity holds `identifier` as a verified identifier of its own. */
+export async function holdsVerifiedIdentifierTx(trx: Knex.Transaction, identityId: string, identifier: Identifier): Promise<boolean> {
+  const row = await trx('identity.login_identifiers')
+    .where({ identity_id: identityId, kind: identifier.kind, value: identifier.value })
+    .whereNotNull('verified_at')
+    .first('id')
+  return row !== undefined
+}
+
+/**
+ * Serializes the sign-ups of one identifier until this transaction ends (an advisory lock on its
+ * name: there may be no row to lock yet).
+ */
+export async function lockIdentifierForSignUpTx(trx: Knex.Transaction, identifier: Identifier): Promise<void> {
+  await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`sign-up:${identifier.kind}:${identifier.value}`])
+}

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
 import { RateLimitedError } from './errors.ts'
+import { deleteRateLimitHitsTx, insertRateLimitHitTx, rateLimitWindowTx } from './rate-limits-sql.ts'
 
 export type Limit = { max: number; windowSeconds: number }
 
@@ -11,7 +12,6 @@ export type Limit = { max: number; windowSeconds: number }
  */
 export type Bucket = Buffer | readonly Buffer[]
 
-const HITS = 'platform.rate_limit_hits'
 const keysOf = (bucket: Bucket): readonly Buffer[] => (Buffer.isBuffer(bucket) ? [bucket] : bucket)
 
 /**
@@ -32,14 +32,7 @@ async function windowTx(
 ): Promise<number | undefined> {
   const keys = keysOf(bucket)
   if (keys.length === 0) throw new Error('a rate limit needs a bucket')
-  const { rows } = await trx.raw<{ rows: { wait: number | null }[] }>('SELECT platform.rate_limit_window(?::bytea[], ?, ?, ?, ?) AS wait', [
-    keys as Buffer[],
-    limit.max,
-    limit.windowSeconds,
-    now,
-    spend,
-  ])
-  return rows[0]?.wait ?? undefined
+  return await rateLimitWindowTx(trx, keys, limit, now, spend)
 }
 
 /** Locks the bucket, drops its expired hits and says how long until it has room (undefined: room now). */
@@ -50,7 +43,7 @@ async function exhaustedForTx(trx: Knex | Knex.Transaction, bucket: Bucket, limi
 async function insertHitTx(trx: Knex.Transaction, bucket: Bucket, now: Date): Promise<void> {
   const current = keysOf(bucket)[0]
   if (!current) throw new Error('a rate limit needs a bucket')
-  await trx(HITS).insert({ bucket_key: current, hit_at: now })
+  await insertRateLimitHitTx(trx, current, now)
 }
 
 /**
@@ -71,9 +64,7 @@ export async function hitRateLimitTx(
 
 /** Forgets every hit of a bucket (under every key of the ring): what was spent is spent no more. */
 export async function clearBucketTx(trx: Knex.Transaction, bucket: Bucket): Promise<void> {
-  await trx(HITS)
-    .whereIn('bucket_key', keysOf(bucket) as Buffer[])
-    .delete()
+  await deleteRateLimitHitsTx(trx, keysOf(bucket))
 }
 
 /**

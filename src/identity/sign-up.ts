@@ -12,7 +12,14 @@ import {
 import { findOpenChallenge } from './challenges-sql.ts'
 import { trustDeviceTx, type DeviceCookie } from './devices.ts'
 import { InvalidCodeError } from './errors.ts'
-import { activateIdentityTx, findClaimsTx, setPasswordTx, verifyClaimTx, type ClaimRow } from './identities-sql.ts'
+import {
+  activateIdentityTx,
+  findClaimsTx,
+  lockIdentifierForSignUpTx,
+  setPasswordTx,
+  verifyClaimTx,
+  type ClaimRow,
+} from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
 import type { AcceptedPassword } from './password-policy.ts'
 import type { Requester } from './requester.ts'
@@ -39,9 +46,7 @@ export async function signUp(
     (runner) =>
       runner.transaction(async (trx) => {
         const now = deps.clock()
-        await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [
-          `sign-up:${input.identifier.kind}:${input.identifier.value}`,
-        ])
+        await lockIdentifierForSignUpTx(trx, input.identifier)
         const claims = await findClaimsTx(trx, input.identifier)
         const owner = claims.find((claim) => claim.verified_at && claim.identity_status === 'active')
         // Every path writes a claim (real or rehearsed) and issues a challenge: the same work (`issueHiddenTx`).

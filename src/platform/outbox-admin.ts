@@ -12,7 +12,9 @@ import { viewOf, type ProviderHealth } from '../outbox/provider-health.ts'
 import { providerStates } from '../outbox/provider-states-sql.ts'
 import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
 import { backlogSummary, deadLetterPageRows, gaugeSummary, reissueCandidateTx, type CountsRow } from '../outbox/staff-functions-sql.ts'
-import { auditTx } from './staff.ts'
+import { replaceChallengeCodeTx } from '../identity/challenges-sql.ts'
+import { insertAuditRecordTx } from './staff-sql.ts'
+import { claimIdempotencyKeyTx, lockIdempotencyKeyTx, storeIdempotentResponseTx } from './idempotency-keys-sql.ts'
 import type { Logger } from '../logging/logger.ts'
 
 /** A signed-in staff caller: the session's ids and the SHA-256 of its bearer token. */
@@ -167,24 +169,10 @@ export async function reissueDeadLetter(
   return await db.transaction(async (trx) => {
     await requireElevationTx(trx, input.staff, input.elevationToken, now)
 
-    const keyRow = () =>
-      trx('platform.idempotency_keys').where({ identity_id: input.staff.identityId, scope: 'reissue', key: input.idempotencyKey })
+    const key = { identityId: input.staff.identityId, scope: 'reissue', key: input.idempotencyKey }
     const requestHash = createHash('sha256').update(`reissue:${input.messageId}`).digest()
-    const claimed = await trx('platform.idempotency_keys')
-      .insert({
-        identity_id: input.staff.identityId,
-        scope: 'reissue',
-        key: input.idempotencyKey,
-        request_hash: requestHash,
-        created_at: now,
-      })
-      .onConflict(['identity_id', 'scope', 'key'])
-      .ignore()
-      .returning('key')
-    if (claimed.length === 0) {
-      const stored = await keyRow()
-        .forUpdate()
-        .first<{ request_hash: Buffer; response: Reissued | { refused: StoredRefusal } | null }>('request_hash', 'response')
+    if (!(await claimIdempotencyKeyTx(trx, key, requestHash, now))) {
+      const stored = await lockIdempotencyKeyTx<Reissued | { refused: StoredRefusal }>(trx, key)
       if (!stored.request_hash.equals(requestHash))
         throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used for another request.')
       if (!stored.response)
@@ -194,7 +182,7 @@ export async function reissueDeadLetter(
     }
     // A refusal commits the key with it: the repeat answers the same refusal, even once it no longer holds.
     const refuse = async (refusal: StoredRefusal): Promise<ReissueOutcome> => {
-      await keyRow().update({ response: { refused: refusal } })
+      await storeIdempotentResponseTx(trx, key, { refused: refusal })
       return { refused: refusalOf(refusal), replayed: false }
     }
 
@@ -231,9 +219,7 @@ export async function reissueDeadLetter(
       })
     // The candidate's destination is the challenge's login identifier, never the dead letter's row.
     const code = generateCode()
-    await trx('identity.challenges')
-      .where({ id: candidate.challenge_id })
-      .update({ code_hash: hashCode(deps.codeHashKey, candidate.challenge_id, code), last_sent_at: now })
+    await replaceChallengeCodeTx(trx, candidate.challenge_id, hashCode(deps.codeHashKey, candidate.challenge_id, code), now)
     const { messageId } = await enqueueSecurityMessageTx(
       trx,
       { boss: deps.boss, outboxKey: deps.outboxKey, codeHashKey: deps.codeHashKey, logger: deps.logger },
@@ -247,7 +233,7 @@ export async function reissueDeadLetter(
       },
       code,
     )
-    await auditTx(
+    await insertAuditRecordTx(
       trx,
       {
         actor: input.staff.identityId,
@@ -258,7 +244,7 @@ export async function reissueDeadLetter(
       now,
     )
     const response: Reissued = { messageId, challengeExpiresAt: candidate.expires_at.toISOString() }
-    await keyRow().update({ response })
+    await storeIdempotentResponseTx(trx, key, response)
     return { reissued: response, replayed: false }
   })
 }
