@@ -19,7 +19,7 @@ export function rememberPeerAddress(socket: Socket): void {
 
 /**
  * A per-client-address limit for the public routes, counted in the database (holds across web
- * processes). Called before the body is validated, so malformed requests count too (issue 30):
+ * processes). Called before the body is validated, so malformed requests count too:
  * only a body that is not JSON at all is refused earlier, by the parser, with no database work.
  * The address is `req.ip`: the socket's peer (read as the connection was accepted:
  * `rememberPeerAddress`), or behind a router the hop TRUST_PROXY names (with it off, a forged

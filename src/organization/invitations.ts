@@ -25,7 +25,7 @@ import { insertMemberTx, insertOrganizationTx, lockOrganizationOfAdminTx } from 
 import type { Logger } from '../logging/logger.ts'
 
 /**
- * Limits on organizations and invitations (docs/architecture.md §7, budgets; issue 13 items 1 and 4), counted in
+ * Limits on organizations and invitations (docs/architecture.md §7, budgets), counted in
  * the database under locks, so they hold across any number of web processes: the organization's
  * row lock serializes its invitations, and every other count is an advisory-locked rate-limit
  * bucket keyed by an HMAC. A person's invitation budget is kept per inviting organization and per
