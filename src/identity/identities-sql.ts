@@ -17,7 +17,7 @@ function verifiedIdentifier(db: Knex.Transaction | Knex, identifier: Identifier)
 }
 
 /** A verified identifier of an active identity, the only kind a recovery code may be sent to. */
-export async function findVerifiedIdentifierTx(
+export async function findVerifiedIdentifier(
   trx: Knex.Transaction | Knex,
   identifier: Identifier,
 ): Promise<VerifiedIdentifierRow | undefined> {

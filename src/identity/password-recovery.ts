@@ -11,7 +11,7 @@ import {
 } from './challenges.ts'
 import { InvalidCodeError } from './errors.ts'
 import { replacePasswordTx } from './credentials.ts'
-import { findVerifiedIdentifierTx, findVerifiedIdentifierWithOpenChallengeTx } from './identities-sql.ts'
+import { findVerifiedIdentifier, findVerifiedIdentifierWithOpenChallengeTx } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
 import type { AcceptedPassword } from './password-policy.ts'
 import { trustDeviceTx, type DeviceCookie } from './devices.ts'
@@ -69,7 +69,7 @@ export async function completePasswordRecovery(
 ): Promise<DeviceCookie> {
   const passwordHash = await hashPassword(input.newPassword)
   const completed = await db.transaction(async (trx) => {
-    const known = await findVerifiedIdentifierTx(trx, input.identifier)
+    const known = await findVerifiedIdentifier(trx, input.identifier)
     if (!known) {
       await refuseUnknownCodeTx(trx, deps, 'password_recovery', input.identifier, input.requester)
       return undefined

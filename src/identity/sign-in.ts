@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 import { isCurrentPasswordTx } from './credentials.ts'
 import { trustDeviceTx, type DeviceCookie } from './devices.ts'
 import { InvalidCredentialsError } from './errors.ts'
-import { findPasswordHashTx, findVerifiedIdentifierTx } from './identities-sql.ts'
+import { findPasswordHashTx, findVerifiedIdentifier } from './identities-sql.ts'
 import { canonicalDestination, type Identifier } from './identifiers.ts'
 import { spendTiersTx, tiersWaitTx, type OwnerBudget } from './rate-limits.ts'
 import { ownerBudgetTiers, type Requester } from './requester.ts'
@@ -29,7 +29,7 @@ export async function signIn(
   deps: { clock: () => Date; codeHashKey: Buffer; codeHashKeys?: readonly Buffer[] },
   input: { identifier: Identifier; password: string; requester: Requester },
 ): Promise<{ token: string; expiresAt: Date; device: DeviceCookie }> {
-  const known = await findVerifiedIdentifierTx(db, input.identifier)
+  const known = await findVerifiedIdentifier(db, input.identifier)
   const tiers = ownerBudgetTiers(
     deps,
     `sign-in-failures:${input.identifier.kind}`,
