@@ -28,7 +28,7 @@ export async function findVerifiedIdentifier(
  * The verified identifier of an active identity, with the id of its open challenge for `purpose`
  * (unlocked: `issueHiddenTx` binds a resend's code hash to it), in one statement.
  */
-export async function findVerifiedIdentifierWithOpenChallengeTx(
+export async function findVerifiedIdentifierWithOpenChallenge(
   trx: Knex | Knex.Transaction,
   identifier: Identifier,
   purpose: ChallengePurpose,
