@@ -40,7 +40,7 @@ export async function findVerifiedIdentifierWithOpenChallenge(
 }
 
 /** Every identity's claim on an identifier, verified or not. */
-export async function findClaimsTx(trx: Knex.Transaction | Knex, identifier: Identifier): Promise<ClaimRow[]> {
+export async function findClaims(trx: Knex.Transaction | Knex, identifier: Identifier): Promise<ClaimRow[]> {
   return await trx('identity.login_identifiers as li')
     .join('identity.identities as i', 'i.id', 'li.identity_id')
     .select('li.id as login_identifier_id', 'li.identity_id', 'li.verified_at', 'i.status as identity_status')
