@@ -133,7 +133,7 @@ export async function swapPasswordTx(
   return updated === 1
 }
 
-export async function findPasswordHashTx(trx: Knex.Transaction | Knex, identityId: string): Promise<string | undefined> {
+export async function findPasswordHash(trx: Knex.Transaction | Knex, identityId: string): Promise<string | undefined> {
   const row = await trx('identity.password_credentials')
     .select('password_hash')
     .where({ identity_id: identityId })

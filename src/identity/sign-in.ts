@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 import { isCurrentPasswordTx } from './credentials.ts'
 import { trustDeviceTx, type DeviceCookie } from './devices.ts'
 import { InvalidCredentialsError } from './errors.ts'
-import { findPasswordHashTx, findVerifiedIdentifier } from './identities-sql.ts'
+import { findPasswordHash, findVerifiedIdentifier } from './identities-sql.ts'
 import { canonicalDestination, type Identifier } from './identifiers.ts'
 import { spendTiersTx, tiersWaitTx, type OwnerBudget } from './rate-limits.ts'
 import { ownerBudgetTiers, type Requester } from './requester.ts'
@@ -38,7 +38,7 @@ export async function signIn(
     input.requester,
     known?.identity_id,
   )
-  const storedHash = known ? await findPasswordHashTx(db, known.identity_id) : undefined
+  const storedHash = known ? await findPasswordHash(db, known.identity_id) : undefined
   // Verified before any lock is taken; the budget decides afterwards whether a match may count.
   const matches = await verifyPassword(storedHash, input.password)
   const session = await db.transaction(async (trx) => {
