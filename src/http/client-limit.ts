@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net'
 import type { Request } from 'express'
 import type { Knex } from 'knex'
-import { hitRateLimitTx } from '../identity/rate-limits.ts'
+import { hitRateLimit } from '../identity/rate-limits.ts'
 import { bucketKey } from '../identity/secrets.ts'
 import type { Logger } from '../logging/logger.ts'
 import { clientOf } from './client-address.ts'
@@ -47,7 +47,7 @@ export function limitPerClient(
     // Apart from every address's bucket: no text can name the bucket of an address it does not spell.
     const address = client ?? `text:${reported}`
     // One statement, its own transaction: no BEGIN and COMMIT round trips around it.
-    await hitRateLimitTx(
+    await hitRateLimit(
       db,
       (Buffer.isBuffer(secrets) ? [secrets] : secrets).map((secret) => bucketKey(secret, 'client', address)),
       { max: perMinute, windowSeconds: 60 },

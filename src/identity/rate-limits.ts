@@ -51,7 +51,7 @@ async function insertHitTx(trx: Knex.Transaction, bucket: Bucket, now: Date): Pr
  * caller's transaction, or on its own (one statement is its own transaction, the locks held to
  * its end).
  */
-export async function hitRateLimitTx(
+export async function hitRateLimit(
   trx: Knex | Knex.Transaction,
   bucket: Bucket,
   limit: Limit,
@@ -115,3 +115,6 @@ export function tiersJson(tiers: readonly Tier[]): { buckets: string[]; max: num
     window_seconds: tier.limit.windowSeconds,
   }))
 }
+
+/** The former name, for src/identity/challenges.ts until its split lands (the coordinator renames it there). */
+export const hitRateLimitTx = hitRateLimit

@@ -5,7 +5,7 @@ import { uuidv7 } from 'uuidv7'
 import { ConflictError, ForbiddenError, InvalidInvitationError, NotFoundError } from '../identity/errors.ts'
 import { canonicalDestination } from '../identity/identifiers.ts'
 import { DESTINATION_BUDGET, destinationBucket } from '../identity/challenges.ts'
-import { hitRateLimitTx } from '../identity/rate-limits.ts'
+import { hitRateLimit } from '../identity/rate-limits.ts'
 import type { KeyRing } from '../crypto/key-ring.ts'
 import { bucketKeys } from '../identity/secrets.ts'
 import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
@@ -72,7 +72,7 @@ export async function createOrganization(
   const id = uuidv7()
   await db.transaction(async (trx) => {
     const now = deps.clock()
-    await hitRateLimitTx(
+    await hitRateLimit(
       trx,
       bucketKeys(deps, 'organization-creator', creatorId),
       { max: ORGANIZATION_LIMITS.perIdentityPerDay, windowSeconds: 86_400 },
@@ -112,28 +112,28 @@ export async function inviteTx(
   await lockAsAdminTx(trx, input.organizationId, input.inviterId)
   const mailbox = canonicalDestination({ kind: 'email', value: input.email })
   const day = { windowSeconds: 86_400 }
-  await hitRateLimitTx(
+  await hitRateLimit(
     trx,
     bucketKeys(deps, 'invitation-address-organization', `${input.organizationId}:${mailbox}`),
     { ...day, max: INVITATION_LIMITS.perAddressPerOrganizationPerDay },
     now,
     'invitation_address_rate_limited',
   )
-  await hitRateLimitTx(
+  await hitRateLimit(
     trx,
     bucketKeys(deps, 'invitation-address-inviter', `${input.inviterId}:${mailbox}`),
     { ...day, max: INVITATION_LIMITS.perAddressPerInviterPerDay },
     now,
     'invitation_address_rate_limited',
   )
-  await hitRateLimitTx(
+  await hitRateLimit(
     trx,
     bucketKeys(deps, 'invitation-inviter', input.inviterId),
     { ...day, max: INVITATION_LIMITS.perInviterPerDay },
     now,
     'invitation_inviter_rate_limited',
   )
-  await hitRateLimitTx(
+  await hitRateLimit(
     trx,
     bucketKeys(deps, 'invitation-organization', input.organizationId),
     { max: INVITATION_LIMITS.perOrganizationPerHour, windowSeconds: 3_600 },
@@ -143,7 +143,7 @@ export async function inviteTx(
   // The mailbox's own budget, which its codes spend too: however many organizations and inviters
   // join in, what reaches one mailbox an hour stays under the ceiling every stranger shares
   // (docs/delivery.md "Send caps"). The inviter is told (429): an invitation is no anonymous route.
-  await hitRateLimitTx(trx, destinationBucket(deps, { kind: 'email', value: input.email }), DESTINATION_BUDGET.ceiling, now)
+  await hitRateLimit(trx, destinationBucket(deps, { kind: 'email', value: input.email }), DESTINATION_BUDGET.ceiling, now)
 
   const previousId = await lockPendingInvitationOfAddressTx(trx, input.organizationId, input.email)
   if (previousId) await revokeTx(trx, previousId, now)
