@@ -93,7 +93,7 @@ export type Tier = { bucket: Bucket; limit: Limit }
  * Checks every tier (locking each, in the order given: every caller names them slice, then
  * ceiling) without spending: undefined while all have room, else the longest wait.
  */
-export async function tiersWaitTx(trx: Knex | Knex.Transaction, tiers: readonly Tier[], now: Date): Promise<number | undefined> {
+export async function tiersWait(trx: Knex | Knex.Transaction, tiers: readonly Tier[], now: Date): Promise<number | undefined> {
   let wait: number | undefined
   for (const tier of tiers) {
     const seconds = await exhaustedForTx(trx, tier.bucket, tier.limit, now)
@@ -102,7 +102,7 @@ export async function tiersWaitTx(trx: Knex | Knex.Transaction, tiers: readonly 
   return wait
 }
 
-/** Counts one event in every tier, after `tiersWaitTx` in the same transaction. */
+/** Counts one event in every tier, after `tiersWait` in the same transaction. */
 export async function spendTiersTx(trx: Knex.Transaction, tiers: readonly Tier[], now: Date): Promise<void> {
   for (const tier of tiers) await insertHitTx(trx, tier.bucket, now)
 }
@@ -118,3 +118,6 @@ export function tiersJson(tiers: readonly Tier[]): { buckets: string[]; max: num
 
 /** The former name, for src/identity/challenges.ts until its split lands (the coordinator renames it there). */
 export const hitRateLimitTx = hitRateLimit
+
+/** The former name, for src/identity/challenges.ts until its split lands (the coordinator renames it there). */
+export const tiersWaitTx = tiersWait

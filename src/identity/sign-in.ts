@@ -4,7 +4,7 @@ import { trustDeviceTx, type DeviceCookie } from './devices.ts'
 import { InvalidCredentialsError } from './errors.ts'
 import { findPasswordHash, findVerifiedIdentifier } from './identities-sql.ts'
 import { canonicalDestination, type Identifier } from './identifiers.ts'
-import { spendTiersTx, tiersWaitTx, type OwnerBudget } from './rate-limits.ts'
+import { spendTiersTx, tiersWait, type OwnerBudget } from './rate-limits.ts'
 import { ownerBudgetTiers, type Requester } from './requester.ts'
 import { verifyPassword } from './secrets.ts'
 import { createSessionTx } from './sessions.ts'
@@ -43,7 +43,7 @@ export async function signIn(
   const matches = await verifyPassword(storedHash, input.password)
   const session = await db.transaction(async (trx) => {
     const now = deps.clock()
-    if ((await tiersWaitTx(trx, tiers, now)) !== undefined) return undefined
+    if ((await tiersWait(trx, tiers, now)) !== undefined) return undefined
     if (!matches || !known) {
       await spendTiersTx(trx, tiers, now)
       return undefined
