@@ -6,7 +6,7 @@ const HITS = 'platform.rate_limit_hits'
  * One call of `platform.rate_limit_window` on a bucket's keys (current first): the seconds until the
  * window has room again, or undefined while it had room (and, with `spend`, the hit was counted).
  */
-export async function rateLimitWindowTx(
+export async function rateLimitWindow(
   trx: Knex | Knex.Transaction,
   keys: readonly Buffer[],
   limit: { max: number; windowSeconds: number },

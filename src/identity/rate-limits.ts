@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import { RateLimitedError } from './errors.ts'
-import { deleteRateLimitHitsTx, insertRateLimitHitTx, rateLimitWindowTx } from './rate-limits-sql.ts'
+import { deleteRateLimitHitsTx, insertRateLimitHitTx, rateLimitWindow } from './rate-limits-sql.ts'
 
 export type Limit = { max: number; windowSeconds: number }
 
@@ -23,7 +23,7 @@ const keysOf = (bucket: Bucket): readonly Buffer[] => (Buffer.isBuffer(bucket) ?
  * hit under the current key when there is room. Returns the seconds until the window has room
  * again, or undefined while it had room (and the hit was counted).
  */
-async function windowTx(
+async function countInWindow(
   trx: Knex | Knex.Transaction,
   bucket: Bucket,
   limit: Limit,
@@ -32,12 +32,12 @@ async function windowTx(
 ): Promise<number | undefined> {
   const keys = keysOf(bucket)
   if (keys.length === 0) throw new Error('a rate limit needs a bucket')
-  return await rateLimitWindowTx(trx, keys, limit, now, spend)
+  return await rateLimitWindow(trx, keys, limit, now, spend)
 }
 
 /** Locks the bucket, drops its expired hits and says how long until it has room (undefined: room now). */
-async function exhaustedForTx(trx: Knex | Knex.Transaction, bucket: Bucket, limit: Limit, now: Date): Promise<number | undefined> {
-  return await windowTx(trx, bucket, limit, now, false)
+async function exhaustedFor(trx: Knex | Knex.Transaction, bucket: Bucket, limit: Limit, now: Date): Promise<number | undefined> {
+  return await countInWindow(trx, bucket, limit, now, false)
 }
 
 async function insertHitTx(trx: Knex.Transaction, bucket: Bucket, now: Date): Promise<void> {
@@ -58,7 +58,7 @@ export async function hitRateLimit(
   now: Date,
   code = 'rate_limited',
 ): Promise<void> {
-  const retryAfterSeconds = await windowTx(trx, bucket, limit, now, true)
+  const retryAfterSeconds = await countInWindow(trx, bucket, limit, now, true)
   if (retryAfterSeconds !== undefined) throw new RateLimitedError(retryAfterSeconds, code)
 }
 
@@ -73,7 +73,7 @@ export async function clearBucketTx(trx: Knex.Transaction, bucket: Bucket): Prom
  * transaction, counts one failure.
  */
 export const budget = {
-  checkTx: exhaustedForTx,
+  checkTx: exhaustedFor,
   spendTx: insertHitTx,
 }
 
@@ -96,7 +96,7 @@ export type Tier = { bucket: Bucket; limit: Limit }
 export async function tiersWait(trx: Knex | Knex.Transaction, tiers: readonly Tier[], now: Date): Promise<number | undefined> {
   let wait: number | undefined
   for (const tier of tiers) {
-    const seconds = await exhaustedForTx(trx, tier.bucket, tier.limit, now)
+    const seconds = await exhaustedFor(trx, tier.bucket, tier.limit, now)
     if (seconds !== undefined) wait = Math.max(wait ?? 0, seconds)
   }
   return wait
