@@ -79,7 +79,7 @@ export async function findOpenChallenge(db: Knex, subject: ChallengeSubject, now
  * here before `identity.issue_challenge` (the key never reaches the database), which takes the
  * lock and refuses the resend if another challenge opened in between.
  */
-export async function openChallengeIdTx(trx: Knex | Knex.Transaction, subject: ChallengeSubject, now: Date): Promise<string | undefined> {
+export async function openChallengeId(trx: Knex | Knex.Transaction, subject: ChallengeSubject, now: Date): Promise<string | undefined> {
   const row = await openChallenges(trx, subject, now).first<{ id: string } | undefined>('id')
   return row?.id
 }
@@ -128,3 +128,6 @@ export async function revokeOpenChallengesOfIdentifierTx(trx: Knex.Transaction, 
 export async function replaceChallengeCodeTx(trx: Knex.Transaction, id: string, codeHash: Buffer, now: Date): Promise<void> {
   await trx(CHALLENGES).where({ id }).update({ code_hash: codeHash, last_sent_at: now })
 }
+
+/** The former name, for src/identity/challenges.ts until its split lands (the coordinator renames it there). */
+export const openChallengeIdTx = openChallengeId
