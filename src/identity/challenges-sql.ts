@@ -94,7 +94,7 @@ export type IssueOutcome = {
 }
 
 /** One call: the whole issue, real or rehearsed, in the database (`params` as `issueTx` builds them). */
-export async function issueChallengeSqlTx(trx: Knex | Knex.Transaction, params: Record<string, unknown>): Promise<IssueOutcome> {
+export async function issueChallengeSql(trx: Knex | Knex.Transaction, params: Record<string, unknown>): Promise<IssueOutcome> {
   const { rows } = await trx.raw<{ rows: { result: IssueOutcome }[] }>('SELECT identity.issue_challenge(?::jsonb) AS result', [
     JSON.stringify(params),
   ])
@@ -131,3 +131,6 @@ export async function replaceChallengeCodeTx(trx: Knex.Transaction, id: string, 
 
 /** The former name, for src/identity/challenges.ts until its split lands (the coordinator renames it there). */
 export const openChallengeIdTx = openChallengeId
+
+/** The former name, for src/identity/challenges.ts until its split lands (the coordinator renames it there). */
+export const issueChallengeSqlTx = issueChallengeSql
