@@ -5,7 +5,7 @@ const IDEMPOTENCY_KEYS = 'platform.idempotency_keys'
 /** One staff member's key for one kind of request. */
 export type IdempotencyKey = { identityId: string; scope: string; key: string }
 
-const keyRow = (trx: Knex.Transaction, key: IdempotencyKey) =>
+const keyRowTx = (trx: Knex.Transaction, key: IdempotencyKey) =>
   trx(IDEMPOTENCY_KEYS).where({ identity_id: key.identityId, scope: key.scope, key: key.key })
 
 /** Claims a key for a request (by its hash); false when the key is already taken. */
@@ -23,10 +23,10 @@ export async function lockIdempotencyKeyTx<R>(
   trx: Knex.Transaction,
   key: IdempotencyKey,
 ): Promise<{ request_hash: Buffer; response: R | null }> {
-  return await keyRow(trx, key).forUpdate().first<{ request_hash: Buffer; response: R | null }>('request_hash', 'response')
+  return await keyRowTx(trx, key).forUpdate().first<{ request_hash: Buffer; response: R | null }>('request_hash', 'response')
 }
 
 /** Remembers the first answer of the request a key was claimed for. */
 export async function storeIdempotentResponseTx(trx: Knex.Transaction, key: IdempotencyKey, response: unknown): Promise<void> {
-  await keyRow(trx, key).update({ response: response as object })
+  await keyRowTx(trx, key).update({ response: response as object })
 }
