@@ -1,6 +1,7 @@
 import { verify as verifySignature, X509Certificate } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { request } from 'undici'
+import { SealpostError } from '../errors/sealpost-error.ts'
 
 /** The fields of an Amazon SNS HTTP(S) delivery this project reads (all strings, as SNS sends them). */
 export type SnsEnvelope = {
@@ -27,7 +28,7 @@ export type SnsRefusal =
   | 'stale_message'
   | 'certificate_unavailable'
 
-export class SnsRefused extends Error {
+export class SnsRefused extends SealpostError {
   override name = 'SnsRefused'
   readonly reason: SnsRefusal
   constructor(reason: SnsRefusal) {

@@ -7,6 +7,7 @@ import type { Channel } from '../outbox/constants.ts'
 import { destinationHmac } from '../outbox/destination.ts'
 import { sesEventFrom, wasenderEventsFrom } from './provider-events.ts'
 import { assertSubscribeUrl, parseSnsEnvelope, SnsRefused, verifySnsEnvelope, type CertificateSource } from './sns-verifier.ts'
+import { SealpostError } from '../errors/sealpost-error.ts'
 
 /** What one webhook delivery came to, per event: a metric label each. */
 export type WebhookOutcome = 'stored' | 'duplicate' | 'unknown_message' | 'ignored' | 'subscription_confirmed' | 'refused'
@@ -24,7 +25,7 @@ export type WebhookDeps = {
 }
 
 /** A refusal the route answers 4xx; `status` is decided in src/http. */
-export class WebhookRefused extends Error {
+export class WebhookRefused extends SealpostError {
   override name = 'WebhookRefused'
   readonly reason: string
   constructor(reason: string) {

@@ -17,9 +17,10 @@ import {
 import { isTransientDatabaseError } from '../db/transient.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
 import { InvalidOrganizationNameError } from '../organization/organization-name.ts'
+import { SealpostError } from '../errors/sealpost-error.ts'
 
 /** A refusal with an HTTP status and a stable `code` (RFC 9457 problem details). */
-export class HttpProblem extends Error {
+export class HttpProblem extends SealpostError {
   override name = 'HttpProblem'
   readonly status: number
   readonly code: string
