@@ -6,7 +6,7 @@ import { recordDeliveryEvent, type ProviderEvent } from '../outbox/delivery-even
 import type { Channel } from '../outbox/constants.ts'
 import { destinationHmac } from '../outbox/destination.ts'
 import { sesEventFrom, wasenderEventsFrom } from './provider-events.ts'
-import { assertSubscribeUrl, parseSnsEnvelope, SnsRefused, verifySnsEnvelope, type CertificateSource } from './sns-verifier.ts'
+import { assertSubscribeUrl, parseSnsEnvelope, SnsRefusedError, verifySnsEnvelope, type CertificateSource } from './sns-verifier.ts'
 import { SealpostError } from '../errors/sealpost-error.ts'
 
 /** What one webhook delivery came to, per event: a metric label each. */
@@ -64,7 +64,7 @@ async function store(deps: WebhookDeps, provider: 'ses' | 'wasender', channel: C
  */
 export async function receiveSesWebhook(deps: WebhookDeps, body: string, messageType: string | undefined): Promise<WebhookOutcome> {
   try {
-    if (!deps.ses) throw new SnsRefused('unknown_topic')
+    if (!deps.ses) throw new SnsRefusedError('unknown_topic')
     const envelope = parseSnsEnvelope(body, messageType)
     await verifySnsEnvelope(envelope, { topicArn: deps.ses.topicArn, certificates: deps.ses.certificates, now: deps.clock() })
     if (envelope.Type === 'SubscriptionConfirmation') {
@@ -91,7 +91,7 @@ export async function receiveSesWebhook(deps: WebhookDeps, body: string, message
     }
     return await store(deps, 'ses', 'email', event)
   } catch (error) {
-    if (!(error instanceof SnsRefused)) throw error
+    if (!(error instanceof SnsRefusedError)) throw error
     deps.count('ses', 'refused', error.reason)
     deps.logger.warn('SES webhook refused', { reason: error.reason })
     throw new WebhookRefused(error.reason)
