@@ -25,8 +25,8 @@ export type WebhookDeps = {
 }
 
 /** A refusal the route answers 4xx; `status` is decided in src/http. */
-export class WebhookRefused extends SealpostError {
-  override name = 'WebhookRefused'
+export class WebhookRefusedError extends SealpostError {
+  override name = 'WebhookRefusedError'
   readonly reason: string
   constructor(reason: string) {
     super(`webhook refused: ${reason}`)
@@ -94,7 +94,7 @@ export async function receiveSesWebhook(deps: WebhookDeps, body: string, message
     if (!(error instanceof SnsRefusedError)) throw error
     deps.count('ses', 'refused', error.reason)
     deps.logger.warn('SES webhook refused', { reason: error.reason })
-    throw new WebhookRefused(error.reason)
+    throw new WebhookRefusedError(error.reason)
   }
 }
 
@@ -116,7 +116,7 @@ export async function receiveWasenderWebhook(
   const refuse = (reason: string): never => {
     deps.count('wasender', 'refused', reason)
     deps.logger.warn('Wasender webhook refused', { reason })
-    throw new WebhookRefused(reason)
+    throw new WebhookRefusedError(reason)
   }
   if (!deps.wasender || signature === undefined || !timingSafeEqual(digest(signature), digest(deps.wasender.secret)))
     refuse('invalid_signature')

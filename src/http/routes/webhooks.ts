@@ -2,7 +2,7 @@ import express, { type Router } from 'express'
 import {
   receiveSesWebhook,
   receiveWasenderWebhook,
-  WebhookRefused,
+  WebhookRefusedError,
   type WasenderDelivery,
   type WebhookDeps,
 } from '../../delivery/webhooks.ts'
@@ -56,7 +56,7 @@ const api = {
 export function webhookRoutes(deps: WebhookDeps): Router {
   const router = apiRouter()
   const refused = (error: unknown): never => {
-    if (error instanceof WebhookRefused) {
+    if (error instanceof WebhookRefusedError) {
       throw new HttpProblem(
         REFUSAL_STATUS[error.reason] ?? 403,
         error.reason,
