@@ -7,7 +7,7 @@ import {
   type WebhookDeps,
 } from '../../delivery/webhooks.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
-import { HttpProblem } from '../problem.ts'
+import { HttpProblemError } from '../problem.ts'
 import { SesWebhookAnswer, SnsDelivery, WasenderStatusUpdate, WasenderWebhookAnswer } from '../schemas.ts'
 
 const SES_REFUSALS = ['invalid_signature', 'invalid_certificate_url', 'invalid_subscribe_url', 'unknown_topic', 'stale_message'] as const
@@ -57,7 +57,7 @@ export function webhookRoutes(deps: WebhookDeps): Router {
   const router = apiRouter()
   const refused = (error: unknown): never => {
     if (error instanceof WebhookRefusedError) {
-      throw new HttpProblem(
+      throw new HttpProblemError(
         REFUSAL_STATUS[error.reason] ?? 403,
         error.reason,
         'The webhook delivery was refused.',
