@@ -1,7 +1,7 @@
 import { expect } from 'chai'
-import { readdir, readFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { readFile } from 'node:fs/promises'
 import ts from 'typescript'
+import { sourceFiles } from './support/source-files.ts'
 
 /**
  * CONVENTIONS §3 and §6, as names: a function ends in `Tx` exactly when its first parameter is the
@@ -22,14 +22,6 @@ const PENDING = new Set([
   'src/identity/challenges.ts issueHiddenTx',
   'src/delivery/provider.ts DeliveryFailure',
 ])
-
-async function sourceFiles(dir: string): Promise<string[]> {
-  const entries = await readdir(dir, { withFileTypes: true, recursive: true })
-  return entries
-    .filter((entry) => entry.isFile() && entry.name.endsWith('.ts'))
-    .map((entry) => join(entry.parentPath, entry.name).replaceAll('\\', '/'))
-    .sort()
-}
 
 const parse = (path: string, text: string) => ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS)
 

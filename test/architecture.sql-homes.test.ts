@@ -1,7 +1,7 @@
 import { expect } from 'chai'
-import { readdir, readFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { readFile } from 'node:fs/promises'
 import ts from 'typescript'
+import { sourceFiles } from './support/source-files.ts'
 
 /**
  * docs/architecture.md "Where the SQL lives": the domain directories build no SQL outside their
@@ -58,14 +58,6 @@ const PGBOSS_JOB = /(?<![\w.])pgboss\.job\b/g
  * Their home is the release step itself (moving them into src/outbox would point src/db upwards).
  */
 const RELEASE_STEP = 'src/db/release.ts'
-
-async function sourceFiles(dir: string): Promise<string[]> {
-  const entries = await readdir(dir, { withFileTypes: true, recursive: true })
-  return entries
-    .filter((entry) => entry.isFile() && entry.name.endsWith('.ts'))
-    .map((entry) => join(entry.parentPath, entry.name).replaceAll('\\', '/'))
-    .sort()
-}
 
 /** The text of every string and template literal in a file (the parts a statement can be built from). */
 function literals(path: string, text: string): string[] {
