@@ -68,12 +68,12 @@ export async function clearBucketTx(trx: Knex.Transaction, bucket: Bucket): Prom
 }
 
 /**
- * A budget spent only by failures (wrong codes): `checkTx` locks the bucket and says whether any is
+ * A budget spent only by failures (wrong codes): `check` locks the bucket and says whether any is
  * left (undefined) or how long until one is, without spending; `spendTx`, after it in the same
  * transaction, counts one failure.
  */
 export const budget = {
-  checkTx: exhaustedFor,
+  check: exhaustedFor,
   spendTx: insertHitTx,
 }
 
