@@ -2,9 +2,10 @@ import { isIP } from 'node:net'
 import { z } from 'zod'
 import { parseKeyRing, singleKeyRing, type KeyRing } from '../src/crypto/key-ring.ts'
 import { parseChannelCaps, parseCountryCaps } from './send-caps.ts'
+import { SealpostError } from '../src/errors/sealpost-error.ts'
 
 /** Raised when the environment cannot start a process; its message names variables, never values. */
-export class ConfigError extends Error {
+export class ConfigError extends SealpostError {
   override name = 'ConfigError'
   readonly variables: string[]
   constructor(problems: { variable: string; problem: string }[]) {

@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 
 /**
  * attempt_count used to be bumped by the attempts trigger with an UPDATE of the message: a third row
- * version per delivered message, ~150 µs of PostgreSQL time each (bench/README.md). Now the writer
+ * version per delivered message (docs/performance.md). Now the writer
  * sets it in the UPDATE that changes the message's state anyway, and the database still guarantees
  * the invariant: at COMMIT, a message's attempt_count equals its highest attempt number, checked
  * whenever an attempt is inserted or attempt_count changes. The insert-time checks stay: attempts

@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 import { API_ROLE } from './20261130000100_roles.ts'
 
 /**
- * Staff functions verify a live staff session themselves (DESIGN §7, issue 13 items 8 and 9). The
+ * Staff functions verify a live staff session themselves (DESIGN §7). The
  * previous versions were granted to the whole api role and trusted a caller-supplied staff id, so a
  * compromised web process could page dead letters and read full destinations through
  * `reissue_candidate`. Each staff function now takes the SHA-256 of the caller's session token and

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 
 /**
- * Organization names are mailed inside invitations (issue 13 item 4). The web refuses links,
+ * Organization names are mailed inside invitations. The web refuses links,
  * addresses and invisible characters (src/organization/organization-name.ts); the database keeps
  * the part of that rule it can state exactly: no control characters, bidi controls, zero-width
  * characters or line and paragraph separators in a new or changed name. NOT VALID: rows written

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 
 /**
- * Provider pauses get a ceiling and a back-off streak (issue 13 item 6). `throttle_streak` counts
+ * Provider pauses get a ceiling and a back-off streak. `throttle_streak` counts
  * hint-less THROTTLED answers in a row, so the fleet-wide back-off grows while a provider keeps
  * throttling. A pause written before the cap existed is cut to five minutes from now (the default
  * MAX_PROVIDER_PAUSE_SECONDS), so an old `Retry-After: 31536000` stops nothing after this release.

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 
 /**
- * A message's identity never changes once written (issue 27 attack 3):
+ * A message's identity never changes once written (so a stolen worker login cannot redirect a code):
  * where it goes and what it is for (`destination`, `channel`, `purpose`, `challenge_id`,
  * `invitation_id`). Two locks, each alone enough against the worker's login:
  * - a trigger refuses the change for every role, the owner included (23000, like the other

@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 
 /**
  * A reissue sends only to the challenge's own identifier, never to the message row's destination
- * (issue 27 attack 3). `outbox.reissue_candidate` now also refuses:
+ * (a stolen worker login cannot point a code elsewhere). `outbox.reissue_candidate` now also refuses:
  * - `reissue_refused_decryption_failed`: the envelope did not open, so the row (or the key) was
  *   tampered with or lost; a human looks at why before anything is sent again;
  * - `reissue_destination_mismatch`: the row's destination or channel is not the challenge's login

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 
 /**
- * Issue 27, attack 1: a bounce or a complaint suppresses only the exact address it names.
+ * A bounce or a complaint suppresses only the exact address it names.
  * Literal values only (CONVENTIONS §10).
  *
  * - `outbox.record_delivery_event` gains `p_recipient_hmacs`: the HMACs the web computed of the

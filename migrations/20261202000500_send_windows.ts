@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 import { WORKER_ROLE } from './20261130000100_roles.ts'
 
 /**
- * The fleet-wide send caps (issue 27, "a global guard on sending"): one counter row per channel and
+ * The fleet-wide send caps (a global guard on sending): one counter row per channel and
  * clock hour (`scope` ''), and per phone country calling code (`scope` its digits), which every
  * worker bumps once per claimed batch in one statement under the row's lock, so the whole fleet
  * agrees on what the hour has sent. `granted` and `first_hold` are what the last statement decided

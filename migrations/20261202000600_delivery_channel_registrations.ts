@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 import { API_ROLE, WORKER_ROLE } from './20261130000100_roles.ts'
 
 /**
- * Which channels exist has one source of truth, written by the workers (issue 28 item 1, README
+ * Which channels exist has one source of truth, written by the workers (docs/delivery.md
  * "Channels"): every worker registers, at startup and then every minute, the channels it has a
  * provider for and the provider ids. The web reads only `outbox.available_channels()`.
  *

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 
 /**
- * A 202 means committed (issue 29, 1b; docs/security.md "Hidden paths and transient errors").
+ * A 202 means committed (docs/security.md "Hidden paths and transient errors").
  *
  * `identity.issue_challenge` in `hidden` mode hides the existence-dependent failures of the real
  * issue (a resend too soon, a refusal, a row a constraint refuses) and of its rehearsal behind the

@@ -18,6 +18,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['src/db'],
   ['config'],
   ['src/crypto', 'src/logging'],
+  ['src/errors'],
 ]
 /** Migrations are history: only the migration runner's registry reads them. */
 const MIGRATION_READERS = new Set(['src/db/migrations.ts'])

@@ -3,7 +3,7 @@ import { uniqueEmail } from './support/helpers.ts'
 import { useIdentityKit } from './support/identity-kit.ts'
 
 /**
- * Adversarial review of issue 27: attacks on what was built for it, each performed through the
+ * Adversarial review of the owner-first budgets and device cookies: attacks on what was built for them, each performed through the
  * real routes from the attacker's own client addresses (X-Forwarded-For, TRUST_PROXY 1).
  */
 describe('attacks on the trusted devices', () => {

@@ -7,7 +7,7 @@ import { startFakeSmtp, type FakeSmtp } from './support/fake-smtp.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
 
 /**
- * Attacks on the outage hold (issue 28): the hold is fleet-wide, so whatever a stranger can make a
+ * Attacks on the outage hold: the hold is fleet-wide, so whatever a stranger can make a
  * provider answer must never count as the provider's outage unless it is one.
  */
 describe('attacks on the outage hold', () => {

@@ -16,7 +16,7 @@ import { useWebStack } from './support/web-stack.ts'
 const BASE = '/platform-admin/security-outbox'
 
 /**
- * Issue 27 attack 3: whoever holds the worker's database login points a pending code at their own
+ * Whoever holds the worker's database login points a pending code at their own
  * address; the envelope binding dead-letters it (decryption_failed), and one staff click on
  * "reissue" would then seal a fresh, working code for the attacker's address.
  */

@@ -6,7 +6,7 @@ import { capturingLogger, createVerifiedIdentity, eventually, testKeys, uniqueEm
 import { startWebStack } from './support/web-stack.ts'
 
 /**
- * Issue 29, 1b: "a sign-up was answered 202 with nothing enqueued". A transient database error in
+ * "a sign-up was answered 202 with nothing enqueued". A transient database error in
  * the enqueue of a hidden path (here: the web's insert of the message waits on a lock another
  * connection holds, and its role's `lock_timeout` ends the wait with 55P03, as a deadlock ends
  * with 40P01) must be retried in a new transaction or answered 503 with Retry-After, never

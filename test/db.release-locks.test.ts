@@ -13,7 +13,7 @@ import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
 import { registerChannelsAsWorker } from './support/channels.ts'
 
 /**
- * Issue 29: "the release step deadlocks with live traffic". Every release re-applied row-level
+ * "the release step deadlocks with live traffic". Every release re-applied row-level
  * security on pgboss.job and each partition (ALTER TABLE … ENABLE ROW LEVEL SECURITY, DROP/CREATE
  * POLICY: AccessExclusiveLock) while pg-boss's statements lock partition then parent; on Heroku
  * every `config:set` runs the release step. A release with nothing to change must take no strong

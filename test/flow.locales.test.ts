@@ -15,12 +15,24 @@ describe('Accept-Language → the locale of the message', () => {
     ['de;q=0, en', 'en'],
     ['ES-mx', 'es'],
     ['garbage;;;q=x, de', 'de'],
+    ['de;q=0.5, en;q=0.8', 'en'],
+    ['de-AT, en;q=0.9, de;q=0.1', 'en'],
+    ['de;q=abc, en;q=0.5', 'en'],
+    [',,,;;;', 'es'],
   ]
   for (const [header, expected] of table) {
     it(`picks ${expected} for ${JSON.stringify(header)} (fallback es)`, () => {
       expect(negotiateLocale(header, 'es')).to.equal(expected)
     })
   }
+
+  it('reads a hostile header (16 KB of ranges, unbalanced quotes) only up to its first whole ranges, quickly and without throwing', () => {
+    const hostile = ['a,'.repeat(8_000), `de;q="${'\\"'.repeat(8_000)}`, '*;q=0.1,'.repeat(2_000), `${'x,'.repeat(8_000)}de`]
+    const started = performance.now()
+    for (let round = 0; round < 100; round += 1) for (const header of hostile) expect(negotiateLocale(header, 'es')).to.equal('es')
+    // Unbounded, each of these headers costs negotiation thousands of ranges: the bound keeps the total far below this.
+    expect(performance.now() - started).to.be.below(4_000)
+  })
 
   describe('end to end', () => {
     const f = useWebStack()

@@ -8,7 +8,7 @@ import { hostileBody, hostileString, validFor, type Hints, type Schema } from '.
 import { useWebStack } from './support/web-stack.ts'
 
 /*
- * The API fuzzed against its own document (issue 30): every operation of the served /openapi.json,
+ * The API fuzzed against its own document: every operation of the served /openapi.json,
  * as a stranger, a signed-in caller and staff with a fresh elevation, with inputs valid by the
  * schemas and hostile ones. In CI a fixed seed and a bounded number of cases; a long run:
  *   FUZZ_RUNS=20000 npx mocha test/http.fuzz.test.ts     (FUZZ_SEED=<n> for another seed)

@@ -21,7 +21,7 @@ function expectClientProblem(answer: RawAnswer, what: string): void {
   expect(body.code, what).to.be.a('string')
 }
 
-/** Issue 30: each mistake a fuzzer found from outside, sent the way it sent it. */
+/** Each mistake a fuzzer found from outside, sent the way it sent it. */
 describe('hostile input gets a clear 4xx', () => {
   const f = useWebStack({ worker: false, clientLimitPerMinute: 60, webhooks: { WASENDER_WEBHOOK_SECRET: WASENDER_SECRET } })
   let document: Document

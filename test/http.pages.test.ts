@@ -78,11 +78,13 @@ describe('pages: the API reference and the operator console', () => {
       const page = await fetch(`${app.url}/platform-admin/`)
       expect(page.status).to.equal(200)
       const csp = page.headers.get('content-security-policy')!
-      expect(csp.split('; ')).to.include.members([
+      expect(csp.split(/;\s*/)).to.have.members([
         "default-src 'none'",
         "script-src 'self'",
         "style-src 'self'",
+        "img-src 'self' data:",
         "connect-src 'self'",
+        "font-src 'self'",
         "frame-ancestors 'none'",
         "form-action 'none'",
         "base-uri 'none'",

@@ -3,7 +3,7 @@ import { expect } from 'chai'
 import { QUEUES } from '../src/outbox/constants.ts'
 import { sealMessage } from '../src/outbox/enqueue.ts'
 import { enqueueMessageTx } from '../src/outbox/web-functions-sql.ts'
-import { hitRateLimitTx } from '../src/identity/rate-limits.ts'
+import { hitRateLimit } from '../src/identity/rate-limits.ts'
 import { RateLimitedError } from '../src/identity/errors.ts'
 import { issueHiddenTx } from '../src/identity/challenges.ts'
 import { requestPasswordRecovery } from '../src/identity/password-recovery.ts'
@@ -71,7 +71,7 @@ describe('the enqueue path in the database', () => {
     // Keys whose first byte has its high bit set and not: both signs of the bigint.
     const bucket = [Buffer.concat([Buffer.from([0xff]), randomBytes(31)]), Buffer.concat([Buffer.from([0x01]), randomBytes(31)])]
     const locks = await side.api.transaction(async (trx) => {
-      await hitRateLimitTx(trx, bucket, { max: 5, windowSeconds: 60 }, new Date())
+      await hitRateLimit(trx, bucket, { max: 5, windowSeconds: 60 }, new Date())
       const { rows } = await trx.raw<{ rows: { classid: number; objid: number }[] }>(
         `SELECT classid::text::bigint AS classid, objid::text::bigint AS objid FROM pg_locks
           WHERE locktype = 'advisory' AND objsubid = 1 AND pid = pg_backend_pid() ORDER BY 1, 2`,
@@ -86,10 +86,10 @@ describe('the enqueue path in the database', () => {
     const [current, previous] = [randomBytes(32), randomBytes(32)]
     const now = new Date()
     const limit = { max: 2, windowSeconds: 60 }
-    await side.api.transaction((trx) => hitRateLimitTx(trx, [previous], limit, new Date(now.getTime() - 20_000)))
-    await side.api.transaction((trx) => hitRateLimitTx(trx, [current, previous], limit, now))
+    await side.api.transaction((trx) => hitRateLimit(trx, [previous], limit, new Date(now.getTime() - 20_000)))
+    await side.api.transaction((trx) => hitRateLimit(trx, [current, previous], limit, now))
     const refused = await side.api
-      .transaction((trx) => hitRateLimitTx(trx, [current, previous], limit, now))
+      .transaction((trx) => hitRateLimit(trx, [current, previous], limit, now))
       .then(
         () => undefined,
         (error: unknown) => error,

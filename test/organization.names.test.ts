@@ -6,7 +6,7 @@ import { checkOrganizationName } from '../src/organization/organization-name.ts'
 import { createTestDatabase } from './support/database.ts'
 import { createVerifiedIdentity, uniqueEmail } from './support/helpers.ts'
 
-/** A phisher's attempts to get a link or forged lines into an official invitation email (issue 13 item 4). */
+/** A phisher's attempts to get a link or forged lines into an official invitation email. */
 const REFUSED: [string, string, string][] = [
   ['the issue’s example', 'Security team: verify at https://evil.example', 'link'],
   ['a bare domain', 'Verify at evil.example', 'link'],
@@ -53,7 +53,7 @@ const REFUSED: [string, string, string][] = [
   ['an ogham space', 'Acme\u1680Research', 'invisible_or_control'],
   ['a variation selector', 'Acme\uFE0F', 'invisible_or_control'],
   ['private use', 'Acme\uE000', 'invisible_or_control'],
-  // Call-back phishing (issue 27): a number to ring under the official sender, however it is spaced.
+  // Call-back phishing: a number to ring under the official sender, however it is spaced.
   ['a call-back number', 'Acme Billing: call 0800 555 0199', 'phone_number'],
   ['an international number', 'Support +1 (415) 555-0132', 'phone_number'],
   ['a dotted number', 'Acme 415.555.0132', 'phone_number'],

@@ -34,7 +34,7 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
     ['settle a pg-boss job', `UPDATE pgboss.job SET state = 'completed' WHERE name = 'security-outbox'`],
     ['delete a pg-boss job', `DELETE FROM pgboss.job WHERE name = 'security-outbox'`],
     ['run the identity retention', `SELECT * FROM identity.sweep_expired(now(), '1 day', 1)`],
-    // Issue 13 item 7: only fresh jobs of the delivery queue, through the table or its partition.
+    // Only fresh jobs of the delivery queue, through the table or its partition.
     ['enqueue into the crash-loop queue', `INSERT INTO pgboss.job (name, data) VALUES ('security-outbox-dlq', '{"messageId": "${ID}"}')`],
     [
       'enqueue into the crash-loop queue’s partition',
@@ -49,7 +49,7 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
       'forge an active delivery job',
       `INSERT INTO pgboss.job_common (name, data, state) VALUES ('security-outbox', '{"messageId": "${ID}"}', 'active')`,
     ],
-    // Issue 13 item 8: the staff functions without a live staff session (a made-up token hash).
+    // The staff functions without a live staff session (a made-up token hash).
     ['read the backlog without a staff session', `SELECT * FROM outbox.backlog_summary('${NO_SESSION}', now())`],
     [
       'page dead letters without a staff session',
@@ -69,7 +69,7 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
       `INSERT INTO outbox.suppressed_destinations (id, destination_hmac, channel, masked_destination, reason, since) VALUES ('${ID}', '\\x00', 'email', 'x', 'complaint', now())`,
     ],
     ['lift a suppression directly', 'DELETE FROM outbox.suppressed_destinations'],
-    // Issue 28 item 1: which channels exist is the workers' to say; the web only asks outbox.available_channels().
+    // Which channels exist is the workers' to say; the web only asks outbox.available_channels().
     [
       'register delivery channels as a worker',
       `INSERT INTO outbox.delivery_channel_registrations (worker_id, channels, providers, started_at, seen_at) VALUES ('${ID}', '{whatsapp}', '{}', now(), now())`,
@@ -95,7 +95,7 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
       `INSERT INTO outbox.security_outbox_messages (id, purpose, challenge_id, channel, destination, expires_at) VALUES ('${ID}', 'step_up', '${ID}', 'email', 'x@y.z', now())`,
     ],
     ['write a ciphertext', `INSERT INTO outbox.security_outbox_ciphertexts (message_id, envelope) VALUES ('${ID}', 'v1.a.b.c.d')`],
-    // Issue 27 attack 3: the worker moves a message's state, lease and attempts, never where it goes or what it is.
+    // The worker moves a message's state, lease and attempts, never where it goes or what it is.
     ['point a message at another destination', `UPDATE outbox.security_outbox_messages SET destination = 'attacker@example.com'`],
     ['change a message’s channel', `UPDATE outbox.security_outbox_messages SET channel = 'whatsapp'`],
     ['change a message’s purpose', `UPDATE outbox.security_outbox_messages SET purpose = 'step_up'`],
@@ -138,7 +138,7 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
 const REFUSED_BY_CONSTRAINT: ['api' | 'worker', string, string, string][] = [
   [
     'api',
-    'name an organization with a line separator (issue 13 item 4)',
+    'name an organization with a line separator',
     `INSERT INTO organization.organizations (id, name, created_by) VALUES ('${ID}', 'Acme' || chr(8232) || 'Verify', (SELECT id FROM identity.identities LIMIT 1))`,
     '23514',
   ],
@@ -226,7 +226,7 @@ describe('role refusal matrix', () => {
 })
 
 /**
- * Issue 13 item 11: the HTTP refusals of items 4, 5, 8 and 9 as the web answers them, one row each,
+ * The HTTP refusals as the web answers them, one row each,
  * arranged directly in the database (budgets pre-filled as rate-limit hits) so each row is one request.
  */
 describe('HTTP refusal matrix', () => {

@@ -8,7 +8,7 @@ import { createTestDatabase, type TestDatabase } from './support/database.ts'
 import { capturingLogger } from './support/helpers.ts'
 
 /**
- * Issue 13 item 10, measured: `boss.send(…, { db })` needs SELECT on pgboss.version (start),
+ * Measured: `boss.send(…, { db })` needs SELECT on pgboss.version (start),
  * pgboss.queue (the insert joins it) and job (id, start_after) (RETURNING); nothing else.
  */
 describe("the web's pg-boss privileges", () => {

@@ -8,7 +8,7 @@ import { createTestDatabase, type TestDatabase } from './support/database.ts'
 import { createVerifiedIdentity, insertOpenMessage, uniqueEmail } from './support/helpers.ts'
 
 /**
- * docs/architecture.md §6 (issue 13 item 8): the staff SECURITY DEFINER functions check a live staff session in
+ * docs/architecture.md §6: the staff SECURITY DEFINER functions check a live staff session in
  * the database from the session token's SHA-256, so the api login itself — a compromised web
  * process — reads and reissues nothing without one. Every call here is raw SQL as the api login.
  */

@@ -4,7 +4,7 @@ import { QUEUES, type DeliveryJobData } from '../src/outbox/constants.ts'
 import { uniqueEmail } from './support/helpers.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
 
-/** docs/architecture.md §5 (issue 13 item 7): only a real crash loop dead-letters through the crash-loop queue. */
+/** docs/architecture.md §5: only a real crash loop dead-letters through the crash-loop queue. */
 describe('the crash-loop queue against a forged job', () => {
   const f = useOutboxFixture()
   const { message, deadLetter } = f.rows

@@ -12,7 +12,7 @@ import { uniqueEmail } from './support/helpers.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
 import { scriptedProvider } from './support/scripted-provider.ts'
 
-describe('the outage hold and failover (issue 28)', () => {
+describe('the outage hold and failover', () => {
   const f = useOutboxFixture()
   const { message, attempts, ciphertexts, deadLetter } = f.rows
 

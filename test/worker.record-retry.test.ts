@@ -7,7 +7,7 @@ import { deliverOne } from './support/run-once.ts'
 import { stalledProvider } from './support/scripted-provider.ts'
 
 /**
- * Issue 29: "a worker's record of a send the provider had already accepted rolled back, and the
+ * "a worker's record of a send the provider had already accepted rolled back, and the
  * code was sent twice". The record of a send that left must be tried again after a transient
  * database error, not failed back to pg-boss (whose retry sends the code again).
  */

@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto'
 import type { KeyRing } from './key-ring.ts'
+import { SealpostError } from '../errors/sealpost-error.ts'
 
 const VERSION = 'v2'
 const INFO = { v1: Buffer.from('sealpost/security-outbox/v1'), v2: Buffer.from('sealpost/security-outbox/v2') }
@@ -8,7 +9,7 @@ const IV_BYTES = 12
 const TAG_BYTES = 16
 
 /** Opening failed: tampered, truncated, wrong or retired key, or wrong context. Deliberately says no more. */
-export class EnvelopeError extends Error {
+export class EnvelopeError extends SealpostError {
   override name = 'EnvelopeError'
   constructor() {
     super('envelope cannot be opened')

@@ -1,7 +1,8 @@
 import type { Knex } from 'knex'
+import { SealpostError } from '../errors/sealpost-error.ts'
 
 /** The web or worker was handed a connection with more power than its role: refuse to start. */
-export class UnsafeConnectionError extends Error {
+export class UnsafeConnectionError extends SealpostError {
   override name = 'UnsafeConnectionError'
 }
 

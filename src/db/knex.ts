@@ -74,7 +74,7 @@ const resultTypeChanged = (error: unknown): boolean => {
 /**
  * A statement that runs often (the worker's claim and record): a named prepared statement, so each
  * connection parses and plans it once and PostgreSQL may keep its generic plan, instead of
- * planning it at every call (the claim planned in 1.1 ms and ran in 0.25 ms; bench/HISTORY.md "The planning round"). The
+ * planning it at every call (planning costs the claim more than running it; docs/performance.md). The
  * name is a digest of the text, so two texts never share one; `sql` must be a fixed text (the
  * values go in `bindings`), or every variant would stay prepared on the connection.
  *

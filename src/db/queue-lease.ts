@@ -2,9 +2,10 @@ import type { Knex } from 'knex'
 import { fromKnex, PgBoss } from 'pg-boss'
 import { minimumLeaseSeconds } from '../../config/schema.ts'
 import { QUEUES } from './queues.ts'
+import { SealpostError } from '../errors/sealpost-error.ts'
 
 /** The queue's lease is too short for this worker's send timeout, or the queue is missing. */
-export class QueueLeaseError extends Error {
+export class QueueLeaseError extends SealpostError {
   override name = 'QueueLeaseError'
 }
 

@@ -1,5 +1,7 @@
+import { SealpostError } from '../errors/sealpost-error.ts'
+
 /** The release cannot go on; the message says what to do and holds no secret. */
-export class ReleaseError extends Error {
+export class ReleaseError extends SealpostError {
   override name = 'ReleaseError'
 }
 

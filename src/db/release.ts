@@ -199,8 +199,8 @@ async function applyPgbossRowPolicies(db: Knex, roles: DatabaseRoles, logger: Lo
  * `outbox.insert_delivery_job(json)`: pg-boss's own INSERT of a delivery job, exactly as the
  * installed pg-boss writes it for `boss.send`, in a PL/pgSQL function, so `outbox.enqueue_message`
  * inserts the job in the same call as its message, with a plan cached per connection (planning
- * pg-boss's statement on every enqueue cost about a third of the database's CPU per request:
- * bench/HISTORY.md "The enqueue round"), and without restating pg-boss's SQL. Re-created on
+ * pg-boss's statement on every enqueue is a large share of the database's CPU per request;
+ * docs/performance.md), and without restating pg-boss's SQL. Re-created on
  * every release that finds it differs from the installed pg-boss's (`defineFunctions`): it follows
  * pg-boss's version. SECURITY INVOKER: the web's own grants and row policies on pgboss.job apply.
  * With it, `outbox.notify_delivery_workers()`: that statement's NOTIFY alone.

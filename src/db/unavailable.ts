@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
 import { describeError, type Logger } from '../logging/logger.ts'
+import { SealpostError } from '../errors/sealpost-error.ts'
 
 // SQLSTATE classes 08 (connection exception), 53 (insufficient resources) and 57P (operator
 // intervention: admin_shutdown, crash_shutdown, cannot_connect_now, database_dropped).
@@ -48,7 +49,7 @@ export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
 }
 
 /** The database did not come within the startup bound; its message names the variable, never a value. */
-export class DatabaseUnavailableError extends Error {
+export class DatabaseUnavailableError extends SealpostError {
   override name = 'DatabaseUnavailableError'
 }
 

@@ -1,12 +1,13 @@
 import { checkOrganizationName } from '../organization/organization-name.ts'
 import type { Channel } from '../outbox/constants.ts'
 import { loadTemplates, type Branding, type Templates } from './templates.ts'
+import { SealpostError } from '../errors/sealpost-error.ts'
 
 /** The message row fields the content depends on. */
 export type ComposableMessage = { id: string; purpose: string; channel: Channel; locale: string; expires_at: Date }
 
 /** Thrown for a security notice whose sealed body is not the agreed JSON: structural, never retried. */
-export class UnreadableBodyError extends Error {
+export class UnreadableBodyError extends SealpostError {
   override name = 'UnreadableBodyError'
 }
 

@@ -1,4 +1,5 @@
 import type { Channel, FailureClass, ProviderId } from '../outbox/constants.ts'
+import { SealpostError } from '../errors/sealpost-error.ts'
 
 /** What a connector is asked to deliver; the text holds the secret and lives in memory only. */
 export type OutgoingMessage = {
@@ -28,7 +29,7 @@ export interface Provider {
  * A classified provider failure. Its message is fixed text: connectors never copy a provider's
  * error text (it may echo the destination) into it.
  */
-export class DeliveryFailure extends Error {
+export class DeliveryFailure extends SealpostError {
   override name = 'DeliveryFailure'
   readonly failureClass: FailureClass
   readonly retryAfterAt: Date | null

@@ -1,6 +1,7 @@
 import { verify as verifySignature, X509Certificate } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { request } from 'undici'
+import { SealpostError } from '../errors/sealpost-error.ts'
 
 /** The fields of an Amazon SNS HTTP(S) delivery this project reads (all strings, as SNS sends them). */
 export type SnsEnvelope = {
@@ -27,8 +28,8 @@ export type SnsRefusal =
   | 'stale_message'
   | 'certificate_unavailable'
 
-export class SnsRefused extends Error {
-  override name = 'SnsRefused'
+export class SnsRefusedError extends SealpostError {
+  override name = 'SnsRefusedError'
   readonly reason: SnsRefusal
   constructor(reason: SnsRefusal) {
     super(`SNS delivery refused: ${reason}`)
@@ -143,19 +144,19 @@ export function parseSnsEnvelope(body: string, messageTypeHeader: string | undef
   try {
     value = JSON.parse(body)
   } catch {
-    throw new SnsRefused('malformed')
+    throw new SnsRefusedError('malformed')
   }
   const record = (value ?? {}) as Record<string, unknown>
   const required = ['Type', 'MessageId', 'TopicArn', 'Message', 'Timestamp', 'SignatureVersion', 'Signature', 'SigningCertURL']
   const optional = ['Subject', 'SubscribeURL', 'Token']
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new SnsRefused('malformed')
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new SnsRefusedError('malformed')
   if (
     required.some((key) => typeof record[key] !== 'string') ||
     optional.some((key) => record[key] !== undefined && typeof record[key] !== 'string')
   )
-    throw new SnsRefused('malformed')
+    throw new SnsRefusedError('malformed')
   // SNS names the type in a header too; a body that disagrees with it was not sent as it is.
-  if (messageTypeHeader !== undefined && messageTypeHeader !== record.Type) throw new SnsRefused('malformed')
+  if (messageTypeHeader !== undefined && messageTypeHeader !== record.Type) throw new SnsRefusedError('malformed')
   return record as SnsEnvelope
 }
 
@@ -169,18 +170,18 @@ export async function verifySnsEnvelope(
   options: { topicArn: string; certificates: CertificateSource; now: Date },
 ): Promise<void> {
   const region = topicRegion(envelope.TopicArn)
-  if (envelope.TopicArn !== options.topicArn || !region) throw new SnsRefused('unknown_topic')
-  if (!isSnsUrl(envelope.SigningCertURL, region, CERT_PATH)) throw new SnsRefused('invalid_certificate_url')
+  if (envelope.TopicArn !== options.topicArn || !region) throw new SnsRefusedError('unknown_topic')
+  if (!isSnsUrl(envelope.SigningCertURL, region, CERT_PATH)) throw new SnsRefusedError('invalid_certificate_url')
   const algorithm = envelope.SignatureVersion === '1' ? 'sha1' : envelope.SignatureVersion === '2' ? 'sha256' : undefined
-  if (!algorithm) throw new SnsRefused('invalid_signature')
+  if (!algorithm) throw new SnsRefusedError('invalid_signature')
   let certificate: X509Certificate
   try {
     certificate = await options.certificates(envelope.SigningCertURL)
   } catch {
-    throw new SnsRefused('certificate_unavailable')
+    throw new SnsRefusedError('certificate_unavailable')
   }
   const now = options.now.getTime()
-  if (Date.parse(certificate.validFrom) > now || Date.parse(certificate.validTo) < now) throw new SnsRefused('invalid_signature')
+  if (Date.parse(certificate.validFrom) > now || Date.parse(certificate.validTo) < now) throw new SnsRefusedError('invalid_signature')
   const signature = Buffer.from(envelope.Signature, 'base64')
   let valid: boolean
   try {
@@ -189,17 +190,17 @@ export async function verifySnsEnvelope(
     // A key the certificate holds that cannot verify this (not RSA, a malformed signature).
     valid = false
   }
-  if (!valid) throw new SnsRefused('invalid_signature')
+  if (!valid) throw new SnsRefusedError('invalid_signature')
   const sentAt = Date.parse(envelope.Timestamp)
-  if (Number.isNaN(sentAt) || now - sentAt > SNS_MAX_AGE_MS || sentAt - now > MAX_CLOCK_SKEW_MS) throw new SnsRefused('stale_message')
+  if (Number.isNaN(sentAt) || now - sentAt > SNS_MAX_AGE_MS || sentAt - now > MAX_CLOCK_SKEW_MS) throw new SnsRefusedError('stale_message')
 }
 
 /** A SubscriptionConfirmation's SubscribeURL must be SNS's own ConfirmSubscription endpoint for the topic's region. */
 export function assertSubscribeUrl(envelope: SnsEnvelope): string {
   const region = topicRegion(envelope.TopicArn)!
-  if (!isSnsUrl(envelope.SubscribeURL, region, /^\/?$/)) throw new SnsRefused('invalid_subscribe_url')
+  if (!isSnsUrl(envelope.SubscribeURL, region, /^\/?$/)) throw new SnsRefusedError('invalid_subscribe_url')
   const url = new URL(envelope.SubscribeURL!)
   if (url.searchParams.get('Action') !== 'ConfirmSubscription' || url.searchParams.get('TopicArn') !== envelope.TopicArn)
-    throw new SnsRefused('invalid_subscribe_url')
+    throw new SnsRefusedError('invalid_subscribe_url')
   return url.toString()
 }

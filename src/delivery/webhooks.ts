@@ -6,7 +6,8 @@ import { recordDeliveryEvent, type ProviderEvent } from '../outbox/delivery-even
 import type { Channel } from '../outbox/constants.ts'
 import { destinationHmac } from '../outbox/destination.ts'
 import { sesEventFrom, wasenderEventsFrom } from './provider-events.ts'
-import { assertSubscribeUrl, parseSnsEnvelope, SnsRefused, verifySnsEnvelope, type CertificateSource } from './sns-verifier.ts'
+import { assertSubscribeUrl, parseSnsEnvelope, SnsRefusedError, verifySnsEnvelope, type CertificateSource } from './sns-verifier.ts'
+import { SealpostError } from '../errors/sealpost-error.ts'
 
 /** What one webhook delivery came to, per event: a metric label each. */
 export type WebhookOutcome = 'stored' | 'duplicate' | 'unknown_message' | 'ignored' | 'subscription_confirmed' | 'refused'
@@ -24,8 +25,8 @@ export type WebhookDeps = {
 }
 
 /** A refusal the route answers 4xx; `status` is decided in src/http. */
-export class WebhookRefused extends Error {
-  override name = 'WebhookRefused'
+export class WebhookRefusedError extends SealpostError {
+  override name = 'WebhookRefusedError'
   readonly reason: string
   constructor(reason: string) {
     super(`webhook refused: ${reason}`)
@@ -63,7 +64,7 @@ async function store(deps: WebhookDeps, provider: 'ses' | 'wasender', channel: C
  */
 export async function receiveSesWebhook(deps: WebhookDeps, body: string, messageType: string | undefined): Promise<WebhookOutcome> {
   try {
-    if (!deps.ses) throw new SnsRefused('unknown_topic')
+    if (!deps.ses) throw new SnsRefusedError('unknown_topic')
     const envelope = parseSnsEnvelope(body, messageType)
     await verifySnsEnvelope(envelope, { topicArn: deps.ses.topicArn, certificates: deps.ses.certificates, now: deps.clock() })
     if (envelope.Type === 'SubscriptionConfirmation') {
@@ -90,10 +91,10 @@ export async function receiveSesWebhook(deps: WebhookDeps, body: string, message
     }
     return await store(deps, 'ses', 'email', event)
   } catch (error) {
-    if (!(error instanceof SnsRefused)) throw error
+    if (!(error instanceof SnsRefusedError)) throw error
     deps.count('ses', 'refused', error.reason)
     deps.logger.warn('SES webhook refused', { reason: error.reason })
-    throw new WebhookRefused(error.reason)
+    throw new WebhookRefusedError(error.reason)
   }
 }
 
@@ -115,7 +116,7 @@ export async function receiveWasenderWebhook(
   const refuse = (reason: string): never => {
     deps.count('wasender', 'refused', reason)
     deps.logger.warn('Wasender webhook refused', { reason })
-    throw new WebhookRefused(reason)
+    throw new WebhookRefusedError(reason)
   }
   if (!deps.wasender || signature === undefined || !timingSafeEqual(digest(signature), digest(deps.wasender.secret)))
     refuse('invalid_signature')

@@ -4,7 +4,7 @@ import type { Knex } from 'knex'
 import type { ChallengeDeps } from '../identity/challenges.ts'
 import type { BreachedPasswordCheck } from '../identity/password-policy.ts'
 import type { Logger } from '../logging/logger.ts'
-import { HttpProblem, problemHandler, sendProblem } from './problem.ts'
+import { HttpProblemError, problemHandler, sendProblem } from './problem.ts'
 import { requestId } from './request-id.ts'
 import { healthRoutes } from './routes/health.ts'
 import { identityRoutes } from './routes/identity.ts'
@@ -170,9 +170,9 @@ export function createApp(deps: WebDeps): express.Express {
   )
   app.get('/metrics', async (req, res) => {
     const decision = decideMetricsAccess(deps.metrics, req.get('authorization'))
-    if (decision === 'not_served') throw new HttpProblem(404, 'not_found', 'No such route.')
+    if (decision === 'not_served') throw new HttpProblemError(404, 'not_found', 'No such route.')
     if (decision === 'unauthenticated')
-      throw new HttpProblem(401, 'unauthenticated', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.', {
+      throw new HttpProblemError(401, 'unauthenticated', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.', {
         headers: { 'WWW-Authenticate': 'Bearer' },
       })
     res.type(metrics.registry.contentType).send(await metrics.render())
@@ -181,7 +181,7 @@ export function createApp(deps: WebDeps): express.Express {
   app.use('/platform-admin', operatorConsole())
   if (deps.apiDocs) app.use('/docs', apiDocsPage())
   if (deps.developmentPages) app.use(developmentPages({ ...deps.developmentPages, apiDocs: Boolean(deps.apiDocs) }))
-  app.use((_req, res) => sendProblem(res, new HttpProblem(404, 'not_found', 'No such route.')))
+  app.use((_req, res) => sendProblem(res, new HttpProblemError(404, 'not_found', 'No such route.')))
   app.use(problemHandler(deps.logger))
   return app
 }

@@ -1,7 +1,7 @@
 import type { Socket } from 'node:net'
 import type { Request } from 'express'
 import type { Knex } from 'knex'
-import { hitRateLimitTx } from '../identity/rate-limits.ts'
+import { hitRateLimit } from '../identity/rate-limits.ts'
 import { bucketKey } from '../identity/secrets.ts'
 import type { Logger } from '../logging/logger.ts'
 import { clientOf } from './client-address.ts'
@@ -19,7 +19,7 @@ export function rememberPeerAddress(socket: Socket): void {
 
 /**
  * A per-client-address limit for the public routes, counted in the database (holds across web
- * processes). Called before the body is validated, so malformed requests count too (issue 30):
+ * processes). Called before the body is validated, so malformed requests count too:
  * only a body that is not JSON at all is refused earlier, by the parser, with no database work.
  * The address is `req.ip`: the socket's peer (read as the connection was accepted:
  * `rememberPeerAddress`), or behind a router the hop TRUST_PROXY names (with it off, a forged
@@ -47,7 +47,7 @@ export function limitPerClient(
     // Apart from every address's bucket: no text can name the bucket of an address it does not spell.
     const address = client ?? `text:${reported}`
     // One statement, its own transaction: no BEGIN and COMMIT round trips around it.
-    await hitRateLimitTx(
+    await hitRateLimit(
       db,
       (Buffer.isBuffer(secrets) ? [secrets] : secrets).map((secret) => bucketKey(secret, 'client', address)),
       { max: perMinute, windowSeconds: 60 },

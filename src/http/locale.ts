@@ -1,29 +1,30 @@
-import type { RequestHandler, Response } from 'express'
-import { LOCALES, type Locale } from '../delivery/locales.ts'
+import express, { type Request, type RequestHandler, type Response } from 'express'
+import { isLocale, LOCALES, type Locale } from '../delivery/locales.ts'
 
 /**
- * The shipped locale an `Accept-Language` header (RFC 9110 §12.5.4) prefers most: ranges by
- * q-value (ties in header order), each matched exactly or by its primary subtag (`de-AT` → `de`);
- * `*`, q=0, nothing matching, or no header → the fallback. Pure, table-tested.
+ * The longest Accept-Language this server reads: a browser's runs well under 100 characters, and
+ * negotiation costs grow with the ranges times the shipped locales, so a hostile header is cut at
+ * its last whole range within this length before it is read.
+ */
+const MAX_ACCEPT_LANGUAGE = 256
+
+function boundedHeader(header: string): string {
+  if (header.length <= MAX_ACCEPT_LANGUAGE) return header
+  const head = header.slice(0, MAX_ACCEPT_LANGUAGE)
+  return head.slice(0, Math.max(0, head.lastIndexOf(',')))
+}
+
+/**
+ * The shipped locale an `Accept-Language` header (RFC 9110 §12.5.4) prefers most, as Express's
+ * `req.acceptsLanguages` (negotiator) decides it: q-values, then the most specific match (`de-AT`
+ * → `de`); `*`, q=0, nothing matching, or no header → the fallback (offered first, so `*` picks it).
+ * Pure: the header is read from a request of its own, table-tested.
  */
 export function negotiateLocale(header: string | undefined, fallback: Locale): Locale {
-  if (!header) return fallback
-  const ranges = header
-    .split(',')
-    .slice(0, 20)
-    .map((part, index) => {
-      const [range = '', ...params] = part.trim().split(';')
-      const q = params.map((param) => /^\s*q\s*=\s*([01](?:\.\d{0,3})?)\s*$/i.exec(param)?.[1]).find((value) => value !== undefined)
-      return { range: range.trim().toLowerCase(), q: q === undefined ? 1 : Number(q), index }
-    })
-  ranges.sort((a, b) => b.q - a.q || a.index - b.index)
-  for (const { range, q } of ranges) {
-    if (q <= 0 || range === '*') continue
-    const primary = range.split('-')[0]
-    const match = LOCALES.find((locale) => locale === range || locale === primary)
-    if (match) return match
-  }
-  return fallback
+  const request = { headers: header === undefined ? {} : { 'accept-language': boundedHeader(header) } } as Request
+  const offered = [fallback, ...LOCALES.filter((locale) => locale !== fallback)]
+  const chosen = express.request.acceptsLanguages.call(request, ...offered)
+  return chosen !== false && isLocale(chosen) ? chosen : fallback
 }
 
 /** Puts the request's locale on `res.locals` for the routes that enqueue a message. */

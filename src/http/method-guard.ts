@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express'
 import type { ApiRegistry } from './openapi/registry.ts'
-import { HttpProblem, sendProblem } from './problem.ts'
+import { HttpProblemError, sendProblem } from './problem.ts'
 
 /**
  * Answers 405 with `Allow` for a documented path asked with a method the document does not list
@@ -23,7 +23,7 @@ export function documentedMethodsOnly(registries: readonly ApiRegistry[]): Reque
     if (matching.length === 0) return next()
     const allowed = [...new Set(matching.flatMap(({ methods }) => methods))].sort((a, b) => order.indexOf(a) - order.indexOf(b))
     if (allowed.includes(req.method)) return next()
-    const problem = new HttpProblem(405, 'method_not_allowed', `${req.method} is not an operation of this path.`, {
+    const problem = new HttpProblemError(405, 'method_not_allowed', `${req.method} is not an operation of this path.`, {
       headers: { Allow: allowed.join(', ') },
     })
     if (req.method === 'HEAD') {

@@ -2,39 +2,40 @@ import { createRequire } from 'node:module'
 import { dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import express, { Router } from 'express'
+import helmet from 'helmet'
 
 const PUBLIC = fileURLToPath(new URL('../../public/', import.meta.url))
 
 // Scripts and styles come from files of this origin only: no inline script or style, no other
 // origin, no framing, no form posts, so an injected string can neither run nor exfiltrate.
-const STRICT_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "font-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ')
+const STRICT_DIRECTIVES = {
+  defaultSrc: ["'none'"],
+  scriptSrc: ["'self'"],
+  styleSrc: ["'self'"],
+  imgSrc: ["'self'", 'data:'],
+  connectSrc: ["'self'"],
+  fontSrc: ["'self'"],
+  baseUri: ["'none'"],
+  formAction: ["'none'"],
+  frameAncestors: ["'none'"],
+}
 
-function securityHeaders(csp: string): express.RequestHandler {
-  return (_req, res, next) => {
-    res.set({
-      'Content-Security-Policy': csp,
-      'X-Content-Type-Options': 'nosniff',
-      'Referrer-Policy': 'no-referrer',
-      'Cache-Control': 'no-store',
-    })
-    next()
+/**
+ * A page's CSP through helmet's directives (none of helmet's defaults: the page names every source
+ * it allows), over the app's helmet() headers; a page is never stored by a cache.
+ */
+function pageHeaders(directives: typeof STRICT_DIRECTIVES): express.RequestHandler {
+  const csp = helmet.contentSecurityPolicy({ useDefaults: false, directives })
+  return (req, res, next) => {
+    res.set({ 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer', 'Cache-Control': 'no-store' })
+    csp(req, res, next)
   }
 }
 
 /** `/platform-admin/`: the operator console, a static page whose script calls the staff JSON routes. */
 export function operatorConsole(): Router {
   const router = Router()
-  router.use(securityHeaders(STRICT_CSP), express.static(`${PUBLIC}platform-admin`, { index: 'index.html', redirect: true }))
+  router.use(pageHeaders(STRICT_DIRECTIVES), express.static(`${PUBLIC}platform-admin`, { index: 'index.html', redirect: true }))
   return router
 }
 
@@ -42,10 +43,10 @@ export function operatorConsole(): Router {
 export function apiDocsPage(): Router {
   const router = Router()
   // Swagger UI sets style attributes from its script; everything else is as strict as the console.
-  const csp = STRICT_CSP.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
+  const directives = { ...STRICT_DIRECTIVES, styleSrc: ["'self'", "'unsafe-inline'"] }
   const swagger = express.static(dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json')), { index: false })
   const swaggerFiles = new Set(['/swagger-ui-bundle.js', '/swagger-ui.css'])
-  router.use(securityHeaders(csp), express.static(`${PUBLIC}docs`, { index: 'index.html', redirect: true }))
+  router.use(pageHeaders(directives), express.static(`${PUBLIC}docs`, { index: 'index.html', redirect: true }))
   // Only the two files the page loads, not the package's demo pages.
   router.use((req, res, next) => (swaggerFiles.has(req.path) ? swagger(req, res, next) : next()))
   return router
@@ -92,10 +93,10 @@ function developmentIndex({ inboxUrl, apiDocs }: DevelopmentPages): string {
 export function developmentPages(pages: DevelopmentPages): Router {
   const router = Router()
   const index = developmentIndex(pages)
-  router.get('/', securityHeaders(STRICT_CSP), (_req, res) => {
+  router.get('/', pageHeaders(STRICT_DIRECTIVES), (_req, res) => {
     res.type('html').send(index)
   })
-  router.get('/join', securityHeaders(STRICT_CSP), (_req, res) => {
+  router.get('/join', pageHeaders(STRICT_DIRECTIVES), (_req, res) => {
     res.sendFile(`${PUBLIC}dev/join.html`)
   })
   return router

@@ -17,10 +17,11 @@ import {
 import { isTransientDatabaseError } from '../db/transient.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
 import { InvalidOrganizationNameError } from '../organization/organization-name.ts'
+import { SealpostError } from '../errors/sealpost-error.ts'
 
 /** A refusal with an HTTP status and a stable `code` (RFC 9457 problem details). */
-export class HttpProblem extends Error {
-  override name = 'HttpProblem'
+export class HttpProblemError extends SealpostError {
+  override name = 'HttpProblemError'
   readonly status: number
   readonly code: string
   readonly headers: Record<string, string>
@@ -39,7 +40,7 @@ export class HttpProblem extends Error {
   }
 }
 
-export function sendProblem(res: Response, problem: HttpProblem): void {
+export function sendProblem(res: Response, problem: HttpProblemError): void {
   res.set(problem.headers)
   res
     .status(problem.status)
@@ -69,47 +70,48 @@ const DOMAIN_STATUS: [new (...args: never[]) => DomainError, number][] = [
 ]
 
 /** The problem a domain refusal is answered with (its status, code and headers). */
-export function problemOfDomain(error: DomainError): HttpProblem {
+export function problemOfDomain(error: DomainError): HttpProblemError {
   const status = DOMAIN_STATUS.find(([type]) => error instanceof type)?.[1] ?? 400
   const headers: Record<string, string> = error instanceof RateLimitedError ? { 'Retry-After': String(error.retryAfterSeconds) } : {}
   if (error instanceof UnauthenticatedError) headers['WWW-Authenticate'] = 'Bearer'
-  return new HttpProblem(status, error.code, error.message, { headers })
+  return new HttpProblemError(status, error.code, error.message, { headers })
 }
 
 function hasContentEncoding(value: string | undefined): boolean {
   return value !== undefined && value.trim().toLowerCase() !== 'identity' && value.trim() !== ''
 }
 
-/** Maps every error to a problem response in one place; nothing but HttpProblem text leaves. */
+/** Maps every error to a problem response in one place; nothing but HttpProblemError text leaves. */
 export function problemHandler(logger: Logger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
     const typed = error as { type?: string; status?: number }
-    let problem: HttpProblem
-    if (error instanceof HttpProblem) problem = error
+    let problem: HttpProblemError
+    if (error instanceof HttpProblemError) problem = error
     else if (error instanceof DomainError) problem = problemOfDomain(error)
     else if (error instanceof z.ZodError) {
-      problem = new HttpProblem(422, 'invalid_request', 'The request body is not valid.', {
+      problem = new HttpProblemError(422, 'invalid_request', 'The request body is not valid.', {
         extra: { errors: error.issues.map((issue) => ({ pointer: '/' + issue.path.join('/'), detail: issue.message })) },
       })
     } else if (typed.type === 'entity.too.large')
-      problem = new HttpProblem(413, 'payload_too_large', 'The request body is larger than 16 KiB.')
-    else if (typed.type === 'entity.parse.failed') problem = new HttpProblem(400, 'malformed_json', 'The request body is not valid JSON.')
+      problem = new HttpProblemError(413, 'payload_too_large', 'The request body is larger than 16 KiB.')
+    else if (typed.type === 'entity.parse.failed')
+      problem = new HttpProblemError(400, 'malformed_json', 'The request body is not valid JSON.')
     else if (error instanceof URIError)
       // The router decodes path parameters with decodeURIComponent: `%`, `%ZZ`, overlong or surrogate UTF-8.
-      problem = new HttpProblem(400, 'malformed_path', 'The request path is not valid percent-encoded UTF-8.')
+      problem = new HttpProblemError(400, 'malformed_path', 'The request path is not valid percent-encoded UTF-8.')
     else if (typed.status === 400 && !typed.type && hasContentEncoding(req.get('content-encoding')))
       // body-parser could not inflate the body (zlib or brotli refused it): the client's mistake, not ours.
-      problem = new HttpProblem(400, 'malformed_encoding', 'The request body is not encoded as its Content-Encoding says.')
+      problem = new HttpProblemError(400, 'malformed_encoding', 'The request body is not encoded as its Content-Encoding says.')
     else if (typed.type && typed.status && typed.status >= 400 && typed.status < 500)
-      problem = new HttpProblem(typed.status, 'bad_request', 'The request cannot be read.')
+      problem = new HttpProblemError(typed.status, 'bad_request', 'The request cannot be read.')
     // No database right now, or a conflict or timeout a later try resolves (src/db/transient.ts),
     // left after the use case's own retries: 503 + Retry-After, never 500.
     else if (isTransientDatabaseError(error)) {
       logger.warn('database unavailable', { route: req.route?.path, ...describeError(error) })
-      problem = new HttpProblem(503, 'service_unavailable', 'Try again shortly.', { headers: { 'Retry-After': '5' } })
+      problem = new HttpProblemError(503, 'service_unavailable', 'Try again shortly.', { headers: { 'Retry-After': '5' } })
     } else {
       logger.error('unhandled request error', { route: req.route?.path, ...describeError(error) })
-      problem = new HttpProblem(500, 'internal_error', 'Something went wrong on our side.')
+      problem = new HttpProblemError(500, 'internal_error', 'Something went wrong on our side.')
     }
     sendProblem(res, problem)
   }

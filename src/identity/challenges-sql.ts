@@ -79,7 +79,7 @@ export async function findOpenChallenge(db: Knex, subject: ChallengeSubject, now
  * here before `identity.issue_challenge` (the key never reaches the database), which takes the
  * lock and refuses the resend if another challenge opened in between.
  */
-export async function openChallengeIdTx(trx: Knex | Knex.Transaction, subject: ChallengeSubject, now: Date): Promise<string | undefined> {
+export async function openChallengeId(trx: Knex | Knex.Transaction, subject: ChallengeSubject, now: Date): Promise<string | undefined> {
   const row = await openChallenges(trx, subject, now).first<{ id: string } | undefined>('id')
   return row?.id
 }
@@ -94,7 +94,7 @@ export type IssueOutcome = {
 }
 
 /** One call: the whole issue, real or rehearsed, in the database (`params` as `issueTx` builds them). */
-export async function issueChallengeSqlTx(trx: Knex | Knex.Transaction, params: Record<string, unknown>): Promise<IssueOutcome> {
+export async function issueChallengeSql(trx: Knex | Knex.Transaction, params: Record<string, unknown>): Promise<IssueOutcome> {
   const { rows } = await trx.raw<{ rows: { result: IssueOutcome }[] }>('SELECT identity.issue_challenge(?::jsonb) AS result', [
     JSON.stringify(params),
   ])
@@ -123,3 +123,14 @@ export async function revokeOpenChallengesOfIdentifierTx(trx: Knex.Transaction, 
     .update({ revoked_at: now }, ['id'])
   return rows.map((row: { id: string }) => row.id)
 }
+
+/** Binds a new code to a challenge (a staff reissue of its dead letter): the old code stops working. */
+export async function replaceChallengeCodeTx(trx: Knex.Transaction, id: string, codeHash: Buffer, now: Date): Promise<void> {
+  await trx(CHALLENGES).where({ id }).update({ code_hash: codeHash, last_sent_at: now })
+}
+
+/** The former name, for src/identity/challenges.ts until its split lands (the coordinator renames it there). */
+export const openChallengeIdTx = openChallengeId
+
+/** The former name, for src/identity/challenges.ts until its split lands (the coordinator renames it there). */
+export const issueChallengeSqlTx = issueChallengeSql

@@ -1,5 +1,7 @@
+import { SealpostError } from '../errors/sealpost-error.ts'
+
 /** Domain refusals; src/http/problem.ts maps each to a status and a stable problem `code`. */
-export class DomainError extends Error {
+export class DomainError extends SealpostError {
   override name = 'DomainError'
   readonly code: string
   constructor(code: string, message: string) {

@@ -17,7 +17,7 @@ function verifiedIdentifier(db: Knex.Transaction | Knex, identifier: Identifier)
 }
 
 /** A verified identifier of an active identity, the only kind a recovery code may be sent to. */
-export async function findVerifiedIdentifierTx(
+export async function findVerifiedIdentifier(
   trx: Knex.Transaction | Knex,
   identifier: Identifier,
 ): Promise<VerifiedIdentifierRow | undefined> {
@@ -28,7 +28,7 @@ export async function findVerifiedIdentifierTx(
  * The verified identifier of an active identity, with the id of its open challenge for `purpose`
  * (unlocked: `issueHiddenTx` binds a resend's code hash to it), in one statement.
  */
-export async function findVerifiedIdentifierWithOpenChallengeTx(
+export async function findVerifiedIdentifierWithOpenChallenge(
   trx: Knex | Knex.Transaction,
   identifier: Identifier,
   purpose: ChallengePurpose,
@@ -40,7 +40,7 @@ export async function findVerifiedIdentifierWithOpenChallengeTx(
 }
 
 /** Every identity's claim on an identifier, verified or not. */
-export async function findClaimsTx(trx: Knex.Transaction | Knex, identifier: Identifier): Promise<ClaimRow[]> {
+export async function findClaims(trx: Knex.Transaction | Knex, identifier: Identifier): Promise<ClaimRow[]> {
   return await trx('identity.login_identifiers as li')
     .join('identity.identities as i', 'i.id', 'li.identity_id')
     .select('li.id as login_identifier_id', 'li.identity_id', 'li.verified_at', 'i.status as identity_status')
@@ -133,7 +133,7 @@ export async function swapPasswordTx(
   return updated === 1
 }
 
-export async function findPasswordHashTx(trx: Knex.Transaction | Knex, identityId: string): Promise<string | undefined> {
+export async function findPasswordHash(trx: Knex.Transaction | Knex, identityId: string): Promise<string | undefined> {
   const row = await trx('identity.password_credentials')
     .select('password_hash')
     .where({ identity_id: identityId })
@@ -191,4 +191,30 @@ export async function findVerifiedIdentifiersTx(trx: Knex.Transaction, identityI
     .where({ identity_id: identityId })
     .whereNotNull('verified_at')
     .orderBy('verified_at', 'asc')
+}
+
+/** The identity holding `identifier` as a verified identifier, whatever the identity's status (staff grants name it). */
+export async function findIdentityOfVerifiedIdentifierTx(trx: Knex.Transaction, identifier: Identifier): Promise<string | undefined> {
+  const row = await trx('identity.login_identifiers')
+    .where({ kind: identifier.kind, value: identifier.value })
+    .whereNotNull('verified_at')
+    .first<{ identity_id: string } | undefined>('identity_id')
+  return row?.identity_id
+}
+
+/** Whether the identity holds `identifier` as a verified identifier of its own. */
+export async function holdsVerifiedIdentifierTx(trx: Knex.Transaction, identityId: string, identifier: Identifier): Promise<boolean> {
+  const row = await trx('identity.login_identifiers')
+    .where({ identity_id: identityId, kind: identifier.kind, value: identifier.value })
+    .whereNotNull('verified_at')
+    .first('id')
+  return row !== undefined
+}
+
+/**
+ * Serializes the sign-ups of one identifier until this transaction ends (an advisory lock on its
+ * name: there may be no row to lock yet).
+ */
+export async function lockIdentifierForSignUpTx(trx: Knex.Transaction, identifier: Identifier): Promise<void> {
+  await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`sign-up:${identifier.kind}:${identifier.value}`])
 }

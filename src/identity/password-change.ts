@@ -3,7 +3,7 @@ import { limitIdentityTx, type ChallengeDeps } from './challenges.ts'
 import { replacePasswordTx } from './credentials.ts'
 import { requireElevationTx } from './elevation.ts'
 import { ForbiddenError } from './errors.ts'
-import { findPasswordHashTx, findPrimaryIdentifierTx } from './identities-sql.ts'
+import { findPasswordHash, findPrimaryIdentifierTx } from './identities-sql.ts'
 import { trustDeviceTx, type DeviceCookie } from './devices.ts'
 import type { AcceptedPassword } from './password-policy.ts'
 import { hashPassword, verifyPassword } from './secrets.ts'
@@ -28,7 +28,7 @@ export async function changePassword(
   input: { currentPassword: string; newPassword: AcceptedPassword; elevationToken: string | undefined },
 ): Promise<DeviceCookie> {
   // Argon2 runs before any lock is taken; the swap below commits only if the hash checked is still the password.
-  const currentHash = await findPasswordHashTx(db, session.identityId)
+  const currentHash = await findPasswordHash(db, session.identityId)
   const [matches, passwordHash] = await Promise.all([verifyPassword(currentHash, input.currentPassword), hashPassword(input.newPassword)])
   const changed = await db.transaction(async (trx) => {
     const now = deps.clock()

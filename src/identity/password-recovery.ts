@@ -11,7 +11,7 @@ import {
 } from './challenges.ts'
 import { InvalidCodeError } from './errors.ts'
 import { replacePasswordTx } from './credentials.ts'
-import { findVerifiedIdentifierTx, findVerifiedIdentifierWithOpenChallengeTx } from './identities-sql.ts'
+import { findVerifiedIdentifier, findVerifiedIdentifierWithOpenChallenge } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
 import type { AcceptedPassword } from './password-policy.ts'
 import { trustDeviceTx, type DeviceCookie } from './devices.ts'
@@ -42,7 +42,7 @@ export async function requestPasswordRecovery(
     db,
     async (runner) => {
       const now = deps.clock()
-      const known = await findVerifiedIdentifierWithOpenChallengeTx(runner, identifier, 'password_recovery', now)
+      const known = await findVerifiedIdentifierWithOpenChallenge(runner, identifier, 'password_recovery', now)
       const subject = known ? { identityId: known.identity_id, loginIdentifierId: known.login_identifier_id } : undefined
       // A known identifier has its claim: a rehearsed one keeps both paths' work equal (an unknown one's is in the rehearsed issue).
       await issueHiddenTx(
@@ -69,7 +69,7 @@ export async function completePasswordRecovery(
 ): Promise<DeviceCookie> {
   const passwordHash = await hashPassword(input.newPassword)
   const completed = await db.transaction(async (trx) => {
-    const known = await findVerifiedIdentifierTx(trx, input.identifier)
+    const known = await findVerifiedIdentifier(trx, input.identifier)
     if (!known) {
       await refuseUnknownCodeTx(trx, deps, 'password_recovery', input.identifier, input.requester)
       return undefined

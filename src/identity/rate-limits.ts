@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
 import { RateLimitedError } from './errors.ts'
+import { deleteRateLimitHitsTx, insertRateLimitHitTx, rateLimitWindow } from './rate-limits-sql.ts'
 
 export type Limit = { max: number; windowSeconds: number }
 
@@ -11,7 +12,6 @@ export type Limit = { max: number; windowSeconds: number }
  */
 export type Bucket = Buffer | readonly Buffer[]
 
-const HITS = 'platform.rate_limit_hits'
 const keysOf = (bucket: Bucket): readonly Buffer[] => (Buffer.isBuffer(bucket) ? [bucket] : bucket)
 
 /**
@@ -23,7 +23,7 @@ const keysOf = (bucket: Bucket): readonly Buffer[] => (Buffer.isBuffer(bucket) ?
  * hit under the current key when there is room. Returns the seconds until the window has room
  * again, or undefined while it had room (and the hit was counted).
  */
-async function windowTx(
+async function countInWindow(
   trx: Knex | Knex.Transaction,
   bucket: Bucket,
   limit: Limit,
@@ -32,25 +32,18 @@ async function windowTx(
 ): Promise<number | undefined> {
   const keys = keysOf(bucket)
   if (keys.length === 0) throw new Error('a rate limit needs a bucket')
-  const { rows } = await trx.raw<{ rows: { wait: number | null }[] }>('SELECT platform.rate_limit_window(?::bytea[], ?, ?, ?, ?) AS wait', [
-    keys as Buffer[],
-    limit.max,
-    limit.windowSeconds,
-    now,
-    spend,
-  ])
-  return rows[0]?.wait ?? undefined
+  return await rateLimitWindow(trx, keys, limit, now, spend)
 }
 
 /** Locks the bucket, drops its expired hits and says how long until it has room (undefined: room now). */
-async function exhaustedForTx(trx: Knex | Knex.Transaction, bucket: Bucket, limit: Limit, now: Date): Promise<number | undefined> {
-  return await windowTx(trx, bucket, limit, now, false)
+async function exhaustedFor(trx: Knex | Knex.Transaction, bucket: Bucket, limit: Limit, now: Date): Promise<number | undefined> {
+  return await countInWindow(trx, bucket, limit, now, false)
 }
 
 async function insertHitTx(trx: Knex.Transaction, bucket: Bucket, now: Date): Promise<void> {
   const current = keysOf(bucket)[0]
   if (!current) throw new Error('a rate limit needs a bucket')
-  await trx(HITS).insert({ bucket_key: current, hit_at: now })
+  await insertRateLimitHitTx(trx, current, now)
 }
 
 /**
@@ -58,31 +51,29 @@ async function insertHitTx(trx: Knex.Transaction, bucket: Bucket, now: Date): Pr
  * caller's transaction, or on its own (one statement is its own transaction, the locks held to
  * its end).
  */
-export async function hitRateLimitTx(
+export async function hitRateLimit(
   trx: Knex | Knex.Transaction,
   bucket: Bucket,
   limit: Limit,
   now: Date,
   code = 'rate_limited',
 ): Promise<void> {
-  const retryAfterSeconds = await windowTx(trx, bucket, limit, now, true)
+  const retryAfterSeconds = await countInWindow(trx, bucket, limit, now, true)
   if (retryAfterSeconds !== undefined) throw new RateLimitedError(retryAfterSeconds, code)
 }
 
 /** Forgets every hit of a bucket (under every key of the ring): what was spent is spent no more. */
 export async function clearBucketTx(trx: Knex.Transaction, bucket: Bucket): Promise<void> {
-  await trx(HITS)
-    .whereIn('bucket_key', keysOf(bucket) as Buffer[])
-    .delete()
+  await deleteRateLimitHitsTx(trx, keysOf(bucket))
 }
 
 /**
- * A budget spent only by failures (wrong codes): `checkTx` locks the bucket and says whether any is
+ * A budget spent only by failures (wrong codes): `check` locks the bucket and says whether any is
  * left (undefined) or how long until one is, without spending; `spendTx`, after it in the same
  * transaction, counts one failure.
  */
 export const budget = {
-  checkTx: exhaustedForTx,
+  check: exhaustedFor,
   spendTx: insertHitTx,
 }
 
@@ -102,16 +93,16 @@ export type Tier = { bucket: Bucket; limit: Limit }
  * Checks every tier (locking each, in the order given: every caller names them slice, then
  * ceiling) without spending: undefined while all have room, else the longest wait.
  */
-export async function tiersWaitTx(trx: Knex | Knex.Transaction, tiers: readonly Tier[], now: Date): Promise<number | undefined> {
+export async function tiersWait(trx: Knex | Knex.Transaction, tiers: readonly Tier[], now: Date): Promise<number | undefined> {
   let wait: number | undefined
   for (const tier of tiers) {
-    const seconds = await exhaustedForTx(trx, tier.bucket, tier.limit, now)
+    const seconds = await exhaustedFor(trx, tier.bucket, tier.limit, now)
     if (seconds !== undefined) wait = Math.max(wait ?? 0, seconds)
   }
   return wait
 }
 
-/** Counts one event in every tier, after `tiersWaitTx` in the same transaction. */
+/** Counts one event in every tier, after `tiersWait` in the same transaction. */
 export async function spendTiersTx(trx: Knex.Transaction, tiers: readonly Tier[], now: Date): Promise<void> {
   for (const tier of tiers) await insertHitTx(trx, tier.bucket, now)
 }
@@ -124,3 +115,9 @@ export function tiersJson(tiers: readonly Tier[]): { buckets: string[]; max: num
     window_seconds: tier.limit.windowSeconds,
   }))
 }
+
+/** The former name, for src/identity/challenges.ts until its split lands (the coordinator renames it there). */
+export const hitRateLimitTx = hitRateLimit
+
+/** The former name, for src/identity/challenges.ts until its split lands (the coordinator renames it there). */
+export const tiersWaitTx = tiersWait

@@ -4,7 +4,7 @@ import { assertChannelAvailable, checkCodeTx, issueChallengeTx, limitIdentityTx,
 import { requireElevationTx } from './elevation.ts'
 import { revokeOpenChallengesOfIdentifierTx } from './challenges-sql.ts'
 import { ConflictError, InvalidCodeError, NotFoundError, RateLimitedError } from './errors.ts'
-import { findClaimsTx, findPrimaryIdentifierTx, insertClaimTx, unverifyIdentifierTx, verifyClaimTx } from './identities-sql.ts'
+import { findClaims, findPrimaryIdentifierTx, insertClaimTx, unverifyIdentifierTx, verifyClaimTx } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
 import { notifyOtherIdentifiersTx } from './security-notices.ts'
 import type { SessionContext } from './sessions.ts'
@@ -32,7 +32,7 @@ export async function addSignInMethod(
     const now = deps.clock()
     await requireElevationTx(trx, session, input.elevationToken, now)
     await limitIdentityTx(trx, deps, 'add_sign_in_method', session.identityId, SIGN_IN_METHOD_ADDITIONS_PER_HOUR, now)
-    const mine = (await findClaimsTx(trx, input.identifier)).find((claim) => claim.identity_id === session.identityId)
+    const mine = (await findClaims(trx, input.identifier)).find((claim) => claim.identity_id === session.identityId)
     if (mine?.verified_at) throw new ConflictError('identifier_already_added', 'This identifier is already one of your sign-in methods.')
     const loginIdentifierId = mine?.login_identifier_id ?? uuidv7()
     if (!mine) await insertClaimTx(trx, loginIdentifierId, session.identityId, input.identifier, null, now)
@@ -57,7 +57,7 @@ export async function confirmSignInMethod(
   input: { identifier: Identifier; code: string },
 ): Promise<{ identifier: string; kind: Identifier['kind'] }> {
   const confirmed = await db.transaction(async (trx) => {
-    const mine = (await findClaimsTx(trx, input.identifier)).find((claim) => claim.identity_id === session.identityId && !claim.verified_at)
+    const mine = (await findClaims(trx, input.identifier)).find((claim) => claim.identity_id === session.identityId && !claim.verified_at)
     if (!mine) return false
     const checked = await checkCodeTx(
       trx,
@@ -99,7 +99,7 @@ export async function removeSignInMethod(
   await db.transaction(async (trx) => {
     const now = deps.clock()
     await requireElevationTx(trx, session, input.elevationToken, now)
-    const mine = (await findClaimsTx(trx, input.identifier)).find((claim) => claim.identity_id === session.identityId && claim.verified_at)
+    const mine = (await findClaims(trx, input.identifier)).find((claim) => claim.identity_id === session.identityId && claim.verified_at)
     if (!mine) throw new NotFoundError('sign_in_method_not_found', 'This identifier is not one of your sign-in methods.')
     if ((await findPrimaryIdentifierTx(trx, session.identityId))?.id === mine.login_identifier_id)
       throw new ConflictError('primary_identifier', 'The primary identifier receives step-up codes and cannot be removed.')

@@ -2,9 +2,9 @@ import type { Knex } from 'knex'
 import { isCurrentPasswordTx } from './credentials.ts'
 import { trustDeviceTx, type DeviceCookie } from './devices.ts'
 import { InvalidCredentialsError } from './errors.ts'
-import { findPasswordHashTx, findVerifiedIdentifierTx } from './identities-sql.ts'
+import { findPasswordHash, findVerifiedIdentifier } from './identities-sql.ts'
 import { canonicalDestination, type Identifier } from './identifiers.ts'
-import { spendTiersTx, tiersWaitTx, type OwnerBudget } from './rate-limits.ts'
+import { spendTiersTx, tiersWait, type OwnerBudget } from './rate-limits.ts'
 import { ownerBudgetTiers, type Requester } from './requester.ts'
 import { verifyPassword } from './secrets.ts'
 import { createSessionTx } from './sessions.ts'
@@ -29,7 +29,7 @@ export async function signIn(
   deps: { clock: () => Date; codeHashKey: Buffer; codeHashKeys?: readonly Buffer[] },
   input: { identifier: Identifier; password: string; requester: Requester },
 ): Promise<{ token: string; expiresAt: Date; device: DeviceCookie }> {
-  const known = await findVerifiedIdentifierTx(db, input.identifier)
+  const known = await findVerifiedIdentifier(db, input.identifier)
   const tiers = ownerBudgetTiers(
     deps,
     `sign-in-failures:${input.identifier.kind}`,
@@ -38,12 +38,12 @@ export async function signIn(
     input.requester,
     known?.identity_id,
   )
-  const storedHash = known ? await findPasswordHashTx(db, known.identity_id) : undefined
+  const storedHash = known ? await findPasswordHash(db, known.identity_id) : undefined
   // Verified before any lock is taken; the budget decides afterwards whether a match may count.
   const matches = await verifyPassword(storedHash, input.password)
   const session = await db.transaction(async (trx) => {
     const now = deps.clock()
-    if ((await tiersWaitTx(trx, tiers, now)) !== undefined) return undefined
+    if ((await tiersWait(trx, tiers, now)) !== undefined) return undefined
     if (!matches || !known) {
       await spendTiersTx(trx, tiers, now)
       return undefined

@@ -12,7 +12,7 @@ import {
 import { findOpenChallenge } from './challenges-sql.ts'
 import { trustDeviceTx, type DeviceCookie } from './devices.ts'
 import { InvalidCodeError } from './errors.ts'
-import { activateIdentityTx, findClaimsTx, setPasswordTx, verifyClaimTx, type ClaimRow } from './identities-sql.ts'
+import { activateIdentityTx, findClaims, lockIdentifierForSignUpTx, setPasswordTx, verifyClaimTx, type ClaimRow } from './identities-sql.ts'
 import type { Identifier } from './identifiers.ts'
 import type { AcceptedPassword } from './password-policy.ts'
 import type { Requester } from './requester.ts'
@@ -39,10 +39,8 @@ export async function signUp(
     (runner) =>
       runner.transaction(async (trx) => {
         const now = deps.clock()
-        await trx.raw('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [
-          `sign-up:${input.identifier.kind}:${input.identifier.value}`,
-        ])
-        const claims = await findClaimsTx(trx, input.identifier)
+        await lockIdentifierForSignUpTx(trx, input.identifier)
+        const claims = await findClaims(trx, input.identifier)
         const owner = claims.find((claim) => claim.verified_at && claim.identity_status === 'active')
         // Every path writes a claim (real or rehearsed) and issues a challenge: the same work (`issueHiddenTx`).
         if (owner) {
@@ -88,7 +86,7 @@ export async function confirmSignUp(
   deps: Pick<ChallengeDeps, 'codeHashKey' | 'clock'>,
   input: { identifier: Identifier; code: string; password: string; requester: Requester },
 ): Promise<{ token: string; expiresAt: Date; device: DeviceCookie }> {
-  const pendingNow = pendingSignUp(await findClaimsTx(db, input.identifier))
+  const pendingNow = pendingSignUp(await findClaims(db, input.identifier))
   const candidate = pendingNow
     ? ((
         await findOpenChallenge(
@@ -100,7 +98,7 @@ export async function confirmSignUp(
     : undefined
   const passwordMatches = await verifyPassword(candidate, input.password)
   const session = await db.transaction(async (trx) => {
-    const pending = pendingSignUp(await findClaimsTx(trx, input.identifier))
+    const pending = pendingSignUp(await findClaims(trx, input.identifier))
     if (!pending) {
       await refuseUnknownCodeTx(trx, deps, 'sign_up', input.identifier, input.requester)
       return undefined

@@ -5,16 +5,27 @@ import { uuidv7 } from 'uuidv7'
 import { ConflictError, ForbiddenError, InvalidInvitationError, NotFoundError } from '../identity/errors.ts'
 import { canonicalDestination } from '../identity/identifiers.ts'
 import { DESTINATION_BUDGET, destinationBucket } from '../identity/challenges.ts'
-import { hitRateLimitTx } from '../identity/rate-limits.ts'
+import { hitRateLimit } from '../identity/rate-limits.ts'
 import type { KeyRing } from '../crypto/key-ring.ts'
 import { bucketKeys } from '../identity/secrets.ts'
 import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
 import { deadLetterInvitationMessagesTx } from '../outbox/web-functions-sql.ts'
+import { holdsVerifiedIdentifierTx } from '../identity/identities-sql.ts'
 import { organizationNameOrThrow } from './organization-name.ts'
+import {
+  countPendingInvitationsTx,
+  insertInvitationTx,
+  lockInvitationByTokenHashTx,
+  lockInvitationStatusTx,
+  lockPendingInvitationOfAddressTx,
+  markInvitationAcceptedTx,
+  markInvitationRevokedTx,
+} from './invitations-sql.ts'
+import { insertMemberTx, insertOrganizationTx, lockOrganizationOfAdminTx } from './organizations-sql.ts'
 import type { Logger } from '../logging/logger.ts'
 
 /**
- * Limits on organizations and invitations (docs/architecture.md §7, budgets; issue 13 items 1 and 4), counted in
+ * Limits on organizations and invitations (docs/architecture.md §7, budgets), counted in
  * the database under locks, so they hold across any number of web processes: the organization's
  * row lock serializes its invitations, and every other count is an advisory-locked rate-limit
  * bucket keyed by an HMAC. A person's invitation budget is kept per inviting organization and per
@@ -42,8 +53,6 @@ export type InvitationDeps = {
   logger?: Logger
 }
 
-const INVITATIONS = 'organization.invitations'
-
 /** The SHA-256 a token is stored as; the token itself is 32 random bytes, base64url in the link. */
 export function invitationTokenHash(token: Buffer): Buffer {
   return createHash('sha256').update(token).digest()
@@ -63,15 +72,14 @@ export async function createOrganization(
   const id = uuidv7()
   await db.transaction(async (trx) => {
     const now = deps.clock()
-    await hitRateLimitTx(
+    await hitRateLimit(
       trx,
       bucketKeys(deps, 'organization-creator', creatorId),
       { max: ORGANIZATION_LIMITS.perIdentityPerDay, windowSeconds: 86_400 },
       now,
       'organization_rate_limited',
     )
-    await trx('organization.organizations').insert({ id, name, created_by: creatorId, created_at: now })
-    await trx('organization.memberships').insert({ organization_id: id, identity_id: creatorId, role: 'admin' })
+    await insertOrganizationTx(trx, { id, name, createdBy: creatorId }, now)
   })
   return { id }
 }
@@ -85,12 +93,7 @@ export const invitationNotFound = () => new NotFoundError('invitation_not_found'
  * with one 403 whether the organization does not exist or the caller is not its admin.
  */
 async function lockAsAdminTx(trx: Knex.Transaction, organizationId: string, identityId: string): Promise<void> {
-  const row = await trx('organization.organizations as o')
-    .join('organization.memberships as m', 'm.organization_id', 'o.id')
-    .where({ 'o.id': organizationId, 'm.identity_id': identityId, 'm.role': 'admin' })
-    .forUpdate('o')
-    .first('o.id')
-  if (!row) throw notOrganizationAdmin()
+  if (!(await lockOrganizationOfAdminTx(trx, organizationId, identityId))) throw notOrganizationAdmin()
 }
 
 /**
@@ -109,28 +112,28 @@ export async function inviteTx(
   await lockAsAdminTx(trx, input.organizationId, input.inviterId)
   const mailbox = canonicalDestination({ kind: 'email', value: input.email })
   const day = { windowSeconds: 86_400 }
-  await hitRateLimitTx(
+  await hitRateLimit(
     trx,
     bucketKeys(deps, 'invitation-address-organization', `${input.organizationId}:${mailbox}`),
     { ...day, max: INVITATION_LIMITS.perAddressPerOrganizationPerDay },
     now,
     'invitation_address_rate_limited',
   )
-  await hitRateLimitTx(
+  await hitRateLimit(
     trx,
     bucketKeys(deps, 'invitation-address-inviter', `${input.inviterId}:${mailbox}`),
     { ...day, max: INVITATION_LIMITS.perAddressPerInviterPerDay },
     now,
     'invitation_address_rate_limited',
   )
-  await hitRateLimitTx(
+  await hitRateLimit(
     trx,
     bucketKeys(deps, 'invitation-inviter', input.inviterId),
     { ...day, max: INVITATION_LIMITS.perInviterPerDay },
     now,
     'invitation_inviter_rate_limited',
   )
-  await hitRateLimitTx(
+  await hitRateLimit(
     trx,
     bucketKeys(deps, 'invitation-organization', input.organizationId),
     { max: INVITATION_LIMITS.perOrganizationPerHour, windowSeconds: 3_600 },
@@ -140,33 +143,29 @@ export async function inviteTx(
   // The mailbox's own budget, which its codes spend too: however many organizations and inviters
   // join in, what reaches one mailbox an hour stays under the ceiling every stranger shares
   // (docs/delivery.md "Send caps"). The inviter is told (429): an invitation is no anonymous route.
-  await hitRateLimitTx(trx, destinationBucket(deps, { kind: 'email', value: input.email }), DESTINATION_BUDGET.ceiling, now)
+  await hitRateLimit(trx, destinationBucket(deps, { kind: 'email', value: input.email }), DESTINATION_BUDGET.ceiling, now)
 
-  const previous = await trx(INVITATIONS)
-    .where({ organization_id: input.organizationId, email: input.email, status: 'pending' })
-    .forUpdate()
-    .first<{ id: string } | undefined>('id')
-  if (previous) await revokeTx(trx, previous.id, now)
-  const pending = await trx(INVITATIONS)
-    .where({ organization_id: input.organizationId, status: 'pending' })
-    .andWhere('expires_at', '>', now)
-    .count<{ count: number }[]>({ count: '*' })
-  if (Number(pending[0]!.count) >= INVITATION_LIMITS.pendingPerOrganization) {
+  const previousId = await lockPendingInvitationOfAddressTx(trx, input.organizationId, input.email)
+  if (previousId) await revokeTx(trx, previousId, now)
+  if ((await countPendingInvitationsTx(trx, input.organizationId, now)) >= INVITATION_LIMITS.pendingPerOrganization) {
     throw new ConflictError('pending_invitation_limit', 'This organization has too many pending invitations; revoke some first.')
   }
 
   const invitationId = uuidv7()
   const expiresAt = new Date(now.getTime() + deps.invitationTtlSeconds * 1000)
   const token = randomBytes(32)
-  await trx(INVITATIONS).insert({
-    id: invitationId,
-    organization_id: input.organizationId,
-    email: input.email,
-    token_hash: invitationTokenHash(token),
-    invited_by: input.inviterId,
-    expires_at: expiresAt,
-    created_at: now,
-  })
+  await insertInvitationTx(
+    trx,
+    {
+      id: invitationId,
+      organizationId: input.organizationId,
+      email: input.email,
+      tokenHash: invitationTokenHash(token),
+      invitedBy: input.inviterId,
+      expiresAt,
+    },
+    now,
+  )
   await enqueueSecurityMessageTx(
     trx,
     { boss: deps.boss, outboxKey: deps.outboxKey, codeHashKey: deps.codeHashKey, logger: deps.logger },
@@ -177,7 +176,7 @@ export async function inviteTx(
 }
 
 async function revokeTx(trx: Knex.Transaction, invitationId: string, now: Date): Promise<void> {
-  await trx(INVITATIONS).where({ id: invitationId }).update({ status: 'revoked', revoked_at: now })
+  await markInvitationRevokedTx(trx, invitationId, now)
   await deadLetterInvitationMessagesTx(trx, invitationId, 'invitation_revoked', now)
 }
 
@@ -189,13 +188,10 @@ export async function revokeInvitation(
 ): Promise<void> {
   await db.transaction(async (trx) => {
     await lockAsAdminTx(trx, input.organizationId, input.identityId)
-    const invitation = await trx(INVITATIONS)
-      .where({ id: input.invitationId, organization_id: input.organizationId })
-      .forUpdate()
-      .first<{ status: string } | undefined>('status')
-    if (!invitation) throw invitationNotFound()
-    if (invitation.status === 'accepted') throw new ConflictError('invitation_accepted', 'The invitation was already accepted.')
-    if (invitation.status === 'pending') await revokeTx(trx, input.invitationId, now)
+    const status = await lockInvitationStatusTx(trx, input.organizationId, input.invitationId)
+    if (!status) throw invitationNotFound()
+    if (status === 'accepted') throw new ConflictError('invitation_accepted', 'The invitation was already accepted.')
+    if (status === 'pending') await revokeTx(trx, input.invitationId, now)
   })
 }
 
@@ -216,28 +212,13 @@ export async function acceptInvitation(
   const tokenHash = invitationTokenHash(token)
   token.fill(0)
   return await db.transaction(async (trx) => {
-    const invitation = await trx(INVITATIONS)
-      .where({ token_hash: tokenHash })
-      .forUpdate()
-      .first<{ id: string; organization_id: string; email: string; status: string; expires_at: Date } | undefined>(
-        'id',
-        'organization_id',
-        'email',
-        'status',
-        'expires_at',
-      )
+    const invitation = await lockInvitationByTokenHashTx(trx, tokenHash)
     if (!invitation || invitation.status !== 'pending' || invitation.expires_at.getTime() <= now.getTime())
       throw new InvalidInvitationError()
-    const invitee = await trx('identity.login_identifiers')
-      .where({ identity_id: input.identityId, kind: 'email', value: invitation.email })
-      .whereNotNull('verified_at')
-      .first('id')
-    if (!invitee) throw new InvalidInvitationError()
-    await trx('organization.memberships')
-      .insert({ organization_id: invitation.organization_id, identity_id: input.identityId, role: 'member' })
-      .onConflict(['organization_id', 'identity_id'])
-      .ignore()
-    await trx(INVITATIONS).where({ id: invitation.id }).update({ status: 'accepted', accepted_by: input.identityId, accepted_at: now })
+    if (!(await holdsVerifiedIdentifierTx(trx, input.identityId, { kind: 'email', value: invitation.email })))
+      throw new InvalidInvitationError()
+    await insertMemberTx(trx, invitation.organization_id, input.identityId)
+    await markInvitationAcceptedTx(trx, invitation.id, input.identityId, now)
     await deadLetterInvitationMessagesTx(trx, invitation.id, 'invitation_accepted', now)
     return { organizationId: invitation.organization_id }
   })

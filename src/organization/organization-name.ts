@@ -2,11 +2,11 @@ import { DomainError } from '../identity/errors.ts'
 
 /**
  * Organization names are mailed by the official sender inside invitations, so a name must not be
- * able to carry a link, an address or forged lines (a phishing link under our sender; issue 13 item 4). The check
+ * able to carry a link, an address or forged lines (a phishing link under our sender). The check
  * runs on the NFKC form (full-width `：／．` become `:/.`) and on a skeleton in which the look-alikes
  * NFKC leaves alone (ideographic full stop, ratio sign, division slash, Arabic-Indic zero…) are
  * folded to ASCII and combining marks dropped, so `evil。com`, `https∶∕∕x`, `evil[.]com`,
- * `evil dot com` and `www.x` are all refused, and so is a phone number to call back (issue 27). The NFKC
+ * `evil dot com` and `www.x` are all refused, and so is a phone number to call back (call-back phishing). The NFKC
  * form is what is stored and mailed.
  */
 export const ORGANIZATION_NAME_MAX = 100

@@ -34,15 +34,15 @@ export async function leaseClaimableMessages(
 export const CLAIM_SQL = `WITH req AS (
        -- The arrays through scalar subqueries: the planner then costs every call for a few rows,
        -- whatever their length, so a custom plan costs what the generic one does and the prepared
-       -- statement keeps its generic plan, planned once per connection (a one-message claim
-       -- planned in ~1.1 ms and ran in ~0.25 ms).
+       -- statement keeps its generic plan, planned once per connection (planning costs a claim more
+       -- than running it; docs/performance.md).
        SELECT * FROM unnest((SELECT ?::uuid[]), (SELECT ?::uuid[]), (SELECT ?::integer[])) AS r (id, job_id, retry_count)
      ), claimable AS (
        -- Each message by its primary key alone, locked in id order, then judged on the locked row.
        -- Only the key inside the fenced subquery (OFFSET 0, and it locks), so the primary key is
        -- the one index that can answer it: with the state or expiry beside it, statistics read
        -- while no message was open made the planner walk the open-message index through a whole
-       -- backlog for every claim (bench/HISTORY.md "The planning round").
+       -- backlog for every claim.
        SELECT m.id
          FROM (SELECT * FROM req ORDER BY id) r
         CROSS JOIN LATERAL (

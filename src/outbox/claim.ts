@@ -36,7 +36,7 @@ export type ClaimRequest = { messageId: string; lease: Lease }
  * their job attempts and read their envelopes. A message leased under an older attempt of the same
  * job is taken over: pg-boss only hands a job out again once that attempt's lease expired.
  *
- * The common case (bench/HISTORY.md "The batching round") is one statement for the whole batch; whatever it leaves goes
+ * The common case is one statement for the whole batch; whatever it leaves goes
  * through the full path, one short transaction per batch. If that transaction cannot commit (one
  * job's attempt lapsed meanwhile, a deadlock), each job is claimed again alone, so one bad job
  * never holds up the others.

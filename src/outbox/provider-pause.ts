@@ -1,6 +1,6 @@
 /**
- * How long a THROTTLED answer pauses its channel for the whole worker fleet (docs/architecture.md §4; issue 13
- * item 6), as pure functions of the clock and a random source. A provider's Retry-After is obeyed
+ * How long a THROTTLED answer pauses its channel for the whole worker fleet (docs/architecture.md §4),
+ * as pure functions of the clock and a random source. A provider's Retry-After is obeyed
  * only up to `maxPauseSeconds`: one hostile or buggy `Retry-After: 31536000` must not stop a channel
  * (and expire every code queued behind it) for a year. A throttle without a hint (SES sends none)
  * backs the channel off briefly, growing with each throttle that follows soon after the last pause.

@@ -4,9 +4,10 @@ import { fromKnex, type PgBoss } from 'pg-boss'
 import { QUEUES } from './constants.ts'
 import { releaseMessageForRetryTx, type Lease } from './messages-sql.ts'
 import type { DeliveryJobData } from './constants.ts'
+import { SealpostError } from '../errors/sealpost-error.ts'
 
 /** The job attempt we held was retried or expired under us: our result must not be recorded. */
-export class LeaseLostError extends Error {
+export class LeaseLostError extends SealpostError {
   override name = 'LeaseLostError'
   constructor() {
     super('lease lost')

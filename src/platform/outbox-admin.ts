@@ -12,7 +12,9 @@ import { viewOf, type ProviderHealth } from '../outbox/provider-health.ts'
 import { providerStates } from '../outbox/provider-states-sql.ts'
 import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
 import { backlogSummary, deadLetterPageRows, gaugeSummary, reissueCandidateTx, type CountsRow } from '../outbox/staff-functions-sql.ts'
-import { auditTx } from './staff.ts'
+import { replaceChallengeCodeTx } from '../identity/challenges-sql.ts'
+import { insertAuditRecordTx } from './staff-sql.ts'
+import { claimIdempotencyKeyTx, lockIdempotencyKeyTx, storeIdempotentResponseTx } from './idempotency-keys-sql.ts'
 import type { Logger } from '../logging/logger.ts'
 
 /** A signed-in staff caller: the session's ids and the SHA-256 of its bearer token. */
@@ -159,22 +161,15 @@ export type KeyClaim<T> = { claimed: true } | { claimed: false; response: T }
  * idempotency rule): another request under the key is `idempotency_key_reused`, one that did not
  * finish `idempotency_key_in_use`. `rememberTx` stores the answer; a refusal commits with it.
  */
-export async function claimIdempotencyKeyTx<T>(
+export async function useIdempotencyKeyTx<T>(
   trx: Knex.Transaction,
   input: { identityId: string; scope: string; key: string; request: string; now: Date },
 ): Promise<{ claim: KeyClaim<T>; rememberTx: (response: T) => Promise<void> }> {
-  const keyRow = () => trx('platform.idempotency_keys').where({ identity_id: input.identityId, scope: input.scope, key: input.key })
-  const rememberTx = async (response: T) => {
-    await keyRow().update({ response: response as object })
-  }
+  const key = { identityId: input.identityId, scope: input.scope, key: input.key }
+  const rememberTx = (response: T) => storeIdempotentResponseTx(trx, key, response)
   const requestHash = createHash('sha256').update(input.request).digest()
-  const claimed = await trx('platform.idempotency_keys')
-    .insert({ identity_id: input.identityId, scope: input.scope, key: input.key, request_hash: requestHash, created_at: input.now })
-    .onConflict(['identity_id', 'scope', 'key'])
-    .ignore()
-    .returning('key')
-  if (claimed.length > 0) return { claim: { claimed: true }, rememberTx }
-  const stored = await keyRow().forUpdate().first<{ request_hash: Buffer; response: T | null }>('request_hash', 'response')
+  if (await claimIdempotencyKeyTx(trx, key, requestHash, input.now)) return { claim: { claimed: true }, rememberTx }
+  const stored = await lockIdempotencyKeyTx<T>(trx, key)
   if (!stored.request_hash.equals(requestHash))
     throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used for another request.')
   if (!stored.response)
@@ -228,9 +223,7 @@ export async function reissueOneTx(
     return refuse({ kind: 'conflict', code: candidate.refusal, message: `This dead letter cannot be reissued (${candidate.refusal}).` })
   // The candidate's destination is the challenge's login identifier, never the dead letter's row.
   const code = generateCode()
-  await trx('identity.challenges')
-    .where({ id: candidate.challenge_id })
-    .update({ code_hash: hashCode(deps.codeHashKey, candidate.challenge_id, code), last_sent_at: now })
+  await replaceChallengeCodeTx(trx, candidate.challenge_id, hashCode(deps.codeHashKey, candidate.challenge_id, code), now)
   const enqueued = await enqueueSecurityMessageTx(
     trx,
     { boss: deps.boss, outboxKey: deps.outboxKey, codeHashKey: deps.codeHashKey, logger: deps.logger },
@@ -244,7 +237,7 @@ export async function reissueOneTx(
     },
     code,
   )
-  await auditTx(
+  await insertAuditRecordTx(
     trx,
     {
       actor: staff.identityId,
@@ -272,7 +265,7 @@ export async function reissueDeadLetter(
   const now = deps.clock()
   return await db.transaction(async (trx) => {
     await requireElevationTx(trx, input.staff, input.elevationToken, now)
-    const { claim, rememberTx } = await claimIdempotencyKeyTx<Reissued | { refused: StoredRefusal }>(trx, {
+    const { claim, rememberTx } = await useIdempotencyKeyTx<Reissued | { refused: StoredRefusal }>(trx, {
       identityId: input.staff.identityId,
       scope: 'reissue',
       key: input.idempotencyKey,

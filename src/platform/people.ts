@@ -6,7 +6,7 @@ import { personBucketKeys } from '../identity/person-buckets.ts'
 import { destinationHmac } from '../outbox/destination.ts'
 import type { StaffSession } from './outbox-admin.ts'
 import { erasePersonCore, erasePersonTx, exportPersonCore, exportPersonTx, findPerson, type ErasureInput } from './people-sql.ts'
-import { auditTx } from './staff.ts'
+import { insertAuditRecordTx } from './staff-sql.ts'
 
 /** The keys the person's keyed hashes are made with: the code-hash key ring. */
 export type PeopleDeps = { codeHashKey: Buffer; codeHashKeys?: readonly Buffer[]; clock: () => Date }
@@ -82,7 +82,7 @@ export async function exportPersonAsOwner(
     const person = await locate(trx, deps, identifier)
     const exported = person ? await exportPersonCore(trx, person) : null
     if (!person || !exported) return undefined
-    await auditTx(trx, { actor, action: 'identity.exported', subject: person.identityId }, deps.clock())
+    await insertAuditRecordTx(trx, { actor, action: 'identity.exported', subject: person.identityId }, deps.clock())
     return exported
   })
 }

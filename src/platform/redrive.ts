@@ -1,8 +1,8 @@
 import type { Knex } from 'knex'
 import { requireElevationTx } from '../identity/elevation.ts'
 import { redriveCandidatesTx } from '../outbox/console-functions-sql.ts'
-import { asStaff, claimIdempotencyKeyTx, reissueOneTx, type ReissueDeps, type StaffSession } from './outbox-admin.ts'
-import { auditTx } from './staff.ts'
+import { asStaff, useIdempotencyKeyTx, reissueOneTx, type ReissueDeps, type StaffSession } from './outbox-admin.ts'
+import { insertAuditRecordTx } from './staff-sql.ts'
 
 /** The most dead letters one redrive reissues: one transaction holds their locks, and one click must not flood a provider. */
 export const REDRIVE_MAX = 50
@@ -41,7 +41,7 @@ export async function redriveDeadLetters(
   const now = deps.clock()
   return await db.transaction(async (trx) => {
     await requireElevationTx(trx, input.staff, input.elevationToken, now)
-    const { claim, rememberTx } = await claimIdempotencyKeyTx<Redriven>(trx, {
+    const { claim, rememberTx } = await useIdempotencyKeyTx<Redriven>(trx, {
       identityId: input.staff.identityId,
       scope: 'redrive',
       key: input.idempotencyKey,
@@ -70,7 +70,7 @@ export async function redriveDeadLetters(
       if ('reissued' in one) redriven.reissued += 1
       else redriven.skipped[one.refused.code] = (redriven.skipped[one.refused.code] ?? 0) + 1
     }
-    await auditTx(
+    await insertAuditRecordTx(
       trx,
       {
         actor: input.staff.identityId,

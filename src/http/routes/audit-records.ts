@@ -3,7 +3,7 @@ import type { Knex } from 'knex'
 import { auditTrailPage, decodeAuditCursor } from '../../platform/audit-trail.ts'
 import { requireSession, requireStaff, staffSessionOf } from '../auth.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
-import { HttpProblem } from '../problem.ts'
+import { HttpProblemError } from '../problem.ts'
 import { AuditRecordPage, AuditRecordQuery } from '../staff-schemas.ts'
 
 /** The API document's description of each route below, in the same order. */
@@ -31,7 +31,7 @@ export function auditRecordRoutes({ db, clock }: { db: Knex; clock: () => Date }
     const query = AuditRecordQuery.parse(req.query)
     const from = query.from ? new Date(query.from) : undefined
     const to = query.to ? new Date(query.to) : undefined
-    if (from && to && from.getTime() >= to.getTime()) throw new HttpProblem(422, 'invalid_request', '`from` must be before `to`.')
+    if (from && to && from.getTime() >= to.getTime()) throw new HttpProblemError(422, 'invalid_request', '`from` must be before `to`.')
     res.json(
       await auditTrailPage(db, {
         staff: staffSessionOf(res),

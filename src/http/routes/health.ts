@@ -2,7 +2,7 @@ import type { Router } from 'express'
 import type { Knex } from 'knex'
 import { z } from 'zod'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
-import { HttpProblem, sendProblem } from '../problem.ts'
+import { HttpProblemError, sendProblem } from '../problem.ts'
 
 /** The API document's description of each route below. */
 export const healthApi = apiRegistry('Health', 'Liveness and readiness for the platform router')
@@ -37,7 +37,10 @@ export function healthRoutes(db: Knex): Router {
       await db.raw('SELECT 1')
       res.json({ status: 'ready' })
     } catch {
-      sendProblem(res, new HttpProblem(503, 'database_unavailable', 'The database is unreachable.', { headers: { 'Retry-After': '5' } }))
+      sendProblem(
+        res,
+        new HttpProblemError(503, 'database_unavailable', 'The database is unreachable.', { headers: { 'Retry-After': '5' } }),
+      )
     }
   })
   return router

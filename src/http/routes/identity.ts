@@ -16,7 +16,7 @@ import { isDatabaseUnavailable } from '../../db/unavailable.ts'
 import { limitPerClient, withMinimumDuration } from '../client-limit.ts'
 import { DeviceCookieHeaders } from '../openapi/common.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
-import { HttpProblem } from '../problem.ts'
+import { HttpProblemError } from '../problem.ts'
 import { localized } from '../locale.ts'
 import {
   ChallengeAccepted,
@@ -38,7 +38,8 @@ export const ENUMERATION_FLOOR_MS = 150
 
 function identifierFrom(raw: string): Identifier {
   const identifier = parseIdentifier(raw)
-  if (!identifier) throw new HttpProblem(422, 'invalid_identifier', 'The identifier must be an email address or an E.164 phone number.')
+  if (!identifier)
+    throw new HttpProblemError(422, 'invalid_identifier', 'The identifier must be an email address or an E.164 phone number.')
   return identifier
 }
 

@@ -13,7 +13,7 @@ import {
 } from '../../organization/invitations.ts'
 import { requireSession, sessionOf } from '../auth.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
-import { HttpProblem } from '../problem.ts'
+import { HttpProblemError } from '../problem.ts'
 import { localeOf } from '../locale.ts'
 import {
   InvitationAccepted,
@@ -110,7 +110,7 @@ export function organizationRoutes({ db, invitations: deps }: { db: Knex; invita
     const organizationId = organizationIdFrom(param(req.params, 'id'))
     const body = InvitationRequest.parse(req.body)
     const email = parseIdentifier(body.email)
-    if (email?.kind !== 'email') throw new HttpProblem(422, 'invalid_email', 'Invitations go to an email address.')
+    if (email?.kind !== 'email') throw new HttpProblemError(422, 'invalid_email', 'Invitations go to an email address.')
     const { invitationId, expiresAt } = await db.transaction((trx) =>
       inviteTx(trx, deps, { organizationId, inviterId: sessionOf(res).identityId, email: email.value, locale: localeOf(res) }),
     )

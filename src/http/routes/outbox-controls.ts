@@ -20,7 +20,7 @@ import {
 } from '../console-schemas.ts'
 import { IdempotencyKeyHeader, IdempotentReplayedHeader } from '../openapi/common.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
-import { HttpProblem } from '../problem.ts'
+import { HttpProblemError } from '../problem.ts'
 
 const BASE = '/platform-admin/security-outbox'
 
@@ -137,7 +137,7 @@ export function outboxControlRoutes({
   route(router, api.redrive, ...staff, async (req, res) => {
     const key = IdempotencyKeyHeader.safeParse(req.get('idempotency-key'))
     if (!key.success)
-      throw new HttpProblem(422, 'idempotency_key_required', 'An Idempotency-Key header (1–200 printable characters) is required.')
+      throw new HttpProblemError(422, 'idempotency_key_required', 'An Idempotency-Key header (1–200 printable characters) is required.')
     const body = Redrive.parse(req.body ?? {})
     const result = await redriveDeadLetters(db, deps, {
       staff: staffSessionOf(res),

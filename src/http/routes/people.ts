@@ -4,7 +4,7 @@ import { parseIdentifier, type Identifier } from '../../identity/identifiers.ts'
 import { erasePersonAsStaff, exportPersonAsStaff, type PeopleDeps } from '../../platform/people.ts'
 import { requireSession, requireStaff, staffSessionOf } from '../auth.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
-import { HttpProblem } from '../problem.ts'
+import { HttpProblemError } from '../problem.ts'
 import { PersonErased, PersonExport, PersonRequest } from '../staff-schemas.ts'
 
 /** The API document's description of each route below, in the same order. */
@@ -38,7 +38,7 @@ const api = {
 
 function identifierFrom(body: unknown): Identifier {
   const identifier = parseIdentifier(PersonRequest.parse(body).identifier)
-  if (!identifier) throw new HttpProblem(422, 'invalid_identifier', 'The identifier must be an email address or an E.164 phone number.')
+  if (!identifier) throw new HttpProblemError(422, 'invalid_identifier', 'The identifier must be an email address or an E.164 phone number.')
   return identifier
 }
 

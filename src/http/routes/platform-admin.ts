@@ -7,7 +7,7 @@ import { backlog, deadLetterPage, decodeCursor, reissueDeadLetter, type ReissueD
 import { requireSession, requireStaff, staffSessionOf } from '../auth.ts'
 import { IdempotencyKeyHeader, IdempotentReplayedHeader } from '../openapi/common.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
-import { HttpProblem, problemOfDomain } from '../problem.ts'
+import { HttpProblemError, problemOfDomain } from '../problem.ts'
 import { Backlog, DeadLetterPage, DeadLetterQuery, MessageHistory, MessagePath, Reissued } from '../staff-schemas.ts'
 
 const REISSUE_REFUSALS = [
@@ -92,7 +92,7 @@ export function platformAdminRoutes({ db, reissue: deps }: { db: Knex; reissue: 
 
   route(router, api.deadLetters, ...staff, async (req, res) => {
     const query = DeadLetterQuery.parse(req.query)
-    if (query.after && query.before) throw new HttpProblem(422, 'invalid_request', 'Give `after` or `before`, not both.')
+    if (query.after && query.before) throw new HttpProblemError(422, 'invalid_request', 'Give `after` or `before`, not both.')
     res.json(
       await deadLetterPage(
         db,
@@ -119,7 +119,7 @@ export function platformAdminRoutes({ db, reissue: deps }: { db: Knex; reissue: 
     if (!z.uuid().safeParse(messageId).success) throw new NotFoundError('dead_letter_not_found', 'There is no such dead letter.')
     const key = IdempotencyKeyHeader.safeParse(req.get('idempotency-key'))
     if (!key.success)
-      throw new HttpProblem(422, 'idempotency_key_required', 'An Idempotency-Key header (1–200 printable characters) is required.')
+      throw new HttpProblemError(422, 'idempotency_key_required', 'An Idempotency-Key header (1–200 printable characters) is required.')
     const result = await reissueDeadLetter(db, deps, {
       staff: staffSessionOf(res),
       elevationToken: req.get('x-elevation-token'),
@@ -129,7 +129,7 @@ export function platformAdminRoutes({ db, reissue: deps }: { db: Knex; reissue: 
     const replayed: Record<string, string> = result.replayed ? { 'Idempotent-Replayed': 'true' } : {}
     if ('refused' in result) {
       const problem = problemOfDomain(result.refused)
-      throw new HttpProblem(problem.status, problem.code, problem.message, { headers: { ...problem.headers, ...replayed } })
+      throw new HttpProblemError(problem.status, problem.code, problem.message, { headers: { ...problem.headers, ...replayed } })
     }
     res.status(201).set(replayed).json(result.reissued)
   })

@@ -2,12 +2,12 @@ import express, { type Router } from 'express'
 import {
   receiveSesWebhook,
   receiveWasenderWebhook,
-  WebhookRefused,
+  WebhookRefusedError,
   type WasenderDelivery,
   type WebhookDeps,
 } from '../../delivery/webhooks.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
-import { HttpProblem } from '../problem.ts'
+import { HttpProblemError } from '../problem.ts'
 import { SesWebhookAnswer, SnsDelivery, WasenderStatusUpdate, WasenderWebhookAnswer } from '../schemas.ts'
 
 const SES_REFUSALS = ['invalid_signature', 'invalid_certificate_url', 'invalid_subscribe_url', 'unknown_topic', 'stale_message'] as const
@@ -56,8 +56,8 @@ const api = {
 export function webhookRoutes(deps: WebhookDeps): Router {
   const router = apiRouter()
   const refused = (error: unknown): never => {
-    if (error instanceof WebhookRefused) {
-      throw new HttpProblem(
+    if (error instanceof WebhookRefusedError) {
+      throw new HttpProblemError(
         REFUSAL_STATUS[error.reason] ?? 403,
         error.reason,
         'The webhook delivery was refused.',
