@@ -59,6 +59,12 @@ const PGBOSS_JOB = /(?<![\w.])pgboss\.job\b/g
  */
 const RELEASE_STEP = 'src/db/release.ts'
 
+/**
+ * Audit actions spelled like a relation of the schema they concern: values written into
+ * `platform.audit_records.action`, not SQL. A literal that is exactly one of them is no finding.
+ */
+const AUDIT_ACTIONS = new Set(['identity.exported', 'identity.erased'])
+
 /** The text of every string and template literal in a file (the parts a statement can be built from). */
 function literals(path: string, text: string): string[] {
   const file = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS)
@@ -78,7 +84,7 @@ function sqlBuilding(path: string, text: string): string[] {
   const visit = (node: ts.Node): void => {
     if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && BUILDER_METHODS.has(node.expression.name.text))
       found.add(`.${node.expression.name.text}()`)
-    if (ts.isStringLiteralLike(node) || ts.isTemplateLiteralToken(node))
+    if ((ts.isStringLiteralLike(node) || ts.isTemplateLiteralToken(node)) && !AUDIT_ACTIONS.has(node.text))
       for (const [name] of node.text.matchAll(SCHEMA_NAME)) found.add(name)
     ts.forEachChild(node, visit)
   }

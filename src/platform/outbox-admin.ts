@@ -159,22 +159,22 @@ export type KeyClaim<T> = { claimed: true } | { claimed: false; response: T }
  * Claims a staff member's Idempotency-Key for one request in the caller's transaction, or finds the
  * answer an earlier request with the same key and the same request left (docs/operations.md, the
  * idempotency rule): another request under the key is `idempotency_key_reused`, one that did not
- * finish `idempotency_key_in_use`. `rememberTx` stores the answer; a refusal commits with it.
+ * finish `idempotency_key_in_use`. `remember` stores the answer; a refusal commits with it.
  */
 export async function useIdempotencyKeyTx<T>(
   trx: Knex.Transaction,
   input: { identityId: string; scope: string; key: string; request: string; now: Date },
-): Promise<{ claim: KeyClaim<T>; rememberTx: (response: T) => Promise<void> }> {
+): Promise<{ claim: KeyClaim<T>; remember: (response: T) => Promise<void> }> {
   const key = { identityId: input.identityId, scope: input.scope, key: input.key }
-  const rememberTx = (response: T) => storeIdempotentResponseTx(trx, key, response)
+  const remember = (response: T) => storeIdempotentResponseTx(trx, key, response)
   const requestHash = createHash('sha256').update(input.request).digest()
-  if (await claimIdempotencyKeyTx(trx, key, requestHash, input.now)) return { claim: { claimed: true }, rememberTx }
+  if (await claimIdempotencyKeyTx(trx, key, requestHash, input.now)) return { claim: { claimed: true }, remember }
   const stored = await lockIdempotencyKeyTx<T>(trx, key)
   if (!stored.request_hash.equals(requestHash))
     throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used for another request.')
   if (!stored.response)
     throw new ConflictError('idempotency_key_in_use', 'A request with this Idempotency-Key did not finish; use a new key.')
-  return { claim: { claimed: false, response: stored.response }, rememberTx }
+  return { claim: { claimed: false, response: stored.response }, remember }
 }
 
 /** What one reissue came to in its transaction: the new message, or the refusal as a key remembers it. */
@@ -265,7 +265,7 @@ export async function reissueDeadLetter(
   const now = deps.clock()
   return await db.transaction(async (trx) => {
     await requireElevationTx(trx, input.staff, input.elevationToken, now)
-    const { claim, rememberTx } = await useIdempotencyKeyTx<Reissued | { refused: StoredRefusal }>(trx, {
+    const { claim, remember } = await useIdempotencyKeyTx<Reissued | { refused: StoredRefusal }>(trx, {
       identityId: input.staff.identityId,
       scope: 'reissue',
       key: input.idempotencyKey,
@@ -278,7 +278,7 @@ export async function reissueDeadLetter(
     }
     const one = await reissueOneTx(trx, deps, input.staff, input.messageId, now)
     // A refusal commits the key with it: the repeat answers the same refusal, even once it no longer holds.
-    await rememberTx('refused' in one ? { refused: one.refused } : one.reissued)
+    await remember('refused' in one ? { refused: one.refused } : one.reissued)
     return 'refused' in one ? { refused: refusalOf(one.refused), replayed: false } : { reissued: one.reissued, replayed: false }
   })
 }

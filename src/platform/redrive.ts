@@ -41,7 +41,7 @@ export async function redriveDeadLetters(
   const now = deps.clock()
   return await db.transaction(async (trx) => {
     await requireElevationTx(trx, input.staff, input.elevationToken, now)
-    const { claim, rememberTx } = await useIdempotencyKeyTx<Redriven>(trx, {
+    const { claim, remember } = await useIdempotencyKeyTx<Redriven>(trx, {
       identityId: input.staff.identityId,
       scope: 'redrive',
       key: input.idempotencyKey,
@@ -80,7 +80,7 @@ export async function redriveDeadLetters(
       },
       now,
     )
-    await rememberTx(redriven)
+    await remember(redriven)
     return { redriven, replayed: false }
   })
 }
