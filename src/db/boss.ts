@@ -45,13 +45,11 @@ export async function captureJobInsert(boss: PgBoss, queue: string, data: object
   return captured
 }
 
-type BossRole = 'release' | 'web' | 'worker' | 'manual-worker'
+type BossRole = 'release' | 'web' | 'worker'
 
 /**
  * One pg-boss instance per process. Only `release` migrates pg-boss's schema; only the worker
- * runs maintenance, cron and LISTEN; the web uses pg-boss for transactional `send` alone. A
- * `manual-worker` is a worker login's pg-boss driven by hand (the test harness fetches and settles
- * jobs itself): like the web, no supervisor, cron, LISTEN or fleet registration.
+ * runs maintenance, cron and LISTEN; the web uses pg-boss for transactional `send` alone.
  */
 export function createBoss(
   connectionString: string,

@@ -1,7 +1,6 @@
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
 import { generateCode, hashCode, verifyCode } from '../crypto/codes.ts'
-import { isTransientDatabaseError } from '../db/transient.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
 import type { ChallengePurpose, Channel } from '../outbox/constants.ts'
 import { logEnqueued, sealMessage, type EnqueueDeps } from '../outbox/enqueue.ts'
@@ -43,8 +42,6 @@ export type ChallengeDeps = EnqueueDeps & {
   logger: Logger
   /** Channels the worker fleet can deliver on (src/outbox/channel-directory.ts: what the workers registered). */
   channels: { has(channel: Channel): boolean }
-  /** A step run after the enqueue, inside the same transaction (tests force failures with it). */
-  afterEnqueueTx?: (trx: Knex.Transaction) => Promise<void>
   /** The request's locale (src/http/locale.ts), stored on the message for its template; else `en`. */
   locale?: string
 }
@@ -238,30 +235,7 @@ export async function issueHiddenTx(
   target: IssueTarget,
   options: { candidatePasswordHash?: string; now: Date; claim: ClaimStep; requester?: Requester },
 ): Promise<void> {
-  const { afterEnqueueTx } = deps
-  if (!afterEnqueueTx) {
-    reportHidden(deps, flow, await issueTx(trx, deps, 'hidden', target, { ...options, countDestination: true }))
-    return
-  }
-  // Tests force a failure after the enqueue: the issue then rolls back and is rehearsed instead.
-  try {
-    await trx.transaction(async (savepoint) => {
-      const outcome = await issueTx(savepoint, deps, 'hidden', target, { ...options, countDestination: true })
-      if (outcome.outcome === 'issued') await afterEnqueueTx(savepoint)
-      reportHidden(deps, flow, outcome)
-    })
-  } catch (error) {
-    // A deadlock or timeout says nothing about the account: the caller's retry or 503, never a rehearsal.
-    if (isTransientDatabaseError(error)) throw error
-    deps.logger.warn(`${flow} not enqueued`, describeError(error))
-    await issueTx(
-      trx,
-      deps,
-      'hidden',
-      { ...target, subject: undefined, openChallengeId: null },
-      { ...options, countDestination: true, claim: 'none' },
-    )
-  }
+  reportHidden(deps, flow, await issueTx(trx, deps, 'hidden', target, { ...options, countDestination: true }))
 }
 
 function reportHidden(deps: Pick<ChallengeDeps, 'logger'>, flow: string, outcome: IssueOutcome): void {
@@ -305,7 +279,6 @@ export async function issueChallengeTx(
     { purpose: subject.purpose, identifier: subject.identifier, subject },
     { candidatePasswordHash: options.candidatePasswordHash, now, countDestination: options.countDestination ?? true, claim: 'none' },
   )
-  await deps.afterEnqueueTx?.(trx)
   return { challengeId: outcome.challenge_id!, expiresAt: challengeExpiry(deps, now) }
 }
 
