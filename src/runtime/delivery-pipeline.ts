@@ -34,7 +34,10 @@ export type DeliveryPipeline = {
    * failed even alone).
    */
   run(jobs: readonly DeliveryJob[]): Promise<{ failedBack: DeliveryJob[] }>
-  /** No new fetches; resolves once every send in flight has finished and its outcome is recorded. */
+  /**
+   * No new fetches; resolves once every send in flight (from a fetch or a `run`) has finished and
+   * its outcome is recorded.
+   */
   stop(): Promise<void>
   /** Jobs fetched and not yet settled (tests, metrics). */
   readonly inFlight: number
@@ -74,21 +77,23 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
     maxCommits: options.maxCommits,
   })
   const step = deliveryStep(deps, { slots, recorder, local: localView(wake), noteDue: due.note })
+  // Every batch under way, whichever entry handed it over: a stop waits for each to be recorded,
+  // so a send that left before the stop is never sent again after it.
   const tasks = new Set<Promise<void>>()
+  const dispatch = (jobs: DeliveryJob[]) => {
+    const task = step.claimAndSend(jobs)
+    tasks.add(task)
+    void task.finally(() => tasks.delete(task))
+    return task
+  }
   const looping =
-    options.fetch === false
-      ? Promise.resolve()
-      : fetchLoop(deps, { ...options, concurrency, prefetch }, { state, waits, slots }, (jobs) => {
-          const task = step.claimAndSend(jobs)
-          tasks.add(task)
-          void task.finally(() => tasks.delete(task))
-        })
+    options.fetch === false ? Promise.resolve() : fetchLoop(deps, { ...options, concurrency, prefetch }, { state, waits, slots }, dispatch)
 
   return {
     wake,
     async run(jobs) {
       slots.fetched(jobs.length)
-      await step.claimAndSend([...jobs])
+      await dispatch([...jobs])
       return { failedBack: jobs.filter((job) => step.failedBack.has(job)) }
     },
     get inFlight() {
@@ -174,7 +179,7 @@ async function fetchLoop(
   deps: Pick<DeliveryDeps, 'boss' | 'logger'>,
   options: PipelineOptions & { prefetch: number },
   { state, waits, slots }: { state: { stopping: boolean; wanted: boolean }; waits: ReturnType<typeof waiter>; slots: Slots },
-  dispatch: (jobs: DeliveryJob[]) => void,
+  dispatch: (jobs: DeliveryJob[]) => Promise<void>,
 ): Promise<void> {
   const { concurrency, prefetch } = options
   const minFetch = Math.max(1, Math.min(concurrency, options.minFetch ?? Math.floor(concurrency / 8)))
@@ -211,7 +216,7 @@ async function fetchLoop(
     ask = jobs.length >= batchSize ? Math.min(concurrency + prefetch, 2 * batchSize) : Math.max(minFetch, 2 * jobs.length)
     if (jobs.length === 0) continue
     slots.fetched(jobs.length)
-    dispatch(jobs)
+    void dispatch(jobs)
   }
 }
 
