@@ -45,6 +45,20 @@ export async function captureJobInsert(boss: PgBoss, queue: string, data: object
   return captured
 }
 
+/**
+ * The notification pg-boss's captured insert (`captureJobInsert`) sends for an immediately
+ * runnable job of `queue`, cut from the statement itself: `call` is its `pg_notify(<channel>,
+ * '<queue>')`, `channel` the expression that names the channel. The release sends `call` where a
+ * job was rehearsed; the worker LISTENs on `channel`. Taken from pg-boss's own statement, so both
+ * follow whatever an upgrade of pg-boss writes.
+ */
+export function notificationOf(insertSql: string, queue: string): { call: string; channel: string } {
+  const start = insertSql.indexOf('pg_notify(')
+  const end = insertSql.indexOf(`, '${queue}')`, start)
+  if (start < 0 || end < 0) throw new Error(`pg-boss’s job insert sends no notification for ${queue} (is its queue notify-enabled?)`)
+  return { call: `${insertSql.slice(start, end)}, '${queue}')`, channel: insertSql.slice(start + 'pg_notify('.length, end) }
+}
+
 type BossRole = 'release' | 'web' | 'worker'
 
 /**

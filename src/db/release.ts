@@ -3,7 +3,7 @@ import type { Knex } from 'knex'
 import type { Config } from '../../config/schema.ts'
 import type { Logger } from '../logging/logger.ts'
 import { QUEUES } from './queues.ts'
-import { captureJobInsert, createBoss, installQueues } from './boss.ts'
+import { captureJobInsert, createBoss, installQueues, notificationOf } from './boss.ts'
 import { createKnex } from './knex.ts'
 import { migrationConfigFor } from './migrations.ts'
 import { ReleaseError } from './release-failure.ts'
@@ -203,7 +203,8 @@ async function applyPgbossRowPolicies(db: Knex, roles: DatabaseRoles, logger: Lo
  * bench/HISTORY.md "The enqueue round"), and without restating pg-boss's SQL. Re-created on
  * every release that finds it differs from the installed pg-boss's (`defineFunctions`): it follows
  * pg-boss's version. SECURITY INVOKER: the web's own grants and row policies on pgboss.job apply.
- * With it, `outbox.notify_delivery_workers()`: that statement's NOTIFY alone.
+ * With it, `outbox.notify_delivery_workers()`: that statement's NOTIFY alone (what a rehearsal's
+ * rolled-back job would have sent, `identity.issue_challenge`).
  */
 function deliveryJobFunctions(insertSql: string, { api }: DatabaseRoles): DefinedFunction[] {
   const body = insertSql.replace(/\$1(?!\d)/g, 'p_job_json')
@@ -229,7 +230,7 @@ function deliveryJobFunctions(insertSql: string, { api }: DatabaseRoles): Define
       header: 'outbox.notify_delivery_workers() RETURNS void',
       source: `
   BEGIN
-    PERFORM ${notifyOf(insertSql)};
+    PERFORM ${notificationOf(insertSql, QUEUES.delivery).call};
   END `,
       grantee: api,
     },
@@ -259,19 +260,6 @@ async function defineFunctions(db: Knex, functions: DefinedFunction[], logger: L
   GRANT EXECUTE ON FUNCTION ${fn.signature} TO ${fn.grantee};`)
     logger.info('release: function defined', { function: fn.signature })
   }
-}
-
-/**
- * The notification pg-boss's insert sends for an immediately runnable job (`pg_notify(<channel>,
- * '<queue>')`), cut from the same captured statement: what a rehearsal's rolled-back job would have
- * sent (`identity.issue_challenge`).
- */
-function notifyOf(insertSql: string): string {
-  const start = insertSql.indexOf('pg_notify(')
-  const end = insertSql.indexOf(`, '${QUEUES.delivery}')`, start)
-  if (start < 0 || end < 0)
-    throw new Error('release: pg-boss’s job insert sends no notification for the delivery queue (is its queue notify-enabled?)')
-  return `${insertSql.slice(start, end)}, '${QUEUES.delivery}')`
 }
 
 /** The release step: knex migrations, pg-boss schema and queues, then role grants, as the owner. */
