@@ -50,13 +50,20 @@ describe('enqueue of a password-recovery code', () => {
   it('rolls back all four writes when a step after the outbox insert fails, and still answers like an unknown identifier', async () => {
     const email = uniqueEmail()
     await createVerifiedIdentity(side.db.owner, email)
-    const failing = deps({
-      afterEnqueueTx: async () => {
-        throw Object.assign(new Error(`step failed for ${email}`), { code: 'XX001' })
-      },
-    })
-    const result = await side.api.transaction((trx) => requestPasswordRecovery(trx, failing, { kind: 'email', value: email }))
-    expect(result.challengeExpiresAt).to.be.instanceOf(Date)
+    // A failure the database raises after the message row is written, inside the same call.
+    await side.db.owner.raw(`
+      CREATE FUNCTION outbox.test_fail_after_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'step failed' USING ERRCODE = 'XX001'; END $$;
+      CREATE TRIGGER test_fail_after_insert AFTER INSERT ON outbox.security_outbox_messages
+        FOR EACH ROW EXECUTE FUNCTION outbox.test_fail_after_insert();`)
+    try {
+      const result = await side.api.transaction((trx) => requestPasswordRecovery(trx, deps(), { kind: 'email', value: email }))
+      expect(result.challengeExpiresAt).to.be.instanceOf(Date)
+    } finally {
+      await side.db.owner.raw(`
+        DROP TRIGGER test_fail_after_insert ON outbox.security_outbox_messages;
+        DROP FUNCTION outbox.test_fail_after_insert();`)
+    }
     expect(await counts()).to.deep.equal(NOTHING)
     expect(logs.text()).to.include('"message":"password recovery not enqueued"').and.to.include('"errorCode":"XX001"')
     expect(logs.text()).not.to.include(email)

@@ -1,5 +1,7 @@
 import { expect } from 'chai'
 import { deliverOne } from './support/run-once.ts'
+import { QUEUES } from '../src/outbox/constants.ts'
+import { runOnce } from '../src/runtime/delivery-pipeline.ts'
 import { cappedRetryAfter, throttleBackoff, type PausePolicy } from '../src/outbox/provider-pause.ts'
 import { DeliveryFailure } from '../src/delivery/provider.ts'
 import { pauseForThrottleTx } from '../src/outbox/provider-pauses-sql.ts'
@@ -109,6 +111,35 @@ describe('provider pauses, recorded by the worker', () => {
     const grown = (await pause())!
     expect(grown.throttle_streak).to.equal(2)
     expect(grown.paused_until.getTime()).to.be.within(at(f.now, 1).getTime(), at(f.now, 2).getTime())
+  })
+
+  it('dead-letters a code unsent when the pause outlasts it, whether the claim meets the pause or the record does', async () => {
+    // The claim: the channel is paused past the code's life (an hour), so it goes now; a shorter pause is waited out.
+    const doomed = await enqueue()
+    await f.db.owner('outbox.provider_pauses').insert({ channel: 'email', paused_until: at(f.now, 7_200) })
+    const provider = throttled(at(f.now, 600))
+    await deliverOne(f.harness.deps({ email: provider }), await f.harness.nextJob())
+    await f.rows.expectDeadLetteredUnsent(doomed.messageId, 'challenge_expired')
+    const waiting = await enqueue()
+    await f.db.owner('outbox.provider_pauses').update({ paused_until: at(f.now, 600) })
+    await deliverOne(f.harness.deps({ email: provider }), await f.harness.nextJob())
+    expect(await f.rows.message(waiting.messageId)).to.include({ state: 'pending', attempt_count: 0 })
+    expect(provider.calls, 'no send into a pause').to.have.length(0)
+
+    // The record: two codes of two minutes claimed together, one slot; the first send is throttled
+    // for five minutes, so the second, held back without an attempt, is recorded dead.
+    await f.db.owner('outbox.provider_pauses').del()
+    await f.db.owner('pgboss.job').where({ name: QUEUES.delivery }).del()
+    const first = await f.harness.enqueue(uniqueEmail(), 120)
+    const second = await f.harness.enqueue(uniqueEmail(), 120)
+    const jobs = [await f.harness.nextJob(), await f.harness.nextJob()]
+    await runOnce(f.harness.deps({ email: provider }), jobs, { concurrency: 1 })
+    expect(provider.calls).to.have.length(1)
+    const [sent, held] =
+      provider.calls[0]!.destination === (await f.rows.message(first.messageId)).destination ? [first, second] : [second, first]
+    expect(await f.rows.message(sent.messageId)).to.include({ attempt_count: 1 })
+    await f.rows.expectDeadLetteredUnsent(held.messageId, 'challenge_expired')
+    expect(await f.rows.deadLetter(held.messageId)).to.include({ last_failure_class: 'THROTTLED' })
   })
 
   it('leaves WhatsApp unpaused by a 429 without hints (Wasender sends them), the message on its own schedule', async () => {

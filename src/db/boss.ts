@@ -45,13 +45,25 @@ export async function captureJobInsert(boss: PgBoss, queue: string, data: object
   return captured
 }
 
-type BossRole = 'release' | 'web' | 'worker' | 'manual-worker'
+/**
+ * The notification pg-boss's captured insert (`captureJobInsert`) sends for an immediately
+ * runnable job of `queue`, cut from the statement itself: `call` is its `pg_notify(<channel>,
+ * '<queue>')`, `channel` the expression that names the channel. The release sends `call` where a
+ * job was rehearsed; the worker LISTENs on `channel`. Taken from pg-boss's own statement, so both
+ * follow whatever an upgrade of pg-boss writes.
+ */
+export function notificationOf(insertSql: string, queue: string): { call: string; channel: string } {
+  const start = insertSql.indexOf('pg_notify(')
+  const end = insertSql.indexOf(`, '${queue}')`, start)
+  if (start < 0 || end < 0) throw new Error(`pg-boss’s job insert sends no notification for ${queue} (is its queue notify-enabled?)`)
+  return { call: `${insertSql.slice(start, end)}, '${queue}')`, channel: insertSql.slice(start + 'pg_notify('.length, end) }
+}
+
+type BossRole = 'release' | 'web' | 'worker'
 
 /**
  * One pg-boss instance per process. Only `release` migrates pg-boss's schema; only the worker
- * runs maintenance, cron and LISTEN; the web uses pg-boss for transactional `send` alone. A
- * `manual-worker` is a worker login's pg-boss driven by hand (the test harness fetches and settles
- * jobs itself): like the web, no supervisor, cron, LISTEN or fleet registration.
+ * runs maintenance, cron and LISTEN; the web uses pg-boss for transactional `send` alone.
  */
 export function createBoss(
   connectionString: string,

@@ -1,9 +1,10 @@
-import { createHash, randomUUID } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import type { Knex } from 'knex'
 import type { Config } from '../../config/schema.ts'
 import type { Logger } from '../logging/logger.ts'
 import { QUEUES } from './queues.ts'
-import { captureJobInsert, createBoss, installQueues } from './boss.ts'
+import { createBoss, installQueues } from './boss.ts'
+import { defineDeliveryJobFunctions } from './delivery-job-functions.ts'
 import { createKnex } from './knex.ts'
 import { migrationConfigFor } from './migrations.ts'
 import { ReleaseError } from './release-failure.ts'
@@ -195,85 +196,6 @@ async function applyPgbossRowPolicies(db: Knex, roles: DatabaseRoles, logger: Lo
   return changes.length
 }
 
-/**
- * `outbox.insert_delivery_job(json)`: pg-boss's own INSERT of a delivery job, exactly as the
- * installed pg-boss writes it for `boss.send`, in a PL/pgSQL function, so `outbox.enqueue_message`
- * inserts the job in the same call as its message, with a plan cached per connection (planning
- * pg-boss's statement on every enqueue is a large share of the database's CPU per request;
- * docs/performance.md), and without restating pg-boss's SQL. Re-created on
- * every release that finds it differs from the installed pg-boss's (`defineFunctions`): it follows
- * pg-boss's version. SECURITY INVOKER: the web's own grants and row policies on pgboss.job apply.
- * With it, `outbox.notify_delivery_workers()`: that statement's NOTIFY alone.
- */
-function deliveryJobFunctions(insertSql: string, { api }: DatabaseRoles): DefinedFunction[] {
-  const body = insertSql.replace(/\$1(?!\d)/g, 'p_job_json')
-  if (body === insertSql || /\$\d|\$fn\$|\?/.test(body))
-    throw new Error('release: pg-boss’s job insert is not the one-parameter statement expected')
-  return [
-    {
-      signature: 'outbox.insert_delivery_job(text)',
-      header: 'outbox.insert_delivery_job(p_job_json text) RETURNS uuid',
-      source: `
-  DECLARE
-    inserted record;
-  BEGIN
-    FOR inserted IN ${body} LOOP
-      RETURN inserted.id;
-    END LOOP;
-    RETURN NULL;
-  END `,
-      grantee: api,
-    },
-    {
-      signature: 'outbox.notify_delivery_workers()',
-      header: 'outbox.notify_delivery_workers() RETURNS void',
-      source: `
-  BEGIN
-    PERFORM ${notifyOf(insertSql)};
-  END `,
-      grantee: api,
-    },
-  ]
-}
-
-type DefinedFunction = { signature: string; header: string; source: string; grantee: string }
-
-/**
- * Re-creates a function only when its source or its grantee's EXECUTE differs from what is
- * wanted: replacing it unchanged would still invalidate every connection's cached plans of it.
- */
-async function defineFunctions(db: Knex, functions: DefinedFunction[], logger: Logger): Promise<void> {
-  for (const fn of functions) {
-    const {
-      rows: [installed],
-    } = await db.raw<{ rows: { source: string | null; granted: boolean | null }[] }>(
-      `SELECT p.prosrc AS source, has_function_privilege(?, p.oid, 'EXECUTE') AS granted
-         FROM (SELECT to_regprocedure(?) AS oid) wanted LEFT JOIN pg_proc p ON p.oid = wanted.oid`,
-      [fn.grantee, fn.signature],
-    )
-    if (installed?.source === fn.source && installed.granted) continue
-    await db.raw(`
-  CREATE OR REPLACE FUNCTION ${fn.header}
-    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$${fn.source}$fn$;
-  REVOKE ALL ON FUNCTION ${fn.signature} FROM PUBLIC;
-  GRANT EXECUTE ON FUNCTION ${fn.signature} TO ${fn.grantee};`)
-    logger.info('release: function defined', { function: fn.signature })
-  }
-}
-
-/**
- * The notification pg-boss's insert sends for an immediately runnable job (`pg_notify(<channel>,
- * '<queue>')`), cut from the same captured statement: what a rehearsal's rolled-back job would have
- * sent (`identity.issue_challenge`).
- */
-function notifyOf(insertSql: string): string {
-  const start = insertSql.indexOf('pg_notify(')
-  const end = insertSql.indexOf(`, '${QUEUES.delivery}')`, start)
-  if (start < 0 || end < 0)
-    throw new Error('release: pg-boss’s job insert sends no notification for the delivery queue (is its queue notify-enabled?)')
-  return `${insertSql.slice(start, end)}, '${QUEUES.delivery}')`
-}
-
 /** The release step: knex migrations, pg-boss schema and queues, then role grants, as the owner. */
 export async function release(
   ownerUrl: string,
@@ -299,8 +221,7 @@ export async function release(
     await boss.start()
     try {
       await installQueues(boss, config)
-      const { sql } = await captureJobInsert(boss, QUEUES.delivery, {}, randomUUID())
-      await defineFunctions(db, deliveryJobFunctions(sql, roles), logger)
+      await defineDeliveryJobFunctions(db, boss, roles, logger)
     } finally {
       await boss.stop({ graceful: false })
     }

@@ -1,14 +1,8 @@
 import type { Knex } from 'knex'
 import { withTransientRetry } from '../db/transient.ts'
-import {
-  assertChannelAvailable,
-  challengeExpiry,
-  checkCodeTx,
-  forgiveSignedInGuessesTx,
-  issueHiddenTx,
-  refuseUnknownCodeTx,
-  type ChallengeDeps,
-} from './challenges.ts'
+import { checkCodeTx, forgiveSignedInGuessesTx, refuseUnknownCodeTx } from './challenge-codes.ts'
+import { issueHiddenTx } from './challenge-issue.ts'
+import { assertChannelAvailable, challengeExpiry, type ChallengeDeps } from './challenges.ts'
 import { InvalidCodeError } from './errors.ts'
 import { replacePasswordTx } from './credentials.ts'
 import { findVerifiedIdentifier, findVerifiedIdentifierWithOpenChallenge } from './identities-sql.ts'

@@ -1,14 +1,9 @@
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
 import { withTransientRetry } from '../db/transient.ts'
-import {
-  assertChannelAvailable,
-  challengeExpiry,
-  checkCodeTx,
-  issueHiddenTx,
-  refuseUnknownCodeTx,
-  type ChallengeDeps,
-} from './challenges.ts'
+import { checkCodeTx, refuseUnknownCodeTx } from './challenge-codes.ts'
+import { issueHiddenTx } from './challenge-issue.ts'
+import { assertChannelAvailable, challengeExpiry, type ChallengeDeps } from './challenges.ts'
 import { findOpenChallenge } from './challenges-sql.ts'
 import { trustDeviceTx, type DeviceCookie } from './devices.ts'
 import { InvalidCodeError } from './errors.ts'

@@ -3,7 +3,7 @@ import type { PgBoss } from 'pg-boss'
 import { withTransientRetry } from '../db/transient.ts'
 import type { Logger } from '../logging/logger.ts'
 import { defaultPausePolicy } from './provider-pause.ts'
-import { decide, waitOrExpire, type Decision, type RetrySettings } from './retry-policy.ts'
+import { decide, type Decision, type RetrySettings } from './retry-policy.ts'
 import { insertAttemptsTx, type NewAttempt } from './attempts-sql.ts'
 import { batchOrEach, type Failed } from './batch-or-each.ts'
 import { publishLeasedMessagesTx } from './publish-sql.ts'
@@ -11,10 +11,11 @@ import { deleteCiphertextsTx } from './ciphertexts-sql.ts'
 import { TRANSIENT_FAILURES, type Channel, type DeadLetterReason, type FailureClass, type ProviderId } from './constants.ts'
 import { deadLetterMessagesTx, isLeasedBy, lockMessagesTx, publishMessagesTx, type DeadLetter, type Lease } from './messages-sql.ts'
 import { invitationClosedReason, invitationStatesTx } from './invitation-states-sql.ts'
-import { activePausesTx, pauseForThrottleTx } from './provider-pauses-sql.ts'
+import { pauseForThrottleTx } from './provider-pauses-sql.ts'
 import { defaultHealthPolicy } from './provider-health.ts'
-import { noteProviderAnswersTx, providersUpTx, type ProviderAnswers, type ProviderTransition } from './provider-states-sql.ts'
+import { noteProviderAnswersTx, type ProviderAnswers, type ProviderTransition } from './provider-states-sql.ts'
 import { completeJobsTx, scheduleNextAttemptTx } from './settle.ts'
+import { settleDeferralsTx, type Deferral } from './record-deferrals.ts'
 
 /** What happened to one claimed message, as the worker reports it to the record step. */
 export type Outcome =
@@ -180,13 +181,7 @@ async function recordBatch(
     const retries: { messageId: string; at: Date }[] = []
     const throttled = new Map<Channel, Date | null>()
     const settled: Lease[] = []
-    const deferrals: {
-      index: number
-      messageId: string
-      message: { channel: Channel; expires_at: Date; purpose: string }
-      heldUntil?: Date
-      heldFor?: readonly string[]
-    }[] = []
+    const deferrals: Deferral[] = []
     const throttledAnswers: { index: number; channel: Channel }[] = []
 
     // An invitation revoked, accepted or expired while its message was out is never requeued.
@@ -257,38 +252,8 @@ async function recordBatch(
     for (const { messageId, at } of retries) await scheduleNextAttemptTx(trx, boss, messageId, at, { attempted: true })
     for (const [channel, retryAfterAt] of throttled)
       await pauseForThrottleTx(trx, channel, retryAfterAt, now, settings.providerPause ?? defaultPausePolicy())
-    if (deferrals.length > 0 || throttledAnswers.length > 0) {
-      // The database's pauses are the truth (whatever cap or GREATEST they went through).
-      const channelPauses = await activePausesTx(trx, now)
-      for (const { index, channel } of throttledAnswers) {
-        const result = results[index]!
-        if (result.kind === 'retry_scheduled' || result.kind === 'dead_lettered')
-          result.channelPausedUntil = channelPauses.get(channel) ?? null
-      }
-      // A message held for an outage whose provider came back meanwhile goes now: the release that
-      // lifted the hold may have committed before this deferral's job existed (the rows are read
-      // under a share lock, so a lift in flight is waited for, never missed).
-      const cameBack = await providersUpTx(trx, [...new Set(deferrals.flatMap((deferral) => deferral.heldFor ?? []))])
-      const expired: DeadLetter[] = []
-      for (const { index, messageId, message, heldFor } of deferrals) {
-        let { heldUntil } = deferrals.find((deferral) => deferral.index === index)!
-        if (heldFor?.some((provider) => cameBack.has(provider))) heldUntil = undefined
-        const paused = channelPauses.get(message.channel)
-        const until = new Date(Math.max(paused?.getTime() ?? now.getTime(), heldUntil?.getTime() ?? now.getTime()))
-        const fate = waitOrExpire(message, until)
-        if (fate.kind === 'expire') {
-          // THROTTLED when a provider's pause is why, UNAVAILABLE when an outage hold is.
-          const throttled = paused !== undefined && paused.getTime() >= until.getTime()
-          const lastFailureClass = throttled ? 'THROTTLED' : heldFor && heldUntil ? 'UNAVAILABLE' : null
-          expired.push({ messageId, reason: fate.reason, lastFailureClass })
-          results[index] = { kind: 'dead_lettered', attemptNo: null, reason: fate.reason }
-        } else {
-          await scheduleNextAttemptTx(trx, boss, messageId, fate.until, { attempted: false })
-          results[index] = { kind: 'deferred', nextAttemptAt: fate.until }
-        }
-      }
-      await deadLetterMessagesTx(trx, expired, now)
-    }
+    if (deferrals.length > 0 || throttledAnswers.length > 0)
+      await settleDeferralsTx(trx, boss, { deferrals, throttledAnswers, results }, now)
     const transitions = await noteProviderAnswersTx(
       trx,
       answersOf(

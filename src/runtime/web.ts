@@ -10,7 +10,6 @@ import { createApp } from '../http/app.ts'
 import { answerClientError } from '../http/client-error.ts'
 import { rememberPeerAddress } from '../http/client-limit.ts'
 import { metricsAccess } from '../metrics/access.ts'
-import type { ChallengeDeps } from '../identity/challenges.ts'
 import { loadChannelDirectory, type ChannelDirectory } from '../outbox/channel-directory.ts'
 import type { Logger } from '../logging/logger.ts'
 import type { Keys } from './dev-keys.ts'
@@ -44,7 +43,6 @@ export async function startWeb(options: {
   host?: string
   /** `npm start` only: the development index at `/` (naming the emulator's inbox) and `/join`. */
   developmentPages?: { inboxUrl: string | null }
-  afterEnqueueTx?: ChallengeDeps['afterEnqueueTx']
   /** Tests: how a confirmed SNS subscription's SubscribeURL is visited (default: an HTTPS GET). */
   confirmSubscription?: (url: string) => Promise<void>
 }): Promise<RunningWeb> {
@@ -89,7 +87,6 @@ export async function startWeb(options: {
         logger,
         // Only channels a worker can deliver; a phone identifier without one is refused up front.
         channels,
-        afterEnqueueTx: options.afterEnqueueTx,
       },
       clientLimitPerMinute: config.CLIENT_RATE_LIMIT_PER_MINUTE,
       metrics: metricsAccess(config),

@@ -4,7 +4,7 @@ import { ConfigError, type Config } from '../../config/schema.ts'
 import { createExpiryPurgeHandler } from '../../jobs/expiry-purge.ts'
 import { createRetentionSweepHandler } from '../../jobs/retention-sweep.ts'
 import { createCrashLoopQueueHandler } from '../../jobs/crash-loop-queue.ts'
-import { createBoss } from '../db/boss.ts'
+import { captureJobInsert, createBoss, notificationOf } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
 import { checkQueueLease } from '../db/queue-lease.ts'
 import { createKnex } from '../db/knex.ts'
@@ -113,9 +113,6 @@ export function deliveryPipelineOptions(config: Pick<Config, 'WORKER_CONCURRENCY
   }
 }
 
-/** The channel pg-boss NOTIFYs on (its notifier's own expression for the default `pgboss` schema). */
-const NOTIFY_CHANNEL_SQL = `SELECT ('pgboss_' || left(encode(sha224('pgboss'::bytea), 'hex'), 24)) AS channel`
-
 /** The worker process: delivery and crash-loop handlers over the worker role's pool. */
 export async function startWorker(options: {
   config: WorkerConfig
@@ -204,8 +201,10 @@ export async function startWorker(options: {
       deliveryPipelineOptions(config),
     )
     // A commit anywhere in the fleet wakes this worker; a reconnect fetches once for what it missed.
+    // The channel is the one pg-boss's own job insert notifies (no copy of its naming to drift).
     const running = pipeline
-    const { rows } = await boss.getDb().executeSql(NOTIFY_CHANNEL_SQL)
+    const { sql: insertSql } = await captureJobInsert(boss, QUEUES.delivery, {}, randomUUID())
+    const { rows } = await boss.getDb().executeSql(`SELECT ${notificationOf(insertSql, QUEUES.delivery).channel} AS channel`)
     listener = await boss.getDb().listen?.(
       rows[0].channel,
       (payload) => payload === QUEUES.delivery && running.wake(),

@@ -24,8 +24,9 @@ export async function outboxHarness(db: TestDatabase, options: { keys: Keys; clo
   const api: Knex = createKnex(db.apiUrl, { applicationName: 'test-api' })
   const worker: Knex = createKnex(db.workerUrl, { applicationName: 'test-worker', max: 20 })
   const webBoss: PgBoss = createBoss(db.apiUrl, 'web', options.logger)
-  // A worker-role pg-boss that neither supervises nor listens: the test fetches jobs itself.
-  const workerBoss: PgBoss = createBoss(db.workerUrl, 'manual-worker', options.logger)
+  // The worker login's pg-boss configured as the web's (no supervisor, cron, LISTEN or fleet
+  // registration): the test fetches and settles jobs itself.
+  const workerBoss: PgBoss = createBoss(db.workerUrl, 'web', options.logger)
   await Promise.all([webBoss.start(), workerBoss.start()])
 
   const challengeDeps = (challengeTtlSeconds: number) => ({

@@ -1,7 +1,6 @@
-import type { Request, RequestHandler, Response, Router } from 'express'
+import type { Router } from 'express'
 import type { Knex } from 'knex'
 import type { ChallengeDeps } from '../../identity/challenges.ts'
-import { parseIdentifier, type Identifier } from '../../identity/identifiers.ts'
 import { completePasswordRecovery, requestPasswordRecovery } from '../../identity/password-recovery.ts'
 import { acceptNewPassword, type BreachedPasswordCheck } from '../../identity/password-policy.ts'
 import { revokeSession } from '../../identity/sessions-sql.ts'
@@ -9,15 +8,13 @@ import { addSignInMethod, confirmSignInMethod, removeSignInMethod } from '../../
 import { signIn } from '../../identity/sign-in.ts'
 import { confirmSignUp, signUp } from '../../identity/sign-up.ts'
 import { confirmStepUp, startStepUp } from '../../identity/step-up.ts'
-import { resolveRequester } from '../../identity/devices.ts'
 import { requireSession, sessionOf } from '../auth.ts'
-import { deviceTokenOf, setDeviceCookie } from '../device-cookie.ts'
-import { isDatabaseUnavailable } from '../../db/unavailable.ts'
-import { limitPerClient, withMinimumDuration } from '../client-limit.ts'
+import { setDeviceCookie } from '../device-cookie.ts'
+import { withMinimumDuration } from '../client-limit.ts'
 import { DeviceCookieHeaders } from '../openapi/common.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
-import { HttpProblemError } from '../problem.ts'
 import { localized } from '../locale.ts'
+import { anonymousCallers, identifierFrom } from './identity-callers.ts'
 import {
   ChallengeAccepted,
   ConfirmationRequest,
@@ -35,13 +32,6 @@ import {
 
 /** Answers to requests that could reveal whether an account exists take at least this long: a second layer behind equal work (docs/architecture.md §7). */
 export const ENUMERATION_FLOOR_MS = 150
-
-function identifierFrom(raw: string): Identifier {
-  const identifier = parseIdentifier(raw)
-  if (!identifier)
-    throw new HttpProblemError(422, 'invalid_identifier', 'The identifier must be an email address or an E.164 phone number.')
-  return identifier
-}
 
 const iso = (date: Date) => date.toISOString()
 
@@ -206,23 +196,7 @@ export function identityRoutes({
   breachedPasswords,
 }: IdentityRouteOptions): Router {
   const router = apiRouter()
-  const countClient = limitPerClient(db, deps.codeHashKeys ?? deps.codeHashKey, clientLimitPerMinute, deps.clock, deps.logger)
-  // Counted before the body is read: a client that only sends malformed bodies meets the limit too.
-  // Without a database the body is still judged (a malformed one is 422, not 503); a valid one waits for the count.
-  const counted: RequestHandler = async (req, res, next) => {
-    try {
-      res.locals.client = await countClient(req)
-    } catch (error) {
-      if (!isDatabaseUnavailable(error)) throw error
-      res.locals.uncounted = error
-    }
-    next()
-  }
-  // The counted client, then its device cookie (looked up whatever the identifier: docs/security.md).
-  const requesterOf = async (req: Request, res: Response) => {
-    if (res.locals.uncounted) throw res.locals.uncounted
-    return await resolveRequester(db, res.locals.client as string, deviceTokenOf(req), deps.clock())
-  }
+  const { counted, requesterOf } = anonymousCallers(db, deps, clientLimitPerMinute)
   const signedIn = requireSession(db, deps.clock)
 
   route(router, api.signUp, counted, async (req, res) => {

@@ -1,0 +1,41 @@
+import type { Request, RequestHandler, Response } from 'express'
+import type { Knex } from 'knex'
+import { isDatabaseUnavailable } from '../../db/unavailable.ts'
+import type { ChallengeDeps } from '../../identity/challenges.ts'
+import { resolveRequester } from '../../identity/devices.ts'
+import { parseIdentifier, type Identifier } from '../../identity/identifiers.ts'
+import { limitPerClient } from '../client-limit.ts'
+import { deviceTokenOf } from '../device-cookie.ts'
+import { HttpProblemError } from '../problem.ts'
+
+/** The identifier a request names, or 422 `invalid_identifier`. */
+export function identifierFrom(raw: string): Identifier {
+  const identifier = parseIdentifier(raw)
+  if (!identifier) throw new HttpProblemError(422, 'invalid_identifier', 'The identifier must be an email address or an E.164 phone number.')
+  return identifier
+}
+
+/**
+ * Who calls an anonymous identity route: `counted` counts the client against its per-minute limit,
+ * `requesterOf` then names it with its device cookie, for the owner-first budgets.
+ */
+export function anonymousCallers(db: Knex, deps: ChallengeDeps, clientLimitPerMinute: number) {
+  const countClient = limitPerClient(db, deps.codeHashKeys ?? deps.codeHashKey, clientLimitPerMinute, deps.clock, deps.logger)
+  // Counted before the body is read: a client that only sends malformed bodies meets the limit too.
+  // Without a database the body is still judged (a malformed one is 422, not 503); a valid one waits for the count.
+  const counted: RequestHandler = async (req, res, next) => {
+    try {
+      res.locals.client = await countClient(req)
+    } catch (error) {
+      if (!isDatabaseUnavailable(error)) throw error
+      res.locals.uncounted = error
+    }
+    next()
+  }
+  // The counted client, then its device cookie (looked up whatever the identifier: docs/security.md).
+  const requesterOf = async (req: Request, res: Response) => {
+    if (res.locals.uncounted) throw res.locals.uncounted
+    return await resolveRequester(db, res.locals.client as string, deviceTokenOf(req), deps.clock())
+  }
+  return { counted, requesterOf }
+}
