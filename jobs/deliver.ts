@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 import type { Job, PgBoss } from 'pg-boss'
 import { envelopeContext, open } from '../src/crypto/envelope.ts'
 import type { KeyRing } from '../src/crypto/key-ring.ts'
-import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
+import { DeliveryFailureError, type Provider } from '../src/delivery/provider.ts'
 import { composeMessage, defaultTemplates, UnreadableBodyError } from '../src/delivery/compose.ts'
 import type { Templates } from '../src/delivery/templates.ts'
 import { suppressedAmong } from '../src/outbox/delivery-events-sql.ts'
@@ -309,7 +309,7 @@ async function attempt(
     deps.metrics?.firstSendStarted(message.channel, (deps.clock().getTime() - message.created_at.getTime()) / 1000)
   const started = performance.now()
   try {
-    if (!provider) throw new DeliveryFailure('UNAVAILABLE', 'ChannelNotConfigured')
+    if (!provider) throw new DeliveryFailureError('UNAVAILABLE', 'ChannelNotConfigured')
     let content: ReturnType<typeof composeMessage>
     try {
       content = composeMessage(deps.templates ?? defaultTemplates(), message, secret, {
@@ -330,7 +330,7 @@ async function attempt(
     deps.metrics?.sent(message.channel, (performance.now() - started) / 1000)
     return { kind: 'published', providerMessageId, durationMs: performance.now() - started, ...(sent ? { provider: sent } : {}) }
   } catch (error) {
-    const failure = error instanceof DeliveryFailure ? error : undefined
+    const failure = error instanceof DeliveryFailureError ? error : undefined
     const outcome: Outcome = {
       kind: 'failed',
       failureClass: failure?.failureClass ?? 'unexpected_worker_error',

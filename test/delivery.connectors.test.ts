@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { freePort } from '../src/db/embedded.ts'
-import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
+import { DeliveryFailureError, type Provider } from '../src/delivery/provider.ts'
 import { createSesConnector } from '../src/delivery/ses-connector.ts'
 import { createWasenderConnector } from '../src/delivery/wasender-connector.ts'
 import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
@@ -17,7 +17,7 @@ async function outcome(
   try {
     return await provider.dispatch({ ...MESSAGE }, AbortSignal.timeout(timeoutMs))
   } catch (error) {
-    if (!(error instanceof DeliveryFailure)) throw error
+    if (!(error instanceof DeliveryFailureError)) throw error
     return { failureClass: error.failureClass, retryAfterAt: error.retryAfterAt }
   }
 }

@@ -3,7 +3,7 @@ import net from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { expect } from 'chai'
 import { describeError } from '../src/logging/logger.ts'
-import { DeliveryFailure, type OutgoingMessage } from '../src/delivery/provider.ts'
+import { DeliveryFailureError, type OutgoingMessage } from '../src/delivery/provider.ts'
 import { classifySmtpError, createSmtpConnector, type SmtpSettings } from '../src/delivery/smtp-connector.ts'
 import { startFakeSmtp, type FakeSmtp, type FakeSmtpOptions, type SmtpFault, type SmtpStep } from './support/fake-smtp.ts'
 import { capturingLogger } from './support/helpers.ts'
@@ -121,7 +121,7 @@ describe('SMTP connector against a real SMTP server', () => {
     closers.push(() => smtp.close())
     return smtp
   }
-  /** The DeliveryFailure a dispatch ends in, checked clean: it is logged (describeError) and may be shown. */
+  /** The DeliveryFailureError a dispatch ends in, checked clean: it is logged (describeError) and may be shown. */
   const failure = async (promise: Promise<unknown>) => {
     try {
       await promise
@@ -129,8 +129,8 @@ describe('SMTP connector against a real SMTP server', () => {
       const { message: text, stack } = error as Error
       for (const shown of [text, stack ?? '', JSON.stringify(describeError(error))])
         for (const secret of [PASSWORD, USER, DESTINATION]) expect(shown).not.to.include(secret)
-      expect(error).to.be.instanceOf(DeliveryFailure)
-      const { failureClass, providerCode } = error as DeliveryFailure
+      expect(error).to.be.instanceOf(DeliveryFailureError)
+      const { failureClass, providerCode } = error as DeliveryFailureError
       return { failureClass, providerCode }
     }
     throw new Error('expected the dispatch to fail')

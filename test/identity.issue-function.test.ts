@@ -5,7 +5,7 @@ import { sealMessage } from '../src/outbox/enqueue.ts'
 import { enqueueMessageTx } from '../src/outbox/web-functions-sql.ts'
 import { hitRateLimit } from '../src/identity/rate-limits.ts'
 import { RateLimitedError } from '../src/identity/errors.ts'
-import { issueHiddenTx } from '../src/identity/challenge-issue.ts'
+import { issueHidden } from '../src/identity/challenge-issue.ts'
 import { requestPasswordRecovery } from '../src/identity/password-recovery.ts'
 import { capturingLogger, createVerifiedIdentity, testKeys, uniqueEmail } from './support/helpers.ts'
 import { openWebSide, webChallengeDeps, type WebSide } from './support/web-side.ts'
@@ -110,7 +110,7 @@ describe('the enqueue path in the database', () => {
     const before = await side.db.owner('identity.challenges').where({ identity_id: identityId }).first()
     now = new Date(now.getTime() + 31_000)
     // A resend whose code hash was bound to another challenge id than the one now open.
-    await issueHiddenTx(
+    await issueHidden(
       side.api,
       deps,
       'password recovery',

@@ -3,7 +3,7 @@ import { deliverOne } from './support/run-once.ts'
 import { QUEUES } from '../src/outbox/constants.ts'
 import { runOnce } from '../src/runtime/delivery-pipeline.ts'
 import { cappedRetryAfter, throttleBackoff, type PausePolicy } from '../src/outbox/provider-pause.ts'
-import { DeliveryFailure } from '../src/delivery/provider.ts'
+import { DeliveryFailureError } from '../src/delivery/provider.ts'
 import { pauseForThrottleTx } from '../src/outbox/provider-pauses-sql.ts'
 import { uniqueEmail, uniquePhone } from './support/helpers.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
@@ -53,7 +53,7 @@ describe('provider pauses, recorded by the worker', () => {
       { paused_until: Date; throttle_streak: number } | undefined
   const enqueue = async () => await f.harness.enqueue(uniqueEmail(), 3_600)
   const throttled = (retryAfterAt: Date | null) =>
-    scriptedProvider(() => new DeliveryFailure('THROTTLED', 'TooManyRequestsException', retryAfterAt))
+    scriptedProvider(() => new DeliveryFailureError('THROTTLED', 'TooManyRequestsException', retryAfterAt))
 
   it('lets one Retry-After of a year pause the channel and its message for at most MAX_PROVIDER_PAUSE_SECONDS', async () => {
     const { messageId } = await enqueue()

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { loadConfig } from '../config/schema.ts'
-import { DeliveryFailure } from '../src/delivery/provider.ts'
+import { DeliveryFailureError } from '../src/delivery/provider.ts'
 import { providersFromConfig } from '../src/runtime/providers.ts'
 import { startFakeSmtp, type FakeSmtp } from './support/fake-smtp.ts'
 import { capturingLogger } from './support/helpers.ts'
@@ -60,7 +60,7 @@ describe('providers from configuration', () => {
       () => null,
       (error: unknown) => error,
     )
-    expect(failure).to.be.instanceOf(DeliveryFailure).and.to.include({ failureClass: 'UNAVAILABLE', providerCode: 'ETLS' })
+    expect(failure).to.be.instanceOf(DeliveryFailureError).and.to.include({ failureClass: 'UNAVAILABLE', providerCode: 'ETLS' })
     expect(fake.received).to.deep.equal([])
   })
 })

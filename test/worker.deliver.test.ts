@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import { WITHOUT_PROVIDER_WAIT_MS } from '../jobs/deliver.ts'
 import { deliverOne } from './support/run-once.ts'
-import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
+import { DeliveryFailureError, type Provider } from '../src/delivery/provider.ts'
 import { QUEUES } from '../src/outbox/constants.ts'
 import { LAST_CHANCE_LEAD_MS } from '../src/outbox/retry-policy.ts'
 import { createWorkerMetrics } from '../src/metrics/worker-metrics.ts'
@@ -23,7 +23,7 @@ describe('delivery worker, one job at a time', () => {
   it('schedules a throttled send for the later of the schedule and Retry-After, in the same commit as the attempt', async () => {
     const { messageId } = await enqueue()
     const retryAfter = new Date(f.now.getTime() + 45_000)
-    const provider = scriptedProvider(() => new DeliveryFailure('THROTTLED', 'TooManyRequestsException', retryAfter))
+    const provider = scriptedProvider(() => new DeliveryFailureError('THROTTLED', 'TooManyRequestsException', retryAfter))
     const job = await nextJob()
 
     await deliverOne(deps(provider), job)
@@ -93,7 +93,7 @@ describe('delivery worker, one job at a time', () => {
 
   it('dead-letters a rejected destination at once and deletes the ciphertext', async () => {
     const { messageId } = await enqueue()
-    await deliverOne(deps(scriptedProvider(() => new DeliveryFailure('REJECTED', 'MessageRejected'))), await nextJob())
+    await deliverOne(deps(scriptedProvider(() => new DeliveryFailureError('REJECTED', 'MessageRejected'))), await nextJob())
     expect(await message(messageId)).to.include({ state: 'dead_lettered', attempt_count: 1 })
     expect(await deadLetter(messageId)).to.include({ reason: 'provider_rejected', last_failure_class: 'REJECTED' })
     expect(await ciphertexts(messageId)).to.equal(0)
@@ -102,7 +102,7 @@ describe('delivery worker, one job at a time', () => {
   it('spends five attempts on transport faults, then dead-letters retries_exhausted with the last class', async () => {
     const { messageId } = await enqueue()
     const provider = scriptedProvider((call) =>
-      call < 5 ? new DeliveryFailure('UNAVAILABLE', 'ServiceUnavailable') : new Error('socket hang up'),
+      call < 5 ? new DeliveryFailureError('UNAVAILABLE', 'ServiceUnavailable') : new Error('socket hang up'),
     )
     const SCHEDULE = [5_000, 30_000, 120_000, 600_000]
     for (let attempt = 1; attempt <= 5; attempt++) {
@@ -127,7 +127,7 @@ describe('delivery worker, one job at a time', () => {
     const { expires_at: expiresAt } = await message(messageId)
     // A 3-minute outage: attempts 1 to 4 fail; the 10-minute step after the fourth would overshoot the expiry.
     const provider = scriptedProvider((call) =>
-      call <= 4 ? new DeliveryFailure('UNAVAILABLE', 'ServiceUnavailable') : { providerMessageId: 'late' },
+      call <= 4 ? new DeliveryFailureError('UNAVAILABLE', 'ServiceUnavailable') : { providerMessageId: 'late' },
     )
     for (const wait of [5_000, 30_000, 120_000]) {
       await deliverOne(deps(provider), await nextJob())

@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import { uuidv7 } from 'uuidv7'
 import { deliverBatch, deliverOne } from './support/run-once.ts'
-import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
+import { DeliveryFailureError, type Provider } from '../src/delivery/provider.ts'
 import { InvalidInvitationError } from '../src/identity/errors.ts'
 import { acceptInvitation, inviteTx, revokeInvitation } from '../src/organization/invitations.ts'
 import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
@@ -118,7 +118,7 @@ describe('invitation messages in the worker', () => {
           .owner('organization.invitations')
           .where({ id: invitationId })
           .update({ status: 'accepted', accepted_at: f.now, accepted_by: adminId })
-        throw new DeliveryFailure('UNAVAILABLE', 'ServiceUnavailable')
+        throw new DeliveryFailureError('UNAVAILABLE', 'ServiceUnavailable')
       },
     }
     await deliverOne(f.harness.deps({ email: provider }), await f.harness.nextJob())

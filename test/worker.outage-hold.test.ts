@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { deliverBatch, deliverOne } from './support/run-once.ts'
-import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
+import { DeliveryFailureError, type Provider } from '../src/delivery/provider.ts'
 import { QUEUES } from '../src/outbox/constants.ts'
 import { claimRequestOf } from '../jobs/deliver.ts'
 import { claimMessages } from '../src/outbox/claim.ts'
@@ -22,7 +22,7 @@ describe('the outage hold and failover', () => {
     const built = f.harness.deps({ email: chain })
     return { ...built, settings: { ...built.settings, providerHealth: policy } }
   }
-  const down = () => new DeliveryFailure('UNAVAILABLE', 'ServiceUnavailable')
+  const down = () => new DeliveryFailureError('UNAVAILABLE', 'ServiceUnavailable')
   const sent = (id: string) => ({ providerMessageId: id })
   const state = (provider = 'ses') => f.db.owner('outbox.provider_states').where({ provider }).first()
   const seconds = (n: number) => new Date(f.now.getTime() + n * 1000)
@@ -164,7 +164,7 @@ describe('the outage hold and failover', () => {
 
   it('never fails a REJECTED answer over: it is the recipient, not the provider', async () => {
     const id = await enqueue()
-    const ses = scriptedProvider(() => new DeliveryFailure('REJECTED', 'MessageRejected'))
+    const ses = scriptedProvider(() => new DeliveryFailureError('REJECTED', 'MessageRejected'))
     const smtp = scriptedProvider((call) => sent(`smtp-${call}`), { id: 'smtp', channel: 'email' })
     await deliverOne(deps(ses, smtp), await f.harness.nextJob())
     expect(smtp.calls).to.have.length(0)

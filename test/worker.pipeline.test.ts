@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { DeliveryFailure, type OutgoingMessage, type Provider } from '../src/delivery/provider.ts'
+import { DeliveryFailureError, type OutgoingMessage, type Provider } from '../src/delivery/provider.ts'
 import { sendWindow } from '../src/outbox/send-caps.ts'
 import { startDeliveryPipeline, type DeliveryPipeline } from '../src/runtime/delivery-pipeline.ts'
 import { groupCommit } from '../src/runtime/group-commit.ts'
@@ -133,7 +133,7 @@ describe('delivery pipeline', () => {
       channel: 'email',
       async dispatch() {
         calls += 1
-        if (calls === 1) throw new DeliveryFailure('UNAVAILABLE', 'ServiceUnavailable')
+        if (calls === 1) throw new DeliveryFailureError('UNAVAILABLE', 'ServiceUnavailable')
         return { providerMessageId: 'second' }
       },
     }
@@ -155,7 +155,7 @@ describe('delivery pipeline', () => {
       channel: 'email',
       async dispatch() {
         calls += 1
-        if (calls === 1) throw new DeliveryFailure('THROTTLED', 'TooManyRequests', retryAfter)
+        if (calls === 1) throw new DeliveryFailureError('THROTTLED', 'TooManyRequests', retryAfter)
         return { providerMessageId: `p-${calls}` }
       },
     }

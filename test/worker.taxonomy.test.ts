@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { deliverBatch, deliverOne } from './support/run-once.ts'
-import { DeliveryFailure, type Provider } from '../src/delivery/provider.ts'
+import { DeliveryFailureError, type Provider } from '../src/delivery/provider.ts'
 import { createWasenderConnector } from '../src/delivery/wasender-connector.ts'
 import { QUEUES, type DeliveryJobData, type FailureClass } from '../src/outbox/constants.ts'
 import { startFakeWasender } from './support/fake-wasender.ts'
@@ -15,7 +15,7 @@ describe('delivery outcomes by failure class and attempt', () => {
   /** Fails attempts 1…n-1 as UNAVAILABLE (advancing the clock by the schedule), then runs attempt n. */
   async function runAttempt(n: number, last: Error) {
     const { messageId } = await f.harness.enqueue(uniqueEmail())
-    const provider = scriptedProvider((call) => (call < n ? new DeliveryFailure('UNAVAILABLE', 'HTTP503') : last))
+    const provider = scriptedProvider((call) => (call < n ? new DeliveryFailureError('UNAVAILABLE', 'HTTP503') : last))
     for (let attempt = 1; attempt < n; attempt++) {
       await deliverOne(f.harness.deps({ email: provider }), await f.harness.nextJob())
       f.now = new Date(f.now.getTime() + SCHEDULE[attempt - 1]!)
@@ -32,7 +32,7 @@ describe('delivery outcomes by failure class and attempt', () => {
         ? `retries after ${SCHEDULE[n - 1]! / 1000} s`
         : `dead-letters ${failureClass === 'REJECTED' ? 'provider_rejected' : 'retries_exhausted'}`
       it(`${failureClass} on attempt ${n} ${expectation}`, async () => {
-        const error = failureClass === 'unexpected_worker_error' ? new TypeError('boom') : new DeliveryFailure(failureClass, 'X')
+        const error = failureClass === 'unexpected_worker_error' ? new TypeError('boom') : new DeliveryFailureError(failureClass, 'X')
         const messageId = await runAttempt(n, error)
         const attempt = (await rows.attempts(messageId))[n - 1]
         expect(attempt).to.include({ attempt_no: n, outcome: retried ? 'retryable_error' : 'failed', failure_class: failureClass })
@@ -63,7 +63,7 @@ describe('delivery outcomes by failure class and attempt', () => {
     it(`waits ${expectedSeconds} s after a first-attempt THROTTLED with Retry-After ${retryAfterSeconds} s`, async () => {
       const messageId = await runAttempt(
         1,
-        new DeliveryFailure('THROTTLED', 'HTTP429', new Date(f.now.getTime() + retryAfterSeconds * 1000)),
+        new DeliveryFailureError('THROTTLED', 'HTTP429', new Date(f.now.getTime() + retryAfterSeconds * 1000)),
       )
       const next = await rows.queuedJob(messageId)
       expect(next.start_after.getTime()).to.be.closeTo(f.now.getTime() + expectedSeconds * 1000, 1_000)

@@ -21,7 +21,7 @@ export type OutgoingMessage = {
 export interface Provider {
   readonly id: ProviderId
   readonly channel: Channel
-  /** Resolves with the provider's message id once accepted; rejects with a DeliveryFailure. */
+  /** Resolves with the provider's message id once accepted; rejects with a DeliveryFailureError. */
   dispatch(message: OutgoingMessage, signal: AbortSignal): Promise<{ providerMessageId: string }>
 }
 
@@ -29,8 +29,8 @@ export interface Provider {
  * A classified provider failure. Its message is fixed text: connectors never copy a provider's
  * error text (it may echo the destination) into it.
  */
-export class DeliveryFailure extends SealpostError {
-  override name = 'DeliveryFailure'
+export class DeliveryFailureError extends SealpostError {
+  override name = 'DeliveryFailureError'
   readonly failureClass: FailureClass
   readonly retryAfterAt: Date | null
   readonly providerCode: string

@@ -1,5 +1,5 @@
 import { SendEmailCommand, SESv2Client } from '@aws-sdk/client-sesv2'
-import { DeliveryFailure, type OutgoingMessage, type Provider } from './provider.ts'
+import { DeliveryFailureError, type OutgoingMessage, type Provider } from './provider.ts'
 import { providerRetryAt } from './retry-after.ts'
 import type { FailureClass } from '../outbox/constants.ts'
 
@@ -98,15 +98,15 @@ export function createSesConnector(settings: SesSettings): Provider & { close():
           }),
           { abortSignal: signal },
         )
-        if (!result.MessageId) throw new DeliveryFailure('INDETERMINATE', 'MissingMessageId')
+        if (!result.MessageId) throw new DeliveryFailureError('INDETERMINATE', 'MissingMessageId')
         return { providerMessageId: result.MessageId }
       } catch (error) {
-        if (error instanceof DeliveryFailure) throw error
-        if (signal.aborted) throw new DeliveryFailure('INDETERMINATE', 'Timeout')
+        if (error instanceof DeliveryFailureError) throw error
+        if (signal.aborted) throw new DeliveryFailureError('INDETERMINATE', 'Timeout')
         const { failureClass, providerCode } = classifySesError(error)
         const headers = (error as { $response?: { headers?: Record<string, string | undefined> } }).$response?.headers ?? {}
         const retryAt = failureClass === 'THROTTLED' ? providerRetryAt({ retryAfter: headers['retry-after'] }, new Date()) : null
-        throw new DeliveryFailure(failureClass, providerCode, retryAt)
+        throw new DeliveryFailureError(failureClass, providerCode, retryAt)
       }
     },
     close: () => client.destroy(),

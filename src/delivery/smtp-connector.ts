@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream'
 import nodemailer from 'nodemailer'
 import type { Logger } from '../logging/logger.ts'
 import type { FailureClass } from '../outbox/constants.ts'
-import { DeliveryFailure, type OutgoingMessage, type Provider } from './provider.ts'
+import { DeliveryFailureError, type OutgoingMessage, type Provider } from './provider.ts'
 
 /** `recipientOnly`: a temporary refusal of this recipient, which says nothing about the relay (the outage hold ignores it). */
 type Classified = { failureClass: FailureClass; providerCode: string; recipientOnly?: true }
@@ -129,12 +129,12 @@ export function createSmtpConnector(settings: SmtpSettings): Provider & { close(
           signal: own,
         })
         const providerMessageId = info.messageId?.replace(/^<|>$/g, '')
-        if (!providerMessageId) throw new DeliveryFailure('INDETERMINATE', 'MissingMessageId')
+        if (!providerMessageId) throw new DeliveryFailureError('INDETERMINATE', 'MissingMessageId')
         return { providerMessageId }
       } catch (error) {
-        if (error instanceof DeliveryFailure) throw error
+        if (error instanceof DeliveryFailureError) throw error
         const bodySent = watch.stream?.readableDidRead === true
-        if (signal.aborted) throw new DeliveryFailure(bodySent ? 'INDETERMINATE' : 'UNAVAILABLE', 'Timeout')
+        if (signal.aborted) throw new DeliveryFailureError(bodySent ? 'INDETERMINATE' : 'UNAVAILABLE', 'Timeout')
         const { failureClass, providerCode, recipientOnly } = classifySmtpError(error, bodySent)
         if (providerCode === 'smtp_auth' && !misconfigurationLogged) {
           misconfigurationLogged = true
@@ -142,7 +142,7 @@ export function createSmtpConnector(settings: SmtpSettings): Provider & { close(
             provider: 'smtp',
           })
         }
-        throw new DeliveryFailure(failureClass, providerCode, null, recipientOnly === true)
+        throw new DeliveryFailureError(failureClass, providerCode, null, recipientOnly === true)
       }
     },
     close: () => transport.close(),

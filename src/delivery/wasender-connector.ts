@@ -1,7 +1,7 @@
 import { Agent, request } from 'undici'
 import type { Logger } from '../logging/logger.ts'
 import type { FailureClass } from '../outbox/constants.ts'
-import { DeliveryFailure, type OutgoingMessage, type Provider } from './provider.ts'
+import { DeliveryFailureError, type OutgoingMessage, type Provider } from './provider.ts'
 import { providerRetryAt } from './retry-after.ts'
 
 type Classified = { failureClass: FailureClass; providerCode: string }
@@ -64,7 +64,7 @@ export function createWasenderConnector(settings: WasenderSettings): Provider & 
         const { failureClass, providerCode } = signal.aborted
           ? { failureClass: 'INDETERMINATE' as const, providerCode: 'Timeout' }
           : classifyWasenderError(error)
-        throw new DeliveryFailure(failureClass, providerCode)
+        throw new DeliveryFailureError(failureClass, providerCode)
       }
       const { statusCode, headers } = response
       let body: unknown
@@ -87,12 +87,12 @@ export function createWasenderConnector(settings: WasenderSettings): Provider & 
           failure.failureClass === 'THROTTLED'
             ? providerRetryAt({ retryAfter: header('retry-after'), rateLimitReset: header('x-ratelimit-reset') }, clock())
             : null
-        throw new DeliveryFailure(failure.failureClass, failure.providerCode, retryAt)
+        throw new DeliveryFailureError(failure.failureClass, failure.providerCode, retryAt)
       }
       const { success, data } = (body ?? {}) as { success?: unknown; data?: { msgId?: unknown } }
       // A 2xx we cannot read may or may not have been sent: ambiguous, so retried (at-least-once: docs/architecture.md §8, decision 5).
       if (success !== true || data?.msgId === undefined || data.msgId === null)
-        throw new DeliveryFailure('INDETERMINATE', 'UnreadableSuccess')
+        throw new DeliveryFailureError('INDETERMINATE', 'UnreadableSuccess')
       // Wasender's msgId is a number or a string; whatever else it might be is kept in its default spelling, as always.
       // eslint-disable-next-line @typescript-eslint/no-base-to-string
       return { providerMessageId: String(data.msgId) }

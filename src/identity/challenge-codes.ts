@@ -5,7 +5,7 @@ import { deadLetterChallengeMessagesTx } from '../outbox/web-functions-sql.ts'
 import { WRONG_CODE_BUDGET, WRONG_CODES, type ChallengeDeps } from './challenges.ts'
 import { consumeChallengeTx, lockOpenChallengeTx, spendAttemptTx, type ChallengeRow, type ChallengeSubject } from './challenges-sql.ts'
 import { canonicalDestination, type Identifier } from './identifiers.ts'
-import { budget, clearBucketTx, spendTiersTx, tiersWaitTx, type Tier } from './rate-limits.ts'
+import { budget, clearBucketTx, spendTiersTx, tiersWait, type Tier } from './rate-limits.ts'
 import { ownerBudgetTiers, type Requester } from './requester.ts'
 import { bucketKeys } from './secrets.ts'
 
@@ -55,7 +55,7 @@ export async function checkCodeTx(
     options.requester,
     subject.identityId,
   )
-  const budgetRetryAfterSeconds = await tiersWaitTx(trx, tiers, now)
+  const budgetRetryAfterSeconds = await tiersWait(trx, tiers, now)
   if (budgetRetryAfterSeconds !== undefined) return { kind: 'refused', budgetRetryAfterSeconds }
   const open = await lockOpenChallengeTx(trx, subject, now)
   if (!open) {
@@ -106,5 +106,5 @@ export async function refuseUnknownCodeTx(
 ): Promise<void> {
   const now = deps.clock()
   const tiers = wrongCodeTiers(deps, purpose, `identifier:${identifier.kind}:${canonicalDestination(identifier)}`, requester, undefined)
-  if ((await tiersWaitTx(trx, tiers, now)) === undefined) await spendTiersTx(trx, tiers, now)
+  if ((await tiersWait(trx, tiers, now)) === undefined) await spendTiersTx(trx, tiers, now)
 }

@@ -6,7 +6,7 @@ import type { ChallengePurpose } from '../outbox/constants.ts'
 import { logEnqueued, sealMessage } from '../outbox/enqueue.ts'
 import type { SealedMessage } from '../outbox/web-functions-sql.ts'
 import { CHALLENGE_LIMITS, challengeExpiry, DESTINATION_BUDGET, destinationBucket, type ChallengeDeps } from './challenges.ts'
-import { issueChallengeSqlTx, openChallengeIdTx, type ChallengeSubject, type IssueOutcome } from './challenges-sql.ts'
+import { issueChallengeSql, openChallengeId, type ChallengeSubject, type IssueOutcome } from './challenges-sql.ts'
 import { RateLimitedError } from './errors.ts'
 import { canonicalDestination, channelFor, type Identifier } from './identifiers.ts'
 import { tiersJson } from './rate-limits.ts'
@@ -19,7 +19,7 @@ type IssueTarget = {
   purpose: ChallengePurpose
   identifier: Identifier
   subject?: Omit<ChallengeSubject, 'purpose'>
-  /** The subject's open challenge as the caller's own lookup read it (`null`: none); else `issueTx` reads it. */
+  /** The subject's open challenge as the caller's own lookup read it (`null`: none); else `runIssue` reads it. */
   openChallengeId?: string | null
 }
 
@@ -32,7 +32,7 @@ const REFUSALS: Readonly<Record<string, string>> = { SPR01: 'resend_too_soon', S
  * would write it, the destination's bucket keys and throw-away ids for the rehearsals. Every path computes
  * all of them, so the work here does not depend on what the database will find.
  */
-async function issueTx(
+async function runIssue(
   trx: Knex | Knex.Transaction,
   deps: ChallengeDeps,
   mode: 'visible' | 'hidden',
@@ -45,7 +45,7 @@ async function issueTx(
   const openId =
     target.openChallengeId !== undefined
       ? (target.openChallengeId ?? undefined)
-      : await openChallengeIdTx(trx, { purpose: target.purpose, ...(target.subject ?? throwaway) }, now)
+      : await openChallengeId(trx, { purpose: target.purpose, ...(target.subject ?? throwaway) }, now)
   const newChallengeId = uuidv7()
   const code = generateCode()
   let codeHashes: [Buffer, Buffer]
@@ -107,7 +107,7 @@ async function issueTx(
     message,
   }
   try {
-    const outcome = await issueChallengeSqlTx(trx, params)
+    const outcome = await issueChallengeSql(trx, params)
     // One line per request: the real message's, or — with no subject — the rehearsed one's, so the
     // log's lines do not tell an unknown identifier from a known one (a refusal logs its reason instead).
     if (outcome.outcome === 'issued' || outcome.outcome === 'no_subject') logEnqueued(deps, message)
@@ -131,14 +131,14 @@ async function issueTx(
  * transient database error (src/db/transient.ts) is not hidden: it says nothing about the account,
  * and a 202 must mean committed, so it reaches the caller, which tries again or answers 503.
  */
-export async function issueHiddenTx(
+export async function issueHidden(
   trx: Knex | Knex.Transaction,
   deps: ChallengeDeps,
   flow: string,
   target: IssueTarget,
   options: { candidatePasswordHash?: string; now: Date; claim: ClaimStep; requester?: Requester },
 ): Promise<void> {
-  reportHidden(deps, flow, await issueTx(trx, deps, 'hidden', target, { ...options, countDestination: true }))
+  reportHidden(deps, flow, await runIssue(trx, deps, 'hidden', target, { ...options, countDestination: true }))
 }
 
 function reportHidden(deps: Pick<ChallengeDeps, 'logger'>, flow: string, outcome: IssueOutcome): void {
@@ -168,7 +168,7 @@ export async function issueChallengeTx(
   options: { candidatePasswordHash?: string; now?: Date; countDestination?: boolean } = {},
 ): Promise<{ challengeId: string; expiresAt: Date }> {
   const now = options.now ?? deps.clock()
-  const outcome = await issueTx(
+  const outcome = await runIssue(
     trx,
     deps,
     'visible',

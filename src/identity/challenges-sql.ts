@@ -93,7 +93,7 @@ export type IssueOutcome = {
   failure?: string | null
 }
 
-/** One call: the whole issue, real or rehearsed, in the database (`params` as `issueTx` builds them). */
+/** One call: the whole issue, real or rehearsed, in the database (`params` as `runIssue` builds them). */
 export async function issueChallengeSql(trx: Knex | Knex.Transaction, params: Record<string, unknown>): Promise<IssueOutcome> {
   const { rows } = await trx.raw<{ rows: { result: IssueOutcome }[] }>('SELECT identity.issue_challenge(?::jsonb) AS result', [
     JSON.stringify(params),
@@ -128,9 +128,3 @@ export async function revokeOpenChallengesOfIdentifierTx(trx: Knex.Transaction, 
 export async function replaceChallengeCodeTx(trx: Knex.Transaction, id: string, codeHash: Buffer, now: Date): Promise<void> {
   await trx(CHALLENGES).where({ id }).update({ code_hash: codeHash, last_sent_at: now })
 }
-
-/** The former name, for src/identity/challenges.ts until its split lands (the coordinator renames it there). */
-export const openChallengeIdTx = openChallengeId
-
-/** The former name, for src/identity/challenges.ts until its split lands (the coordinator renames it there). */
-export const issueChallengeSqlTx = issueChallengeSql

@@ -4,7 +4,7 @@ import type { Channel } from '../outbox/constants.ts'
 import type { EnqueueDeps } from '../outbox/enqueue.ts'
 import { ChannelUnavailableError } from './errors.ts'
 import { canonicalDestination, channelFor, type Identifier } from './identifiers.ts'
-import { hitRateLimitTx, type Limit, type OwnerBudget } from './rate-limits.ts'
+import { hitRateLimit, type Limit, type OwnerBudget } from './rate-limits.ts'
 import { bucketKeys } from './secrets.ts'
 
 /** What the challenge use cases need; the web builds it once from configuration. */
@@ -77,7 +77,7 @@ export async function limitIdentityTx(
   perHour: number,
   now: Date,
 ): Promise<void> {
-  await hitRateLimitTx(
+  await hitRateLimit(
     trx,
     bucketKeys(deps, `identity:${action}`, identityId),
     { max: perHour, windowSeconds: 3_600 },

@@ -26,7 +26,7 @@ export async function findVerifiedIdentifier(
 
 /**
  * The verified identifier of an active identity, with the id of its open challenge for `purpose`
- * (unlocked: `issueHiddenTx` binds a resend's code hash to it), in one statement.
+ * (unlocked: `issueHidden` binds a resend's code hash to it), in one statement.
  */
 export async function findVerifiedIdentifierWithOpenChallenge(
   trx: Knex | Knex.Transaction,

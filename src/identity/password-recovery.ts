@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 import { withTransientRetry } from '../db/transient.ts'
 import { checkCodeTx, forgiveSignedInGuessesTx, refuseUnknownCodeTx } from './challenge-codes.ts'
-import { issueHiddenTx } from './challenge-issue.ts'
+import { issueHidden } from './challenge-issue.ts'
 import { assertChannelAvailable, challengeExpiry, type ChallengeDeps } from './challenges.ts'
 import { InvalidCodeError } from './errors.ts'
 import { replacePasswordTx } from './credentials.ts'
@@ -20,7 +20,7 @@ export type { ChallengeDeps } from './challenges.ts'
  * transaction of its own — the lookup, then one call of `identity.issue_challenge` (its own
  * transaction when `db` is not one: the challenge, message, envelope and job at one COMMIT). In the
  * caller's transaction when given one. Known and unknown identifiers get the same answer after the
- * same work (`issueHiddenTx`): a known one a rehearsed claim and a real challenge, an unknown one
+ * same work (`issueHidden`): a known one a rehearsed claim and a real challenge, an unknown one
  * both rehearsed; every existence-dependent failure (a resend too soon, a destination over its
  * budget) is logged, not shown; a transient database error is not (src/db/transient.ts).
  */
@@ -39,7 +39,7 @@ export async function requestPasswordRecovery(
       const known = await findVerifiedIdentifierWithOpenChallenge(runner, identifier, 'password_recovery', now)
       const subject = known ? { identityId: known.identity_id, loginIdentifierId: known.login_identifier_id } : undefined
       // A known identifier has its claim: a rehearsed one keeps both paths' work equal (an unknown one's is in the rehearsed issue).
-      await issueHiddenTx(
+      await issueHidden(
         runner,
         deps,
         'password recovery',

@@ -115,9 +115,3 @@ export function tiersJson(tiers: readonly Tier[]): { buckets: string[]; max: num
     window_seconds: tier.limit.windowSeconds,
   }))
 }
-
-/** The former name, for src/identity/challenges.ts until its split lands (the coordinator renames it there). */
-export const hitRateLimitTx = hitRateLimit
-
-/** The former name, for src/identity/challenges.ts until its split lands (the coordinator renames it there). */
-export const tiersWaitTx = tiersWait

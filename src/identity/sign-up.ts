@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
 import { withTransientRetry } from '../db/transient.ts'
 import { checkCodeTx, refuseUnknownCodeTx } from './challenge-codes.ts'
-import { issueHiddenTx } from './challenge-issue.ts'
+import { issueHidden } from './challenge-issue.ts'
 import { assertChannelAvailable, challengeExpiry, type ChallengeDeps } from './challenges.ts'
 import { findOpenChallenge } from './challenges-sql.ts'
 import { trustDeviceTx, type DeviceCookie } from './devices.ts'
@@ -37,10 +37,10 @@ export async function signUp(
         await lockIdentifierForSignUpTx(trx, input.identifier)
         const claims = await findClaims(trx, input.identifier)
         const owner = claims.find((claim) => claim.verified_at && claim.identity_status === 'active')
-        // Every path writes a claim (real or rehearsed) and issues a challenge: the same work (`issueHiddenTx`).
+        // Every path writes a claim (real or rehearsed) and issues a challenge: the same work (`issueHidden`).
         if (owner) {
           const subject = { identityId: owner.identity_id, loginIdentifierId: owner.login_identifier_id }
-          await issueHiddenTx(
+          await issueHidden(
             trx,
             deps,
             'sign-up notice',
@@ -52,7 +52,7 @@ export async function signUp(
           const subject = pending
             ? { identityId: pending.identity_id, loginIdentifierId: pending.login_identifier_id }
             : { identityId: uuidv7(), loginIdentifierId: uuidv7() }
-          await issueHiddenTx(
+          await issueHidden(
             trx,
             deps,
             'sign-up',
