@@ -34,6 +34,7 @@ import * as providerStates from '../../migrations/20261202000700_provider_states
 import * as hiddenIssueTransientErrors from '../../migrations/20261202001000_hidden_issue_transient_errors.ts'
 import * as oneStaffCheck from '../../migrations/20261202001200_one_staff_check.ts'
 import * as reissueWhileSuppressed from '../../migrations/20261202001300_reissue_while_suppressed.ts'
+import * as envelopeReaders from '../../migrations/20261202001400_envelope_readers.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -73,6 +74,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261202001000_hidden_issue_transient_errors': hiddenIssueTransientErrors,
   '20261202001200_one_staff_check': oneStaffCheck,
   '20261202001300_reissue_while_suppressed': reissueWhileSuppressed,
+  '20261202001400_envelope_readers': envelopeReaders,
 }
 
 /**

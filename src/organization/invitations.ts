@@ -8,7 +8,7 @@ import { DESTINATION_BUDGET, destinationBucket } from '../identity/challenges.ts
 import { hitRateLimitTx } from '../identity/rate-limits.ts'
 import type { KeyRing } from '../crypto/key-ring.ts'
 import { bucketKeys } from '../identity/secrets.ts'
-import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
+import { enqueueSecurityMessageTx, type EnqueueDeps } from '../outbox/enqueue.ts'
 import { deadLetterInvitationMessagesTx } from '../outbox/web-functions-sql.ts'
 import { organizationNameOrThrow } from './organization-name.ts'
 import type { Logger } from '../logging/logger.ts'
@@ -40,6 +40,8 @@ export type InvitationDeps = {
   invitationTtlSeconds: number
   clock: () => Date
   logger?: Logger
+  /** The envelope version every live worker opens (src/outbox/envelope-negotiation.ts). */
+  envelopeVersion?: EnqueueDeps['envelopeVersion']
 }
 
 const INVITATIONS = 'organization.invitations'
@@ -169,7 +171,13 @@ export async function inviteTx(
   })
   await enqueueSecurityMessageTx(
     trx,
-    { boss: deps.boss, outboxKey: deps.outboxKey, codeHashKey: deps.codeHashKey, logger: deps.logger },
+    {
+      boss: deps.boss,
+      outboxKey: deps.outboxKey,
+      codeHashKey: deps.codeHashKey,
+      logger: deps.logger,
+      envelopeVersion: deps.envelopeVersion,
+    },
     { purpose: 'invitation', invitationId, channel: 'email', destination: input.email, locale: input.locale ?? 'en', expiresAt },
     token,
   )

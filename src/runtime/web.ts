@@ -4,6 +4,7 @@ import { apiDocsEnabled, type Config } from '../../config/schema.ts'
 import { createBoss } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
 import { createKnex } from '../db/knex.ts'
+import { envelopeVersionSource } from '../outbox/envelope-negotiation.ts'
 import { waitForDatabase } from '../db/unavailable.ts'
 import { databaseRoles } from '../db/roles.ts'
 import { createApp } from '../http/app.ts'
@@ -36,7 +37,7 @@ export async function startWeb(options: {
   > &
     Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'API_DOCS'>> &
     Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>> &
-    Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS'>>
+    Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS' | 'ENVELOPE_VERSION'>>
   apiUrl: string
   keys: Keys
   logger: Logger
@@ -67,6 +68,8 @@ export async function startWeb(options: {
     // Which channels exist is what the workers registered (docs/delivery.md "Channels"), known before the first request.
     channels = await loadChannelDirectory({ db, logger })
     const clock = options.clock ?? (() => new Date())
+    // The newest envelope every connected worker opens (docs/upgrading.md "Format negotiation").
+    const envelopeVersion = envelopeVersionSource({ db, setting: config.ENVELOPE_VERSION, logger })
     const app = createApp({
       db,
       logger,
@@ -78,6 +81,7 @@ export async function startWeb(options: {
         invitationTtlSeconds: config.INVITATION_TTL_SECONDS,
         clock,
         logger,
+        envelopeVersion,
       },
       challenges: {
         boss,
@@ -87,6 +91,7 @@ export async function startWeb(options: {
         challengeTtlSeconds: config.CHALLENGE_TTL_SECONDS,
         clock,
         logger,
+        envelopeVersion,
         // Only channels a worker can deliver; a phone identifier without one is refused up front.
         channels,
         afterEnqueueTx: options.afterEnqueueTx,
