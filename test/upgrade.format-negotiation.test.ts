@@ -5,9 +5,8 @@ import { envelopeContext, open, READABLE_ENVELOPE_VERSIONS } from '../src/crypto
 import { createKnex } from '../src/db/knex.ts'
 import { createWorkerMetrics } from '../src/metrics/worker-metrics.ts'
 import {
-  envelopeVersionSource,
+  loadEnvelopeNegotiation,
   negotiateEnvelopeVersion,
-  NEGOTIATION_TTL_MS,
   readerApplicationName,
   versionsReadBy,
 } from '../src/outbox/envelope-negotiation.ts'
@@ -61,7 +60,15 @@ describe('envelope format negotiation against the real roles', () => {
   afterEach(async () => {
     await Promise.all(sessions.splice(0).map((session) => session.destroy()))
   })
-  const source = (clock?: () => number) => envelopeVersionSource({ db: f.harness.api, logger: f.logs.logger, clock })
+  const negotiation = async (refreshMs?: number) => {
+    const loaded = await loadEnvelopeNegotiation({ db: f.harness.api, logger: f.logs.logger, refreshMs })
+    negotiations.push(loaded)
+    return loaded
+  }
+  const negotiations: { stop(): void }[] = []
+  afterEach(() => {
+    for (const loaded of negotiations.splice(0)) loaded.stop()
+  })
   const envelopeOf = async (messageId: string): Promise<string> =>
     (await f.db.owner('outbox.security_outbox_ciphertexts').where({ message_id: messageId }).first()).envelope
 
@@ -77,7 +84,7 @@ describe('envelope format negotiation against the real roles', () => {
     for (const name of OLD_WORKER_SESSIONS) await workerSession(name)
     for (const name of NEW_WORKER_SESSIONS) await workerSession(name)
     const email = uniqueEmail()
-    const { messageId } = await f.harness.enqueue(email, 3_600, source())
+    const { messageId } = await f.harness.enqueue(email, 3_600, (await negotiation()).version)
 
     const envelope = await envelopeOf(messageId)
     expect(envelope).to.match(/^v1\.[\w-]+\.[\w-]+\.[\w-]+\.[\w-]+$/)
@@ -93,14 +100,14 @@ describe('envelope format negotiation against the real roles', () => {
 
   it('only workers that announce v2 make the web seal v2, bound to channel and destination as well', async () => {
     for (const name of NEW_WORKER_SESSIONS) await workerSession(name)
-    const { messageId } = await f.harness.enqueue(uniqueEmail(), 3_600, source())
+    const { messageId } = await f.harness.enqueue(uniqueEmail(), 3_600, (await negotiation()).version)
     const envelope = await envelopeOf(messageId)
     expect(envelope).to.match(/^v2\./)
     expect(() => open(f.keys.outboxKey, envelope, envelopeContext(messageId, 'password_recovery', 'whatsapp', '+15550000000'))).to.throw()
   })
 
   it('with no worker connected, seals v2 unless the previous fleet’s stand-in registration is still current', async () => {
-    expect(await source()()).to.equal('v2')
+    expect((await negotiation()).version()).to.equal('v2')
     await f.db.owner('outbox.delivery_channel_registrations').insert({
       worker_id: '00000000-0000-0000-0000-000000000000',
       channels: ['email', 'whatsapp'],
@@ -108,26 +115,18 @@ describe('envelope format negotiation against the real roles', () => {
       started_at: new Date(),
       seen_at: new Date(),
     })
-    expect(await source()()).to.equal('v1')
+    expect((await negotiation()).version()).to.equal('v1')
   })
 
-  it('keeps one decision for a few seconds, then sees the fleet change', async () => {
-    let now = 0
-    const version = source(() => now)
+  it('re-reads the fleet in the background, so the web moves to v2 once the last 0.1.0 worker left, and back when one returns', async () => {
     const old = await workerSession('sealpost-worker-boss')
-    expect(await version()).to.equal('v1')
-    await old.destroy()
-    await eventually(async () => {
-      const { rows } = await f.db.owner.raw<{ rows: unknown[] }>(
-        `SELECT FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'sealpost-worker-boss'`,
-      )
-      return rows.length === 0 || undefined
-    }, 'the 0.1.0 session has left')
     await workerSession(readerApplicationName('sealpost-worker-boss'))
-    now += NEGOTIATION_TTL_MS - 1
-    expect(await version(), 'still cached').to.equal('v1')
-    now += 1
-    expect(await version()).to.equal('v2')
+    const web = await negotiation(50)
+    expect(web.version()).to.equal('v1')
+    await old.destroy()
+    await eventually(async () => (web.version() === 'v2' ? true : undefined), 'the web to seal v2')
+    await workerSession('sealpost-worker')
+    await eventually(async () => (web.version() === 'v1' ? true : undefined), 'the web to seal v1 again')
   })
 })
 

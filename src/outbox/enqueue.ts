@@ -22,7 +22,7 @@ export type EnqueueDeps = {
   outboxKey: KeyRing
   codeHashKey: Buffer
   logger?: Logger
-  envelopeVersion?: () => Promise<EnvelopeVersion>
+  envelopeVersion?: () => EnvelopeVersion
 }
 
 export type MessageToSeal = Omit<NewMessage, 'id' | 'jobId' | 'destinationHmac'>
@@ -36,7 +36,7 @@ export async function sealMessage(deps: EnqueueDeps, message: MessageToSeal, sec
   const messageId = uuidv7()
   let envelope: string
   try {
-    const version = await deps.envelopeVersion?.()
+    const version = deps.envelopeVersion?.()
     envelope = seal(deps.outboxKey, secret, envelopeContext(messageId, message.purpose, message.channel, message.destination), version)
   } finally {
     secret.fill(0)

@@ -9,8 +9,8 @@ export type EnvelopeVersionSetting = 'auto' | EnvelopeVersion
 const ANNOUNCEMENT = ';envelopes='
 /** What a worker session that announces nothing opens: release 0.1.0 wrote and read only v1. */
 const UNANNOUNCED_READS: readonly string[] = ['v1']
-/** How long one census decides for a web process. */
-export const NEGOTIATION_TTL_MS = 5_000
+/** How often a web process takes the census: an old worker's arrival or departure shows within seconds. */
+export const NEGOTIATION_REFRESH_MS = 5_000
 
 /**
  * The `application_name` of a worker connection: its base name plus the envelope versions this
@@ -41,40 +41,47 @@ export function negotiateEnvelopeVersion(census: ReaderCensus, setting: Envelope
   return newestFirst.find((version) => readers.every((reads) => reads.includes(version))) ?? 'v1'
 }
 
+/** A web process's envelope version, decided in the background (never on a request's path). */
+export type EnvelopeNegotiation = {
+  /** The version to seal in now: the last census's decision. */
+  version: () => EnvelopeVersion
+  /** Takes a census now; on failure keeps the last decision and logs by error name. */
+  refresh(): Promise<void>
+  stop(): void
+}
+
 /**
- * A web process's envelope version, from a census at most NEGOTIATION_TTL_MS old (one query per
- * process every few seconds, shared by concurrent requests). A failed census keeps the last
- * decision, or v1 before any: every release opens v1. A change is logged once.
+ * Takes the first census (a failure here stops the web's startup: it must not guess), then one
+ * every NEGOTIATION_REFRESH_MS in the background, like the channel directory: a request never
+ * waits for it, nor takes a second pooled connection inside its transaction for it. A census
+ * that fails keeps the last decision. A pinned ENVELOPE_VERSION takes no census. A change is
+ * logged once.
  */
-export function envelopeVersionSource(deps: {
+export async function loadEnvelopeNegotiation(deps: {
   db: Knex
   setting?: EnvelopeVersionSetting
   logger?: Logger
-  clock?: () => number
-}): () => Promise<EnvelopeVersion> {
+  refreshMs?: number
+}): Promise<EnvelopeNegotiation> {
   const setting = deps.setting ?? 'auto'
-  const clock = deps.clock ?? Date.now
-  let decided: { version: EnvelopeVersion; at: number } | undefined
-  let pending: Promise<EnvelopeVersion> | undefined
-  const refresh = async (): Promise<EnvelopeVersion> => {
-    let version: EnvelopeVersion
+  if (setting !== 'auto') return { version: () => setting, refresh: async () => {}, stop: () => {} }
+  let current = negotiateEnvelopeVersion(await readEnvelopeReaders(deps.db))
+  deps.logger?.info('envelope negotiation: sealing new messages in this version', { envelopeVersion: current })
+  let running: Promise<void> | undefined
+  const read = async () => {
     try {
-      version = negotiateEnvelopeVersion(await readEnvelopeReaders(deps.db), setting)
+      const next = negotiateEnvelopeVersion(await readEnvelopeReaders(deps.db))
+      if (next !== current) deps.logger?.info('envelope negotiation: sealing new messages in this version', { envelopeVersion: next })
+      current = next
     } catch (error) {
-      deps.logger?.warn('envelope negotiation: the census failed; keeping the last version', describeError(error))
-      version = decided?.version ?? 'v1'
+      deps.logger?.warn('envelope negotiation: census failed; keeping the last version', describeError(error))
+    } finally {
+      running = undefined
     }
-    if (version !== decided?.version)
-      deps.logger?.info('envelope negotiation: sealing new messages in this version', { envelopeVersion: version, setting })
-    decided = { version, at: clock() }
-    return version
   }
-  return async () => {
-    if (setting !== 'auto') return setting
-    if (decided && clock() - decided.at < NEGOTIATION_TTL_MS) return decided.version
-    pending ??= refresh().finally(() => {
-      pending = undefined
-    })
-    return pending
-  }
+  // One census at a time: a slow database is not asked again before it answered.
+  const refresh = (): Promise<void> => (running ??= read())
+  const timer = setInterval(() => void refresh(), deps.refreshMs ?? NEGOTIATION_REFRESH_MS)
+  timer.unref()
+  return { version: () => current, refresh, stop: () => clearInterval(timer) }
 }

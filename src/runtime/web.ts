@@ -4,7 +4,7 @@ import { apiDocsEnabled, type Config } from '../../config/schema.ts'
 import { createBoss } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
 import { createKnex } from '../db/knex.ts'
-import { envelopeVersionSource } from '../outbox/envelope-negotiation.ts'
+import { loadEnvelopeNegotiation, type EnvelopeNegotiation } from '../outbox/envelope-negotiation.ts'
 import { waitForDatabase } from '../db/unavailable.ts'
 import { databaseRoles } from '../db/roles.ts'
 import { createApp } from '../http/app.ts'
@@ -61,6 +61,7 @@ export async function startWeb(options: {
     : undefined
   let server: Server | undefined
   let channels: ChannelDirectory | undefined
+  let negotiation: EnvelopeNegotiation | undefined
   try {
     await waitForDatabase(db, { variable: 'API_DATABASE_URL', timeoutSeconds: config.DATABASE_WAIT_SECONDS ?? 60, logger })
     await assertConnectionRole(db, databaseRoles(config).api, 'API_DATABASE_URL')
@@ -68,8 +69,9 @@ export async function startWeb(options: {
     // Which channels exist is what the workers registered (docs/delivery.md "Channels"), known before the first request.
     channels = await loadChannelDirectory({ db, logger })
     const clock = options.clock ?? (() => new Date())
-    // The newest envelope every connected worker opens (docs/upgrading.md "Format negotiation").
-    const envelopeVersion = envelopeVersionSource({ db, setting: config.ENVELOPE_VERSION, logger })
+    // The newest envelope every connected worker opens (docs/upgrading.md "Format negotiation"), known before the first request.
+    negotiation = await loadEnvelopeNegotiation({ db, setting: config.ENVELOPE_VERSION, logger })
+    const envelopeVersion = negotiation.version
     const app = createApp({
       db,
       logger,
@@ -124,12 +126,14 @@ export async function startWeb(options: {
     })
   } catch (error) {
     channels?.stop()
+    negotiation?.stop()
     await Promise.allSettled([boss.stop({ graceful: false }), db.destroy(), breached?.close()])
     throw error
   }
   const { address, family, port } = server.address() as AddressInfo
   const running = server
   const directory = channels
+  const negotiated = negotiation
   return {
     url: `http://127.0.0.1:${port}`,
     bound: family === 'IPv6' ? `[${address}]:${port}` : `${address}:${port}`,
@@ -143,6 +147,7 @@ export async function startWeb(options: {
       await closed
       clearTimeout(forced)
       directory.stop()
+      negotiated?.stop()
       await boss.stop({ graceful: true, timeout: 5_000 })
       await db.destroy()
       await breached?.close()
