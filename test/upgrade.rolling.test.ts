@@ -122,10 +122,20 @@ describe('a rolling upgrade from the previous release under traffic', function (
     const upgradeDeadLetters = async (): Promise<{ reason: string }[]> =>
       await db.owner('outbox.security_outbox_dead_letters').whereNot({ reason: 'challenge_consumed' }).select('reason')
 
-    /** A router in front of the webs: round robin over those serving; a stopped web is drained first. */
-    async function call(route: string, body: unknown, shape?: (web: Web) => unknown): Promise<{ status: number; by: Version }> {
+    /**
+     * A router in front of the webs: round robin over those serving; a stopped web is drained
+     * first. A code is confirmed on a web of the other version whenever one serves (`awayFrom`).
+     */
+    async function call(
+      route: string,
+      body: unknown,
+      options: { shape?: (web: Web) => unknown; awayFrom?: Version } = {},
+    ): Promise<{ status: number; by: Version }> {
       const serving = webs.filter((web) => web.serving)
-      const web = serving[turn++ % serving.length]!
+      const other = serving.filter((web) => options.awayFrom !== undefined && web.version !== options.awayFrom)
+      const choices = other.length > 0 ? other : serving
+      const web = choices[turn++ % choices.length]!
+      const { shape } = options
       web.inFlight += 1
       try {
         const response = await fetch(`${web.url}${route}`, {
@@ -142,7 +152,7 @@ describe('a rolling upgrade from the previous release under traffic', function (
     }
 
     /** The code of the `nth` email to `to`, once the emulator has it; undefined if it never comes. */
-    async function codeFor(to: string, nth: number): Promise<string | undefined> {
+    async function codeFor(to: string, nth: number, by: Version): Promise<string | undefined> {
       try {
         const email = await eventually(
           async () => {
@@ -150,11 +160,14 @@ describe('a rolling upgrade from the previous release under traffic', function (
             return (await inbox(emulator.url, to))[nth]
           },
           `email ${nth + 1} to a person`,
-          20_000,
+          60_000,
         )
         return /is (\d{6})\./.exec(email.body.text ?? '')?.[1]
-      } catch {
-        lost.push(to)
+      } catch (error) {
+        const messages: { state: string }[] = await db.owner('outbox.security_outbox_messages').where({ destination: to }).select('state')
+        lost.push(
+          `${(error as Error).message} (answered by the ${by} web; messages: ${messages.map((row) => row.state).join(', ') || 'none'})`,
+        )
         return undefined
       }
     }
@@ -165,24 +178,25 @@ describe('a rolling upgrade from the previous release under traffic', function (
       const signUp = await call('/sign-ups', { identifier: to, password: PASSWORD })
       if (signUp.status !== 202) return
       accepted.push({ to, purpose: 'sign_up', by: signUp.by })
-      const code = await codeFor(to, 0)
+      const code = await codeFor(to, 0, signUp.by)
       if (!code) return
       // 0.1.0 takes the code alone; this release also asks for the sign-up's password.
-      const confirmed = await call('/sign-ups/confirmation', undefined, (web) =>
-        web.version === 'previous' ? { identifier: to, code } : { identifier: to, code, password: PASSWORD },
-      )
+      const confirmed = await call('/sign-ups/confirmation', undefined, {
+        shape: (web) => (web.version === 'previous' ? { identifier: to, code } : { identifier: to, code, password: PASSWORD }),
+        awayFrom: signUp.by,
+      })
       expect(confirmed.status, 'sign-up confirmed').to.equal(201)
       if (confirmed.by !== signUp.by) crossConfirmed.push(`sign-up ${signUp.by} → ${confirmed.by}`)
       const recovery = await call('/password-recoveries', { identifier: to })
       if (recovery.status !== 202) return
       accepted.push({ to, purpose: 'password_recovery', by: recovery.by })
-      const recoveryCode = await codeFor(to, 1)
+      const recoveryCode = await codeFor(to, 1, recovery.by)
       if (!recoveryCode) return
-      const completed = await call('/password-recoveries/completion', {
-        identifier: to,
-        code: recoveryCode,
-        newPassword: `${PASSWORD} again`,
-      })
+      const completed = await call(
+        '/password-recoveries/completion',
+        { identifier: to, code: recoveryCode, newPassword: `${PASSWORD} again` },
+        { awayFrom: recovery.by },
+      )
       expect(completed.status, 'recovery completed').to.equal(204)
       if (completed.by !== recovery.by) crossConfirmed.push(`recovery ${recovery.by} → ${completed.by}`)
     }
@@ -206,6 +220,8 @@ describe('a rolling upgrade from the previous release under traffic', function (
       crossConfirmed,
       lost,
       upgradeDeadLetters,
+      /** What every spawned process printed (JSON log lines: no secret). */
+      outputs: () => spawned.map((child) => child.output()),
       async release(version: Version) {
         const step = run(version, 'release')
         expect(await step.exited, `${version} release step: ${step.output().slice(-2000)}`).to.equal(0)
@@ -283,7 +299,13 @@ describe('a rolling upgrade from the previous release under traffic', function (
         60_000,
       )
       const { accepted, statuses, crossConfirmed, lost } = deploy
-      expect(lost, 'codes accepted but never delivered').to.deep.equal([])
+      const deadLetters: { reason: string }[] = await db.owner('outbox.security_outbox_dead_letters').select('reason')
+      // 0.1.0 hides a failed enqueue behind its 202 and logs it by error name and code (issue 29).
+      const hidden = deploy.outputs().flatMap((text) => text.split('\n').filter((line) => line.includes('not enqueued')))
+      expect(hidden, 'enqueues the previous web hid behind a 202').to.deep.equal([])
+      expect(lost, `codes accepted but never delivered (dead letters: ${deadLetters.map((row) => row.reason).join(', ')})`).to.deep.equal(
+        [],
+      )
       for (const to of new Set(accepted.map((entry) => entry.to))) {
         const emails = await inbox(emulator.url, to)
         expect(emails, `emails to one person`).to.have.length(accepted.filter((entry) => entry.to === to).length)
@@ -326,7 +348,6 @@ describe('a rolling upgrade from the previous release under traffic', function (
         90_000,
       )
       expect(reasons).to.include('decryption_failed')
-      expect(deploy.accepted.filter((entry) => entry.by === 'current').length, 'the new web accepted the lost codes').to.be.greaterThan(0)
       await deploy.close()
       await traffic
     } finally {
