@@ -139,6 +139,8 @@ export const envSchema = z.object({
   /** `id:base64key,…`: the first key seals, every key opens (docs/operations.md "Rotating keys"). */
   OUTBOX_ENCRYPTION_KEYS: keyRing({ min: 32, max: 32 }).optional(),
   CODE_HASH_KEY: base64Key(32, 64).optional(),
+  /** Which envelope version the web seals: `auto` = the newest every live worker opens (docs/upgrading.md). */
+  ENVELOPE_VERSION: z.enum(['auto', 'v1', 'v2']).default('auto'),
   /** `id:base64key,…`: the first key hashes, every key verifies codes and counts budgets. */
   CODE_HASH_KEYS: keyRing({ min: 32, max: 64 }).optional(),
   /** Existing roles the release step grants to instead of creating sealpost_api / sealpost_worker. */

@@ -67,6 +67,12 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     shownDefault: '–',
     meaning: 'a single key, read as the ring `0:<key>` (same rule as `OUTBOX_ENCRYPTION_KEY`)',
   },
+  ENVELOPE_VERSION: {
+    usedBy: 'web',
+    shownDefault: '`auto`',
+    meaning:
+      '`auto`, `v1`, `v2`: the envelope version new secrets are sealed in. `auto` seals the newest version every connected worker opens (a 0.1.0 worker opens only `v1`); `v1` before rolling back to 0.1.0; `v2` only when no 0.1.0 worker can ever run again. See [Format negotiation](upgrading.md#format-negotiation)',
+  },
   SEALPOST_API_ROLE: {
     usedBy: 'release, web, worker',
     shownDefault: '–',

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import type { Job, PgBoss } from 'pg-boss'
-import { envelopeContext, open } from '../src/crypto/envelope.ts'
+import { envelopeContext, open, unknownEnvelopeVersion } from '../src/crypto/envelope.ts'
 import type { KeyRing } from '../src/crypto/key-ring.ts'
 import { DeliveryFailureError, type Provider } from '../src/delivery/provider.ts'
 import { composeMessage, defaultTemplates, UnreadableBodyError } from '../src/delivery/compose.ts'
@@ -70,8 +70,9 @@ export async function suppressedClaims(
 
 /**
  * The per-message steps after a claim: open, render, send, classify. Never throws. A suppressed
- * destination is never sent to again. A message whose channel has no provider in this worker
- * spends no attempt: it waits a minute (`withoutProvider`) for a worker that has one.
+ * destination is never sent to again. A message whose channel has no provider in this worker, or
+ * whose envelope is of a version this release does not open, spends no attempt: it waits a minute
+ * (`withoutProvider`, `unreadableFormat`) for a worker that can.
  */
 export async function sendClaimed(
   deps: DeliveryDeps,
@@ -82,6 +83,8 @@ export async function sendClaimed(
 ): Promise<PendingRecord> {
   const { message } = claim
   if (!suppressed && !hasProvider(deps, message.channel)) return withoutProvider(deps, request, claim)
+  const format = unknownEnvelopeVersion(claim.envelope)
+  if (!suppressed && format !== undefined) return unreadableFormat(deps, request, claim, format)
   const sendTo =
     route?.kind === 'send' ? route : { kind: 'send' as const, provider: providersFor(deps, message.channel)[0]?.id ?? '', probe: false }
   const context = {
@@ -119,7 +122,7 @@ export async function routeClaims(
 ): Promise<Map<string, Route>> {
   const routes = new Map<string, Route>()
   const messages = claims.flatMap((claim) =>
-    claim.kind === 'claimed' && !skip(claim.message.id) && providersFor(deps, claim.message.channel).length > 0 ? [claim.message] : [],
+    claim.kind === 'claimed' && !skip(claim.message.id) && canAttempt(deps, claim) ? [claim.message] : [],
   )
   if (messages.length === 0) return routes
   const now = deps.clock()
@@ -149,6 +152,11 @@ export async function routeClaims(
 /** Whether this worker has a provider for the channel: the one place the delivery step asks. */
 export function hasProvider(deps: Pick<DeliveryDeps, 'providers'>, channel: Channel): boolean {
   return providersFor(deps, channel).length > 0
+}
+
+/** Whether this worker would attempt the claimed message at all: it has a provider and opens its envelope's version. */
+function canAttempt(deps: Pick<DeliveryDeps, 'providers'>, claim: Extract<Claim, { kind: 'claimed' }>): boolean {
+  return hasProvider(deps, claim.message.channel) && unknownEnvelopeVersion(claim.envelope) === undefined
 }
 
 /** How long a message whose channel has no provider here waits before a worker claims it again. */
@@ -181,6 +189,40 @@ function withoutProvider(deps: DeliveryDeps, request: ClaimRequest, claim: Extra
   return deferClaimed(request, claim, new Date(now + WITHOUT_PROVIDER_WAIT_MS))
 }
 
+/** When each worker (its providers object) last logged the unreadable-format line, per format. */
+const unreadableLogged = new WeakMap<object, Map<string, number>>()
+
+/**
+ * A claimed message sealed in an envelope version this release does not open (docs/upgrading.md
+ * "Format negotiation"): a newer release's web wrote it, so a newer worker can send it. Deferred a
+ * minute like a message without a provider, no attempt spent, nothing opened, never dead-lettered
+ * for it; expiry still wins. Logged at most once per format and minute per worker (the format and
+ * a message id, never the envelope); every such message is counted.
+ */
+function unreadableFormat(
+  deps: DeliveryDeps,
+  request: ClaimRequest,
+  claim: Extract<Claim, { kind: 'claimed' }>,
+  format: string,
+): PendingRecord {
+  const now = deps.clock().getTime()
+  deps.metrics?.unreadableFormat(format)
+  const logged = unreadableLogged.get(deps.providers) ?? new Map<string, number>()
+  unreadableLogged.set(deps.providers, logged)
+  const last = logged.get(format)
+  if (last === undefined || now - last >= WITHOUT_PROVIDER_WAIT_MS || now < last) {
+    logged.set(format, now)
+    deps.logger.error(
+      'MISCONFIGURATION: a message is sealed in an envelope version this worker does not open; it waits for a newer worker without spending an attempt',
+      {
+        format,
+        messageId: request.messageId,
+      },
+    )
+  }
+  return deferClaimed(request, claim, new Date(now + WITHOUT_PROVIDER_WAIT_MS))
+}
+
 /**
  * The claimed messages a send cap holds back, each with the end of the hour it waits for: every
  * cap it counts against is asked for room in one statement per counter and batch (its country's
@@ -202,7 +244,7 @@ export async function heldBySendCaps(
   const window = sendWindow(now)
   // Neither a suppressed message nor one this worker has no provider for is sent now, so neither takes a slot.
   let passing = claims.flatMap((claim) =>
-    claim.kind === 'claimed' && !suppressed.has(claim.message.id) && hasProvider(deps, claim.message.channel) ? [claim.message] : [],
+    claim.kind === 'claimed' && !suppressed.has(claim.message.id) && canAttempt(deps, claim) ? [claim.message] : [],
   )
   for (const [kind, scopeOf] of [
     ['country', (message: MessageRow) => countryScopeOf(caps, message.channel, message.destination)],

@@ -1,6 +1,6 @@
-import { createCipheriv, hkdfSync, randomBytes } from 'node:crypto'
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto'
 import { expect } from 'chai'
-import { EnvelopeError, envelopeContext, open, seal, type EnvelopeContext } from '../src/crypto/envelope.ts'
+import { EnvelopeError, envelopeContext, open, seal, unknownEnvelopeVersion, type EnvelopeContext } from '../src/crypto/envelope.ts'
 import { generateCode, hashCode, verifyCode } from '../src/crypto/codes.ts'
 import { parseKeyRing, singleKeyRing, type KeyRing } from '../src/crypto/key-ring.ts'
 import { ENVELOPE_VERSIONS } from '../src/outbox/constants.ts'
@@ -14,6 +14,18 @@ function sealV1(masterKey: Buffer, plaintext: Buffer, context: EnvelopeContext):
   cipher.setAAD(Buffer.from(`${context.messageId}:${context.purpose}`))
   const body = Buffer.concat([cipher.update(plaintext), cipher.final()])
   return ['v1', ...[salt, iv, body, cipher.getAuthTag()].map((part) => part.toString('base64url'))].join('.')
+}
+
+/** Release 0.1.0's reader exactly (8551a84 src/crypto/envelope.ts `open`): v1 only, AAD `<messageId>:<purpose>`. */
+function openAsRelease010(masterKey: Buffer, envelope: string, messageId: string, purpose: string): Buffer {
+  const parts = envelope.split('.')
+  if (parts.length !== 5 || parts[0] !== 'v1') throw new Error('0.1.0 cannot open this')
+  const [salt, iv, body, tag] = parts.slice(1).map((part) => Buffer.from(part, 'base64url')) as [Buffer, Buffer, Buffer, Buffer]
+  const key = Buffer.from(hkdfSync('sha256', masterKey, salt, Buffer.from('sealpost/security-outbox/v1'), 32))
+  const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: 16 })
+  decipher.setAAD(Buffer.from(`${messageId}:${purpose}`))
+  decipher.setAuthTag(tag)
+  return Buffer.concat([decipher.update(body), decipher.final()])
 }
 
 describe('envelope seal/open', () => {
@@ -42,6 +54,23 @@ describe('envelope seal/open', () => {
     expect(a).not.to.equal(b)
     expect(a).not.to.include('123456')
     expect(ENVELOPE_VERSIONS, 'the version the ciphertext CHECK accepts').to.include(a.split('.')[0])
+  })
+
+  it('seals v1 on request exactly as 0.1.0 did: no key id, bound to message and purpose, opened by 0.1.0’s reader', () => {
+    const v1 = seal(ring, Buffer.from('123456'), context, 'v1')
+    expect(v1).to.match(/^v1\.[\w-]+\.[\w-]+\.[\w-]+\.[\w-]+$/)
+    expect(openAsRelease010(key, v1, messageId, 'password_recovery').toString()).to.equal('123456')
+    expect(open(ring, v1, context).toString()).to.equal('123456')
+    expect(() => openAsRelease010(key, v1, messageId, 'step_up')).to.throw()
+    expect(() => openAsRelease010(key, sealed(), messageId, 'password_recovery'), 'v2 is unreadable to 0.1.0').to.throw()
+  })
+
+  it('names an envelope version it does not open, and only a well-formed one', () => {
+    expect(unknownEnvelopeVersion('v3.k1.a.b.c.d')).to.equal('v3')
+    expect(unknownEnvelopeVersion(sealed())).to.equal(undefined)
+    expect(unknownEnvelopeVersion(seal(ring, Buffer.from('1'), context, 'v1'))).to.equal(undefined)
+    for (const garbage of ['', 'v3', 'x3.a.b', 'V3.a.b', 'v.a.b', 'v1234.a.b'])
+      expect(unknownEnvelopeVersion(garbage), garbage).to.equal(undefined)
   })
 
   const refusals: [string, () => string, KeyRing?, EnvelopeContext?][] = [

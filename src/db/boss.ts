@@ -69,7 +69,7 @@ export function createBoss(
   connectionString: string,
   role: BossRole,
   logger: Logger,
-  timing: { leaseSeconds?: number; shortestCronSeconds?: number } = {},
+  timing: { leaseSeconds?: number; shortestCronSeconds?: number; applicationName?: string } = {},
 ): PgBoss {
   // Expired claims are found by the supervisor's pass: it must run often relative to the lease,
   // or a crashed worker's message waits a minute more than it needs to.
@@ -78,7 +78,7 @@ export function createBoss(
   const cronSeconds = Math.max(1, Math.min(30, Math.floor(timing.shortestCronSeconds ?? 60)))
   const boss = new PgBoss({
     connectionString: withLibpqSslModes(connectionString),
-    application_name: `sealpost-${role}-boss`,
+    application_name: timing.applicationName ?? `sealpost-${role}-boss`,
     max: role === 'worker' ? 10 : 4,
     migrate: role === 'release',
     supervise: role === 'worker',

@@ -144,6 +144,7 @@ export function createApp(deps: WebDeps): express.Express {
         codeHashKey: deps.challenges.codeHashKey,
         clock: deps.challenges.clock,
         logger: deps.logger,
+        envelopeVersion: deps.challenges.envelopeVersion,
       },
     }),
   )

@@ -20,7 +20,7 @@ export const SECURITY_NOTICE_TTL_SECONDS = 24 * 3600
  */
 export async function notifyOtherIdentifiersTx(
   trx: Knex.Transaction,
-  deps: Pick<ChallengeDeps, 'boss' | 'outboxKey' | 'codeHashKey' | 'channels' | 'logger' | 'locale'>,
+  deps: Pick<ChallengeDeps, 'boss' | 'outboxKey' | 'codeHashKey' | 'channels' | 'logger' | 'locale' | 'envelopeVersion'>,
   input: { identityId: string; exceptLoginIdentifierId?: string; event: SecurityEvent; identifier: Identifier; now: Date },
 ): Promise<void> {
   const expiresAt = new Date(input.now.getTime() + SECURITY_NOTICE_TTL_SECONDS * 1000)

@@ -54,6 +54,12 @@ export function createWorkerMetrics() {
     labelNames: ['channel'],
     registers: [registry],
   })
+  const unreadableFormat = new Counter({
+    name: 'sealpost_messages_unreadable_format_total',
+    help: 'Claimed messages sealed in an envelope version this worker does not open (deferred a minute, no attempt spent), by format: a newer release wrote them',
+    labelNames: ['format'],
+    registers: [registry],
+  })
   const maintenance = new Counter({
     name: 'sealpost_maintenance_rows_total',
     help: 'Rows the expiry purge and retention sweep changed, by pass and kind',
@@ -76,6 +82,9 @@ export function createWorkerMetrics() {
     },
     heldBySendCap(channel: string, cap: 'channel' | 'country', count: number) {
       heldByCap.inc({ channel, cap }, count)
+    },
+    unreadableFormat(format: string) {
+      unreadableFormat.inc({ format })
     },
     withoutProvider(channel: string) {
       withoutProvider.inc({ channel })

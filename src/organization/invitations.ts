@@ -8,7 +8,7 @@ import { DESTINATION_BUDGET, destinationBucket } from '../identity/challenges.ts
 import { hitRateLimit } from '../identity/rate-limits.ts'
 import type { KeyRing } from '../crypto/key-ring.ts'
 import { bucketKeys } from '../identity/secrets.ts'
-import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
+import { enqueueSecurityMessageTx, type EnqueueDeps } from '../outbox/enqueue.ts'
 import { deadLetterInvitationMessagesTx } from '../outbox/web-functions-sql.ts'
 import { holdsVerifiedIdentifierTx } from '../identity/identities-sql.ts'
 import { organizationNameOrThrow } from './organization-name.ts'
@@ -51,6 +51,8 @@ export type InvitationDeps = {
   invitationTtlSeconds: number
   clock: () => Date
   logger?: Logger
+  /** The envelope version every live worker opens (src/outbox/envelope-negotiation.ts). */
+  envelopeVersion?: EnqueueDeps['envelopeVersion']
 }
 
 /** The SHA-256 a token is stored as; the token itself is 32 random bytes, base64url in the link. */
@@ -168,7 +170,13 @@ export async function inviteTx(
   )
   await enqueueSecurityMessageTx(
     trx,
-    { boss: deps.boss, outboxKey: deps.outboxKey, codeHashKey: deps.codeHashKey, logger: deps.logger },
+    {
+      boss: deps.boss,
+      outboxKey: deps.outboxKey,
+      codeHashKey: deps.codeHashKey,
+      logger: deps.logger,
+      envelopeVersion: deps.envelopeVersion,
+    },
     { purpose: 'invitation', invitationId, channel: 'email', destination: input.email, locale: input.locale ?? 'en', expiresAt },
     token,
   )

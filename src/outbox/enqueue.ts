@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
 import { uuidv7 } from 'uuidv7'
-import { envelopeContext, seal } from '../crypto/envelope.ts'
+import { envelopeContext, seal, type EnvelopeVersion } from '../crypto/envelope.ts'
 import type { KeyRing } from '../crypto/key-ring.ts'
 import { captureJobInsert } from '../db/boss.ts'
 import type { Logger } from '../logging/logger.ts'
@@ -15,8 +15,16 @@ import { enqueueMessageTx, type SealedMessage } from './web-functions-sql.ts'
 /**
  * `outboxKey` is the OUTBOX_ENCRYPTION_KEYS ring: its first key seals. `codeHashKey` (CODE_HASH_KEYS'
  * current key) keys the destination's HMAC, which the suppression list is matched on.
+ * `envelopeVersion`: the version every live worker opens (src/outbox/envelope-negotiation.ts);
+ * the newest when omitted.
  */
-export type EnqueueDeps = { boss: PgBoss; outboxKey: KeyRing; codeHashKey: Buffer; logger?: Logger }
+export type EnqueueDeps = {
+  boss: PgBoss
+  outboxKey: KeyRing
+  codeHashKey: Buffer
+  logger?: Logger
+  envelopeVersion?: () => EnvelopeVersion
+}
 
 export type MessageToSeal = Omit<NewMessage, 'id' | 'jobId' | 'destinationHmac'>
 
@@ -35,7 +43,8 @@ export async function sealMessage(deps: EnqueueDeps, message: MessageToSeal, sec
       span.setAttribute('sealpost.message_id', messageId)
       let envelope: string
       try {
-        envelope = seal(deps.outboxKey, secret, envelopeContext(messageId, message.purpose, message.channel, message.destination))
+        const version = deps.envelopeVersion?.()
+        envelope = seal(deps.outboxKey, secret, envelopeContext(messageId, message.purpose, message.channel, message.destination), version)
       } finally {
         secret.fill(0)
       }

@@ -1,8 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { Knex } from 'knex'
-import type { PgBoss } from 'pg-boss'
 import { generateCode, hashCode } from '../crypto/codes.ts'
-import type { KeyRing } from '../crypto/key-ring.ts'
 import { requireElevationTx } from '../identity/elevation.ts'
 import { ConflictError, DomainError, ForbiddenError, NotFoundError } from '../identity/errors.ts'
 import type { SessionContext } from '../identity/sessions.ts'
@@ -10,12 +8,11 @@ import { DEAD_LETTER_REASONS, DELIVERY_EVENTS } from '../outbox/constants.ts'
 import { deliveryEventsSince } from '../outbox/delivery-events-sql.ts'
 import { viewOf, type ProviderHealth } from '../outbox/provider-health.ts'
 import { providerStates } from '../outbox/provider-states-sql.ts'
-import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
+import { enqueueSecurityMessageTx, type EnqueueDeps } from '../outbox/enqueue.ts'
 import { backlogSummary, deadLetterPageRows, gaugeSummary, reissueCandidateTx, type CountsRow } from '../outbox/staff-functions-sql.ts'
 import { replaceChallengeCodeTx } from '../identity/challenges-sql.ts'
 import { insertAuditRecordTx } from './staff-sql.ts'
 import { claimIdempotencyKeyTx, lockIdempotencyKeyTx, storeIdempotentResponseTx } from './idempotency-keys-sql.ts'
-import type { Logger } from '../logging/logger.ts'
 
 /** A signed-in staff caller: the session's ids and the SHA-256 of its bearer token. */
 export type StaffSession = SessionContext & { tokenHash: Buffer }
@@ -141,7 +138,7 @@ export async function deadLetterPage(
   }
 }
 
-export type ReissueDeps = { boss: PgBoss; outboxKey: KeyRing; codeHashKey: Buffer; clock: () => Date; logger?: Logger }
+export type ReissueDeps = Pick<EnqueueDeps, 'boss' | 'outboxKey' | 'codeHashKey' | 'logger' | 'envelopeVersion'> & { clock: () => Date }
 
 /** A reissue's refusal as its Idempotency-Key remembers it (`response = {refused}`), to be answered again on a repeat. */
 export type StoredRefusal = { kind: 'not_found' | 'conflict'; code: string; message: string }
@@ -226,7 +223,13 @@ export async function reissueOneTx(
   await replaceChallengeCodeTx(trx, candidate.challenge_id, hashCode(deps.codeHashKey, candidate.challenge_id, code), now)
   const enqueued = await enqueueSecurityMessageTx(
     trx,
-    { boss: deps.boss, outboxKey: deps.outboxKey, codeHashKey: deps.codeHashKey, logger: deps.logger },
+    {
+      boss: deps.boss,
+      outboxKey: deps.outboxKey,
+      codeHashKey: deps.codeHashKey,
+      logger: deps.logger,
+      envelopeVersion: deps.envelopeVersion,
+    },
     {
       purpose: candidate.purpose,
       challengeId: candidate.challenge_id,

@@ -4,6 +4,7 @@ import { apiDocsEnabled, type Config } from '../../config/schema.ts'
 import { createBoss } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
 import { createKnex } from '../db/knex.ts'
+import { loadEnvelopeNegotiation, type EnvelopeNegotiation } from '../outbox/envelope-negotiation.ts'
 import { waitForDatabase } from '../db/unavailable.ts'
 import { databaseRoles } from '../db/roles.ts'
 import { createApp } from '../http/app.ts'
@@ -35,7 +36,7 @@ export async function startWeb(options: {
   > &
     Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'API_DOCS'>> &
     Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>> &
-    Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS'>>
+    Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS' | 'ENVELOPE_VERSION'>>
   apiUrl: string
   keys: Keys
   logger: Logger
@@ -58,6 +59,7 @@ export async function startWeb(options: {
     : undefined
   let server: Server | undefined
   let channels: ChannelDirectory | undefined
+  let negotiation: EnvelopeNegotiation | undefined
   try {
     await waitForDatabase(db, { variable: 'API_DATABASE_URL', timeoutSeconds: config.DATABASE_WAIT_SECONDS ?? 60, logger })
     await assertConnectionRole(db, databaseRoles(config).api, 'API_DATABASE_URL')
@@ -65,6 +67,9 @@ export async function startWeb(options: {
     // Which channels exist is what the workers registered (docs/delivery.md "Channels"), known before the first request.
     channels = await loadChannelDirectory({ db, logger })
     const clock = options.clock ?? (() => new Date())
+    // The newest envelope every connected worker opens (docs/upgrading.md "Format negotiation"), known before the first request.
+    negotiation = await loadEnvelopeNegotiation({ db, setting: config.ENVELOPE_VERSION, logger })
+    const envelopeVersion = negotiation.version
     const app = createApp({
       db,
       logger,
@@ -76,6 +81,7 @@ export async function startWeb(options: {
         invitationTtlSeconds: config.INVITATION_TTL_SECONDS,
         clock,
         logger,
+        envelopeVersion,
       },
       challenges: {
         boss,
@@ -85,6 +91,7 @@ export async function startWeb(options: {
         challengeTtlSeconds: config.CHALLENGE_TTL_SECONDS,
         clock,
         logger,
+        envelopeVersion,
         // Only channels a worker can deliver; a phone identifier without one is refused up front.
         channels,
       },
@@ -116,12 +123,14 @@ export async function startWeb(options: {
     })
   } catch (error) {
     channels?.stop()
+    negotiation?.stop()
     await Promise.allSettled([boss.stop({ graceful: false }), db.destroy(), breached?.close()])
     throw error
   }
   const { address, family, port } = server.address() as AddressInfo
   const running = server
   const directory = channels
+  const negotiated = negotiation
   return {
     url: `http://127.0.0.1:${port}`,
     bound: family === 'IPv6' ? `[${address}]:${port}` : `${address}:${port}`,
@@ -135,6 +144,7 @@ export async function startWeb(options: {
       await closed
       clearTimeout(forced)
       directory.stop()
+      negotiated?.stop()
       await boss.stop({ graceful: true, timeout: 5_000 })
       await db.destroy()
       await breached?.close()

@@ -8,6 +8,7 @@ import { captureJobInsert, createBoss, notificationOf } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
 import { checkQueueLease } from '../db/queue-lease.ts'
 import { createKnex } from '../db/knex.ts'
+import { readerApplicationName } from '../outbox/envelope-negotiation.ts'
 import { waitForDatabase } from '../db/unavailable.ts'
 import { databaseRoles } from '../db/roles.ts'
 import type { Provider } from '../delivery/provider.ts'
@@ -132,7 +133,11 @@ export async function startWorker(options: {
     supportUrl: config.SUPPORT_URL,
     defaultLocale: config.DEFAULT_LOCALE ?? 'en',
   })
-  const db = createKnex(options.workerUrl, { applicationName: 'sealpost-worker', max: config.WORKER_CONCURRENCY + 4, logger })
+  const db = createKnex(options.workerUrl, {
+    applicationName: readerApplicationName('sealpost-worker'),
+    max: config.WORKER_CONCURRENCY + 4,
+    logger,
+  })
   const cron = {
     purge: cronIntervalSeconds(config.EXPIRY_PURGE_CRON, 'EXPIRY_PURGE_CRON'),
     sweep: cronIntervalSeconds(config.RETENTION_SWEEP_CRON, 'RETENTION_SWEEP_CRON'),
@@ -152,7 +157,12 @@ export async function startWorker(options: {
     await db.destroy()
     throw error
   }
-  const boss = createBoss(options.workerUrl, 'worker', logger, { leaseSeconds, shortestCronSeconds: Math.min(cron.purge, cron.sweep) })
+  const boss = createBoss(options.workerUrl, 'worker', logger, {
+    leaseSeconds,
+    shortestCronSeconds: Math.min(cron.purge, cron.sweep),
+    // Every worker connection says which envelopes it opens: how webs know it is live and what to seal.
+    applicationName: readerApplicationName('sealpost-worker-boss'),
+  })
   // Each channel's providers in the order given: the failover order (EMAIL_PROVIDERS).
   const providers: Partial<Record<Channel, Provider[]>> = {}
   for (const provider of options.providers) (providers[provider.channel] ??= []).push(provider)

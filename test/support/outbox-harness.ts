@@ -10,6 +10,7 @@ import { parseIdentifier } from '../../src/identity/identifiers.ts'
 import { requestPasswordRecovery } from '../../src/identity/password-recovery.ts'
 import type { Logger } from '../../src/logging/logger.ts'
 import { QUEUES, type Channel, type DeliveryJobData } from '../../src/outbox/constants.ts'
+import type { EnqueueDeps } from '../../src/outbox/enqueue.ts'
 import type { Keys } from '../../src/runtime/dev-keys.ts'
 import { createTestDatabase, type TestDatabase } from './database.ts'
 import { capturingLogger, createVerifiedIdentity, testKeys } from './helpers.ts'
@@ -29,7 +30,8 @@ export async function outboxHarness(db: TestDatabase, options: { keys: Keys; clo
   const workerBoss: PgBoss = createBoss(db.workerUrl, 'web', options.logger)
   await Promise.all([webBoss.start(), workerBoss.start()])
 
-  const challengeDeps = (challengeTtlSeconds: number) => ({
+  const challengeDeps = (challengeTtlSeconds: number, envelopeVersion?: EnqueueDeps['envelopeVersion']) => ({
+    envelopeVersion,
     boss: webBoss,
     outboxKey: options.keys.outboxKey,
     codeHashKey: options.keys.codeHashKey,
@@ -44,11 +46,15 @@ export async function outboxHarness(db: TestDatabase, options: { keys: Keys; clo
     worker,
     webBoss,
     workerBoss,
-    /** A verified identity for `identifier` and one recovery code on its way to it. */
-    async enqueue(identifier: string, challengeTtlSeconds = 7_200): Promise<{ messageId: string }> {
+    /** A verified identity for `identifier` and one recovery code on its way to it (sealed in the version a web would negotiate). */
+    async enqueue(
+      identifier: string,
+      challengeTtlSeconds = 7_200,
+      envelopeVersion?: EnqueueDeps['envelopeVersion'],
+    ): Promise<{ messageId: string }> {
       await createVerifiedIdentity(db.owner, identifier)
       const parsed = parseIdentifier(identifier)!
-      await api.transaction((trx) => requestPasswordRecovery(trx, challengeDeps(challengeTtlSeconds), parsed))
+      await api.transaction((trx) => requestPasswordRecovery(trx, challengeDeps(challengeTtlSeconds, envelopeVersion), parsed))
       const message = await db
         .owner('outbox.security_outbox_messages')
         .where({ destination: parsed.value })

@@ -11,7 +11,8 @@ import { HttpProblemError } from '../problem.ts'
 /** The identifier a request names, or 422 `invalid_identifier`. */
 export function identifierFrom(raw: string): Identifier {
   const identifier = parseIdentifier(raw)
-  if (!identifier) throw new HttpProblemError(422, 'invalid_identifier', 'The identifier must be an email address or an E.164 phone number.')
+  if (!identifier)
+    throw new HttpProblemError(422, 'invalid_identifier', 'The identifier must be an email address or an E.164 phone number.')
   return identifier
 }
 

@@ -38,7 +38,8 @@ const api = {
 
 function identifierFrom(body: unknown): Identifier {
   const identifier = parseIdentifier(PersonRequest.parse(body).identifier)
-  if (!identifier) throw new HttpProblemError(422, 'invalid_identifier', 'The identifier must be an email address or an E.164 phone number.')
+  if (!identifier)
+    throw new HttpProblemError(422, 'invalid_identifier', 'The identifier must be an email address or an E.164 phone number.')
   return identifier
 }
 

@@ -1,0 +1,87 @@
+import type { Knex } from 'knex'
+import { READABLE_ENVELOPE_VERSIONS, type EnvelopeVersion } from '../crypto/envelope.ts'
+import { describeError, type Logger } from '../logging/logger.ts'
+import { readEnvelopeReaders, type ReaderCensus } from './envelope-readers-sql.ts'
+
+/** ENVELOPE_VERSION: `auto` negotiates; a version pins it (docs/upgrading.md "Format negotiation"). */
+export type EnvelopeVersionSetting = 'auto' | EnvelopeVersion
+
+const ANNOUNCEMENT = ';envelopes='
+/** What a worker session that announces nothing opens: release 0.1.0 wrote and read only v1. */
+const UNANNOUNCED_READS: readonly string[] = ['v1']
+/** How often a web process takes the census: an old worker's arrival or departure shows within seconds. */
+export const NEGOTIATION_REFRESH_MS = 5_000
+
+/**
+ * The `application_name` of a worker connection: its base name plus the envelope versions this
+ * release opens (`sealpost-worker-boss;envelopes=v1,v2`), which is how every web knows it is live
+ * and what it reads. Within PostgreSQL's 63 bytes.
+ */
+export function readerApplicationName(base: string): string {
+  return `${base}${ANNOUNCEMENT}${READABLE_ENVELOPE_VERSIONS.join(',')}`
+}
+
+/** The versions a worker session opens, from its application name. */
+export function versionsReadBy(applicationName: string): readonly string[] {
+  const at = applicationName.indexOf(ANNOUNCEMENT)
+  return at < 0 ? UNANNOUNCED_READS : applicationName.slice(at + ANNOUNCEMENT.length).split(',')
+}
+
+/**
+ * The version to seal in: the newest this release writes that every connected worker opens. No
+ * worker connected: v1 while the previous fleet may still be out there (its stand-in registration
+ * is current), else the newest; whichever worker connects next finds its messages waiting. No
+ * common version (a fleet that shares none with this web) seals v1, the oldest every release reads.
+ */
+export function negotiateEnvelopeVersion(census: ReaderCensus, setting: EnvelopeVersionSetting = 'auto'): EnvelopeVersion {
+  if (setting !== 'auto') return setting
+  const newestFirst = [...READABLE_ENVELOPE_VERSIONS].reverse()
+  if (census.liveWorkers.length === 0) return census.legacyFleetRegistered ? 'v1' : newestFirst[0]!
+  const readers = census.liveWorkers.map(versionsReadBy)
+  return newestFirst.find((version) => readers.every((reads) => reads.includes(version))) ?? 'v1'
+}
+
+/** A web process's envelope version, decided in the background (never on a request's path). */
+export type EnvelopeNegotiation = {
+  /** The version to seal in now: the last census's decision. */
+  version: () => EnvelopeVersion
+  /** Takes a census now; on failure keeps the last decision and logs by error name. */
+  refresh(): Promise<void>
+  stop(): void
+}
+
+/**
+ * Takes the first census (a failure here stops the web's startup: it must not guess), then one
+ * every NEGOTIATION_REFRESH_MS in the background, like the channel directory: a request never
+ * waits for it, nor takes a second pooled connection inside its transaction for it. A census
+ * that fails keeps the last decision. A pinned ENVELOPE_VERSION takes no census. A change is
+ * logged once.
+ */
+export async function loadEnvelopeNegotiation(deps: {
+  db: Knex
+  setting?: EnvelopeVersionSetting
+  logger?: Logger
+  refreshMs?: number
+}): Promise<EnvelopeNegotiation> {
+  const setting = deps.setting ?? 'auto'
+  if (setting !== 'auto') return { version: () => setting, refresh: async () => {}, stop: () => {} }
+  let current = negotiateEnvelopeVersion(await readEnvelopeReaders(deps.db))
+  deps.logger?.info('envelope negotiation: sealing new messages in this version', { envelopeVersion: current })
+  let running: Promise<void> | undefined
+  const read = async () => {
+    try {
+      const next = negotiateEnvelopeVersion(await readEnvelopeReaders(deps.db))
+      if (next !== current) deps.logger?.info('envelope negotiation: sealing new messages in this version', { envelopeVersion: next })
+      current = next
+    } catch (error) {
+      deps.logger?.warn('envelope negotiation: census failed; keeping the last version', describeError(error))
+    } finally {
+      running = undefined
+    }
+  }
+  // One census at a time: a slow database is not asked again before it answered.
+  const refresh = (): Promise<void> => (running ??= read())
+  const timer = setInterval(() => void refresh(), deps.refreshMs ?? NEGOTIATION_REFRESH_MS)
+  timer.unref()
+  return { version: () => current, refresh, stop: () => clearInterval(timer) }
+}
