@@ -113,11 +113,17 @@ async function checkGrantsLanded(db: Knex, roles: DatabaseRoles): Promise<void> 
  * every statement of its connections waits at most `lockTimeoutMs` for a lock (then 55P03, instead
  * of queueing the traffic behind its request), and a step that timed out or deadlocked is tried
  * again in a new transaction (docs/operations.md "What the release step locks").
+ *
+ * The wait is well below PostgreSQL's `deadlock_timeout` (1 s by default) on purpose: PostgreSQL
+ * ends a deadlock by failing the transaction whose wait reached `deadlock_timeout` first. A release
+ * that waited longer could outwait a live request caught in a cycle with it, and the request
+ * would be the one to fail; one that gives up first always fails itself, releases its locks, and
+ * tries again, so the previous release's traffic never pays for a release.
  */
 export const RELEASE_LOCKS: { lockTimeoutMs: number } & RetryPolicy = Object.freeze({
-  lockTimeoutMs: 2_000,
-  attempts: 5,
-  minDelayMs: 500,
+  lockTimeoutMs: 200,
+  attempts: 20,
+  minDelayMs: 200,
   maxDelayMs: 2_000,
 })
 
