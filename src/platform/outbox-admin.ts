@@ -10,6 +10,7 @@ import { viewOf, type ProviderHealth } from '../outbox/provider-health.ts'
 import { providerStates } from '../outbox/provider-states-sql.ts'
 import { enqueueSecurityMessageTx, type EnqueueDeps } from '../outbox/enqueue.ts'
 import { backlogSummary, deadLetterPageRows, gaugeSummary, reissueCandidateTx, type CountsRow } from '../outbox/staff-functions-sql.ts'
+import { encodePageCursor, type PageCursor } from './page-cursor.ts'
 import { replaceChallengeCodeTx } from '../identity/challenges-sql.ts'
 import { insertAuditRecordTx } from './staff-sql.ts'
 import { claimIdempotencyKeyTx, lockIdempotencyKeyTx, storeIdempotentResponseTx } from './idempotency-keys-sql.ts'
@@ -85,23 +86,11 @@ export async function gauges(db: Knex, now: Date): Promise<BacklogSummary> {
   )
 }
 
-type Cursor = { at: Date; id: string }
-const encodeCursor = (at: Date, id: string) => Buffer.from(`${at.toISOString()}|${id}`).toString('base64url')
-
-/** A cursor from a previous page, or a 422 for anything else. */
-export function decodeCursor(text: string): Cursor {
-  const [at, id] = Buffer.from(text, 'base64url').toString('utf8').split('|')
-  const date = new Date(at ?? '')
-  if (!id || Number.isNaN(date.getTime()) || !/^[0-9a-f-]{36}$/.test(id))
-    throw new DomainError('invalid_cursor', 'The cursor is not one this API gave out.')
-  return { at: date, id }
-}
-
 /** `GET …/dead-letters`: a keyset page, newest first; `after` goes to older entries, `before` to newer. */
 export async function deadLetterPage(
   db: Knex,
   staff: Pick<StaffSession, 'tokenHash'>,
-  input: { limit: number; after?: Cursor; before?: Cursor },
+  input: { limit: number; after?: PageCursor; before?: PageCursor },
   now: Date,
 ) {
   const rows = await asStaff(() =>
@@ -132,8 +121,8 @@ export async function deadLetterPage(
     pageInfo: {
       hasNextPage: input.before ? true : more,
       hasPreviousPage: input.before ? more : input.after !== undefined,
-      startCursor: first ? encodeCursor(first.dead_lettered_at, first.message_id) : null,
-      endCursor: last ? encodeCursor(last.dead_lettered_at, last.message_id) : null,
+      startCursor: first ? encodePageCursor(first.dead_lettered_at, first.message_id) : null,
+      endCursor: last ? encodePageCursor(last.dead_lettered_at, last.message_id) : null,
     },
   }
 }

@@ -1,20 +1,9 @@
 import type { Knex } from 'knex'
 import { requireElevationTx } from '../identity/elevation.ts'
-import { DomainError, NotFoundError } from '../identity/errors.ts'
+import { NotFoundError } from '../identity/errors.ts'
 import { liftSuppressionTx, suppressionPageRows } from '../outbox/staff-functions-sql.ts'
 import type { StaffSession } from './outbox-admin.ts'
-
-type Cursor = { since: Date; id: string }
-const encodeCursor = (since: Date, id: string) => Buffer.from(`${since.toISOString()}|${id}`).toString('base64url')
-
-/** A cursor from a previous page of suppressions, or a 422. */
-export function decodeSuppressionCursor(text: string): Cursor {
-  const [since, id] = Buffer.from(text, 'base64url').toString('utf8').split('|')
-  const date = new Date(since ?? '')
-  if (!id || Number.isNaN(date.getTime()) || !/^[0-9a-f-]{36}$/.test(id))
-    throw new DomainError('invalid_cursor', 'The cursor is not one this API gave out.')
-  return { since: date, id }
-}
+import { encodePageCursor, type PageCursor } from './page-cursor.ts'
 
 /**
  * `GET /platform-admin/suppressions`: a keyset page, newest first, through `outbox.suppression_page`,
@@ -22,11 +11,11 @@ export function decodeSuppressionCursor(text: string): Cursor {
  */
 export async function suppressionPage(
   db: Knex,
-  input: { staff: Pick<StaffSession, 'tokenHash'>; now: Date; limit: number; after?: Cursor },
+  input: { staff: Pick<StaffSession, 'tokenHash'>; now: Date; limit: number; after?: PageCursor },
 ) {
   const rows = await suppressionPageRows(db, input.staff.tokenHash, input.now, {
     limit: input.limit + 1,
-    ...(input.after ? { after: input.after } : {}),
+    ...(input.after ? { after: { since: input.after.at, id: input.after.id } } : {}),
   })
   const page = rows.slice(0, input.limit)
   const last = page.at(-1)
@@ -39,7 +28,7 @@ export async function suppressionPage(
       since: row.since.toISOString(),
       messageId: row.message_id,
     })),
-    pageInfo: { hasNextPage: rows.length > input.limit, endCursor: last ? encodeCursor(last.since, last.id) : null },
+    pageInfo: { hasNextPage: rows.length > input.limit, endCursor: last ? encodePageCursor(last.since, last.id) : null },
   }
 }
 

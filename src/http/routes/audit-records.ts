@@ -1,10 +1,11 @@
 import type { Router } from 'express'
 import type { Knex } from 'knex'
-import { auditTrailPage, decodeAuditCursor } from '../../platform/audit-trail.ts'
+import { auditTrailPage } from '../../platform/audit-trail.ts'
 import { requireSession, requireStaff, staffSessionOf } from '../auth.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
 import { HttpProblemError } from '../problem.ts'
 import { AuditRecordPage, AuditRecordQuery } from '../staff-schemas.ts'
+import { decodePageCursor } from '../../platform/page-cursor.ts'
 
 /** The API document's description of each route below, in the same order. */
 export const auditRecordApi = apiRegistry(
@@ -37,7 +38,7 @@ export function auditRecordRoutes({ db, clock }: { db: Knex; clock: () => Date }
         staff: staffSessionOf(res),
         now: clock(),
         limit: query.limit,
-        ...(query.after ? { after: decodeAuditCursor(query.after) } : {}),
+        ...(query.after ? { after: decodePageCursor(query.after) } : {}),
         filter: { action: query.action, actor: query.actor, subject: query.subject, from, to },
       }),
     )

@@ -3,12 +3,13 @@ import type { Knex } from 'knex'
 import { z } from 'zod'
 import { NotFoundError } from '../../identity/errors.ts'
 import { messageHistory } from '../../platform/message-history.ts'
-import { backlog, deadLetterPage, decodeCursor, reissueDeadLetter, type ReissueDeps } from '../../platform/outbox-admin.ts'
+import { backlog, deadLetterPage, reissueDeadLetter, type ReissueDeps } from '../../platform/outbox-admin.ts'
 import { requireSession, requireStaff, staffSessionOf } from '../auth.ts'
 import { IdempotencyKeyHeader, IdempotentReplayedHeader } from '../openapi/common.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
 import { HttpProblemError, problemOfDomain } from '../problem.ts'
 import { Backlog, DeadLetterPage, DeadLetterQuery, MessageHistory, MessagePath, Reissued } from '../staff-schemas.ts'
+import { decodePageCursor } from '../../platform/page-cursor.ts'
 
 const REISSUE_REFUSALS = [
   'invitation_message',
@@ -99,8 +100,8 @@ export function platformAdminRoutes({ db, reissue: deps }: { db: Knex; reissue: 
         staffSessionOf(res),
         {
           limit: query.limit,
-          after: query.after ? decodeCursor(query.after) : undefined,
-          before: query.before ? decodeCursor(query.before) : undefined,
+          after: query.after ? decodePageCursor(query.after) : undefined,
+          before: query.before ? decodePageCursor(query.before) : undefined,
         },
         deps.clock(),
       ),

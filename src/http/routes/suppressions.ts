@@ -2,10 +2,11 @@ import type { Router } from 'express'
 import type { Knex } from 'knex'
 import { z } from 'zod'
 import { NotFoundError } from '../../identity/errors.ts'
-import { decodeSuppressionCursor, liftSuppression, suppressionPage } from '../../platform/suppressions.ts'
+import { liftSuppression, suppressionPage } from '../../platform/suppressions.ts'
 import { requireSession, requireStaff, staffSessionOf } from '../auth.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
 import { SuppressionPage } from '../schemas.ts'
+import { decodePageCursor } from '../../platform/page-cursor.ts'
 
 export const SuppressionQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(100).default(50),
@@ -52,7 +53,7 @@ export function suppressionRoutes({ db, clock }: { db: Knex; clock: () => Date }
         staff: staffSessionOf(res),
         now: clock(),
         limit: query.limit,
-        after: query.after ? decodeSuppressionCursor(query.after) : undefined,
+        after: query.after ? decodePageCursor(query.after) : undefined,
       }),
     )
   })
