@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
 import type { Job, PgBoss } from 'pg-boss'
+import { canAttempt, hasProvider, providersFor, unreadableFormat, withoutProvider } from './deliver-holds.ts'
 import { envelopeContext, open, unknownEnvelopeVersion } from '../src/crypto/envelope.ts'
 import type { KeyRing } from '../src/crypto/key-ring.ts'
 import { DeliveryFailureError, type Provider } from '../src/delivery/provider.ts'
@@ -8,13 +9,11 @@ import type { Templates } from '../src/delivery/templates.ts'
 import { suppressedAmong } from '../src/outbox/delivery-events-sql.ts'
 import { describeError, type Logger } from '../src/logging/logger.ts'
 import type { Claim, ClaimRequest } from '../src/outbox/claim.ts'
-import type { MessageRow } from '../src/outbox/messages-sql.ts'
 import type { WorkerMetrics } from '../src/metrics/worker-metrics.ts'
 import type { Channel, DeliveryJobData } from '../src/outbox/constants.ts'
 import type { Outcome, RecordRequest, Recorded } from '../src/outbox/record.ts'
 import type { RetrySettings } from '../src/outbox/retry-policy.ts'
-import { channelScopeOf, countryScopeOf, sendCapsConfigured, sendWindow, type CapScope, type SendCaps } from '../src/outbox/send-caps.ts'
-import { reserveSends } from '../src/outbox/send-windows-sql.ts'
+import type { SendCaps } from '../src/outbox/send-caps.ts'
 import { defaultHealthPolicy, routeFor, type ProviderHealth, type Route } from '../src/outbox/provider-health.ts'
 import { providerStates, takeProbeLease, type ProviderTransition } from '../src/outbox/provider-states-sql.ts'
 
@@ -101,11 +100,6 @@ export async function sendClaimed(
   return { messageId: request.messageId, lease: request.lease, outcome, context }
 }
 
-/** A channel's providers in failover order; none when this worker has no provider for it. */
-export function providersFor(deps: Pick<DeliveryDeps, 'providers'>, channel: Channel): readonly Provider[] {
-  return deps.providers[channel] ?? []
-}
-
 /**
  * Where each claimed message's attempt goes (src/outbox/provider-health.ts `routeFor`): the fleet's
  * provider states are read once per batch; a probe of a provider held down is sent only by the
@@ -147,155 +141,6 @@ export async function routeClaims(
     routes.set(message.id, route)
   }
   return routes
-}
-
-/** Whether this worker has a provider for the channel: the one place the delivery step asks. */
-export function hasProvider(deps: Pick<DeliveryDeps, 'providers'>, channel: Channel): boolean {
-  return providersFor(deps, channel).length > 0
-}
-
-/** Whether this worker would attempt the claimed message at all: it has a provider and opens its envelope's version. */
-function canAttempt(deps: Pick<DeliveryDeps, 'providers'>, claim: Extract<Claim, { kind: 'claimed' }>): boolean {
-  return hasProvider(deps, claim.message.channel) && unknownEnvelopeVersion(claim.envelope) === undefined
-}
-
-/** How long a message whose channel has no provider here waits before a worker claims it again. */
-export const WITHOUT_PROVIDER_WAIT_MS = 60_000
-
-/** When each worker (its providers object) last logged the MISCONFIGURATION line, per channel. */
-const misconfigurationLogged = new WeakMap<object, Map<Channel, number>>()
-
-/**
- * A claimed message no provider of this worker can send (docs/delivery.md "Channels"): deferred a minute,
- * no attempt spent, nothing opened. Another worker that has the provider may take it meanwhile, and
- * expiry still wins (the record step dead-letters a deferral past it). The misconfiguration is
- * logged at most once per channel and minute per worker, with the channel and a message id only;
- * every such message is counted.
- */
-function withoutProvider(deps: DeliveryDeps, request: ClaimRequest, claim: Extract<Claim, { kind: 'claimed' }>): PendingRecord {
-  const { message } = claim
-  const now = deps.clock().getTime()
-  deps.metrics?.withoutProvider(message.channel)
-  const logged = misconfigurationLogged.get(deps.providers) ?? new Map<Channel, number>()
-  misconfigurationLogged.set(deps.providers, logged)
-  const last = logged.get(message.channel)
-  if (last === undefined || now - last >= WITHOUT_PROVIDER_WAIT_MS || now < last) {
-    logged.set(message.channel, now)
-    deps.logger.error('MISCONFIGURATION: no provider for this channel in this worker; the message waits without spending an attempt', {
-      channel: message.channel,
-      messageId: request.messageId,
-    })
-  }
-  return deferClaimed(request, claim, new Date(now + WITHOUT_PROVIDER_WAIT_MS))
-}
-
-/** When each worker (its providers object) last logged the unreadable-format line, per format. */
-const unreadableLogged = new WeakMap<object, Map<string, number>>()
-
-/**
- * A claimed message sealed in an envelope version this release does not open (docs/upgrading.md
- * "Format negotiation"): a newer release's web wrote it, so a newer worker can send it. Deferred a
- * minute like a message without a provider, no attempt spent, nothing opened, never dead-lettered
- * for it; expiry still wins. Logged at most once per format and minute per worker (the format and
- * a message id, never the envelope); every such message is counted.
- */
-function unreadableFormat(
-  deps: DeliveryDeps,
-  request: ClaimRequest,
-  claim: Extract<Claim, { kind: 'claimed' }>,
-  format: string,
-): PendingRecord {
-  const now = deps.clock().getTime()
-  deps.metrics?.unreadableFormat(format)
-  const logged = unreadableLogged.get(deps.providers) ?? new Map<string, number>()
-  unreadableLogged.set(deps.providers, logged)
-  const last = logged.get(format)
-  if (last === undefined || now - last >= WITHOUT_PROVIDER_WAIT_MS || now < last) {
-    logged.set(format, now)
-    deps.logger.error(
-      'MISCONFIGURATION: a message is sealed in an envelope version this worker does not open; it waits for a newer worker without spending an attempt',
-      {
-        format,
-        messageId: request.messageId,
-      },
-    )
-  }
-  return deferClaimed(request, claim, new Date(now + WITHOUT_PROVIDER_WAIT_MS))
-}
-
-/**
- * The claimed messages a send cap holds back, each with the end of the hour it waits for: every
- * cap it counts against is asked for room in one statement per counter and batch (its country's
- * first, then its channel's), in claim order. A message its channel's cap then holds has taken a
- * slot of its country's that nobody sends this hour; both counters end with the same hour, and the
- * channel is full until then, so nothing is lost by it. Suppressed messages are never sent, so
- * never counted, nor are messages this worker has no provider for (they wait for one that has). The first refusal of an hour, fleet-wide, is logged (SEND CAP REACHED: no
- * destination, only the channel and the calling code); every held message is counted.
- */
-export async function heldBySendCaps(
-  deps: Pick<DeliveryDeps, 'db' | 'clock' | 'logger' | 'metrics' | 'sendCaps' | 'providers'>,
-  claims: readonly (Claim | { kind: 'failed' })[],
-  suppressed: ReadonlySet<string>,
-): Promise<Map<string, Date>> {
-  const held = new Map<string, Date>()
-  const caps = deps.sendCaps
-  if (!sendCapsConfigured(caps)) return held
-  const now = deps.clock()
-  const window = sendWindow(now)
-  // Neither a suppressed message nor one this worker has no provider for is sent now, so neither takes a slot.
-  let passing = claims.flatMap((claim) =>
-    claim.kind === 'claimed' && !suppressed.has(claim.message.id) && canAttempt(deps, claim) ? [claim.message] : [],
-  )
-  for (const [kind, scopeOf] of [
-    ['country', (message: MessageRow) => countryScopeOf(caps, message.channel, message.destination)],
-    ['channel', (message: MessageRow) => channelScopeOf(caps, message.channel)],
-  ] as const) {
-    const groups = new Map<string, { scope: CapScope; messages: MessageRow[] }>()
-    for (const message of passing) {
-      const scope = scopeOf(message)
-      if (!scope) continue
-      const key = `${scope.channel}:${scope.scope}`
-      const group = groups.get(key) ?? { scope, messages: [] }
-      group.messages.push(message)
-      groups.set(key, group)
-    }
-    for (const { scope, messages } of groups.values()) {
-      const { granted, firstHold } = await reserveSends(deps.db, scope, window.start, messages.length, now)
-      const refused = messages.slice(granted)
-      for (const message of refused) held.set(message.id, window.end)
-      if (refused.length > 0) deps.metrics?.heldBySendCap(scope.channel, kind, refused.length)
-      if (firstHold)
-        deps.logger.warn('SEND CAP REACHED: sends on this channel are held until the hour ends', {
-          channel: scope.channel,
-          cap: kind,
-          ...(kind === 'country' ? { callingCode: scope.scope } : {}),
-          limitPerHour: scope.cap,
-          heldUntil: window.end.toISOString(),
-        })
-    }
-    passing = passing.filter((message) => !held.has(message.id))
-  }
-  return held
-}
-
-/**
- * A claimed message not sent: its channel was paused meanwhile, or (`until`) a send cap holds it
- * to the end of the hour, this worker has no provider for its channel, or (`heldFor`) every
- * provider of its channel is held down. Recorded as deferred, no attempt spent.
- */
-export function deferClaimed(
-  request: ClaimRequest,
-  claim: Extract<Claim, { kind: 'claimed' }>,
-  until?: Date,
-  heldFor?: readonly string[],
-): PendingRecord {
-  const { message } = claim
-  return {
-    messageId: request.messageId,
-    lease: request.lease,
-    outcome: { kind: 'deferred', ...(until ? { until } : {}), ...(heldFor ? { heldFor } : {}) },
-    context: { messageId: request.messageId, purpose: message.purpose, channel: message.channel },
-  }
 }
 
 /** Logs and counts what the record step decided for one message. */

@@ -82,7 +82,14 @@ function sqlBuilding(path: string, text: string): string[] {
   const file = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS)
   const found = new Set<string>()
   const visit = (node: ts.Node): void => {
-    if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && BUILDER_METHODS.has(node.expression.name.text))
+    // An array's `.join(',')` takes one argument at most; knex's join takes a table and its condition.
+    const arrayJoin = (call: ts.CallExpression, name: string) => name === 'join' && call.arguments.length <= 1
+    if (
+      ts.isCallExpression(node) &&
+      ts.isPropertyAccessExpression(node.expression) &&
+      BUILDER_METHODS.has(node.expression.name.text) &&
+      !arrayJoin(node, node.expression.name.text)
+    )
       found.add(`.${node.expression.name.text}()`)
     if ((ts.isStringLiteralLike(node) || ts.isTemplateLiteralToken(node)) && !AUDIT_ACTIONS.has(node.text))
       for (const [name] of node.text.matchAll(SCHEMA_NAME)) found.add(name)

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import type { Knex } from 'knex'
-import { WITHOUT_PROVIDER_WAIT_MS } from '../jobs/deliver.ts'
+import { WITHOUT_PROVIDER_WAIT_MS } from '../jobs/deliver-holds.ts'
 import { envelopeContext, open, READABLE_ENVELOPE_VERSIONS } from '../src/crypto/envelope.ts'
 import { createKnex } from '../src/db/knex.ts'
 import { createWorkerMetrics } from '../src/metrics/worker-metrics.ts'

@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { WITHOUT_PROVIDER_WAIT_MS } from '../jobs/deliver.ts'
+import { WITHOUT_PROVIDER_WAIT_MS } from '../jobs/deliver-holds.ts'
 import { deliverOne } from './support/run-once.ts'
 import { DeliveryFailureError, type Provider } from '../src/delivery/provider.ts'
 import { QUEUES } from '../src/outbox/constants.ts'

@@ -1,7 +1,5 @@
 import {
   claimRequestOf,
-  deferClaimed,
-  heldBySendCaps,
   logSettled,
   reportRecorded,
   routeClaims,
@@ -11,6 +9,7 @@ import {
   type DeliveryJob,
   type PendingRecord,
 } from '../../jobs/deliver.ts'
+import { deferClaimed, heldBySendCaps } from '../../jobs/deliver-holds.ts'
 import { describeError } from '../logging/logger.ts'
 import { inSpan } from '../logging/trace-context.ts'
 import { claimMessages } from '../outbox/claim.ts'

@@ -1,0 +1,167 @@
+import type { Claim, ClaimRequest } from '../src/outbox/claim.ts'
+import { unknownEnvelopeVersion } from '../src/crypto/envelope.ts'
+import type { Provider } from '../src/delivery/provider.ts'
+import type { MessageRow } from '../src/outbox/messages-sql.ts'
+import type { Channel } from '../src/outbox/constants.ts'
+import { channelScopeOf, countryScopeOf, sendCapsConfigured, sendWindow, type CapScope } from '../src/outbox/send-caps.ts'
+import { reserveSends } from '../src/outbox/send-windows-sql.ts'
+import type { DeliveryDeps, PendingRecord } from './deliver.ts'
+
+/**
+ * Which claimed messages this worker sends now, and the deferrals of those it does not: no
+ * provider here, an envelope version it does not open, a send cap, a pause or an outage hold.
+ * Each is recorded without spending an attempt.
+ */
+
+/** A channel's providers in failover order; none when this worker has no provider for it. */
+export function providersFor(deps: Pick<DeliveryDeps, 'providers'>, channel: Channel): readonly Provider[] {
+  return deps.providers[channel] ?? []
+}
+
+/** Whether this worker has a provider for the channel: the one place the delivery step asks. */
+export function hasProvider(deps: Pick<DeliveryDeps, 'providers'>, channel: Channel): boolean {
+  return providersFor(deps, channel).length > 0
+}
+
+/** Whether this worker would attempt the claimed message at all: it has a provider and opens its envelope's version. */
+export function canAttempt(deps: Pick<DeliveryDeps, 'providers'>, claim: Extract<Claim, { kind: 'claimed' }>): boolean {
+  return hasProvider(deps, claim.message.channel) && unknownEnvelopeVersion(claim.envelope) === undefined
+}
+
+/** How long a message whose channel has no provider here waits before a worker claims it again. */
+export const WITHOUT_PROVIDER_WAIT_MS = 60_000
+
+/** When each worker (its providers object) last logged each put-back line, per line and key. */
+const putBackLogged = new WeakMap<object, Map<string, number>>()
+
+/**
+ * Defers a claimed message this worker cannot attempt for a minute, no attempt spent, nothing
+ * opened: another worker may take it meanwhile, and expiry still wins (the record step
+ * dead-letters a deferral past it). Its line is logged at most once per key and minute per worker.
+ */
+function putBack(
+  deps: DeliveryDeps,
+  request: ClaimRequest,
+  claim: Extract<Claim, { kind: 'claimed' }>,
+  line: { key: string; message: string; fields: Record<string, string> },
+): PendingRecord {
+  const now = deps.clock().getTime()
+  const logged = putBackLogged.get(deps.providers) ?? new Map<string, number>()
+  putBackLogged.set(deps.providers, logged)
+  const last = logged.get(line.key)
+  if (last === undefined || now - last >= WITHOUT_PROVIDER_WAIT_MS || now < last) {
+    logged.set(line.key, now)
+    deps.logger.error(line.message, { ...line.fields, messageId: request.messageId })
+  }
+  return deferClaimed(request, claim, new Date(now + WITHOUT_PROVIDER_WAIT_MS))
+}
+
+/**
+ * A claimed message no provider of this worker can send (docs/delivery.md "Channels"), put back
+ * with the channel and a message id in its MISCONFIGURATION line; every such message is counted.
+ */
+export function withoutProvider(deps: DeliveryDeps, request: ClaimRequest, claim: Extract<Claim, { kind: 'claimed' }>): PendingRecord {
+  const { channel } = claim.message
+  deps.metrics?.withoutProvider(channel)
+  return putBack(deps, request, claim, {
+    key: `channel:${channel}`,
+    message: 'MISCONFIGURATION: no provider for this channel in this worker; the message waits without spending an attempt',
+    fields: { channel },
+  })
+}
+
+/**
+ * A claimed message sealed in an envelope version this release does not open (docs/upgrading.md
+ * "Format negotiation"): a newer release's web wrote it, so a newer worker can send it. Put back,
+ * never dead-lettered for it; the line names the format and a message id, never the envelope;
+ * every such message is counted.
+ */
+export function unreadableFormat(
+  deps: DeliveryDeps,
+  request: ClaimRequest,
+  claim: Extract<Claim, { kind: 'claimed' }>,
+  format: string,
+): PendingRecord {
+  deps.metrics?.unreadableFormat(format)
+  return putBack(deps, request, claim, {
+    key: `format:${format}`,
+    message:
+      'MISCONFIGURATION: a message is sealed in an envelope version this worker does not open; it waits for a newer worker without spending an attempt',
+    fields: { format },
+  })
+}
+
+/**
+ * The claimed messages a send cap holds back, each with the end of the hour it waits for: every
+ * cap it counts against is asked for room in one statement per counter and batch (its country's
+ * first, then its channel's), in claim order. A message its channel's cap then holds has taken a
+ * slot of its country's that nobody sends this hour; both counters end with the same hour, and the
+ * channel is full until then, so nothing is lost by it. Suppressed messages are never sent, so
+ * never counted, nor are messages this worker has no provider for (they wait for one that has). The first refusal of an hour, fleet-wide, is logged (SEND CAP REACHED: no
+ * destination, only the channel and the calling code); every held message is counted.
+ */
+export async function heldBySendCaps(
+  deps: Pick<DeliveryDeps, 'db' | 'clock' | 'logger' | 'metrics' | 'sendCaps' | 'providers'>,
+  claims: readonly (Claim | { kind: 'failed' })[],
+  suppressed: ReadonlySet<string>,
+): Promise<Map<string, Date>> {
+  const held = new Map<string, Date>()
+  const caps = deps.sendCaps
+  if (!sendCapsConfigured(caps)) return held
+  const now = deps.clock()
+  const window = sendWindow(now)
+  // Neither a suppressed message nor one this worker has no provider for is sent now, so neither takes a slot.
+  let passing = claims.flatMap((claim) =>
+    claim.kind === 'claimed' && !suppressed.has(claim.message.id) && canAttempt(deps, claim) ? [claim.message] : [],
+  )
+  for (const [kind, scopeOf] of [
+    ['country', (message: MessageRow) => countryScopeOf(caps, message.channel, message.destination)],
+    ['channel', (message: MessageRow) => channelScopeOf(caps, message.channel)],
+  ] as const) {
+    const groups = new Map<string, { scope: CapScope; messages: MessageRow[] }>()
+    for (const message of passing) {
+      const scope = scopeOf(message)
+      if (!scope) continue
+      const key = `${scope.channel}:${scope.scope}`
+      const group = groups.get(key) ?? { scope, messages: [] }
+      group.messages.push(message)
+      groups.set(key, group)
+    }
+    for (const { scope, messages } of groups.values()) {
+      const { granted, firstHold } = await reserveSends(deps.db, scope, window.start, messages.length, now)
+      const refused = messages.slice(granted)
+      for (const message of refused) held.set(message.id, window.end)
+      if (refused.length > 0) deps.metrics?.heldBySendCap(scope.channel, kind, refused.length)
+      if (firstHold)
+        deps.logger.warn('SEND CAP REACHED: sends on this channel are held until the hour ends', {
+          channel: scope.channel,
+          cap: kind,
+          ...(kind === 'country' ? { callingCode: scope.scope } : {}),
+          limitPerHour: scope.cap,
+          heldUntil: window.end.toISOString(),
+        })
+    }
+    passing = passing.filter((message) => !held.has(message.id))
+  }
+  return held
+}
+
+/**
+ * A claimed message not sent: its channel was paused meanwhile, or (`until`) a send cap holds it
+ * to the end of the hour, this worker has no provider for its channel, or (`heldFor`) every
+ * provider of its channel is held down. Recorded as deferred, no attempt spent.
+ */
+export function deferClaimed(
+  request: ClaimRequest,
+  claim: Extract<Claim, { kind: 'claimed' }>,
+  until?: Date,
+  heldFor?: readonly string[],
+): PendingRecord {
+  const { message } = claim
+  return {
+    messageId: request.messageId,
+    lease: request.lease,
+    outcome: { kind: 'deferred', ...(until ? { until } : {}), ...(heldFor ? { heldFor } : {}) },
+    context: { messageId: request.messageId, purpose: message.purpose, channel: message.channel },
+  }
+}
