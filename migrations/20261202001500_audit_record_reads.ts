@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 import { API_ROLE, WORKER_ROLE } from './20261130000100_roles.ts'
 
 /**
- * The audit trail people can read (issue 29 item 4). `platform.audit_record_page` is the staff read:
+ * The audit trail people can read. `platform.audit_record_page` is the staff read:
  * it checks the staff session itself (`platform.staff_identity_for_session`, the one staff check)
  * and returns a keyset page, newest first by (at, id), filtered by action, actor, subject and a
  * time range. Audit records hold ids, action names and non-secret details only (no code, token or

@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 import { API_ROLE } from './20261130000100_roles.ts'
 
 /**
- * Per-person erasure and export (GDPR Art. 17 and 15; issue 29 item 5; docs/privacy.md).
+ * Per-person erasure and export (GDPR Art. 17 and 15; docs/privacy.md).
  *
  * `platform.erase_person_core` erases an identity in the caller's transaction: its identifiers,
  * password, sessions, elevations, devices, challenges, staff grant, idempotency keys, memberships,

@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 import { API_ROLE, WORKER_ROLE } from './20261130000100_roles.ts'
 
 /**
- * Console gaps (issue 29 item 7): staff functions, each checking the staff session itself through
+ * Console gaps: staff functions, each checking the staff session itself through
  * `platform.staff_identity_for_session` and returning masked destinations only. The web gains
  * EXECUTE on these functions and nothing else.
  *

@@ -300,7 +300,7 @@ describe('a rolling upgrade from the previous release under traffic', function (
       )
       const { accepted, statuses, crossConfirmed, lost } = deploy
       const deadLetters: { reason: string }[] = await db.owner('outbox.security_outbox_dead_letters').select('reason')
-      // 0.1.0 hides a failed enqueue behind its 202 and logs it by error name and code (issue 29).
+      // 0.1.0 hides a failed enqueue behind its 202 and logs it by error name and code.
       const hidden = deploy.outputs().flatMap((text) => text.split('\n').filter((line) => line.includes('not enqueued')))
       expect(hidden, 'enqueues the previous web hid behind a 202').to.deep.equal([])
       expect(lost, `codes accepted but never delivered (dead letters: ${deadLetters.map((row) => row.reason).join(', ')})`).to.deep.equal(
