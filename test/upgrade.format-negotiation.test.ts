@@ -24,18 +24,21 @@ describe('envelope format negotiation: the version a web seals', () => {
   const census = (liveWorkers: string[], legacyFleetRegistered = false) => ({ liveWorkers, legacyFleetRegistered })
   const table: [string, ReturnType<typeof census>, string][] = [
     ['only workers that announce v1,v2', census(NEW_WORKER_SESSIONS), 'v2'],
-    ['a 0.1.0 worker beside new ones', census([...OLD_WORKER_SESSIONS, ...NEW_WORKER_SESSIONS]), 'v1'],
-    ['a 0.1.0 worker alone', census(OLD_WORKER_SESSIONS), 'v1'],
+    ['a 0.1.0 worker beside new ones, during the upgrade window', census([...OLD_WORKER_SESSIONS, ...NEW_WORKER_SESSIONS], true), 'v1'],
+    ['a 0.1.0 worker alone, during the upgrade window', census(OLD_WORKER_SESSIONS, true), 'v1'],
+    ['an unannounced session after the upgrade window (no reader)', census([...OLD_WORKER_SESSIONS, ...NEW_WORKER_SESSIONS]), 'v2'],
+    ['a session announcing only v1 after the upgrade window (below the floor)', census(['sealpost-worker;envelopes=v1']), 'v2'],
     ['a newer worker that reads v2 and v3 beside this release', census([...NEW_WORKER_SESSIONS, 'sealpost-worker;envelopes=v2,v3']), 'v2'],
-    ['a fleet sharing no version with this web', census(['sealpost-worker;envelopes=v3']), 'v1'],
+    ['a fleet sharing no version with this web, after the window', census(['sealpost-worker;envelopes=v3']), 'v2'],
+    ['a fleet sharing no version with this web, during the window', census(['sealpost-worker;envelopes=v3'], true), 'v1'],
     ['no worker, on a database the previous fleet never served', census([]), 'v2'],
-    ['no worker, while the previous fleet’s stand-in registration is current', census([], true), 'v1'],
+    ['no worker, during the upgrade window', census([], true), 'v1'],
   ]
   for (const [fleet, readers, version] of table)
     it(`seals ${version} for ${fleet}`, () => expect(negotiateEnvelopeVersion(readers)).to.equal(version))
 
   it('ENVELOPE_VERSION pins the version whatever the fleet reads', () => {
-    expect(negotiateEnvelopeVersion(census(OLD_WORKER_SESSIONS), 'v2')).to.equal('v2')
+    expect(negotiateEnvelopeVersion(census(OLD_WORKER_SESSIONS, true), 'v2')).to.equal('v2')
     expect(negotiateEnvelopeVersion(census(NEW_WORKER_SESSIONS), 'v1')).to.equal('v1')
   })
 
@@ -72,6 +75,33 @@ describe('envelope format negotiation against the real roles', () => {
   const envelopeOf = async (messageId: string): Promise<string> =>
     (await f.db.owner('outbox.security_outbox_ciphertexts').where({ message_id: messageId }).first()).envelope
 
+  /** Says when this database ran the release that wrote the previous fleet's stand-in (0600). */
+  const upgradedAgo = async (minutes: number) => {
+    await f.db.owner.raw(
+      `UPDATE public.knex_migrations SET migration_time = now() - make_interval(mins => ?)
+        WHERE name = '20261202000600_delivery_channel_registrations'`,
+      [minutes],
+    )
+  }
+  const standIn = async (worker: Knex) => {
+    await worker.raw(
+      `INSERT INTO outbox.delivery_channel_registrations (worker_id, channels, providers, started_at, seen_at)
+       VALUES ('00000000-0000-0000-0000-000000000000', '{email,whatsapp}', '{}', now(), now())
+       ON CONFLICT (worker_id) DO UPDATE SET seen_at = now()`,
+    )
+  }
+
+  it('a stolen worker login cannot downgrade sealing to v1 (which binds no destination) once the upgrade window has passed', async () => {
+    await upgradedAgo(31)
+    // The attacker connects as the previous release's worker and keeps its stand-in registration current.
+    const attacker = await workerSession('sealpost-worker-boss')
+    await standIn(attacker)
+    await workerSession(readerApplicationName('sealpost-worker-boss'))
+    await workerSession('sealpost-worker;envelopes=v1')
+    const { messageId } = await f.harness.enqueue(uniqueEmail(), 3_600, (await negotiation()).version)
+    expect(await envelopeOf(messageId)).to.match(/^v2\./)
+  })
+
   it('the api login sees the application names of the worker login’s sessions (what the census relies on)', async () => {
     await workerSession('sealpost-worker-boss')
     const { rows } = await f.harness.api.raw<{ rows: { application_name: string }[] }>(
@@ -80,7 +110,8 @@ describe('envelope format negotiation against the real roles', () => {
     expect(rows.map((row) => row.application_name)).to.include('sealpost-worker-boss')
   })
 
-  it('a live 0.1.0 worker makes the web seal v1, bound to message id and purpose, which a worker of this release sends too', async () => {
+  it('during the upgrade window, a live 0.1.0 worker makes the web seal v1, bound to message id and purpose, which a worker of this release sends too', async () => {
+    await standIn(f.db.owner)
     for (const name of OLD_WORKER_SESSIONS) await workerSession(name)
     for (const name of NEW_WORKER_SESSIONS) await workerSession(name)
     const email = uniqueEmail()
@@ -106,19 +137,16 @@ describe('envelope format negotiation against the real roles', () => {
     expect(() => open(f.keys.outboxKey, envelope, envelopeContext(messageId, 'password_recovery', 'whatsapp', '+15550000000'))).to.throw()
   })
 
-  it('with no worker connected, seals v2 unless the previous fleet’s stand-in registration is still current', async () => {
+  it('with no worker connected, seals v2 unless the upgrade window from 0.1.0 is open (its stand-in written by a release within 30 minutes)', async () => {
     expect((await negotiation()).version()).to.equal('v2')
-    await f.db.owner('outbox.delivery_channel_registrations').insert({
-      worker_id: '00000000-0000-0000-0000-000000000000',
-      channels: ['email', 'whatsapp'],
-      providers: [],
-      started_at: new Date(),
-      seen_at: new Date(),
-    })
+    await standIn(f.db.owner)
     expect((await negotiation()).version()).to.equal('v1')
+    await upgradedAgo(31)
+    expect((await negotiation()).version()).to.equal('v2')
   })
 
   it('re-reads the fleet in the background, so the web moves to v2 once the last 0.1.0 worker left, and back when one returns', async () => {
+    await standIn(f.db.owner)
     const old = await workerSession('sealpost-worker-boss')
     await workerSession(readerApplicationName('sealpost-worker-boss'))
     const web = await negotiation(50)

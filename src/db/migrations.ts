@@ -35,6 +35,7 @@ import * as hiddenIssueTransientErrors from '../../migrations/20261202001000_hid
 import * as oneStaffCheck from '../../migrations/20261202001200_one_staff_check.ts'
 import * as reissueWhileSuppressed from '../../migrations/20261202001300_reissue_while_suppressed.ts'
 import * as envelopeReaders from '../../migrations/20261202001400_envelope_readers.ts'
+import * as envelopeLegacyWindow from '../../migrations/20261202001401_envelope_legacy_window.ts'
 import * as auditRecordReads from '../../migrations/20261202001500_audit_record_reads.ts'
 import * as personErasure from '../../migrations/20261202001501_person_erasure.ts'
 import * as consoleGaps from '../../migrations/20261202001700_console_gaps.ts'
@@ -78,6 +79,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261202001200_one_staff_check': oneStaffCheck,
   '20261202001300_reissue_while_suppressed': reissueWhileSuppressed,
   '20261202001400_envelope_readers': envelopeReaders,
+  '20261202001401_envelope_legacy_window': envelopeLegacyWindow,
   '20261202001500_audit_record_reads': auditRecordReads,
   '20261202001501_person_erasure': personErasure,
   '20261202001700_console_gaps': consoleGaps,

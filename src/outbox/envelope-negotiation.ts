@@ -28,17 +28,30 @@ export function versionsReadBy(applicationName: string): readonly string[] {
 }
 
 /**
- * The version to seal in: the newest this release writes that every connected worker opens. No
- * worker connected: v1 while the previous fleet may still be out there (its stand-in registration
- * is current), else the newest; whichever worker connects next finds its messages waiting. No
- * common version (a fleet that shares none with this web) seals v1, the oldest every release reads.
+ * The oldest version a negotiation may settle on outside the upgrade window: the first that binds
+ * channel and destination. Announcements are application names the worker login writes itself, so
+ * they may choose among versions at or above it, never below.
+ */
+const FLOOR: EnvelopeVersion = 'v2'
+const rank = (version: string) => READABLE_ENVELOPE_VERSIONS.indexOf(version as EnvelopeVersion)
+
+/**
+ * The version to seal in: the newest this release writes that every connected worker opens.
+ * During the upgrade window (`legacyFleetRegistered`: migration 20261202001401) a worker session
+ * that announces nothing is the previous release's and opens only v1, and with no worker connected
+ * the previous fleet may still come back, so v1. Outside it, unannounced sessions are not readers
+ * and nothing seals below FLOOR: a stolen worker login cannot buy an envelope that opens under an
+ * edited destination. No worker connected: the newest.
  */
 export function negotiateEnvelopeVersion(census: ReaderCensus, setting: EnvelopeVersionSetting = 'auto'): EnvelopeVersion {
   if (setting !== 'auto') return setting
   const newestFirst = [...READABLE_ENVELOPE_VERSIONS].reverse()
-  if (census.liveWorkers.length === 0) return census.legacyFleetRegistered ? 'v1' : newestFirst[0]!
-  const readers = census.liveWorkers.map(versionsReadBy)
-  return newestFirst.find((version) => readers.every((reads) => reads.includes(version))) ?? 'v1'
+  const legacy = census.legacyFleetRegistered
+  const readers = census.liveWorkers.filter((name) => legacy || name.includes(ANNOUNCEMENT)).map(versionsReadBy)
+  if (readers.length === 0) return legacy ? 'v1' : newestFirst[0]!
+  const common = newestFirst.find((version) => readers.every((reads) => reads.includes(version)))
+  if (legacy) return common ?? 'v1'
+  return common !== undefined && rank(common) >= rank(FLOOR) ? common : FLOOR
 }
 
 /** A web process's envelope version, decided in the background (never on a request's path). */

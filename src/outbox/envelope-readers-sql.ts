@@ -4,7 +4,10 @@ import type { Knex } from 'knex'
 export type ReaderCensus = Readonly<{
   /** The distinct `application_name`s of the worker sessions connected to this database. */
   liveWorkers: readonly string[]
-  /** Whether the previous release's fleet stand-in registration is still current. */
+  /**
+   * Whether this is the upgrade window from 0.1.0: its fleet's stand-in registration exists and the
+   * migration that wrote it ran within 30 minutes (20261202001401).
+   */
   legacyFleetRegistered: boolean
 }>
 
