@@ -215,8 +215,8 @@ export const envSchema = z.object({
   RETENTION_SWEEP_CRON: z.string().min(1).default('17 3 * * *'),
   RETENTION_PUBLISHED_DAYS: positiveInt(30),
   RETENTION_DEAD_LETTERED_DAYS: positiveInt(90),
-  /** Days an audit record is kept before the retention sweep deletes it. */
-  RETENTION_AUDIT_DAYS: positiveInt(400),
+  /** Days an audit record is kept before the retention sweep deletes it (at least 7: the database keeps a week whatever the worker asks). */
+  RETENTION_AUDIT_DAYS: z.coerce.number().int().min(7).default(400),
   /** `GET /docs` (the rendered API reference): on in development and test, off in staging and production unless `on`. */
   API_DOCS: z.enum(['on', 'off']).optional(),
   /** Development only: where the in-process SES emulator listens (0 = any free port). */

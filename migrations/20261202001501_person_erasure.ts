@@ -38,8 +38,16 @@ export async function up(knex: Knex): Promise<void> {
     BEGIN
       PERFORM FROM identity.identities WHERE id = p_identity FOR UPDATE;
       IF NOT FOUND THEN RETURN NULL; END IF;
+      -- An organization whose members would be left without an admin: another admin first.
+      IF EXISTS (SELECT FROM organization.memberships mine
+                  WHERE mine.identity_id = p_identity AND mine.role = 'admin'
+                    AND EXISTS (SELECT FROM organization.memberships o WHERE o.organization_id = mine.organization_id AND o.identity_id <> p_identity)
+                    AND NOT EXISTS (SELECT FROM organization.memberships o WHERE o.organization_id = mine.organization_id
+                                       AND o.identity_id <> p_identity AND o.role = 'admin')) THEN
+        RETURN jsonb_build_object('refusal', 'sole_admin');
+      END IF;
       SELECT coalesce(array_agg(value), '{}'), coalesce(array_agg(value) FILTER (WHERE kind = 'email'), '{}')
-        INTO vals, emails FROM identity.login_identifiers WHERE identity_id = p_identity;
+        INTO vals, emails FROM identity.login_identifiers WHERE identity_id = p_identity AND verified_at IS NOT NULL;
       SELECT coalesce(array_agg(id), '{}') INTO invitation_ids FROM organization.invitations WHERE lower(email) = ANY (emails);
       SELECT coalesce(array_agg(m.id), '{}') INTO message_ids FROM outbox.security_outbox_messages m
        WHERE m.challenge_id IN (SELECT ch.id FROM identity.challenges ch WHERE ch.identity_id = p_identity)
@@ -101,13 +109,18 @@ export async function up(knex: Knex): Promise<void> {
       staff uuid := platform.staff_identity_for_session(p_session_token_hash, p_now);
     BEGIN
       IF staff = p_identity THEN RETURN jsonb_build_object('refusal', 'own_identity'); END IF;
+      -- Staff are granted and revoked by the owner alone (npm run staff); so are they erased (npm run people).
+      IF EXISTS (SELECT FROM platform.staff_members WHERE identity_id = p_identity AND revoked_at IS NULL) THEN
+        RETURN jsonb_build_object('refusal', 'staff_member');
+      END IF;
       RETURN platform.erase_person_core(p_identity, p_destination_hmacs, p_bucket_keys, staff::text, p_now);
     END $$;
 
     CREATE FUNCTION platform.export_person_core(p_identity uuid, p_destination_hmacs bytea[]) RETURNS jsonb
       LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
       WITH person AS (SELECT * FROM identity.identities WHERE id = p_identity),
-           vals AS (SELECT kind, value FROM identity.login_identifiers WHERE identity_id = p_identity),
+           -- Only verified identifiers are the person's: an unconfirmed claim may name someone else's address.
+           vals AS (SELECT kind, value FROM identity.login_identifiers WHERE identity_id = p_identity AND verified_at IS NOT NULL),
            messages AS (SELECT m.* FROM outbox.security_outbox_messages m
                          WHERE m.challenge_id IN (SELECT ch.id FROM identity.challenges ch WHERE ch.identity_id = p_identity)
                             OR m.destination IN (SELECT value FROM vals) OR m.destination_hmac = ANY (p_destination_hmacs))

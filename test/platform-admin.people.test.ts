@@ -226,4 +226,51 @@ describe('staff: export and erasure of one person (GDPR Art. 15 and 17)', functi
         .where({ actor: revoked.identityId }),
     ).to.have.length(0)
   })
+
+  it("an unconfirmed claim on someone else's address pulls none of their messages into the claimant's export or erasure", async () => {
+    const staff = await staffMember()
+    const alice = await account(uniqueEmail('alice'))
+    const mallory = await account(uniqueEmail('mallory'))
+    // Mallory claims Alice's verified address as a sign-in method of her own and never confirms it.
+    expect((await f.stack.call('POST', '/sign-in-methods', { identifier: alice.email }, await elevated(mallory))).status).to.equal(202)
+    expect((await f.stack.call('POST', '/password-recoveries', { identifier: alice.email })).status).to.equal(202)
+    const alicesOwn = () =>
+      f.db.owner('outbox.security_outbox_messages').where({ destination: alice.email }).whereIn('purpose', ['sign_up', 'password_recovery'])
+    const before = (await alicesOwn()).length
+    expect(before, "Alice's sign-up and recovery messages").to.equal(2)
+
+    const exported = await f.stack.call('POST', EXPORTS, { identifier: mallory.email }, await elevated(staff))
+    expect(exported.status).to.equal(200)
+    const purposes = (exported.body!.messages as { purpose: string }[]).map((message) => message.purpose)
+    expect(purposes, "Mallory's export").to.not.include.members(['password_recovery'])
+    expect(
+      purposes.filter((purpose) => purpose === 'sign_up'),
+      "only Mallory's own sign-up",
+    ).to.have.length(1)
+
+    expect((await f.stack.call('POST', ERASURES, { identifier: mallory.email }, await elevated(staff))).status).to.equal(200)
+    expect((await alicesOwn()).length, "Alice's messages after Mallory's erasure").to.equal(before)
+    expect((await findPerson(f.db.owner, parseIdentifier(alice.email)!))?.identityId).to.equal(alice.identityId)
+  })
+
+  it('refuses to erase another staff member (the owner does, by npm run people) or the only admin of an organization with other members', async () => {
+    const staff = await staffMember()
+    const colleague = await staffMember()
+    expect((await f.stack.call('POST', ERASURES, { identifier: colleague.email }, await elevated(staff))).body?.code).to.equal(
+      'staff_member',
+    )
+    const admin = await account(uniqueEmail('admin'))
+    const member = await account(uniqueEmail('member'))
+    const organization = await f.stack.call('POST', '/organizations', { name: 'Kept Together' }, admin.auth)
+    expect(organization.status).to.equal(201)
+    await f.db
+      .owner('organization.memberships')
+      .insert({ organization_id: organization.body!.id, identity_id: member.identityId, role: 'member' })
+    expect((await f.stack.call('POST', ERASURES, { identifier: admin.email }, await elevated(staff))).body?.code).to.equal('sole_admin')
+    expect(await findPerson(f.db.owner, parseIdentifier(colleague.email)!)).to.not.equal(undefined)
+    expect(await findPerson(f.db.owner, parseIdentifier(admin.email)!)).to.not.equal(undefined)
+    // With a second admin, the first may go.
+    await f.db.owner('organization.memberships').where({ identity_id: member.identityId }).update({ role: 'admin' })
+    expect((await f.stack.call('POST', ERASURES, { identifier: admin.email }, await elevated(staff))).status).to.equal(200)
+  })
 })

@@ -3,6 +3,7 @@ import { ringKeys } from '../crypto/key-ring.ts'
 import { createKnex } from '../db/knex.ts'
 import { parseIdentifier } from '../identity/identifiers.ts'
 import { erasePersonAsOwner, exportPersonAsOwner } from '../platform/people.ts'
+import { ConflictError } from '../identity/errors.ts'
 import { ensureDevKeys } from '../runtime/dev-keys.ts'
 import { main } from './main.ts'
 import { ownerDatabaseUrl } from './owner-database.ts'
@@ -28,8 +29,15 @@ await main('cli', async (config) => {
   const db = createKnex(await ownerDatabaseUrl(config), { applicationName: 'sealpost-people-cli', max: 1 })
   try {
     const actor = `cli:${userInfo().username}`
-    const result =
-      action === 'export' ? await exportPersonAsOwner(db, deps, identifier, actor) : await erasePersonAsOwner(db, deps, identifier, actor)
+    const result = await (
+      action === 'export' ? exportPersonAsOwner(db, deps, identifier, actor) : erasePersonAsOwner(db, deps, identifier, actor)
+    ).catch((error: unknown) => {
+      if (!(error instanceof ConflictError)) throw error
+      console.error(`refused (${error.code}): ${error.message}`)
+      process.exitCode = 1
+      return null
+    })
+    if (result === null) return
     if (!result) {
       console.error('no identity has that identifier')
       process.exitCode = 1

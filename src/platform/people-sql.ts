@@ -9,22 +9,37 @@ type IdentifierKind = Identifier['kind']
  * tables they empty. The `*Core` calls need the owner (the CLI); the others a live staff session.
  */
 
-/** The identity behind an identifier (verified or not), with its identifiers and devices. */
+/**
+ * The identity behind an identifier, its verified owner first (an unconfirmed claim on the same
+ * address may belong to someone else), with its identifiers and devices.
+ */
 export async function findPerson(
   db: Knex,
   identifier: { kind: IdentifierKind; value: string },
-): Promise<{ identityId: string; identifiers: { id: string; kind: IdentifierKind; value: string }[]; deviceIds: string[] } | undefined> {
-  const found = await db('identity.login_identifiers').where(identifier).first<{ identity_id: string } | undefined>('identity_id')
+): Promise<
+  | { identityId: string; identifiers: { id: string; kind: IdentifierKind; value: string; verified: boolean }[]; deviceIds: string[] }
+  | undefined
+> {
+  const found = await db('identity.login_identifiers')
+    .where(identifier)
+    .orderByRaw('verified_at IS NULL, created_at')
+    .first<{ identity_id: string } | undefined>('identity_id')
   if (!found) return undefined
   const identifiers = await db('identity.login_identifiers')
     .where({ identity_id: found.identity_id })
-    .select<{ id: string; kind: IdentifierKind; value: string }[]>('id', 'kind', 'value')
+    .select<{ id: string; kind: IdentifierKind; value: string; verified: boolean }[]>(
+      'id',
+      'kind',
+      'value',
+      db.raw('verified_at IS NOT NULL AS verified'),
+    )
   const devices = await db('identity.trusted_devices').where({ identity_id: found.identity_id }).select<{ id: string }[]>('id')
   return { identityId: found.identity_id, identifiers, deviceIds: devices.map((device) => device.id) }
 }
 
 /** What `platform.erase_person*` return: the tombstone and the counts, or a refusal; null when the identity is gone. */
-export type ErasureRow = { tombstoneId: string; erased: Record<string, number> } | { refusal: 'own_identity' } | null
+export type ErasureRow =
+  { tombstoneId: string; erased: Record<string, number> } | { refusal: 'own_identity' | 'staff_member' | 'sole_admin' } | null
 
 export type ErasureInput = { identityId: string; destinationHmacs: Buffer[]; bucketKeys: Buffer[]; now: Date }
 

@@ -16,19 +16,32 @@ export type Erased = { tombstoneId: string; erased: Record<string, number> }
 
 const notFound = () => new NotFoundError('person_not_found', 'No identity has that identifier.')
 
+const REFUSALS = {
+  own_identity: 'Staff cannot erase their own identity; another staff member can.',
+  staff_member: 'A staff member is erased by the owner (npm run people -- erase), after npm run staff -- revoke.',
+  sole_admin: 'The person is the only admin of an organization that has other members: make another member admin first.',
+} as const
+
+const refusalError = (refusal: keyof typeof REFUSALS) => new ConflictError(refusal, REFUSALS[refusal])
+
 /** The person behind an identifier with the keyed hashes that name them (destinations under every key, rate-limit buckets). */
 async function locate(db: Knex, deps: PeopleDeps, identifier: Identifier) {
   const person = await findPerson(db, identifier)
   if (!person) return undefined
   const ring = deps.codeHashKeys ?? [deps.codeHashKey]
-  const destinationHmacs = person.identifiers.flatMap((known) => ring.map((key) => destinationHmac(key, channelFor(known), known.value)))
-  return { ...person, destinationHmacs, bucketKeys: personBucketKeys(deps, person) }
+  // Only verified identifiers name the person: an unconfirmed claim may be someone else's address,
+  // whose messages, suppressions and budgets are theirs.
+  const own = { ...person, identifiers: person.identifiers.filter((known) => known.verified) }
+  const destinationHmacs = own.identifiers.flatMap((known) => ring.map((key) => destinationHmac(key, channelFor(known), known.value)))
+  return { ...person, destinationHmacs, bucketKeys: personBucketKeys(deps, own) }
 }
 
 /**
  * Staff erasure (step-up, audited): one transaction checks the elevation, then
  * `platform.erase_person` erases everything of the person (docs/privacy.md). A staff member
- * cannot erase themselves (their own session would go with it): `own_identity`.
+ * cannot erase themselves (their own session would go with it): `own_identity`; nor another staff
+ * member, whom only the owner grants, revokes and erases: `staff_member`. Nobody erases the last
+ * admin of an organization with other members: `sole_admin`.
  */
 export async function erasePersonAsStaff(
   db: Knex,
@@ -42,7 +55,7 @@ export async function erasePersonAsStaff(
     if (!person) throw notFound()
     const erased = await erasePersonTx(trx, input.staff.tokenHash, erasureInput(person, now))
     if (erased === null) throw notFound()
-    if ('refusal' in erased) throw new ConflictError('own_identity', 'Staff cannot erase their own identity; another staff member can.')
+    if ('refusal' in erased) throw refusalError(erased.refusal)
     return erased
   })
 }
@@ -68,7 +81,8 @@ export async function erasePersonAsOwner(db: Knex, deps: PeopleDeps, identifier:
   const person = await locate(db, deps, identifier)
   if (!person) return undefined
   const erased = await erasePersonCore(db, actor, erasureInput(person, deps.clock()))
-  return erased && !('refusal' in erased) ? erased : undefined
+  if (erased && 'refusal' in erased) throw refusalError(erased.refusal)
+  return erased ?? undefined
 }
 
 /** `npm run people -- export <identifier>` (the owner): the export and its audit record, in one transaction. */

@@ -32,7 +32,7 @@ const api = {
     summary: 'Erase the person behind an identifier, in one transaction (audited under a random tombstone id)',
     body: PersonRequest,
     success: { status: 200, description: 'Erased', body: PersonErased },
-    problems: { 404: ['person_not_found'], 409: ['own_identity'], 422: ['invalid_identifier'] },
+    problems: { 404: ['person_not_found'], 409: ['own_identity', 'staff_member', 'sole_admin'], 422: ['invalid_identifier'] },
   }),
 }
 
