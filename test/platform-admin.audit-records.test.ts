@@ -106,7 +106,11 @@ describe('staff: the audit trail', () => {
   it('lets no worker login sweep the trail away: a clock far ahead or a keep of nothing deletes nothing under a week old', async () => {
     const recent = await record(new Date(Date.now() - 2 * DAY_MS), 'test.retention', 'actor-w', 'recent')
     const worker = createKnex(f.db.workerUrl, { applicationName: 'audit-retention-attack', max: 1 })
-    await worker.raw("SELECT * FROM platform.sweep('9999-01-01', 1000, '0')").finally(() => worker.destroy())
+    try {
+      await worker.raw("SELECT * FROM platform.sweep('9999-01-01', 1000, '0')")
+    } finally {
+      await worker.destroy()
+    }
     expect(await f.db.owner('platform.audit_records').where({ id: recent }).pluck('id')).to.deep.equal([recent])
   })
 })
