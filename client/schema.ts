@@ -6294,7 +6294,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `own_identity` */
+            /** @description Refused: `own_identity`, `staff_member`, `sole_admin` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6304,7 +6304,7 @@ export interface operations {
                         /** @constant */
                         status: 409;
                         /** @enum {string} */
-                        code: "own_identity";
+                        code: "own_identity" | "staff_member" | "sole_admin";
                     } & {
                         [key: string]: unknown;
                     });
