@@ -266,6 +266,17 @@ describe('a rolling upgrade from the previous release under traffic', function (
           90_000,
         )
       },
+      /** Waits while both versions serve until a code of one version's web was confirmed on the other's. */
+      async untilCrossConfirmed(kind: string) {
+        await eventually(
+          async () => {
+            if (failure) throw failure
+            return crossConfirmed.some((entry) => entry.startsWith(kind)) || undefined
+          },
+          `a ${kind} code confirmed on the other version's web`,
+          90_000,
+        )
+      },
       async close() {
         traffic = false
         abandoned = true
@@ -286,6 +297,9 @@ describe('a rolling upgrade from the previous release under traffic', function (
       await deploy.release('current')
       await deploy.start('current')
       await deploy.until(8, 'current')
+      // The overlap lasts until codes crossed both ways, however slow the machine.
+      await deploy.untilCrossConfirmed('sign-up previous')
+      await deploy.untilCrossConfirmed('sign-up current')
       await deploy.stop('previous', oldWorker)
       await deploy.until(4, 'current')
       await deploy.stopTraffic(traffic)
