@@ -135,29 +135,20 @@ export function createApp(deps: WebDeps): express.Express {
   )
   app.use(accountRoutes({ db: deps.db, challenges: deps.challenges, breachedPasswords, secureCookies: deps.secureCookies ?? true }))
   app.use(organizationRoutes({ db: deps.db, invitations: deps.invitations }))
-  app.use(
-    platformAdminRoutes({
-      db: deps.db,
-      reissue: {
-        boss: deps.challenges.boss,
-        outboxKey: deps.challenges.outboxKey,
-        codeHashKey: deps.challenges.codeHashKey,
-        clock: deps.challenges.clock,
-        logger: deps.logger,
-        envelopeVersion: deps.challenges.envelopeVersion,
-      },
-    }),
-  )
+  // One set of reissue dependencies for the single reissue and the redrive: both seal in the negotiated envelope version.
+  const reissue = {
+    boss: deps.challenges.boss,
+    outboxKey: deps.challenges.outboxKey,
+    codeHashKey: deps.challenges.codeHashKey,
+    clock: deps.challenges.clock,
+    logger: deps.logger,
+    envelopeVersion: deps.challenges.envelopeVersion,
+  }
+  app.use(platformAdminRoutes({ db: deps.db, reissue }))
   app.use(
     outboxControlRoutes({
       db: deps.db,
-      reissue: {
-        boss: deps.challenges.boss,
-        outboxKey: deps.challenges.outboxKey,
-        codeHashKey: deps.challenges.codeHashKey,
-        clock: deps.challenges.clock,
-        logger: deps.logger,
-      },
+      reissue,
       ...(deps.challenges.codeHashKeys ? { codeHashKeys: deps.challenges.codeHashKeys } : {}),
     }),
   )
