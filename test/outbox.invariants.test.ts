@@ -190,6 +190,8 @@ describe('security outbox invariants', () => {
       ['provider_states', 'channel', CHANNELS],
       ['provider_states', 'state', PROVIDER_STATES],
       ['delivery_channel_registrations', 'channels', CHANNELS],
+      ['security_outbox_attempts', 'channel', CHANNELS],
+      ['suppressed_destinations', 'channel', CHANNELS],
     ]
     for (const [table, column, names] of lists) {
       const { rows } = await db.owner.raw<{ rows: { def: string }[] }>(

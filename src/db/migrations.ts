@@ -39,6 +39,7 @@ import * as envelopeLegacyWindow from '../../migrations/20261202001401_envelope_
 import * as auditRecordReads from '../../migrations/20261202001500_audit_record_reads.ts'
 import * as personErasure from '../../migrations/20261202001501_person_erasure.ts'
 import * as consoleGaps from '../../migrations/20261202001700_console_gaps.ts'
+import * as phoneChannels from '../../migrations/20261202002000_phone_channels.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -83,6 +84,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261202001500_audit_record_reads': auditRecordReads,
   '20261202001501_person_erasure': personErasure,
   '20261202001700_console_gaps': consoleGaps,
+  '20261202002000_phone_channels': phoneChannels,
 }
 
 /**

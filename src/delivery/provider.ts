@@ -26,6 +26,17 @@ export interface Provider {
 }
 
 /**
+ * What a failure does beyond its class (docs/delivery.md "Phone channels"):
+ * - `channel_unreachable`: this channel cannot reach this recipient (a number without WhatsApp);
+ *   the message goes on at once to the deployment's next phone channel, never to a dead letter
+ *   while one is left (with none left it is the REJECTED it is classified as);
+ * - `provider_misconfigured`: the provider refused *us* (an expired token, a missing template):
+ *   no attempt is spent, the provider is held down fleet-wide at once and a MISCONFIGURATION line
+ *   is logged; the message waits, or fails over, like any held message.
+ */
+export type FailureEffect = 'channel_unreachable' | 'provider_misconfigured'
+
+/**
  * A classified provider failure. Its message is fixed text: connectors never copy a provider's
  * error text (it may echo the destination) into it.
  */
@@ -40,11 +51,20 @@ export class DeliveryFailureError extends SealpostError {
    * could hold the provider down for everyone.
    */
   readonly recipientOnly: boolean
-  constructor(failureClass: FailureClass, providerCode: string, retryAfterAt: Date | null = null, recipientOnly = false) {
+  /** What the failure does beyond its class (see `FailureEffect`); null for most failures. */
+  readonly effect: FailureEffect | null
+  constructor(
+    failureClass: FailureClass,
+    providerCode: string,
+    retryAfterAt: Date | null = null,
+    recipientOnly = false,
+    effect: FailureEffect | null = null,
+  ) {
     super(`delivery failed: ${failureClass}`)
     this.failureClass = failureClass
     this.providerCode = providerCode
     this.retryAfterAt = retryAfterAt
     this.recipientOnly = recipientOnly
+    this.effect = effect
   }
 }

@@ -17,11 +17,11 @@ export const PURPOSES = Object.freeze([
 export type Purpose = (typeof PURPOSES)[number]
 export type ChallengePurpose = Exclude<Purpose, 'invitation' | 'security_notice'>
 
-export const CHANNELS = Object.freeze(['email', 'whatsapp'] as const)
+export const CHANNELS = Object.freeze(['email', 'whatsapp', 'sms'] as const)
 export type Channel = (typeof CHANNELS)[number]
 
 /** What an attempt row and `outbox.provider_states` may name as the provider; mirrored by CHECKs. */
-export const PROVIDER_IDS = Object.freeze(['ses', 'smtp', 'wasender'] as const)
+export const PROVIDER_IDS = Object.freeze(['ses', 'smtp', 'wasender', 'twilio', 'whatsapp_cloud'] as const)
 export type ProviderId = (typeof PROVIDER_IDS)[number]
 
 /** A provider's state as the fleet holds it (`outbox.provider_states.state`); mirrored by a CHECK. */
