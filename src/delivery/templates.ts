@@ -103,7 +103,8 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR, options: 
         text: text(`${locale}/${purpose}.email.txt.hbs`),
         html: html(`${locale}/${purpose}.email.html.hbs`),
       })
-      compiled.set(`${locale}/${purpose}.whatsapp`, { text: text(`${locale}/${purpose}.whatsapp.txt.hbs`) })
+      for (const phone of ['whatsapp', 'sms'] as const)
+        compiled.set(`${locale}/${purpose}.${phone}`, { text: text(`${locale}/${purpose}.${phone}.txt.hbs`) })
     }
   }
 
