@@ -4,7 +4,7 @@
  */
 
 /** The channels a cap may name: `CHANNELS` of src/outbox/constants.ts, which this layer may not import (a test keeps them equal). */
-export const CAP_CHANNELS = ['email', 'whatsapp'] as const
+export const CAP_CHANNELS = ['email', 'whatsapp', 'sms'] as const
 type CapChannel = (typeof CAP_CHANNELS)[number]
 
 /**

@@ -1,6 +1,9 @@
 import { createHmac } from 'node:crypto'
 import type { Channel } from './constants.ts'
 
+/** The channels whose destinations are E.164 phone numbers: one number, whichever of them carries it. */
+export const PHONE_CHANNELS: ReadonlySet<Channel> = new Set<Channel>(['whatsapp', 'sms'])
+
 /**
  * The form under which one mailbox or phone is known whatever way it was written: an email
  * address lower-cased with any `+tag` dropped from its local part (and, for Gmail, which ignores
@@ -9,7 +12,7 @@ import type { Channel } from './constants.ts'
  * list does not (`exactDestination`); messages go to the address as written.
  */
 export function canonicalDestination(channel: Channel, destination: string): string {
-  if (channel === 'whatsapp') return destination.trim()
+  if (PHONE_CHANNELS.has(channel)) return destination.trim()
   const lower = destination.trim().toLowerCase()
   const at = lower.lastIndexOf('@')
   if (at <= 0) return lower
@@ -33,7 +36,7 @@ const GMAIL_DOMAINS = new Set(['gmail.com', 'googlemail.com'])
  * only itself.
  */
 export function exactDestination(channel: Channel, destination: string): string {
-  return channel === 'whatsapp' ? destination.trim() : destination.trim().toLowerCase()
+  return PHONE_CHANNELS.has(channel) ? destination.trim() : destination.trim().toLowerCase()
 }
 
 /**
@@ -45,7 +48,10 @@ export function exactDestination(channel: Channel, destination: string): string 
  * (migrations/20261202000300_exact_suppression.ts).
  */
 export function destinationHmac(key: Buffer, channel: Channel, destination: string): Buffer {
+  // A phone number is one destination on every phone channel, under the label the list has always
+  // used for it: a number proven unable to receive is suppressed for all of them.
+  const label = PHONE_CHANNELS.has(channel) ? 'whatsapp' : channel
   return createHmac('sha256', key)
-    .update(`suppression:${channel}:${exactDestination(channel, destination)}`)
+    .update(`suppression:${label}:${exactDestination(channel, destination)}`)
     .digest()
 }

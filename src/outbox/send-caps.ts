@@ -1,5 +1,6 @@
 import { callingCode } from '../../config/send-caps.ts'
 import type { Channel } from './constants.ts'
+import { PHONE_CHANNELS } from './destination.ts'
 
 /**
  * The fleet-wide ceiling on what we send ("a global guard on sending"; docs/delivery.md
@@ -17,9 +18,6 @@ export type SendCaps = {
 }
 
 export const NO_SEND_CAPS: SendCaps = Object.freeze({ perChannel: Object.freeze({}), perCountry: Object.freeze({}) })
-
-/** The channels whose destinations are E.164 phone numbers. */
-export const PHONE_CHANNELS: ReadonlySet<Channel> = new Set<Channel>(['whatsapp'])
 
 /** The clock hour `now` falls in: caps count per fixed hour (one counter row each, see send-windows-sql.ts). */
 export function sendWindow(now: Date): { start: Date; end: Date } {
