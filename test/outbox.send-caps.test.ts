@@ -38,7 +38,7 @@ describe('send caps, as pure functions', () => {
     expect(parseChannelCaps('email:20000, whatsapp:2000')).to.deep.equal({ email: 20000, whatsapp: 2000 })
     expect(parseChannelCaps('')).to.deep.equal({})
     expect(parseCountryCaps('44:500,1:1000,*:200')).to.deep.equal({ '44': 500, '1': 1000, '*': 200 })
-    expect(() => parseChannelCaps('sms:5')).to.throw(/email:20000/)
+    expect(() => parseChannelCaps('fax:5')).to.throw(/email:20000/)
     expect(() => parseChannelCaps('email:5,email:6')).to.throw()
     expect(() => parseCountryCaps('4:5')).to.throw(/calling codes/)
     expect(() => parseCountryCaps('44:-1')).to.throw()
