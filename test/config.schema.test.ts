@@ -238,7 +238,7 @@ describe('configuration', () => {
     )
     expect(capped.SEND_CAP_PER_HOUR).to.deep.equal({ email: 20000, whatsapp: 2000 })
     expect(capped.PHONE_CAP_PER_COUNTRY_PER_HOUR).to.deep.equal({ '44': 500, '*': 200 })
-    expect(refusal({ SEND_CAP_PER_HOUR: 'sms:10' }, 'all-in-one').variables).to.deep.equal(['SEND_CAP_PER_HOUR'])
+    expect(refusal({ SEND_CAP_PER_HOUR: 'fax:10' }, 'all-in-one').variables).to.deep.equal(['SEND_CAP_PER_HOUR'])
     expect(refusal({ PHONE_CAP_PER_COUNTRY_PER_HOUR: '4:10' }, 'all-in-one').variables).to.deep.equal(['PHONE_CAP_PER_COUNTRY_PER_HOUR'])
   })
 
