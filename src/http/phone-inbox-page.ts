@@ -44,7 +44,7 @@ function page(messages: readonly PhoneInboxMessage[]): string {
     <p>What the local fakes of Twilio and the WhatsApp Cloud API accepted in this run, newest first (in memory; reload to see new ones). JSON: <a href="${PHONE_INBOX_PATH}.json">${PHONE_INBOX_PATH}.json</a>.</p>
     ${
       messages.length === 0
-        ? '<p>No phone message yet: sign up with a phone number (npm run dev:identity -- +15555550123).</p>'
+        ? '<p>No phone message yet: ask for a code for a phone number while a local phone fake is configured.</p>'
         : `<table>
       <thead><tr><th>Time (UTC)</th><th>Provider</th><th>Number</th><th>Text</th></tr></thead>
       <tbody>
