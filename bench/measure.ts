@@ -4,7 +4,7 @@ import { Pool } from 'undici'
 import { requestPasswordRecovery } from '../src/identity/password-recovery.ts'
 import { parseIdentifier } from '../src/identity/identifiers.ts'
 import { createLogger } from '../src/logging/logger.ts'
-import { spawnProcess, type BenchProcess, type BenchStack } from './stack.ts'
+import { spawnProcess, type BenchProcess, type BenchStack, type PhoneFake } from './stack.ts'
 
 /** The p-th percentile (0–100) of a list, nearest rank. */
 export function percentile(values: readonly number[], p: number): number {
@@ -201,29 +201,40 @@ export async function directEnqueue(stack: BenchStack, seconds: number): Promise
  */
 export async function delivery(
   stack: BenchStack,
-  options: { count: number; workers: number; concurrency: number; providerDelayMs: number; warmup?: number },
+  options: {
+    count: number
+    workers: number
+    concurrency: number
+    providerDelayMs: number
+    warmup?: number
+    /** The provider and channel the messages go through (default: the fake Wasender on whatsapp). */
+    phone?: PhoneFake
+    env?: Record<string, string>
+  },
 ) {
+  const phone = options.phone ?? { channel: 'whatsapp' as const, label: 'fake Wasender', fake: stack.wasender }
+  const provider = phone.fake
   // The warm-up: `warmup` messages queued ahead of the measured ones (pg-boss fetches the oldest
   // first) and delivered by the same workers, not counted, so the rows read workers past V8's
   // start-up (the code interpreted and compiling: ~2.5 times the CPU per message of a warm worker
   // over its first few thousand), as a long-running worker is in production, and a pipeline
   // already running when the measured messages come up.
   const warmup = options.warmup ?? 0
-  if (warmup > 0) await stack.enqueue(await stack.seedChallenges(warmup))
+  if (warmup > 0) await stack.enqueue(await stack.seedChallenges(warmup), phone.channel)
   const measured = await stack.seedChallenges(options.count)
-  const ids = await stack.enqueue(measured)
+  const ids = await stack.enqueue(measured, phone.channel)
   const measuredDestinations = new Set(measured.map((challenge) => challenge.destination))
   // Seeding left dead tuples and fresh rows behind; settle them so every run starts alike.
   await stack.owner.raw('VACUUM ANALYZE outbox.security_outbox_messages, outbox.security_outbox_ciphertexts')
   await stack.owner.raw('ANALYZE pgboss.job')
-  stack.wasender.behave(() => ({ kind: 'accept', delayMs: options.providerDelayMs }))
-  const env = stack.environment({ WORKER_CONCURRENCY: String(options.concurrency) })
-  const start = stack.wasender.requests.length
+  provider.behave(() => ({ kind: 'accept', delayMs: options.providerDelayMs }))
+  const env = stack.environment({ WORKER_CONCURRENCY: String(options.concurrency), ...options.env })
+  const start = provider.requests.length
   const processes: BenchProcess[] = await Promise.all(Array.from({ length: options.workers }, () => spawnProcess('worker', env)))
   // CPU is counted from the last warm-up send on (checked every 5 ms: an array's length, free).
   const warm = async () => {
     const deadline = Date.now() + 300_000
-    while (stack.wasender.requests.length - start < warmup) {
+    while (provider.requests.length - start < warmup) {
       if (Date.now() > deadline) throw new Error('timed out waiting for the warm-up')
       await sleep(5)
     }
@@ -241,7 +252,7 @@ export async function delivery(
     const benchCpuAtStart = process.cpuUsage()
     // Watch the provider's count (free), then confirm in the database once: polling the database
     // every 100 ms would itself take a share of the two cores being measured.
-    await waitFor(async () => stack.wasender.requests.length - before >= options.count, 300_000, 'the provider to see every message')
+    await waitFor(async () => provider.requests.length - before >= options.count, 300_000, 'the provider to see every message')
     await waitFor(
       async () => {
         const { rows } = await stack.owner.raw(
@@ -264,7 +275,7 @@ export async function delivery(
   }
   // BENCH_PIPELINE_STATS=1: each worker's own counters (send slots, fetch, claim, commit, event-loop lag).
   if (process.env.BENCH_PIPELINE_STATS === '1') {
-    const calls = stack.wasender.requests.slice(before).filter((call) => call.finishedAt !== undefined)
+    const calls = provider.requests.slice(before).filter((call) => call.finishedAt !== undefined)
     const openMs = calls.reduce((sum, call) => sum + (call.finishedAt! - call.at), 0) / Math.max(1, calls.length)
     // eslint-disable-next-line no-console -- asked for by BENCH_PIPELINE_STATS, for a person at a terminal
     console.log(`    provider: ${calls.length} calls, mean ${openMs.toFixed(1)} ms from arrival to answer`)
@@ -278,8 +289,7 @@ export async function delivery(
   // ahead of it (prefetch), so its lease is taken that long before the worker starts sending it:
   // 100 ms at the 100 ms provider, a fixed ~2.5 % of that row's 4 s that a perfect worker loses too.
   let firstCallAt = Infinity
-  for (const call of stack.wasender.requests.slice(start))
-    if (measuredDestinations.has(call.to)) firstCallAt = Math.min(firstCallAt, call.at)
+  for (const call of provider.requests.slice(start)) if (measuredDestinations.has(call.to)) firstCallAt = Math.min(firstCallAt, call.at)
   const { rows } = await stack.owner.raw(
     `SELECT extract(epoch FROM max(published_at)) * 1000 AS last_published_ms FROM outbox.security_outbox_messages WHERE id = ANY(?)`,
     [ids],
@@ -291,6 +301,8 @@ export async function delivery(
     workerCpuUs: (1e6 * workerCpu) / options.count,
     postgresCpuUs: (1e6 * postgresCpu) / options.count,
     benchCpuUs: (1e6 * benchCpu) / options.count,
+    /** The texts the provider received for the measured messages. */
+    texts: provider.requests.slice(start).flatMap((call) => (measuredDestinations.has(call.to) ? [call.text] : [])),
   }
 }
 

@@ -9,7 +9,7 @@ import { fromKnex, type PgBoss } from 'pg-boss'
 import { uuidv7 } from 'uuidv7'
 import { envelopeContext, seal } from '../src/crypto/envelope.ts'
 import { singleKeyRing } from '../src/crypto/key-ring.ts'
-import { QUEUES } from '../src/outbox/constants.ts'
+import { QUEUES, type Channel } from '../src/outbox/constants.ts'
 import { createBoss } from '../src/db/boss.ts'
 import { startEmbeddedPostgres } from '../src/db/embedded.ts'
 import { createKnex } from '../src/db/knex.ts'
@@ -78,6 +78,14 @@ export async function startBenchStack() {
     ...extra,
   })
 
+  /**
+   * The phone provider the SMS row sends through. Until the local fake Twilio lands (issue part
+   * "twilio"), a stand-in: the fake Wasender on channel whatsapp, at the same 100 ms. MERGE: the
+   * fake Twilio here (channel 'sms', provider 'twilio', its TWILIO_* in `environment` and
+   * registerDeliveryChannels above), and the row's name and segment check follow by themselves.
+   */
+  const sms: PhoneFake = { channel: 'whatsapp', label: 'stand-in: the fake Wasender on whatsapp', fake: wasender }
+
   let runNumber = 0
   return {
     owner,
@@ -86,6 +94,7 @@ export async function startBenchStack() {
     ownerBoss,
     keys,
     wasender,
+    sms,
     ownerUrl: embedded.ownerUrl,
     environment,
     /** CPU seconds PostgreSQL has used so far: the postmaster, its reaped children and its live ones. */
@@ -130,7 +139,7 @@ export async function startBenchStack() {
      * exactly as `enqueueSecurityMessageTx` seals it, pg-boss job), a thousand per transaction in
      * multi-row statements. The per-request enqueue is measured on its own (HTTP and direct rows).
      */
-    async enqueue(challenges: { challengeId: string; destination: string }[]): Promise<string[]> {
+    async enqueue(challenges: { challengeId: string; destination: string }[], channel: Channel = 'whatsapp'): Promise<string[]> {
       const ids: string[] = []
       for (let start = 0; start < challenges.length; start += 1000) {
         const rows = challenges.slice(start, start + 1000).map((challenge) => ({ ...challenge, id: uuidv7(), jobId: randomUUID() }))
@@ -142,7 +151,7 @@ export async function startBenchStack() {
               job_id: row.jobId,
               purpose: 'password_recovery',
               challenge_id: row.challengeId,
-              channel: 'whatsapp',
+              channel,
               destination: row.destination,
               locale: 'en',
               expires_at: expiresAt,
@@ -154,7 +163,7 @@ export async function startBenchStack() {
               envelope: seal(
                 keys.outboxKey,
                 Buffer.from(String(100_000 + (row.id.charCodeAt(35) % 9) * 11_111)),
-                envelopeContext(row.id, 'password_recovery', 'whatsapp', row.destination),
+                envelopeContext(row.id, 'password_recovery', channel, row.destination),
               ),
             })),
           )
@@ -223,6 +232,16 @@ async function seedChallenges(owner: Knex, run: number, count: number): Promise<
 }
 
 export type BenchStack = Awaited<ReturnType<typeof startBenchStack>>
+
+/** A local phone provider the bench drives: what it was sent, and how it answers. */
+export type PhoneFake = {
+  channel: Channel
+  label: string
+  fake: {
+    requests: { to: string; text: string; at: number; finishedAt?: number }[]
+    behave(next: () => { kind: 'accept'; delayMs?: number }): void
+  }
+}
 
 /** Linux's USER_HZ: /proc times are in these ticks. */
 const CLOCK_TICKS = 100

@@ -256,6 +256,19 @@ export const envSchema = z.object({
     .optional(),
   /** Shown as plain text in every message ("contact support"); unset = the sentence is left out. */
   SUPPORT_URL: z.url({ protocol: /^https?$/ }).optional(),
+  /**
+   * The host an SMS code's last line names (`@host #123456`, the origin-bound one-time code format)
+   * so browsers and phones offer the code only on that site: the host of the page where people type
+   * codes, lower case, no scheme, port or path; unset = no such line.
+   */
+  OTP_ORIGIN_DOMAIN: z
+    .string()
+    .max(253)
+    .regex(
+      /^(?=.*[a-z-])(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/,
+      'must be a lower-case host name such as app.example.com (no scheme, port or path)',
+    )
+    .optional(),
   /** Pwned Passwords range API (https://api.pwnedpasswords.com) new passwords are checked against; unset = no check. */
   BREACHED_PASSWORD_API_URL: z.url({ protocol: /^https?$/ }).optional(),
   /** Bound on one breached-password lookup; past it the password is accepted unchecked (fail-open). */

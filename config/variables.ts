@@ -302,6 +302,12 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     shownDefault: '–',
     meaning: 'shown as plain text at the foot of messages and in security notices; unset = left out',
   },
+  OTP_ORIGIN_DOMAIN: {
+    usedBy: 'worker',
+    shownDefault: '– (no line)',
+    meaning:
+      'the host named by the last line of SMS codes, `@host #123456` (origin-bound one-time codes: browsers and phones autofill the code only on that site); the host of the page where people enter codes; one segment holds it up to 40 characters (docs/deliverability.md)',
+  },
   BREACHED_PASSWORD_API_URL: {
     usedBy: 'web',
     shownDefault: '–',

@@ -5,6 +5,8 @@ import type { AddressInfo } from 'node:net'
 import knex from 'knex'
 import { apiDocsEnabled, ConfigError, loadConfig } from '../config/schema.ts'
 import { createApp, type WebDeps } from '../src/http/app.ts'
+import { fromThisMachine } from '../src/http/phone-inbox-page.ts'
+import { createPhoneInbox } from '../src/runtime/phone-inbox.ts'
 import { capturingLogger } from './support/helpers.ts'
 
 /** The app on a free port, wired to a database it never reaches (the pages touch none). */
@@ -136,5 +138,71 @@ describe('pages: the API reference and the operator console', () => {
     } finally {
       await deployed.close()
     }
+  })
+
+  it('lists the phone inbox newest first, every value escaped, under the strict CSP, and as JSON; 404 in an app without development pages', async () => {
+    const phoneInbox = createPhoneInbox()
+    const at = new Date('2026-12-01T09:00:00Z')
+    phoneInbox.record({ provider: 'twilio', to: '+15555550123', text: 'Sealpost sign-up code: 482913', providerMessageId: 'SM1', at })
+    phoneInbox.record({
+      provider: 'whatsapp_cloud',
+      to: '+4915123456789',
+      text: '<script>alert(1)</script> & "Sons" \'x\'',
+      providerMessageId: 'wamid.2',
+      at: new Date(at.getTime() + 60_000),
+    })
+    const dev = await serve(false, { developmentPages: { inboxUrl: null, phoneInbox } })
+    try {
+      const index = await (await fetch(`${dev.url}/`)).text()
+      expect(index).to.include('href="/dev/phone-inbox"')
+      const page = await fetch(`${dev.url}/dev/phone-inbox`)
+      expect(page.status).to.equal(200)
+      expect(page.headers.get('content-type')).to.match(/text\/html/)
+      expect(page.headers.get('cache-control')).to.equal('no-store')
+      expect(page.headers.get('content-security-policy')).to.include("default-src 'none'").and.include("script-src 'self'")
+      const html = await page.text()
+      expect(html).to.not.include('<script>').and.not.include('"Sons"')
+      expect(html).to.include('&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;Sons&quot; &#39;x&#39;')
+      expect(html.indexOf('+4915123456789'), 'newest first').to.be.below(html.indexOf('+15555550123'))
+      expect(html).to.include('twilio').and.include('whatsapp_cloud').and.include('2026-12-01 09:00:00')
+      const json = await fetch(`${dev.url}/dev/phone-inbox.json`)
+      expect(json.headers.get('content-type')).to.match(/application\/json/)
+      expect(await json.json()).to.deep.equal({
+        messages: [
+          {
+            provider: 'whatsapp_cloud',
+            to: '+4915123456789',
+            text: '<script>alert(1)</script> & "Sons" \'x\'',
+            at: '2026-12-01T09:01:00.000Z',
+          },
+          { provider: 'twilio', to: '+15555550123', text: 'Sealpost sign-up code: 482913', at: '2026-12-01T09:00:00.000Z' },
+        ],
+      })
+    } finally {
+      await dev.close()
+    }
+    const deployed = await serve(false)
+    try {
+      for (const path of ['/dev/phone-inbox', '/dev/phone-inbox.json']) {
+        const answer = await fetch(`${deployed.url}${path}`)
+        expect(answer.status, path).to.equal(404)
+        expect(await answer.json()).to.include({ code: 'not_found' })
+      }
+    } finally {
+      await deployed.close()
+    }
+  })
+
+  it('shows the phone inbox, which holds codes in the clear, to this machine only, whatever a forwarded header says', () => {
+    const from = (remoteAddress: string) => fromThisMachine({ socket: { remoteAddress } } as never)
+    expect(['127.0.0.1', '127.8.0.1', '::1', '::ffff:127.0.0.1'].map(from)).to.deep.equal([true, true, true, true])
+    expect(['192.168.1.20', '10.0.0.7', '::ffff:10.0.0.7', 'fe80::1', '127.evil.example', ''].map(from)).to.deep.equal([
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+    ])
   })
 })

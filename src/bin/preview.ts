@@ -9,5 +9,6 @@ const written = await writePreviews(dir, {
   productName: config.PRODUCT_NAME,
   supportUrl: config.SUPPORT_URL ?? 'https://support.sealpost.test/help',
   defaultLocale: config.DEFAULT_LOCALE,
+  otpOriginDomain: config.OTP_ORIGIN_DOMAIN,
 })
 console.log(`${written.length} renderings written to ${dir} (open ${path.join(dir, 'index.html')})`)

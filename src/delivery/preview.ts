@@ -20,7 +20,7 @@ export async function writePreviews(
   for (const locale of LOCALES) {
     await mkdir(path.join(dir, locale), { recursive: true })
     for (const purpose of TEMPLATE_PURPOSES) {
-      for (const channel of ['email', 'whatsapp'] as Channel[]) {
+      for (const channel of ['email', 'whatsapp', 'sms'] as Channel[]) {
         const rendered = templates.render(purpose, channel, locale, sampleValues(purpose))
         const base = path.join(locale, `${purpose}.${channel}`)
         await writeFile(

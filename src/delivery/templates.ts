@@ -23,8 +23,11 @@ export const TEMPLATE_PURPOSES = Object.freeze([
 // eslint-disable-next-line @typescript-eslint/no-duplicate-type-constituents
 export type TemplatePurpose = Purpose | (typeof TEMPLATE_PURPOSES)[number]
 
-/** Deployment-wide text: PRODUCT_NAME, SUPPORT_URL (shown as plain text), DEFAULT_LOCALE. */
-export type Branding = { productName: string; supportUrl?: string; defaultLocale: Locale }
+/**
+ * Deployment-wide text: PRODUCT_NAME, SUPPORT_URL (shown as plain text), DEFAULT_LOCALE, and
+ * OTP_ORIGIN_DOMAIN (the host an SMS code's origin-bound last line names; unset = no such line).
+ */
+export type Branding = { productName: string; supportUrl?: string; defaultLocale: Locale; otpOriginDomain?: string }
 
 /** What one message needs rendered; which fields a purpose uses is up to its templates. */
 export type MessageValues = {
@@ -108,6 +111,15 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR, options: 
     }
   }
 
+  // An SMS pays per segment: no trailing blank. A code's SMS ends with the origin-bound line
+  // (WICG "Origin-bound one-time codes delivered via SMS": the LAST line, `@host #code`), so a
+  // browser or phone offers the code only on that site; WhatsApp has its copy-code button instead.
+  const originLine = branding.otpOriginDomain ? `@${branding.otpOriginDomain} #` : undefined
+  function smsText(text: string, purpose: TemplatePurpose, code: string): string {
+    const body = text.trimEnd()
+    return originLine && CODE_PURPOSES.has(purpose) ? `${body}\n\n${originLine}${code}` : body
+  }
+
   const renderDirect = (purpose: TemplatePurpose, channel: Channel, locale: Locale, values: MessageValues): Rendered => {
     const templates = compiled.get(`${locale}/${purpose}.${channel}`)
     if (!templates) throw new Error(`no template for ${purpose} on ${channel}`)
@@ -124,14 +136,18 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR, options: 
       at: values.notice
         ? new Intl.DateTimeFormat(locale, { dateStyle: 'long', timeStyle: 'short', timeZone: 'UTC' }).format(values.notice.at)
         : '',
+      // SMS: a fixed, short form in GSM-7 (Intl's may put a narrow no-break space before "AM",
+      // which alone would turn the whole SMS into UCS-2 and halve what one segment holds).
+      atUtc: values.notice ? values.notice.at.toISOString().slice(0, 16).replace('T', ' ') : '',
       minutes: expiryMinutes(remainingMs),
       days: expiryDays(remainingMs),
     }
     const safe = Object.fromEntries(Object.entries(raw).map(([key, value]) => [key, typeof value === 'string' ? plainText(value) : value]))
     const subject = translate(locale, `subject.${purpose}`, safe)
+    const text = templates.text({ ...safe, subject })
     return {
       subject,
-      text: templates.text({ ...safe, subject }),
+      text: channel === 'sms' ? smsText(text, purpose, safe.code as string) : text,
       // Handlebars escapes every value here (& < > " ' ` =) on top.
       ...(templates.html ? { html: templates.html({ ...safe, subject }) } : {}),
     }

@@ -18,7 +18,7 @@ import type { InvitationDeps } from '../organization/invitations.ts'
 import { API_REGISTRIES, openApiDocument } from './openapi.ts'
 import { documentedMethodsOnly } from './method-guard.ts'
 import { route } from './openapi/registry.ts'
-import { apiDocsPage, developmentPages, operatorConsole } from './pages.ts'
+import { apiDocsPage, developmentPages, operatorConsole, type DevelopmentPages } from './pages.ts'
 import { serviceOperations } from './routes/service.ts'
 import type { WebhookDeps } from '../delivery/webhooks.ts'
 import { webhookRoutes } from './routes/webhooks.ts'
@@ -38,7 +38,7 @@ export type WebDeps = {
   trustProxy?: boolean | number | string[]
   apiDocs?: boolean
   /** `npm start` only: the index at `/` and the explanation at `/join` (unset: both 404). */
-  developmentPages?: { inboxUrl: string | null }
+  developmentPages?: Omit<DevelopmentPages, 'apiDocs'>
   /** Provider webhooks; each refuses everything while unconfigured. */
   webhooks?: Pick<WebhookDeps, 'ses' | 'wasender'>
   /** The locale of messages whose request's Accept-Language names none we ship. */

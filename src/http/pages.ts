@@ -3,6 +3,7 @@ import { dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import express, { Router } from 'express'
 import helmet from 'helmet'
+import { PHONE_INBOX_PATH, phoneInboxPage, type PhoneInboxSource } from './phone-inbox-page.ts'
 
 const PUBLIC = fileURLToPath(new URL('../../public/', import.meta.url))
 
@@ -52,16 +53,22 @@ export function apiDocsPage(): Router {
   return router
 }
 
-export type DevelopmentPages = { inboxUrl: string | null; apiDocs: boolean }
+export type DevelopmentPages = {
+  inboxUrl: string | null
+  apiDocs: boolean
+  /** What the local phone fakes accepted: the phone inbox page beside the SES emulator's. */
+  phoneInbox?: PhoneInboxSource
+}
 
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char]!)
 
-function developmentIndex({ inboxUrl, apiDocs }: DevelopmentPages): string {
+function developmentIndex({ inboxUrl, apiDocs, phoneInbox }: DevelopmentPages): string {
   const links = [
     apiDocs ? ['/docs/', 'API reference (Swagger UI)'] : undefined,
     ['/platform-admin/', 'Operator console (staff: npm run staff -- grant <identifier>)'],
     inboxUrl ? [inboxUrl, 'Local inbox of the SES emulator (every email this run sends)'] : undefined,
+    phoneInbox ? [PHONE_INBOX_PATH, 'Phone inbox (every SMS and WhatsApp message the local fakes accepted)'] : undefined,
     ['/openapi.json', 'The OpenAPI document'],
   ].filter((link) => link !== undefined)
   const items = links.map(([href, text]) => `<li><a href="${escapeHtml(href!)}">${escapeHtml(text!)}</a></li>`).join('\n      ')
@@ -99,5 +106,6 @@ export function developmentPages(pages: DevelopmentPages): Router {
   router.get('/join', pageHeaders(STRICT_DIRECTIVES), (_req, res) => {
     res.sendFile(`${PUBLIC}dev/join.html`)
   })
+  if (pages.phoneInbox) router.use(phoneInboxPage(pages.phoneInbox, pageHeaders(STRICT_DIRECTIVES)))
   return router
 }

@@ -10,10 +10,18 @@ import { ensureDevKeys, keysFromRings, type Keys } from './dev-keys.ts'
 import { providersFromConfig } from './providers.ts'
 import { startSesEmulator } from './ses-emulator.ts'
 import { DEV_TOPIC_ARN, devSnsSigner } from './dev-sns-signer.ts'
+import { createPhoneInbox, type PhoneInbox } from './phone-inbox.ts'
 import { startWeb } from './web.ts'
 import { startWorker } from './worker.ts'
 
-export type DevStack = { apiUrl: string; apiBound: string; inboxUrl: string | null; stop: () => Promise<void> }
+export type DevStack = {
+  apiUrl: string
+  apiBound: string
+  inboxUrl: string | null
+  /** What the local phone fakes accepted this run, shown at /dev/phone-inbox. */
+  phoneInbox: PhoneInbox
+  stop: () => Promise<void>
+}
 
 /**
  * The SES event settings of `npm start`: the configured ones, else a local topic and a certificate
@@ -68,13 +76,15 @@ export async function startDevStack(config: Config, logger: Logger): Promise<Dev
       stops.push(emulator.stop)
       inboxUrl = emulator.url
     }
+    // The local phone fakes record into it; the web shows it (development only, this machine only).
+    const phoneInbox = createPhoneInbox()
     const providers = providersFromConfig(config, logger, inboxUrl ?? undefined)
     stops.push(async () => providers.forEach((provider) => provider.close()))
     const worker = await startWorker({ config, workerUrl, keys, providers, logger })
     stops.push(worker.stop)
     // Development: SES events from `npm run dev:ses-event`, signed with a local key (docs/delivery.md "Delivery feedback").
     const events = await devSesEvents(config, logger)
-    const web = await startWeb({ config: { ...config, ...events }, apiUrl, keys, logger, developmentPages: { inboxUrl } })
+    const web = await startWeb({ config: { ...config, ...events }, apiUrl, keys, logger, developmentPages: { inboxUrl, phoneInbox } })
     stops.push(web.stop)
     if (!config.DATABASE_URL)
       await writeFile(
@@ -82,7 +92,7 @@ export async function startDevStack(config: Config, logger: Logger): Promise<Dev
         JSON.stringify({ databaseUrl: ownerUrl, apiUrl: web.url, sesEventsTopicArn: events.SES_EVENTS_TOPIC_ARN }),
         { mode: 0o600 },
       )
-    return { apiUrl: web.url, apiBound: web.bound, inboxUrl, stop: stopAll }
+    return { apiUrl: web.url, apiBound: web.bound, inboxUrl, phoneInbox, stop: stopAll }
   } catch (error) {
     await stopAll()
     throw error

@@ -8,6 +8,7 @@ import { loadEnvelopeNegotiation, type EnvelopeNegotiation } from '../outbox/env
 import { waitForDatabase } from '../db/unavailable.ts'
 import { databaseRoles } from '../db/roles.ts'
 import { createApp } from '../http/app.ts'
+import type { DevelopmentPages } from '../http/pages.ts'
 import { answerClientError } from '../http/client-error.ts'
 import { rememberPeerAddress } from '../http/client-limit.ts'
 import { metricsAccess } from '../metrics/access.ts'
@@ -43,7 +44,7 @@ export async function startWeb(options: {
   clock?: () => Date
   host?: string
   /** `npm start` only: the development index at `/` (naming the emulator's inbox) and `/join`. */
-  developmentPages?: { inboxUrl: string | null }
+  developmentPages?: Omit<DevelopmentPages, 'apiDocs'>
   /** Tests: how a confirmed SNS subscription's SubscribeURL is visited (default: an HTTPS GET). */
   confirmSubscription?: (url: string) => Promise<void>
 }): Promise<RunningWeb> {

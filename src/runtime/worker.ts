@@ -52,6 +52,7 @@ type WorkerConfig = Pick<
       | 'PRODUCT_NAME'
       | 'SUPPORT_URL'
       | 'DEFAULT_LOCALE'
+      | 'OTP_ORIGIN_DOMAIN'
       | 'SEND_CAP_PER_HOUR'
       | 'PHONE_CAP_PER_COUNTRY_PER_HOUR'
     >
@@ -132,6 +133,7 @@ export async function startWorker(options: {
     productName: config.PRODUCT_NAME ?? 'Sealpost',
     supportUrl: config.SUPPORT_URL,
     defaultLocale: config.DEFAULT_LOCALE ?? 'en',
+    otpOriginDomain: config.OTP_ORIGIN_DOMAIN,
   })
   const db = createKnex(options.workerUrl, {
     applicationName: readerApplicationName('sealpost-worker'),
