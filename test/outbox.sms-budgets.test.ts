@@ -1,7 +1,8 @@
 import { expect } from 'chai'
 import { deliverBatch } from './support/run-once.ts'
 import { createWorkerMetrics } from '../src/metrics/worker-metrics.ts'
-import { QUEUES, type DeliveryJobData } from '../src/outbox/constants.ts'
+import { phoneRefusal } from '../src/identity/identifiers.ts'
+import { QUEUES, type Channel, type DeliveryJobData } from '../src/outbox/constants.ts'
 import { enqueueSecurityMessageTx } from '../src/outbox/enqueue.ts'
 import { numberPrefix, phoneNumberAccepted, readPhoneNumber, smsAllowedFor } from '../src/outbox/phone-numbers.ts'
 import { crossedNearCap, sendCapsFrom, type SendCaps } from '../src/outbox/send-caps.ts'
@@ -37,6 +38,18 @@ describe('SMS budgets and numbers, as pure functions', () => {
     expect(smsAllowedFor('+4915112345678', ['DE', 'AT'])).to.equal(true)
     expect(smsAllowedFor('+5491148885050', ['DE', 'AT'])).to.equal(false)
     expect(smsAllowedFor('+5491148885050', undefined)).to.equal(true)
+  })
+
+  it('refuses at the web a number outside SMS_ALLOWED_COUNTRIES only where SMS is the only phone channel', () => {
+    const policy = { ...STRICT, smsCountries: ['DE'] }
+    const argentine = { kind: 'phone' as const, value: '+5491148885050' }
+    const smsOnly = new Set<Channel>(['email', 'sms'])
+    expect(phoneRefusal(argentine, policy, smsOnly)).to.equal('unsupported_phone_number')
+    expect(phoneRefusal({ kind: 'phone', value: '+4915112345678' }, policy, smsOnly)).to.equal(undefined)
+    expect(phoneRefusal(argentine, policy, new Set<Channel>(['email', 'whatsapp', 'sms'])), 'WhatsApp may still reach it').to.equal(
+      undefined,
+    )
+    expect(phoneRefusal({ kind: 'email', value: 'a@example.com' }, policy, smsOnly)).to.equal(undefined)
   })
 
   it('takes a prefix of seven digits, and warns once when a counter crosses 80 %', () => {
