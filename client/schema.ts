@@ -793,9 +793,9 @@ export interface components {
             /** @description Each provider a worker has used, and its outage hold */
             providers: {
                 /** @enum {string} */
-                provider: "ses" | "smtp" | "wasender";
+                provider: "ses" | "smtp" | "wasender" | "twilio" | "whatsapp_cloud";
                 /** @enum {string} */
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
                 /**
                  * @description down: held (messages wait without spending attempts); probing: one message tests it
                  * @enum {string}
@@ -814,7 +814,7 @@ export interface components {
                 /** @enum {string} */
                 purpose: "sign_up" | "add_sign_in_method" | "password_recovery" | "step_up" | "invitation" | "security_notice";
                 /** @enum {string} */
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
                 /**
                  * @description The destination with most characters replaced by •, masked in the database
                  * @example a•••e@e•••.com
@@ -843,7 +843,7 @@ export interface components {
                 /** @enum {string} */
                 purpose: "sign_up" | "add_sign_in_method" | "password_recovery" | "step_up" | "invitation" | "security_notice";
                 /** @enum {string} */
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
                 /**
                  * @description The destination with most characters replaced by •, masked in the database
                  * @example a•••e@e•••.com
@@ -865,7 +865,7 @@ export interface components {
             attempts: {
                 attemptNo: number;
                 /** @description The provider it went to; null for attempts recorded before providers were named */
-                provider: ("ses" | "smtp" | "wasender") | null;
+                provider: ("ses" | "smtp" | "wasender" | "twilio" | "whatsapp_cloud") | null;
                 /** @enum {string} */
                 outcome: "published" | "retryable_error" | "failed";
                 failureClass: ("REJECTED" | "THROTTLED" | "UNAVAILABLE" | "INDETERMINATE" | "unexpected_worker_error" | "invitation_link_unconfigured") | null;
@@ -907,7 +907,7 @@ export interface components {
                 /** @enum {string} */
                 purpose: "sign_up" | "add_sign_in_method" | "password_recovery" | "step_up" | "invitation" | "security_notice";
                 /** @enum {string} */
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
                 /**
                  * @description Masked in the database
                  * @example a•••e@e•••.com
@@ -919,7 +919,7 @@ export interface components {
                 lastFailureClass: ("REJECTED" | "THROTTLED" | "UNAVAILABLE" | "INDETERMINATE" | "unexpected_worker_error" | "invitation_link_unconfigured") | null;
                 deadLetterReason: ("provider_rejected" | "retries_exhausted" | "challenge_expired" | "challenge_consumed" | "decryption_failed" | "superseded_by_resend" | "worker_crash_loop" | "invitation_revoked" | "invitation_accepted" | "invitation_expired" | "destination_suppressed") | null;
                 /** @description The provider of each attempt, in order: its path */
-                providers: ("ses" | "smtp" | "wasender")[];
+                providers: ("ses" | "smtp" | "wasender" | "twilio" | "whatsapp_cloud")[];
                 /** Format: date-time */
                 createdAt: string;
                 /** Format: date-time */
@@ -939,7 +939,7 @@ export interface components {
                 /** @description The provider whose sent attempt the event matched (`unknown` before providers were named) */
                 provider: string;
                 /** @enum {string} */
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
                 /** @enum {string} */
                 event: "delivered" | "bounced" | "complained" | "rejected" | "delayed";
                 count: number;
@@ -960,7 +960,7 @@ export interface components {
         ChannelPauses: {
             items: {
                 /** @enum {string} */
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
                 /** Format: date-time */
                 pausedUntil: string;
                 throttleStreak: number;
@@ -1135,7 +1135,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request`, `invalid_identifier`, `channel_unavailable`, `weak_password`, `breached_password` */
+            /** @description Refused: `invalid_request`, `invalid_identifier`, `unsupported_phone_number`, `channel_unavailable`, `weak_password`, `breached_password` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1145,7 +1145,7 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request" | "invalid_identifier" | "channel_unavailable" | "weak_password" | "breached_password";
+                        code: "invalid_request" | "invalid_identifier" | "unsupported_phone_number" | "channel_unavailable" | "weak_password" | "breached_password";
                     } & {
                         [key: string]: unknown;
                     });
@@ -1299,7 +1299,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request`, `invalid_identifier`, `invalid_code` */
+            /** @description Refused: `invalid_request`, `invalid_identifier`, `unsupported_phone_number`, `invalid_code` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1309,7 +1309,7 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request" | "invalid_identifier" | "invalid_code";
+                        code: "invalid_request" | "invalid_identifier" | "unsupported_phone_number" | "invalid_code";
                     } & {
                         [key: string]: unknown;
                     });
@@ -2013,7 +2013,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request`, `invalid_identifier`, `channel_unavailable` */
+            /** @description Refused: `invalid_request`, `invalid_identifier`, `unsupported_phone_number`, `channel_unavailable` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2023,7 +2023,7 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request" | "invalid_identifier" | "channel_unavailable";
+                        code: "invalid_request" | "invalid_identifier" | "unsupported_phone_number" | "channel_unavailable";
                     } & {
                         [key: string]: unknown;
                     });
@@ -2192,7 +2192,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request`, `invalid_identifier`, `invalid_code` */
+            /** @description Refused: `invalid_request`, `invalid_identifier`, `unsupported_phone_number`, `invalid_code` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2202,7 +2202,7 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request" | "invalid_identifier" | "invalid_code";
+                        code: "invalid_request" | "invalid_identifier" | "unsupported_phone_number" | "invalid_code";
                     } & {
                         [key: string]: unknown;
                     });
@@ -2527,7 +2527,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request`, `invalid_identifier`, `channel_unavailable` */
+            /** @description Refused: `invalid_request`, `invalid_identifier`, `unsupported_phone_number`, `channel_unavailable` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2537,7 +2537,7 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request" | "invalid_identifier" | "channel_unavailable";
+                        code: "invalid_request" | "invalid_identifier" | "unsupported_phone_number" | "channel_unavailable";
                     } & {
                         [key: string]: unknown;
                     });
@@ -2674,7 +2674,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request`, `invalid_identifier`, `invalid_code`, `weak_password`, `breached_password` */
+            /** @description Refused: `invalid_request`, `invalid_identifier`, `unsupported_phone_number`, `invalid_code`, `weak_password`, `breached_password` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2684,7 +2684,7 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request" | "invalid_identifier" | "invalid_code" | "weak_password" | "breached_password";
+                        code: "invalid_request" | "invalid_identifier" | "unsupported_phone_number" | "invalid_code" | "weak_password" | "breached_password";
                     } & {
                         [key: string]: unknown;
                     });
@@ -5227,7 +5227,7 @@ export interface operations {
                 "X-Elevation-Token": string;
             };
             path: {
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
             };
             cookie?: never;
         };
@@ -5384,7 +5384,7 @@ export interface operations {
                 "X-Elevation-Token": string;
             };
             path: {
-                provider: "ses" | "smtp" | "wasender";
+                provider: "ses" | "smtp" | "wasender" | "twilio" | "whatsapp_cloud";
             };
             cookie?: never;
         };

@@ -191,6 +191,27 @@ export const envSchema = z.object({
   SEND_CAP_PER_HOUR: countList(parseChannelCaps),
   /** Fleet-wide phone sends per country calling code per clock hour, `44:500,*:200`; unset = no cap. */
   PHONE_CAP_PER_COUNTRY_PER_HOUR: countList(parseCountryCaps),
+  /** Fleet-wide SMS sends per clock hour (the `sms` channel's cap; the smaller wins beside SEND_CAP_PER_HOUR's); unset = no cap. */
+  SMS_HOURLY_CAP: z.coerce.number().int().min(0).optional(),
+  /** Fleet-wide SMS sends per number prefix (first 7 E.164 digits) per clock hour; unset = no cap (docs/delivery.md "SMS pumping"). */
+  SMS_PREFIX_HOURLY_CAP: z.coerce.number().int().min(0).optional(),
+  /** ISO 3166 alpha-2 countries SMS may carry codes to, `GB,IE,DE`; unset = every country. */
+  SMS_ALLOWED_COUNTRIES: z
+    .string()
+    .optional()
+    .transform((text, ctx) => {
+      if (text === undefined || text.trim() === '') return undefined
+      const countries = text.split(',').map((part) => part.trim().toUpperCase())
+      if (countries.some((country) => !/^[A-Z]{2}$/.test(country))) {
+        ctx.addIssue({ code: 'custom', message: 'expected a comma-separated list of ISO 3166 alpha-2 country codes like GB,IE,DE' })
+        return z.NEVER
+      }
+      return countries
+    }),
+  /** Whether codes may go to fixed-line numbers (text-to-speech or SMS-to-landline gateways); default: only mobiles. */
+  PHONE_ALLOW_FIXED_LINE: z.enum(['true', 'false']).default('false'),
+  /** Whether codes may go to VoIP numbers; default: only mobiles. */
+  PHONE_ALLOW_VOIP: z.enum(['true', 'false']).default('false'),
   /** Where a worker serves its Prometheus metrics (GET /metrics); unset = not served. */
   WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   /** Bearer token a scraper presents to GET /metrics (web and worker); without it metrics are served only in development and test. */

@@ -201,6 +201,35 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     meaning:
       "fleet-wide phone sends per country calling code per clock hour, `44:500,1:2000,*:200` (`*`: every code not named); past it only that country's messages wait",
   },
+  SMS_HOURLY_CAP: {
+    usedBy: 'worker',
+    shownDefault: '– (no cap)',
+    meaning:
+      "fleet-wide SMS sends per clock hour: the `sms` channel's send cap (beside an `sms:` entry of `SEND_CAP_PER_HOUR` the smaller wins); past it SMS codes wait for the next hour, no attempt spent. A warning and `sealpost_send_cap_used_ratio` at 80 % (see [SMS pumping](delivery.md#sms-pumping))",
+  },
+  SMS_PREFIX_HOURLY_CAP: {
+    usedBy: 'worker',
+    shownDefault: '– (no cap)',
+    meaning:
+      'fleet-wide SMS sends per number prefix (the first 7 digits of the E.164 number, calling code included) per clock hour: a burst to a rented block of numbers is held, not sent (see [SMS pumping](delivery.md#sms-pumping))',
+  },
+  SMS_ALLOWED_COUNTRIES: {
+    usedBy: 'web, worker',
+    shownDefault: '– (every country)',
+    meaning:
+      'ISO 3166 alpha-2 countries SMS may carry codes to, `GB,IE,DE`. The worker never sends an SMS elsewhere (the message is dead-lettered `provider_rejected` without a send); where SMS is the only phone channel the fleet delivers on, the web refuses such a number with 422 `unsupported_phone_number`',
+  },
+  PHONE_ALLOW_FIXED_LINE: {
+    usedBy: 'web',
+    shownDefault: '`false`',
+    meaning:
+      '`true` lets codes go to fixed-line numbers; otherwise only valid mobiles (and numbers whose plan does not tell, such as +1) are accepted: 422 `unsupported_phone_number` for the rest. Premium-rate, shared-cost, toll-free, UAN, voicemail, pager and personal numbers are always refused',
+  },
+  PHONE_ALLOW_VOIP: {
+    usedBy: 'web',
+    shownDefault: '`false`',
+    meaning: '`true` lets codes go to VoIP numbers (see `PHONE_ALLOW_FIXED_LINE`)',
+  },
   DATABASE_WAIT_SECONDS: {
     usedBy: 'web, worker',
     shownDefault: '`60`',

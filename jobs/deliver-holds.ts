@@ -3,7 +3,17 @@ import { unknownEnvelopeVersion } from '../src/crypto/envelope.ts'
 import type { Provider } from '../src/delivery/provider.ts'
 import type { MessageRow } from '../src/outbox/messages-sql.ts'
 import type { Channel } from '../src/outbox/constants.ts'
-import { channelScopeOf, countryScopeOf, sendCapsConfigured, sendWindow, type CapScope } from '../src/outbox/send-caps.ts'
+import {
+  channelScopeOf,
+  countryScopeOf,
+  crossedNearCap,
+  NEAR_CAP_RATIO,
+  prefixScopeOf,
+  sendCapsConfigured,
+  sendWindow,
+  smsCountryRefused,
+  type CapScope,
+} from '../src/outbox/send-caps.ts'
 import { reserveSends } from '../src/outbox/send-windows-sql.ts'
 import type { DeliveryDeps, PendingRecord } from './deliver.ts'
 
@@ -91,14 +101,25 @@ export function unreadableFormat(
   })
 }
 
+/** A cap's scope as a log line may show it: a prefix cut to its first four digits (a calling code and a little more), never a number. */
+function shownScope(kind: 'prefix' | 'country' | 'channel', scope: CapScope): Record<string, string> {
+  if (kind === 'country') return { callingCode: scope.scope }
+  if (kind === 'prefix') return { prefix: `${scope.scope.slice(1, 5)}•••` }
+  return {}
+}
+
 /**
  * The claimed messages a send cap holds back, each with the end of the hour it waits for: every
- * cap it counts against is asked for room in one statement per counter and batch (its country's
- * first, then its channel's), in claim order. A message its channel's cap then holds has taken a
- * slot of its country's that nobody sends this hour; both counters end with the same hour, and the
- * channel is full until then, so nothing is lost by it. Suppressed messages are never sent, so
- * never counted, nor are messages this worker has no provider for (they wait for one that has). The first refusal of an hour, fleet-wide, is logged (SEND CAP REACHED: no
- * destination, only the channel and the calling code); every held message is counted.
+ * cap it counts against is asked for room in one statement per counter and batch (an SMS's number
+ * prefix first, then its country's, then its channel's), in claim order. A message a later cap
+ * then holds has taken a slot of the earlier ones that nobody sends this hour; every counter ends
+ * with the same hour, and the later one is full until then, so nothing is lost by it. Suppressed
+ * messages are never sent, so never counted, nor are messages this worker has no provider for
+ * (they wait for one that has), nor an SMS to a country SMS may not reach (it is dead-lettered
+ * unsent). The first refusal of an hour, fleet-wide, is logged (SEND CAP REACHED), and so is the
+ * reservation that takes a counter to 80 % (SEND CAP NEAR): neither names a destination, only the
+ * channel, the calling code or the first digits of a prefix. Every held message is counted, and
+ * each reservation sets the fullest cap of its kind (sealpost_send_cap_used_ratio).
  */
 export async function heldBySendCaps(
   deps: Pick<DeliveryDeps, 'db' | 'clock' | 'logger' | 'metrics' | 'sendCaps' | 'providers'>,
@@ -112,9 +133,15 @@ export async function heldBySendCaps(
   const window = sendWindow(now)
   // Neither a suppressed message nor one this worker has no provider for is sent now, so neither takes a slot.
   let passing = claims.flatMap((claim) =>
-    claim.kind === 'claimed' && !suppressed.has(claim.message.id) && canAttempt(deps, claim) ? [claim.message] : [],
+    claim.kind === 'claimed' &&
+    !suppressed.has(claim.message.id) &&
+    canAttempt(deps, claim) &&
+    !smsCountryRefused(caps, claim.message.channel, claim.message.destination)
+      ? [claim.message]
+      : [],
   )
   for (const [kind, scopeOf] of [
+    ['prefix', (message: MessageRow) => prefixScopeOf(caps, message.channel, message.destination)],
     ['country', (message: MessageRow) => countryScopeOf(caps, message.channel, message.destination)],
     ['channel', (message: MessageRow) => channelScopeOf(caps, message.channel)],
   ] as const) {
@@ -128,15 +155,24 @@ export async function heldBySendCaps(
       groups.set(key, group)
     }
     for (const { scope, messages } of groups.values()) {
-      const { granted, firstHold } = await reserveSends(deps.db, scope, window.start, messages.length, now)
+      const { granted, firstHold, sent } = await reserveSends(deps.db, scope, window.start, messages.length, now)
       const refused = messages.slice(granted)
       for (const message of refused) held.set(message.id, window.end)
       if (refused.length > 0) deps.metrics?.heldBySendCap(scope.channel, kind, refused.length)
+      deps.metrics?.sendCapUsed(scope.channel, kind, scope.cap > 0 ? Math.min(sent / scope.cap, 1) : 1, window.start)
+      if (crossedNearCap(scope.cap, sent - granted, sent))
+        deps.logger.warn(`SEND CAP NEAR: ${NEAR_CAP_RATIO * 100} % of this hour's sends are used`, {
+          channel: scope.channel,
+          cap: kind,
+          ...shownScope(kind, scope),
+          limitPerHour: scope.cap,
+          sent,
+        })
       if (firstHold)
         deps.logger.warn('SEND CAP REACHED: sends on this channel are held until the hour ends', {
           channel: scope.channel,
           cap: kind,
-          ...(kind === 'country' ? { callingCode: scope.scope } : {}),
+          ...shownScope(kind, scope),
           limitPerHour: scope.cap,
           heldUntil: window.end.toISOString(),
         })

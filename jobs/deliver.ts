@@ -13,7 +13,7 @@ import type { WorkerMetrics } from '../src/metrics/worker-metrics.ts'
 import type { Channel, DeliveryJobData } from '../src/outbox/constants.ts'
 import type { Outcome, RecordRequest, Recorded } from '../src/outbox/record.ts'
 import type { RetrySettings } from '../src/outbox/retry-policy.ts'
-import type { SendCaps } from '../src/outbox/send-caps.ts'
+import { smsCountryRefused, type SendCaps } from '../src/outbox/send-caps.ts'
 import { defaultHealthPolicy, routeFor, type ProviderHealth, type Route } from '../src/outbox/provider-health.ts'
 import { providerStates, takeProbeLease, type ProviderTransition } from '../src/outbox/provider-states-sql.ts'
 
@@ -81,6 +81,8 @@ export async function sendClaimed(
   route?: Route,
 ): Promise<PendingRecord> {
   const { message } = claim
+  if (!suppressed && smsCountryRefused(deps.sendCaps, message.channel, message.destination))
+    return outsideSmsCountries(deps, request, claim)
   if (!suppressed && !hasProvider(deps, message.channel)) return withoutProvider(deps, request, claim)
   const format = unknownEnvelopeVersion(claim.envelope)
   if (!suppressed && format !== undefined) return unreadableFormat(deps, request, claim, format)
@@ -101,6 +103,18 @@ export async function sendClaimed(
 }
 
 /**
+ * An SMS to a number outside SMS_ALLOWED_COUNTRIES: dead-lettered `provider_rejected` without a
+ * send (docs/delivery.md "SMS pumping"). Final, whichever worker claims it: the list is the
+ * deployment's, and no later hour changes the number's country. The line names the message, never the number.
+ */
+function outsideSmsCountries(deps: DeliveryDeps, request: ClaimRequest, claim: Extract<Claim, { kind: 'claimed' }>): PendingRecord {
+  const { message } = claim
+  const context = { messageId: request.messageId, purpose: message.purpose, channel: message.channel }
+  deps.logger.warn('SMS COUNTRY NOT ALLOWED: the message is dead-lettered unsent (SMS_ALLOWED_COUNTRIES)', context)
+  return { messageId: request.messageId, lease: request.lease, outcome: { kind: 'dead_letter', reason: 'provider_rejected' }, context }
+}
+
+/**
  * Where each claimed message's attempt goes (src/outbox/provider-health.ts `routeFor`): the fleet's
  * provider states are read once per batch; a probe of a provider held down is sent only by the
  * message that wins its lease (one per provider, fleet-wide), and every other message of a channel
@@ -108,7 +122,7 @@ export async function sendClaimed(
  * be sent anyway (suppressed, held by a send cap).
  */
 export async function routeClaims(
-  deps: Pick<DeliveryDeps, 'db' | 'providers' | 'clock' | 'logger' | 'settings'>,
+  deps: Pick<DeliveryDeps, 'db' | 'providers' | 'clock' | 'logger' | 'settings' | 'sendCaps'>,
   claims: readonly (Claim | { kind: 'failed' })[],
   skip: (messageId: string) => boolean,
   /** Told which providers the fleet holds down, as this batch read them. */
@@ -116,7 +130,12 @@ export async function routeClaims(
 ): Promise<Map<string, Route>> {
   const routes = new Map<string, Route>()
   const messages = claims.flatMap((claim) =>
-    claim.kind === 'claimed' && !skip(claim.message.id) && canAttempt(deps, claim) ? [claim.message] : [],
+    claim.kind === 'claimed' &&
+    !skip(claim.message.id) &&
+    canAttempt(deps, claim) &&
+    !smsCountryRefused(deps.sendCaps, claim.message.channel, claim.message.destination)
+      ? [claim.message]
+      : [],
   )
   if (messages.length === 0) return routes
   const now = deps.clock()

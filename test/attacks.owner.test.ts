@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { createVerifiedIdentity, uniqueEmail } from './support/helpers.ts'
+import { createVerifiedIdentity, uniqueEmail, uniquePhone } from './support/helpers.ts'
 import { useIdentityKit } from './support/identity-kit.ts'
 
 /**
@@ -143,7 +143,7 @@ describe('attacks through a sign-in method added later', () => {
 
   /** An owner who signed up with a phone (the primary identifier) and is signed in: the bearer header. */
   async function phoneOwner() {
-    const phone = `+4915${String(Date.now()).slice(-7)}${Math.floor(Math.random() * 10)}`
+    const phone = uniquePhone()
     expect((await call('POST', '/sign-ups', { identifier: phone, password })).status).to.equal(202)
     const confirmed = await call('POST', '/sign-ups/confirmation', { identifier: phone, code: await code(phone), password })
     expect(confirmed.status).to.equal(201)

@@ -226,7 +226,7 @@ describe('Procfile processes', () => {
         })
       expect((await recover(email)).status).to.equal(202)
       await eventually(async () => ((await inbox(emulator.url, email)).length > 0 ? true : undefined), 'the email-only worker to deliver')
-      const phone = await recover('+447700900123')
+      const phone = await recover('+447911123456')
       expect(phone.status).to.equal(422)
       expect(await phone.json()).to.include({ code: 'channel_unavailable' })
       expect(await own.owner('outbox.delivery_channel_registrations').pluck('channels')).to.deep.equal([['email']])

@@ -2,6 +2,7 @@ import type { Knex } from 'knex'
 import type { Logger } from '../logging/logger.ts'
 import type { Channel } from '../outbox/constants.ts'
 import type { EnqueueDeps } from '../outbox/enqueue.ts'
+import type { PhoneNumberPolicy } from '../outbox/phone-numbers.ts'
 import { ChannelUnavailableError } from './errors.ts'
 import { canonicalDestination, channelFor, type Identifier } from './identifiers.ts'
 import { hitRateLimit, type Limit, type OwnerBudget } from './rate-limits.ts'
@@ -20,6 +21,8 @@ export type ChallengeDeps = EnqueueDeps & {
   channels: { has(channel: Channel): boolean }
   /** The request's locale (src/http/locale.ts), stored on the message for its template; else `en`. */
   locale?: string
+  /** Which phone numbers a code may go to (PHONE_ALLOW_*, SMS_ALLOWED_COUNTRIES); else valid mobiles anywhere. */
+  phoneNumbers?: PhoneNumberPolicy
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { Channel } from '../outbox/constants.ts'
 import { canonicalDestination as canonicalDestinationOf } from '../outbox/destination.ts'
+import { phoneNumberAccepted, readPhoneNumber, smsAllowedFor, type PhoneNumberPolicy } from '../outbox/phone-numbers.ts'
 
 /** A normalized login identifier: lower-case email or E.164 phone. */
 export type Identifier = { kind: 'email' | 'phone'; value: string }
@@ -7,14 +8,41 @@ export type Identifier = { kind: 'email' | 'phone'; value: string }
 // ASCII only, deliberately: the provider is the judge of deliverability, and refusing non-ASCII
 // keeps look-alike (confusable) addresses from becoming second accounts for the same person.
 const EMAIL = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$/
-const E164 = /^\+[1-9]\d{7,14}$/
 
-/** Parses what a person typed; undefined when it is neither an email address nor an E.164 number. */
+/**
+ * Parses what a person typed; undefined when it is neither an email address nor a phone number
+ * written with its `+` and calling code. A phone becomes libphonenumber's E.164 spelling, so
+ * `+44 (0)7911 123-456` and `+447911123456` are one identifier (one account, one budget, one
+ * suppression). Whether a code may go to it is `phoneRefusal`'s question, not this one's: an
+ * existing account keeps signing in and removing its numbers whatever their type.
+ */
 export function parseIdentifier(raw: string): Identifier | undefined {
   const text = raw.trim()
-  if (text.startsWith('+')) return E164.test(text) ? { kind: 'phone', value: text } : undefined
+  if (text.startsWith('+')) {
+    const reading = readPhoneNumber(text)
+    return reading ? { kind: 'phone', value: reading.e164 } : undefined
+  }
   const email = text.toLowerCase()
   return email.length <= 254 && EMAIL.test(email) ? { kind: 'email', value: email } : undefined
+}
+
+/**
+ * Why a code may not be sent to this identifier, before anything is looked up: a phone number
+ * that is not a valid mobile (or an allowed fixed line or VoIP number), or one outside
+ * SMS_ALLOWED_COUNTRIES when SMS is the only phone channel the fleet delivers on. Undefined for
+ * an email address and every acceptable number. Pure: known and unknown numbers are answered alike.
+ */
+export function phoneRefusal(
+  identifier: Identifier,
+  policy: PhoneNumberPolicy,
+  channels: { has(channel: Channel): boolean },
+): 'unsupported_phone_number' | undefined {
+  if (identifier.kind !== 'phone') return undefined
+  const reading = readPhoneNumber(identifier.value)
+  if (!reading || !phoneNumberAccepted(reading, policy)) return 'unsupported_phone_number'
+  const smsOnly = channels.has('sms') && !channels.has('whatsapp')
+  if (smsOnly && !smsAllowedFor(identifier.value, policy.smsCountries)) return 'unsupported_phone_number'
+  return undefined
 }
 
 /** Email goes through SES, a phone number through WhatsApp. */

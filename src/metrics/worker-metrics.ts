@@ -1,7 +1,7 @@
 import { decideMetricsAccess, type MetricsAccess } from './access.ts'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { Counter, Histogram, Registry } from 'prom-client'
+import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 
 /**
  * What a worker process counts as it works (served on WORKER_METRICS_PORT): attempts by outcome
@@ -48,6 +48,14 @@ export function createWorkerMetrics() {
     labelNames: ['channel', 'cap'],
     registers: [registry],
   })
+  const capUsed = new Gauge({
+    name: 'sealpost_send_cap_used_ratio',
+    help: "The fullest send cap of each kind (channel, country or prefix) this hour, as the fleet's counter stood when this worker last reserved in it: sent / cap",
+    labelNames: ['channel', 'scope_kind'],
+    registers: [registry],
+  })
+  // Each gauge's hour and value: a new hour starts from its first reading, not from the last hour's peak.
+  const capUsedNow = new Map<string, { hour: number; ratio: number }>()
   const withoutProvider = new Counter({
     name: 'sealpost_messages_without_provider_total',
     help: 'Claimed messages this worker has no provider for (deferred a minute, no attempt spent), by channel: a misconfiguration',
@@ -80,8 +88,17 @@ export function createWorkerMetrics() {
     sendStarted(channel: string) {
       sends.inc({ channel })
     },
-    heldBySendCap(channel: string, cap: 'channel' | 'country', count: number) {
+    heldBySendCap(channel: string, cap: 'channel' | 'country' | 'prefix', count: number) {
       heldByCap.inc({ channel, cap }, count)
+    },
+    /** One reservation's reading of a cap (no scope in the labels: a prefix or a calling code would be unbounded). */
+    sendCapUsed(channel: string, scopeKind: 'channel' | 'country' | 'prefix', ratio: number, windowStart: Date) {
+      const key = `${channel}:${scopeKind}`
+      const hour = windowStart.getTime()
+      const last = capUsedNow.get(key)
+      const peak = last?.hour === hour ? Math.max(last.ratio, ratio) : ratio
+      capUsedNow.set(key, { hour, ratio: peak })
+      capUsed.set({ channel, scope_kind: scopeKind }, peak)
     },
     unreadableFormat(format: string) {
       unreadableFormat.inc({ format })

@@ -3,8 +3,8 @@ import type { CapScope } from './send-caps.ts'
 
 const WINDOWS = 'outbox.send_windows'
 
-/** What one reservation decided: how many of the sends asked for fit, and whether this was the hour's first refusal. */
-export type Reservation = { granted: number; firstHold: boolean }
+/** What one reservation decided: how many of the sends asked for fit, whether this was the hour's first refusal, and the hour's count after it. */
+export type Reservation = { granted: number; firstHold: boolean; sent: number }
 
 /**
  * Takes up to `wanted` sends from the hour's counter of `scope`, in one statement under the row's
@@ -14,7 +14,7 @@ export type Reservation = { granted: number; firstHold: boolean }
  * hour's row, the scope's older rows go.
  */
 export async function reserveSends(db: Knex, scope: CapScope, windowStart: Date, wanted: number, now: Date): Promise<Reservation> {
-  const { rows } = await db.raw<{ rows: { granted: number; first_hold: boolean; inserted: boolean }[] }>(
+  const { rows } = await db.raw<{ rows: { granted: number; first_hold: boolean; sent: number; inserted: boolean }[] }>(
     `INSERT INTO ${WINDOWS} AS w (channel, scope, window_start, sent, granted, first_hold, held_at)
      VALUES (:channel, :scope, :windowStart, LEAST(:wanted::int, :cap::int), LEAST(:wanted::int, :cap::int), :wanted::int > :cap::int,
              CASE WHEN :wanted::int > :cap::int THEN :now::timestamptz END)
@@ -23,7 +23,7 @@ export async function reserveSends(db: Knex, scope: CapScope, windowStart: Date,
        granted = LEAST(w.sent + :wanted::int, GREATEST(w.sent, :cap::int)) - w.sent,
        first_hold = w.held_at IS NULL AND w.sent + :wanted::int > :cap::int,
        held_at = COALESCE(w.held_at, CASE WHEN w.sent + :wanted::int > :cap::int THEN :now::timestamptz END)
-     RETURNING w.granted, w.first_hold, (w.xmax = 0) AS inserted`,
+     RETURNING w.granted, w.first_hold, w.sent, (w.xmax = 0) AS inserted`,
     { channel: scope.channel, scope: scope.scope, windowStart, wanted, cap: scope.cap, now },
   )
   const row = rows[0]!
@@ -32,5 +32,5 @@ export async function reserveSends(db: Knex, scope: CapScope, windowStart: Date,
       .where({ channel: scope.channel, scope: scope.scope })
       .andWhere('window_start', '<', new Date(windowStart.getTime() - 3_600_000))
       .delete()
-  return { granted: row.granted, firstHold: row.first_hold }
+  return { granted: row.granted, firstHold: row.first_hold, sent: row.sent }
 }

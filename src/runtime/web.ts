@@ -37,7 +37,8 @@ export async function startWeb(options: {
   > &
     Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'API_DOCS'>> &
     Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>> &
-    Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS' | 'ENVELOPE_VERSION'>>
+    Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS' | 'ENVELOPE_VERSION'>> &
+    Partial<Pick<Config, 'PHONE_ALLOW_FIXED_LINE' | 'PHONE_ALLOW_VOIP' | 'SMS_ALLOWED_COUNTRIES'>>
   apiUrl: string
   keys: Keys
   logger: Logger
@@ -95,6 +96,12 @@ export async function startWeb(options: {
         envelopeVersion,
         // Only channels a worker can deliver; a phone identifier without one is refused up front.
         channels,
+        // Which numbers a code may go to at all (docs/delivery.md "Phone numbers").
+        phoneNumbers: {
+          allowFixedLine: config.PHONE_ALLOW_FIXED_LINE === 'true',
+          allowVoip: config.PHONE_ALLOW_VOIP === 'true',
+          ...(config.SMS_ALLOWED_COUNTRIES ? { smsCountries: config.SMS_ALLOWED_COUNTRIES } : {}),
+        },
       },
       clientLimitPerMinute: config.CLIENT_RATE_LIMIT_PER_MINUTE,
       metrics: metricsAccess(config),

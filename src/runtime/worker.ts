@@ -20,6 +20,7 @@ import { startChannelRegistration } from '../outbox/channel-registration.ts'
 import { CHANNELS, QUEUES, type Channel, type DeliveryJobData } from '../outbox/constants.ts'
 import { startDeliveryPipeline, type DeliveryPipeline } from './delivery-pipeline.ts'
 import { ensureProviderStates } from '../outbox/provider-states-sql.ts'
+import { sendCapsFrom } from '../outbox/send-caps.ts'
 import type { Keys } from './dev-keys.ts'
 
 export type RunningWorker = { stop: () => Promise<void>; metricsUrl?: string }
@@ -55,6 +56,9 @@ type WorkerConfig = Pick<
       | 'OTP_ORIGIN_DOMAIN'
       | 'SEND_CAP_PER_HOUR'
       | 'PHONE_CAP_PER_COUNTRY_PER_HOUR'
+      | 'SMS_HOURLY_CAP'
+      | 'SMS_PREFIX_HOURLY_CAP'
+      | 'SMS_ALLOWED_COUNTRIES'
     >
   >
 
@@ -208,7 +212,7 @@ export async function startWorker(options: {
         invitationLinkBaseUrl,
         metrics,
         templates,
-        sendCaps: { perChannel: config.SEND_CAP_PER_HOUR ?? {}, perCountry: config.PHONE_CAP_PER_COUNTRY_PER_HOUR ?? {} },
+        sendCaps: sendCapsFrom(config),
       },
       deliveryPipelineOptions(config),
     )

@@ -65,10 +65,13 @@ export async function createElevatedSession(owner: Knex, identityId: string, now
 }
 
 let phoneCounter = 0
-/** A unique E.164 number per call (WhatsApp destinations). */
+/**
+ * A unique E.164 number per call (WhatsApp destinations): a valid Buenos Aires mobile,
+ * +54 9 11 then 8 digits, so the web's number check (src/outbox/phone-numbers.ts) accepts it.
+ */
 export function uniquePhone(): string {
   phoneCounter += 1
-  return `+549${String(Date.now() % 1e7).padStart(7, '0')}${String(phoneCounter).padStart(4, '0')}`
+  return `+54911${String(4000 + (Math.floor(Date.now() / 1000) % 5000)).padStart(4, '0')}${String(phoneCounter % 10_000).padStart(4, '0')}`
 }
 
 /** Polls `probe` every 25 ms until it returns a value other than undefined, or fails after `timeoutMs`. */

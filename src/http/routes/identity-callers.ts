@@ -3,7 +3,8 @@ import type { Knex } from 'knex'
 import { isDatabaseUnavailable } from '../../db/unavailable.ts'
 import type { ChallengeDeps } from '../../identity/challenges.ts'
 import { resolveRequester } from '../../identity/devices.ts'
-import { parseIdentifier, type Identifier } from '../../identity/identifiers.ts'
+import { parseIdentifier, phoneRefusal, type Identifier } from '../../identity/identifiers.ts'
+import { DEFAULT_PHONE_NUMBER_POLICY } from '../../outbox/phone-numbers.ts'
 import { limitPerClient } from '../client-limit.ts'
 import { deviceTokenOf } from '../device-cookie.ts'
 import { HttpProblemError } from '../problem.ts'
@@ -13,6 +14,20 @@ export function identifierFrom(raw: string): Identifier {
   const identifier = parseIdentifier(raw)
   if (!identifier)
     throw new HttpProblemError(422, 'invalid_identifier', 'The identifier must be an email address or an E.164 phone number.')
+  return identifier
+}
+
+/**
+ * The identifier a code is to be sent to or confirmed for: `identifierFrom`'s, and then 422
+ * `unsupported_phone_number` for a number a code may not go to (not a valid mobile, or outside
+ * SMS_ALLOWED_COUNTRIES where SMS is the only phone channel). Judged from the number and the
+ * deployment alone, before anything is looked up, so a known and an unknown number get the same
+ * answer in the same time.
+ */
+export function codeIdentifierFrom(raw: string, deps: Pick<ChallengeDeps, 'phoneNumbers' | 'channels'>): Identifier {
+  const identifier = identifierFrom(raw)
+  if (phoneRefusal(identifier, deps.phoneNumbers ?? DEFAULT_PHONE_NUMBER_POLICY, deps.channels))
+    throw new HttpProblemError(422, 'unsupported_phone_number', 'Codes cannot be sent to this phone number.')
   return identifier
 }
 

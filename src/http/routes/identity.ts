@@ -14,7 +14,7 @@ import { withMinimumDuration } from '../client-limit.ts'
 import { DeviceCookieHeaders } from '../openapi/common.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
 import { localized } from '../locale.ts'
-import { anonymousCallers, identifierFrom } from './identity-callers.ts'
+import { anonymousCallers, codeIdentifierFrom, identifierFrom } from './identity-callers.ts'
 import {
   ChallengeAccepted,
   ConfirmationRequest,
@@ -55,7 +55,7 @@ const api = {
       'The same 202, body and timing whether or not the identifier already has an account (an existing owner gets a password-recovery code instead).',
     body: SignUpRequest,
     success: codeSent,
-    problems: { 422: ['invalid_identifier', 'channel_unavailable', ...PASSWORD_REFUSALS], 429: CODE_LIMITS },
+    problems: { 422: ['invalid_identifier', 'unsupported_phone_number', 'channel_unavailable', ...PASSWORD_REFUSALS], 429: CODE_LIMITS },
   }),
   confirmSignUp: identityApi.add({
     operationId: 'confirmSignUp',
@@ -68,7 +68,7 @@ const api = {
       "The password must be the one the latest sign-up request for the identifier gave (whoever asked last chose the candidate), so a code alone never activates an account with somebody else's password. A wrong code, a wrong password, an expired or used code, and a code past the identity's daily wrong-code budget all answer the same 422 invalid_code and spend an attempt.",
     body: SignUpConfirmationRequest,
     success: { status: 201, description: 'Signed up and signed in', body: SessionCreated, headers: DeviceCookieHeaders },
-    problems: { 409: ['identifier_taken'], 422: ['invalid_identifier', 'invalid_code'] },
+    problems: { 409: ['identifier_taken'], 422: ['invalid_identifier', 'unsupported_phone_number', 'invalid_code'] },
   }),
   signIn: identityApi.add({
     operationId: 'signIn',
@@ -101,7 +101,7 @@ const api = {
     success: codeSent,
     problems: {
       409: ['identifier_already_added'],
-      422: ['invalid_identifier', 'channel_unavailable'],
+      422: ['invalid_identifier', 'unsupported_phone_number', 'channel_unavailable'],
       429: [...CODE_LIMITS, 'identity_rate_limited'],
     },
   }),
@@ -113,7 +113,11 @@ const api = {
     summary: "Confirm a new sign-in method with its code; the identity's other verified identifiers get a security notice",
     body: ConfirmationRequest,
     success: { status: 201, description: 'Added', body: SignInMethodAdded },
-    problems: { 409: ['identifier_taken'], 422: ['invalid_identifier', 'invalid_code'], 429: ['too_many_wrong_codes'] },
+    problems: {
+      409: ['identifier_taken'],
+      422: ['invalid_identifier', 'unsupported_phone_number', 'invalid_code'],
+      429: ['too_many_wrong_codes'],
+    },
   }),
   removeSignInMethod: identityApi.add({
     operationId: 'removeSignInMethod',
@@ -138,7 +142,7 @@ const api = {
     description: 'The same 202, body and timing for unknown identifiers.',
     body: IdentifierRequest,
     success: codeSent,
-    problems: { 422: ['invalid_identifier', 'channel_unavailable'], 429: CODE_LIMITS },
+    problems: { 422: ['invalid_identifier', 'unsupported_phone_number', 'channel_unavailable'], 429: CODE_LIMITS },
   }),
   completePasswordRecovery: identityApi.add({
     operationId: 'completePasswordRecovery',
@@ -152,7 +156,7 @@ const api = {
       'A new password the policy refuses (weak_password, breached_password) is refused before the code is looked at: no attempt is spent and the code stays usable.',
     body: PasswordRecoveryCompletionRequest,
     success: { status: 204, description: 'Password changed', headers: DeviceCookieHeaders },
-    problems: { 422: ['invalid_identifier', 'invalid_code', ...PASSWORD_REFUSALS] },
+    problems: { 422: ['invalid_identifier', 'unsupported_phone_number', 'invalid_code', ...PASSWORD_REFUSALS] },
   }),
   startStepUp: identityApi.add({
     operationId: 'startStepUp',
@@ -201,7 +205,7 @@ export function identityRoutes({
 
   route(router, api.signUp, counted, async (req, res) => {
     const body = SignUpRequest.parse(req.body)
-    const identifier = identifierFrom(body.identifier)
+    const identifier = codeIdentifierFrom(body.identifier, deps)
     const requester = await requesterOf(req, res)
     // Before anything is looked up: the refusal is the same whether or not the address has an account.
     const password = await acceptNewPassword(body.password, breachedPasswords)
@@ -213,7 +217,7 @@ export function identityRoutes({
 
   route(router, api.confirmSignUp, counted, async (req, res) => {
     const body = SignUpConfirmationRequest.parse(req.body)
-    const identifier = identifierFrom(body.identifier)
+    const identifier = codeIdentifierFrom(body.identifier, deps)
     const requester = await requesterOf(req, res)
     // Whether a sign-up is pending for the address must not show in the timing either (idle or not, the work is alike).
     const session = await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
@@ -239,7 +243,7 @@ export function identityRoutes({
 
   route(router, api.addSignInMethod, signedIn, async (req, res) => {
     const body = IdentifierRequest.parse(req.body)
-    const input = { identifier: identifierFrom(body.identifier), elevationToken: req.get('x-elevation-token') }
+    const input = { identifier: codeIdentifierFrom(body.identifier, deps), elevationToken: req.get('x-elevation-token') }
     const { challengeExpiresAt } = await addSignInMethod(db, localized(deps, res), sessionOf(res), input)
     res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
   })
@@ -248,7 +252,7 @@ export function identityRoutes({
     const body = ConfirmationRequest.parse(req.body)
     res
       .status(201)
-      .json(await confirmSignInMethod(db, deps, sessionOf(res), { identifier: identifierFrom(body.identifier), code: body.code }))
+      .json(await confirmSignInMethod(db, deps, sessionOf(res), { identifier: codeIdentifierFrom(body.identifier, deps), code: body.code }))
   })
 
   route(router, api.removeSignInMethod, signedIn, async (req, res) => {
@@ -262,7 +266,7 @@ export function identityRoutes({
 
   route(router, api.requestPasswordRecovery, counted, async (req, res) => {
     const body = IdentifierRequest.parse(req.body)
-    const identifier = identifierFrom(body.identifier)
+    const identifier = codeIdentifierFrom(body.identifier, deps)
     const requester = await requesterOf(req, res)
     const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
       requestPasswordRecovery(db, localized(deps, res), identifier, requester),
@@ -272,7 +276,7 @@ export function identityRoutes({
 
   route(router, api.completePasswordRecovery, counted, async (req, res) => {
     const body = PasswordRecoveryCompletionRequest.parse(req.body)
-    const identifier = identifierFrom(body.identifier)
+    const identifier = codeIdentifierFrom(body.identifier, deps)
     const requester = await requesterOf(req, res)
     const newPassword = await acceptNewPassword(body.newPassword, breachedPasswords)
     const device = await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
