@@ -1,4 +1,5 @@
 import { Agent, request } from 'undici'
+import { parseTemplateLanguages } from '../../config/whatsapp-cloud.ts'
 import type { Logger } from '../logging/logger.ts'
 import type { FailureClass } from '../outbox/constants.ts'
 import { DeliveryFailureError, type FailureEffect, type OutgoingMessage, type Provider } from './provider.ts'
@@ -10,6 +11,8 @@ type Classified = { failureClass: FailureClass; providerCode: string; effect: Fa
 // Meta's Cloud API error codes (its "Error codes" page), grouped by what they say about the send.
 /** The recipient cannot get this message on WhatsApp (no WhatsApp, an old client, terms not accepted): try the next phone channel. */
 const UNREACHABLE = new Set([131026, 131047])
+/** Whether a Cloud API error code (a send's answer or a failed status) says this number cannot get WhatsApp. */
+export const isChannelUnreachableCode = (code: number): boolean => UNREACHABLE.has(code)
 /** Throughput and rate limits: the app's, the account's, the phone number's (131048, 130429), and this one recipient's (131056). */
 const THROTTLING = new Set([4, 613, 80007, 130429, 131048, 131056])
 /**
@@ -45,16 +48,6 @@ export function classifyCloudApiAnswer(status: number, code: number | undefined)
   if (status >= 500) return is(status === 504 ? 'INDETERMINATE' : 'UNAVAILABLE')
   // Any other 4xx is about this request's recipient (131021 the sender itself, 100 a malformed number …).
   return is('REJECTED', null, true)
-}
-
-/** `en:en_US,de:de` → a map, the first entry the fallback; pure, used by config and the connector. */
-export function parseTemplateLanguages(text: string): { byLocale: ReadonlyMap<string, string>; fallback: string } {
-  const entries = text.split(',').map((part) => {
-    const match = /^\s*([a-z]{2,3}(?:-[A-Za-z0-9]+)?)\s*:\s*([a-z]{2,3}(?:_[A-Z]{2})?)\s*$/.exec(part)
-    if (!match) throw new Error('expected locale:language pairs like en:en_US,de:de,es:es')
-    return [match[1]!, match[2]!] as const
-  })
-  return { byLocale: new Map(entries), fallback: entries[0]![1] }
 }
 
 export type WhatsAppCloudSettings = {
