@@ -6,7 +6,7 @@ import { useWebStack } from './support/web-stack.ts'
 const APP_SECRET = 'cloud-app-secret-for-tests'
 const VERIFY_TOKEN = 'cloud-verify-token-for-tests'
 
-describe('WhatsApp Cloud API webhooks (GET and POST /webhooks/whatsapp-cloud)', () => {
+describe('WhatsApp through the Cloud API: a code sent by the worker, and its webhooks (GET and POST /webhooks/whatsapp-cloud)', () => {
   const unreachable: string[] = []
   const f = useWebStack({
     whatsappCloud: true,
@@ -35,6 +35,21 @@ describe('WhatsApp Cloud API webhooks (GET and POST /webhooks/whatsapp-cloud)', 
       'the WhatsApp message published',
     )
   }
+
+  it('delivers a phone sign-up through the real worker as the authentication template whose code confirms the sign-up', async () => {
+    const phone = uniquePhone()
+    const password = 'correct horse battery'
+    expect((await f.stack.call('POST', '/sign-ups', { identifier: phone, password })).status).to.equal(202)
+    const sent = await eventually(async () => f.stack.cloud.accepted().find((request) => request.to === phone), 'the Cloud API send')
+    const { template } = sent.body as { template: { name: string; components: { parameters: { text: string }[] }[] } }
+    expect(template.name).to.equal('stack_code')
+    const [bodyCode, buttonCode] = template.components.map((component) => component.parameters[0]!.text)
+    expect(bodyCode).to.match(/^\d{6}$/)
+    expect(buttonCode).to.equal(bodyCode)
+    expect(f.stack.phoneInbox.list().find((entry) => entry.to === phone)?.text).to.include(bodyCode)
+    const confirmed = await f.stack.call('POST', '/sign-ups/confirmation', { identifier: phone, code: bodyCode, password })
+    expect(confirmed.status).to.equal(201)
+  })
 
   it('answers the subscription handshake with the challenge only for the verify token', async () => {
     const good = await handshake({ 'hub.mode': 'subscribe', 'hub.verify_token': VERIFY_TOKEN, 'hub.challenge': '1158201444' })
