@@ -29,7 +29,7 @@ export type WebhookDeps = {
   whatsappCloud?: { appSecret?: string; verifyToken?: string }
   /**
    * The seam to the phone fallback: called once per newly stored WhatsApp `failed` status whose
-   * code says the number cannot get WhatsApp, with our message id (docs/delivery.md "Phone channels").
+   * code says the number cannot get WhatsApp, with our message id (docs/delivery.md "WhatsApp Cloud API").
    */
   onChannelUnreachable?: (messageId: string) => Promise<void>
 }

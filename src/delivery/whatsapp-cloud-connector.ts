@@ -87,7 +87,7 @@ export function authenticationTemplateBody(to: string, template: string, languag
  * `messages[0].id` (a wamid). Only codes go this way: Meta allows an authentication template to
  * carry nothing but a code, so a message without one (an invitation, a security notice) is
  * `channel_unreachable` at once, without a request, and takes the next phone channel
- * (docs/delivery.md "Phone channels").
+ * (docs/delivery.md "WhatsApp Cloud API").
  */
 export function createWhatsAppCloudConnector(settings: WhatsAppCloudSettings): Provider & { close(): void } {
   const agent = new Agent({ keepAliveTimeout: 10_000, connections: Math.max(64, settings.concurrency ?? 0) })
