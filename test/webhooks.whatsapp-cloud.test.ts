@@ -89,6 +89,8 @@ describe('WhatsApp through the Cloud API: a code sent by the worker, and its web
     }
     expect(await eventsOf(message.id)).to.deep.equal([])
     expect(unreachable).to.deep.equal([])
+    const metrics = await (await fetch(`${f.stack.web.url}/metrics`)).text()
+    expect(metrics).to.match(/sealpost_webhook_events_total\{provider="whatsapp_cloud",outcome="refused",reason="invalid_signature"\} 4/)
   })
 
   it('stores delivered, read and failed statuses once each, signed as Meta signs them, and ignores sent', async () => {
