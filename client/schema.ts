@@ -610,6 +610,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/whatsapp-cloud": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Meta's webhook subscription handshake (hub.verify_token must equal WHATSAPP_CLOUD_VERIFY_TOKEN) */
+        get: operations["verifyWhatsAppCloudSubscription"];
+        put?: never;
+        /**
+         * WhatsApp Cloud API message status webhooks (X-Hub-Signature-256 under WHATSAPP_CLOUD_APP_SECRET)
+         * @description The signature covers the raw body and is checked first (403, nothing stored); a signed body that is not JSON is 400 `malformed`. Statuses (delivered, read, failed) are stored once; a status older than seven days is ignored.
+         */
+        post: operations["receiveWhatsAppCloudStatus"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -6640,6 +6661,292 @@ export interface operations {
                         status: 415;
                         /** @enum {string} */
                         code: "bad_request" | "unsupported_media_type";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_request` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "invalid_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    verifyWhatsAppCloudSubscription: {
+        parameters: {
+            query?: {
+                /** @description subscribe */
+                "hub.mode"?: string;
+                /** @description must equal WHATSAPP_CLOUD_VERIFY_TOKEN */
+                "hub.verify_token"?: string;
+                /** @description echoed back as text/plain */
+                "hub.challenge"?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description hub.challenge, echoed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_verify_token` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "invalid_verify_token";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_request` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "invalid_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    receiveWhatsAppCloudStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description whatsapp_business_account */
+                    object: string;
+                    /** @description [{id, changes: [{field: "messages", value: {statuses: [{id, status, timestamp, errors?}]}}]}] */
+                    entry: unknown[];
+                };
+            };
+        };
+        responses: {
+            /** @description Handled */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        outcomes: ("stored" | "duplicate" | "unknown_message" | "ignored" | "subscription_confirmed")[];
+                    };
+                };
+            };
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request`, `malformed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request" | "malformed";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_signature` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "invalid_signature";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
                     } & {
                         [key: string]: unknown;
                     });

@@ -2,6 +2,12 @@ import { isIP } from 'node:net'
 import { z } from 'zod'
 import { parseKeyRing, singleKeyRing, type KeyRing } from '../src/crypto/key-ring.ts'
 import { parseChannelCaps, parseCountryCaps } from './send-caps.ts'
+import {
+  parseTemplateLanguages,
+  WHATSAPP_CLOUD_DEFAULT_API_URL,
+  WHATSAPP_CLOUD_DEFAULT_LANGUAGES,
+  whatsAppProblems,
+} from './whatsapp-cloud.ts'
 import { SealpostError } from '../src/errors/sealpost-error.ts'
 
 /** Raised when the environment cannot start a process; its message names variables, never values. */
@@ -151,6 +157,30 @@ export const envSchema = z.object({
   SES_ENDPOINT: url.optional(),
   WASENDER_API_URL: url.optional(),
   WASENDER_API_KEY: z.string().min(1).optional(),
+  /** Which WhatsApp provider sends (default: the configured one; both configured = refused without it). */
+  WHATSAPP_PROVIDER: z.enum(['cloud', 'wasender']).optional(),
+  WHATSAPP_CLOUD_API_URL: url.default(WHATSAPP_CLOUD_DEFAULT_API_URL),
+  WHATSAPP_CLOUD_ACCESS_TOKEN: z.string().min(1).optional(),
+  WHATSAPP_CLOUD_PHONE_NUMBER_ID: z
+    .string()
+    .regex(/^\d{1,32}$/, 'the numeric phone number id')
+    .optional(),
+  /** The approved authentication template's name. */
+  WHATSAPP_CLOUD_TEMPLATE: z
+    .string()
+    .regex(/^[a-z0-9_]{1,512}$/, 'a template name: lowercase letters, digits and _')
+    .optional(),
+  /** Our locale → the template's language code, `en:en_US,de:de`; the first is the fallback. */
+  WHATSAPP_CLOUD_TEMPLATE_LANGUAGES: z
+    .string()
+    .default(WHATSAPP_CLOUD_DEFAULT_LANGUAGES)
+    .refine((text) => {
+      try {
+        return parseTemplateLanguages(text).fallback !== ''
+      } catch {
+        return false
+      }
+    }, 'expected locale:language pairs like en:en_US,de:de,es:es'),
   /** The email providers in the order they are tried, `ses,smtp` (docs/configuration.md). */
   EMAIL_PROVIDERS: z
     .string()
@@ -258,6 +288,10 @@ export const envSchema = z.object({
   SNS_TEST_SIGNING_CERT: z.string().min(1).optional(),
   /** The webhook secret of the Wasender session; unset = POST /webhooks/wasender refuses everything. */
   WASENDER_WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** The Meta app's secret, which signs WhatsApp Cloud API webhooks; unset = POST /webhooks/whatsapp-cloud refuses everything. */
+  WHATSAPP_CLOUD_APP_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** The token Meta's subscription handshake must present; unset = GET /webhooks/whatsapp-cloud refuses everything. */
+  WHATSAPP_CLOUD_VERIFY_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   /** The locale of messages whose request named none we ship. */
   DEFAULT_LOCALE: z.enum(['en', 'de', 'es']).default('en'),
   PRODUCT_NAME: z
@@ -376,6 +410,7 @@ function resolveRing(ring: KeyRing | undefined, single: Buffer | undefined, vari
 const HTTPS_ONLY_IN_PRODUCTION = {
   SES_ENDPOINT: 'loopback',
   WASENDER_API_URL: 'loopback',
+  WHATSAPP_CLOUD_API_URL: 'loopback',
   INVITATION_LINK_BASE_URL: 'never',
   // A self-hosted copy of the range API may listen on this machine; a remote one only over TLS.
   BREACHED_PASSWORD_API_URL: 'loopback',
@@ -453,6 +488,8 @@ export function loadConfig(env: NodeJS.ProcessEnv, role: ProcessRole): Config {
       })),
     )
   }
+  const whatsApp = whatsAppProblems(config)
+  if (whatsApp.length > 0) throw new ConfigError(whatsApp)
   const deployed = config.NODE_ENV === 'production' || config.NODE_ENV === 'staging'
   if (deployed) {
     if (role === 'all-in-one') {

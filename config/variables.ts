@@ -142,6 +142,40 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     meaning:
       'Wasender base URL and API key (WhatsApp); both or neither (one alone stops the process, naming both). **Optional**: without them the worker has no phone channel and still starts and delivers email ([Channels](delivery.md#channels)); the URL `https://` in staging/production (plain `http://` only to a local relay, as for `SES_ENDPOINT`)',
   },
+  WHATSAPP_PROVIDER: {
+    usedBy: 'worker',
+    shownDefault: 'the configured one',
+    meaning:
+      "`cloud` (Meta's WhatsApp Cloud API) or `wasender`: which provider sends WhatsApp. Required when both are configured (the process refuses to start without it); naming one that is not configured stops the process too",
+  },
+  WHATSAPP_CLOUD_API_URL: {
+    usedBy: 'worker',
+    meaning:
+      'the Graph API base with its pinned version; `https://` in staging/production (plain `http://` only to a local relay or fake, as for `SES_ENDPOINT`)',
+  },
+  WHATSAPP_CLOUD_ACCESS_TOKEN: {
+    usedBy: 'worker',
+    shownDefault: '–',
+    meaning:
+      'WhatsApp Cloud API sending account: the access token (a system user’s), the phone number id, and the approved *authentication* template (with its copy-code button) that carries the code; all three or none (some alone stop the process, naming the missing). Codes only: an invitation or security notice goes by the next phone channel ([WhatsApp Cloud API](delivery.md#whatsapp-cloud-api))',
+  },
+  WHATSAPP_CLOUD_PHONE_NUMBER_ID: {
+    usedBy: 'worker',
+    shownDefault: '–',
+    meaning:
+      'WhatsApp Cloud API sending account: the access token (a system user’s), the phone number id, and the approved *authentication* template (with its copy-code button) that carries the code; all three or none (some alone stop the process, naming the missing). Codes only: an invitation or security notice goes by the next phone channel ([WhatsApp Cloud API](delivery.md#whatsapp-cloud-api))',
+  },
+  WHATSAPP_CLOUD_TEMPLATE: {
+    usedBy: 'worker',
+    shownDefault: '–',
+    meaning:
+      'WhatsApp Cloud API sending account: the access token (a system user’s), the phone number id, and the approved *authentication* template (with its copy-code button) that carries the code; all three or none (some alone stop the process, naming the missing). Codes only: an invitation or security notice goes by the next phone channel ([WhatsApp Cloud API](delivery.md#whatsapp-cloud-api))',
+  },
+  WHATSAPP_CLOUD_TEMPLATE_LANGUAGES: {
+    usedBy: 'worker',
+    meaning:
+      "our locale → the template language it was approved in, `locale:code` pairs; a locale not listed gets the first pair's language",
+  },
   INVITATION_LINK_BASE_URL: {
     usedBy: 'worker',
     shownDefault: 'dev: `http://localhost:$PORT`',
@@ -310,6 +344,18 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     usedBy: 'web',
     shownDefault: '–',
     meaning: 'the webhook secret of the Wasender session (≥ 16 characters); unset = `POST /webhooks/wasender` refuses everything',
+  },
+  WHATSAPP_CLOUD_APP_SECRET: {
+    usedBy: 'web',
+    shownDefault: '–',
+    meaning:
+      "the Meta app's secret (≥ 16 characters): `POST /webhooks/whatsapp-cloud` accepts only bodies whose `X-Hub-Signature-256` it signed; unset = every status refused",
+  },
+  WHATSAPP_CLOUD_VERIFY_TOKEN: {
+    usedBy: 'web',
+    shownDefault: '–',
+    meaning:
+      'the verify token you give Meta when subscribing the webhook (≥ 16 characters): `GET /webhooks/whatsapp-cloud` echoes `hub.challenge` only to it; unset = every handshake refused',
   },
   DEFAULT_LOCALE: {
     usedBy: 'web, worker',

@@ -230,7 +230,7 @@ async function attempt(
     }
     deps.metrics?.sendStarted(message.channel)
     const { providerMessageId } = await provider.dispatch(
-      { messageId: message.id, destination: message.destination, purpose: message.purpose, ...content },
+      { messageId: message.id, destination: message.destination, purpose: message.purpose, locale: message.locale, ...content },
       AbortSignal.timeout(deps.settings.sendTimeoutMs),
     )
     deps.metrics?.sent(message.channel, (performance.now() - started) / 1000)

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { expect } from 'chai'
 import { ConfigError, loadConfig, parseEmailProviders, parseSchedule, smtpPlainAllowed } from '../config/schema.ts'
+import { parseTemplateLanguages, whatsAppProvider } from '../config/whatsapp-cloud.ts'
 import { cronIntervalSeconds } from '../src/runtime/worker.ts'
 
 describe('configuration', () => {
@@ -110,6 +111,54 @@ describe('configuration', () => {
       }
     })
   }
+
+  describe('WhatsApp Cloud API settings', () => {
+    const cloud = {
+      WHATSAPP_CLOUD_ACCESS_TOKEN: 'cloud-token-value',
+      WHATSAPP_CLOUD_PHONE_NUMBER_ID: '106540352242922',
+      WHATSAPP_CLOUD_TEMPLATE: 'sealpost_code',
+    }
+    const withoutWasender: Record<string, string> = { ...production }
+    delete withoutWasender.WASENDER_API_URL
+    delete withoutWasender.WASENDER_API_KEY
+
+    it('picks the configured WhatsApp provider, pins a documented Graph API version, and maps locales to template languages', () => {
+      const config = loadConfig({ ...withoutWasender, ...cloud }, 'worker')
+      expect(whatsAppProvider(config)).to.equal('cloud')
+      expect(config.WHATSAPP_CLOUD_API_URL).to.equal('https://graph.facebook.com/v25.0')
+      expect(parseTemplateLanguages(config.WHATSAPP_CLOUD_TEMPLATE_LANGUAGES).fallback).to.equal('en_US')
+      expect(whatsAppProvider(loadConfig(production, 'worker'))).to.equal('wasender')
+      expect(whatsAppProvider(loadConfig(withoutWasender, 'worker'))).to.equal(null)
+    })
+
+    it('refuses both providers configured without WHATSAPP_PROVIDER, and a WHATSAPP_PROVIDER naming an unconfigured one', () => {
+      expect(refusal({ ...production, ...cloud }, 'worker').variables).to.deep.equal(['WHATSAPP_PROVIDER'])
+      expect(whatsAppProvider(loadConfig({ ...production, ...cloud, WHATSAPP_PROVIDER: 'wasender' }, 'worker'))).to.equal('wasender')
+      expect(refusal({ ...withoutWasender, WHATSAPP_PROVIDER: 'wasender' }, 'worker').variables).to.deep.equal(['WHATSAPP_PROVIDER'])
+      expect(refusal({ ...production, WHATSAPP_PROVIDER: 'cloud' }, 'worker').variables).to.deep.equal(['WHATSAPP_PROVIDER'])
+    })
+
+    it('refuses half a Cloud API account, naming what is missing and no value', () => {
+      const error = refusal({ ...withoutWasender, WHATSAPP_CLOUD_ACCESS_TOKEN: 'cloud-token-value' }, 'worker')
+      expect(error.variables).to.have.members(['WHATSAPP_CLOUD_PHONE_NUMBER_ID', 'WHATSAPP_CLOUD_TEMPLATE'])
+      expect(error.message).to.not.include('cloud-token-value')
+    })
+
+    it('asks https:// of the Cloud API in staging and production but for a fake on this machine, and checks the template settings', () => {
+      const env = { ...withoutWasender, ...cloud }
+      expect(refusal({ ...env, WHATSAPP_CLOUD_API_URL: 'http://graph.example.com/v25.0' }, 'worker').variables).to.deep.equal([
+        'WHATSAPP_CLOUD_API_URL',
+      ])
+      expect(loadConfig({ ...env, WHATSAPP_CLOUD_API_URL: 'http://127.0.0.1:9090' }, 'worker').WHATSAPP_CLOUD_API_URL).to.equal(
+        'http://127.0.0.1:9090',
+      )
+      expect(refusal({ ...env, WHATSAPP_CLOUD_TEMPLATE_LANGUAGES: 'en=en_US' }, 'worker').variables).to.deep.equal([
+        'WHATSAPP_CLOUD_TEMPLATE_LANGUAGES',
+      ])
+      expect(refusal({ ...env, WHATSAPP_CLOUD_TEMPLATE: 'Sealpost Code' }, 'worker').variables).to.deep.equal(['WHATSAPP_CLOUD_TEMPLATE'])
+      expect(refusal({ ...env, WHATSAPP_CLOUD_APP_SECRET: 'short' }, 'web').variables).to.deep.equal(['WHATSAPP_CLOUD_APP_SECRET'])
+    })
+  })
 
   it('starts a production worker without any code-hash key: the worker never hashes a code', () => {
     const env: Record<string, string> = { ...production }

@@ -21,7 +21,7 @@ describe('npm start on a fresh checkout', () => {
     await rm(dataDir, { recursive: true, force: true })
   })
 
-  it('comes up with embedded PostgreSQL and the SES emulator, serves the flow, and stops cleanly on SIGTERM', async function () {
+  it('comes up with embedded PostgreSQL, the SES emulator and the fake Cloud API, serves the flow, and stops cleanly on SIGTERM', async function () {
     this.timeout(120_000)
     const env = bareEnvironment({ PORT: '0', SES_EMULATOR_PORT: '0', SEALPOST_DATA_DIR: dataDir })
     const app = spawnCollecting('npm', ['start'], { env, detached: true })
@@ -55,6 +55,17 @@ describe('npm start on a fresh checkout', () => {
         return mails.length > 0 ? mails : undefined
       }, 'the code to reach the emulator inbox')
       expect(mail!.body.text).to.match(/\b\d{6}\b/)
+      // No WhatsApp provider configured: WhatsApp goes to the local fake Cloud API, so a phone is a channel.
+      const phoneSignUp = await checkedFetch(`${apiUrl}/sign-ups`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ identifier: '+447700900123', password: 'correct horse battery' }),
+      })
+      expect(phoneSignUp.status).to.equal(202)
+      await app.waitFor(
+        /"message":"delivery recorded"[^\n]*"channel":"whatsapp"[^\n]*"provider":"whatsapp_cloud"[^\n]*"kind":"published"/,
+        'the code sent to the fake Cloud API',
+      )
       expect((await checkedFetch(`${apiUrl}/readyz`)).status).to.equal(200)
     } finally {
       // The whole group, as a terminal's Ctrl-C would: npm and the node process under it.

@@ -31,6 +31,27 @@ describe('providers from configuration', () => {
     expect(build({ NODE_ENV: 'test' }).map((p) => p.id)).to.deep.equal(['ses'])
   })
 
+  it('builds the WhatsApp provider WHATSAPP_PROVIDER names: the Cloud API or Wasender, never both', () => {
+    const env = {
+      NODE_ENV: 'test',
+      WASENDER_API_URL: 'http://127.0.0.1:9',
+      WASENDER_API_KEY: 'k',
+      WHATSAPP_CLOUD_API_URL: 'http://127.0.0.1:9',
+      WHATSAPP_CLOUD_ACCESS_TOKEN: 't',
+      WHATSAPP_CLOUD_PHONE_NUMBER_ID: '1055500000',
+      WHATSAPP_CLOUD_TEMPLATE: 'sealpost_code',
+    }
+    expect(build({ ...env, WHATSAPP_PROVIDER: 'cloud' }).map((p) => `${p.channel}:${p.id}`)).to.deep.equal([
+      'email:ses',
+      'whatsapp:whatsapp_cloud',
+    ])
+    expect(build({ ...env, WHATSAPP_PROVIDER: 'wasender' }).map((p) => p.id)).to.deep.equal(['ses', 'wasender'])
+    const cloudOnly: Record<string, string> = { ...env }
+    delete cloudOnly.WASENDER_API_URL
+    delete cloudOnly.WASENDER_API_KEY
+    expect(build(cloudOnly).map((p) => p.id)).to.deep.equal(['ses', 'whatsapp_cloud'])
+  })
+
   it('sends plain to a loopback relay in test, and from SMTP_FROM_ADDRESS', async () => {
     fake = await startFakeSmtp({ tls: 'none' })
     const [smtp] = build({

@@ -25,7 +25,7 @@ export function composeMessage(
   message: ComposableMessage,
   secret: Buffer,
   context: { organizationName?: string; invitationLinkBaseUrl?: string; now: Date },
-): { subject: string; text: string; html?: string } {
+): { subject: string; text: string; html?: string; code?: string } {
   const base = { expiresAt: message.expires_at, now: context.now }
   if (message.purpose === 'invitation') {
     // A stored name that fails today's rule (stored before it, or edited in the database) is not mailed.
@@ -52,7 +52,9 @@ export function composeMessage(
       notice: { event: notice.event, at, identifier: notice.identifier },
     })
   }
-  return templates.render(message.purpose as 'sign_up', message.channel, message.locale, { ...base, code: secret.toString('utf8') })
+  const code = secret.toString('utf8')
+  // The code alone too: a provider that sends a pre-approved template fills it in itself (whatsapp-cloud-connector.ts).
+  return { ...templates.render(message.purpose as 'sign_up', message.channel, message.locale, { ...base, code }), code }
 }
 
 let defaults: Templates | undefined

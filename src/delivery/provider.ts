@@ -11,6 +11,13 @@ export type OutgoingMessage = {
   html?: string
   /** Email only: sent as the SES `purpose` tag, so events can be counted per purpose. */
   purpose?: string
+  /** The message's locale (a WhatsApp template is chosen per language). */
+  locale?: string
+  /**
+   * The one-time code alone, for code purposes only: a WhatsApp authentication template takes
+   * the code as its parameters, not our rendered text. Held in memory like `text`.
+   */
+  code?: string
 }
 
 /**

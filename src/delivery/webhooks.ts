@@ -12,16 +12,26 @@ import { SealpostError } from '../errors/sealpost-error.ts'
 /** What one webhook delivery came to, per event: a metric label each. */
 export type WebhookOutcome = 'stored' | 'duplicate' | 'unknown_message' | 'ignored' | 'subscription_confirmed' | 'refused'
 
+/** The providers whose webhooks the web takes (a metric label). */
+export type WebhookProvider = 'ses' | 'wasender' | 'whatsapp_cloud'
+
 export type WebhookDeps = {
   db: Knex
   clock: () => Date
   logger: Logger
   /** Counts every outcome (and each refusal by reason) for the web's /metrics. */
-  count: (provider: 'ses' | 'wasender', outcome: WebhookOutcome, reason?: string) => void
+  count: (provider: WebhookProvider, outcome: WebhookOutcome, reason?: string) => void
   /** CODE_HASH_KEYS, current first: an event's recipients are matched under each, as a message's HMAC may predate a rotation. */
   codeHashKeys: readonly Buffer[]
   ses?: { topicArn: string; certificates: CertificateSource; confirmSubscription?: (url: string) => Promise<void> }
   wasender?: { secret: string }
+  /** WHATSAPP_CLOUD_APP_SECRET (signs status webhooks) and WHATSAPP_CLOUD_VERIFY_TOKEN (the subscription handshake). */
+  whatsappCloud?: { appSecret?: string; verifyToken?: string }
+  /**
+   * The seam to the phone fallback: called once per newly stored WhatsApp `failed` status whose
+   * code says the number cannot get WhatsApp, with our message id (docs/delivery.md "WhatsApp Cloud API").
+   */
+  onChannelUnreachable?: (messageId: string) => Promise<void>
 }
 
 /** A refusal the route answers 4xx; `status` is decided in src/http. */
@@ -41,7 +51,13 @@ export async function confirmSnsSubscription(url: string): Promise<void> {
   if (response.statusCode !== 200) throw new Error(`ConfirmSubscription answered ${response.statusCode}`)
 }
 
-async function store(deps: WebhookDeps, provider: 'ses' | 'wasender', channel: Channel, event: ProviderEvent): Promise<WebhookOutcome> {
+/** Stores one event (matched on the channel, suppressing only what it proves), counts and logs its outcome. */
+export async function storeEvent(
+  deps: WebhookDeps,
+  provider: WebhookProvider,
+  channel: Channel,
+  event: ProviderEvent,
+): Promise<{ outcome: WebhookOutcome; messageId?: string }> {
   const recipientHmacs = event.recipients.flatMap((recipient) => deps.codeHashKeys.map((key) => destinationHmac(key, channel, recipient)))
   const recorded = await recordDeliveryEvent(deps.db, channel, event, deps.clock(), recipientHmacs)
   deps.count(provider, recorded.outcome)
@@ -54,7 +70,9 @@ async function store(deps: WebhookDeps, provider: 'ses' | 'wasender', channel: C
       outcome: recorded.outcome,
       suppressed: recorded.suppressed ? event.suppress : null,
     })
-  return recorded.outcome
+  return recorded.outcome === 'unknown_message'
+    ? { outcome: recorded.outcome }
+    : { outcome: recorded.outcome, messageId: recorded.messageId }
 }
 
 /**
@@ -89,7 +107,7 @@ export async function receiveSesWebhook(deps: WebhookDeps, body: string, message
       deps.count('ses', 'ignored')
       return 'ignored'
     }
-    return await store(deps, 'ses', 'email', event)
+    return (await storeEvent(deps, 'ses', 'email', event)).outcome
   } catch (error) {
     if (!(error instanceof SnsRefusedError)) throw error
     deps.count('ses', 'refused', error.reason)
@@ -99,6 +117,8 @@ export async function receiveSesWebhook(deps: WebhookDeps, body: string, message
 }
 
 const digest = (text: string) => createHash('sha256').update(text).digest()
+/** Whether a presented secret equals ours, in time that depends on neither (both hashed to one length first). */
+export const sameSecret = (presented: string, ours: string): boolean => timingSafeEqual(digest(presented), digest(ours))
 
 /** How the route read a Wasender delivery: its body, or why it could not (refused only once the signature holds). */
 export type WasenderDelivery = { body: unknown } | { unreadable: 'unsupported_media_type' | 'malformed' }
@@ -118,8 +138,7 @@ export async function receiveWasenderWebhook(
     deps.logger.warn('Wasender webhook refused', { reason })
     throw new WebhookRefusedError(reason)
   }
-  if (!deps.wasender || signature === undefined || !timingSafeEqual(digest(signature), digest(deps.wasender.secret)))
-    refuse('invalid_signature')
+  if (!deps.wasender || signature === undefined || !sameSecret(signature, deps.wasender.secret)) refuse('invalid_signature')
   if ('unreadable' in delivery) return refuse(delivery.unreadable)
   const body = delivery.body
   const events = wasenderEventsFrom(body, deps.clock())
@@ -128,6 +147,6 @@ export async function receiveWasenderWebhook(
     return ['ignored']
   }
   const outcomes: WebhookOutcome[] = []
-  for (const event of events) outcomes.push(await store(deps, 'wasender', 'whatsapp', event))
+  for (const event of events) outcomes.push((await storeEvent(deps, 'wasender', 'whatsapp', event)).outcome)
   return outcomes
 }

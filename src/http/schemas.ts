@@ -88,9 +88,23 @@ export const WasenderStatusUpdate = z
     timestamp: z.number().optional(),
   })
   .describe('Wasender webhook; X-Webhook-Signature must equal WASENDER_WEBHOOK_SECRET')
+export const WhatsAppCloudStatusUpdate = z
+  .object({
+    object: z.string().describe('whatsapp_business_account'),
+    entry: z.array(z.unknown()).describe('[{id, changes: [{field: "messages", value: {statuses: [{id, status, timestamp, errors?}]}}]}]'),
+  })
+  .describe(
+    'WhatsApp Cloud API webhook; X-Hub-Signature-256 must be sha256=<hex HMAC-SHA256 of the raw body under WHATSAPP_CLOUD_APP_SECRET>',
+  )
+export const WhatsAppCloudVerification = z.object({
+  'hub.mode': z.string().optional().describe('subscribe'),
+  'hub.verify_token': z.string().optional().describe('must equal WHATSAPP_CLOUD_VERIFY_TOKEN'),
+  'hub.challenge': z.string().optional().describe('echoed back as text/plain'),
+})
 const webhookOutcome = z.enum(['stored', 'duplicate', 'unknown_message', 'ignored', 'subscription_confirmed'])
 export const SesWebhookAnswer = z.object({ outcome: webhookOutcome })
 export const WasenderWebhookAnswer = z.object({ outcomes: z.array(webhookOutcome) })
+export const WhatsAppCloudWebhookAnswer = WasenderWebhookAnswer
 export const SuppressionPage = z.object({
   items: z.array(
     z.object({

@@ -7,10 +7,12 @@ import { databaseRoles } from '../db/roles.ts'
 import { release } from '../db/release.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
 import { ensureDevKeys, keysFromRings, type Keys } from './dev-keys.ts'
+import { whatsAppProvider } from '../../config/whatsapp-cloud.ts'
+import { startFakeWhatsAppCloud } from './fake-whatsapp-cloud.ts'
+import { createPhoneInbox, type PhoneInbox } from './phone-inbox.ts'
 import { providersFromConfig } from './providers.ts'
 import { startSesEmulator } from './ses-emulator.ts'
 import { DEV_TOPIC_ARN, devSnsSigner } from './dev-sns-signer.ts'
-import { createPhoneInbox, type PhoneInbox } from './phone-inbox.ts'
 import { startWeb } from './web.ts'
 import { startWorker } from './worker.ts'
 
@@ -18,9 +20,35 @@ export type DevStack = {
   apiUrl: string
   apiBound: string
   inboxUrl: string | null
-  /** What the local phone fakes accepted this run, shown at /dev/phone-inbox. */
+  /** What the local phone-provider fakes accepted (the phone inbox view). */
   phoneInbox: PhoneInbox
   stop: () => Promise<void>
+}
+
+// The local fake Cloud API's account: fixed, development-only values that open nothing real.
+const DEV_CLOUD = { accessToken: 'dev-cloud-access-token', phoneNumberId: '1055500000', template: 'sealpost_code' }
+const DEV_CLOUD_APP_SECRET = 'dev-cloud-app-secret-not-secret'
+
+/**
+ * WhatsApp of `npm start` when no WhatsApp provider is configured: the local fake Cloud API
+ * (recording into `inbox`), the settings that point the connector at it, and the web's app secret
+ * so the fake's signed status webhooks are accepted once `subscribe` names the web.
+ */
+async function devWhatsApp(config: Config, inbox: PhoneInbox) {
+  if (whatsAppProvider(config) !== null) return { worker: {}, web: {}, subscribe: () => undefined, stop: async () => undefined }
+  const fake = await startFakeWhatsAppCloud({ ...DEV_CLOUD, inbox })
+  return {
+    worker: {
+      WHATSAPP_PROVIDER: 'cloud',
+      WHATSAPP_CLOUD_API_URL: fake.url,
+      WHATSAPP_CLOUD_ACCESS_TOKEN: DEV_CLOUD.accessToken,
+      WHATSAPP_CLOUD_PHONE_NUMBER_ID: DEV_CLOUD.phoneNumberId,
+      WHATSAPP_CLOUD_TEMPLATE: DEV_CLOUD.template,
+    } satisfies Partial<Config>,
+    web: { WHATSAPP_CLOUD_APP_SECRET: DEV_CLOUD_APP_SECRET } satisfies Partial<Config>,
+    subscribe: (webUrl: string) => fake.subscribe(`${webUrl}/webhooks/whatsapp-cloud`, DEV_CLOUD_APP_SECRET),
+    stop: () => fake.stop(),
+  }
 }
 
 /**
@@ -45,7 +73,8 @@ export function runtimeFile(dataDir: string): string {
 
 /**
  * `npm start`: embedded PostgreSQL unless DATABASE_URL is set, the release step, the SES emulator
- * unless SES is configured, then web and worker in this one process, each on its own role.
+ * unless SES is configured, the fake WhatsApp Cloud API unless a WhatsApp provider is, then web and
+ * worker in this one process, each on its own role.
  */
 export async function startDevStack(config: Config, logger: Logger): Promise<DevStack> {
   const stops: (() => Promise<void>)[] = []
@@ -78,14 +107,23 @@ export async function startDevStack(config: Config, logger: Logger): Promise<Dev
     }
     // The local phone fakes record into it; the web shows it (development only, this machine only).
     const phoneInbox = createPhoneInbox()
-    const providers = providersFromConfig(config, logger, inboxUrl ?? undefined)
+    const whatsApp = await devWhatsApp(config, phoneInbox)
+    stops.push(whatsApp.stop)
+    const providers = providersFromConfig({ ...config, ...whatsApp.worker }, logger, inboxUrl ?? undefined)
     stops.push(async () => providers.forEach((provider) => provider.close()))
     const worker = await startWorker({ config, workerUrl, keys, providers, logger })
     stops.push(worker.stop)
     // Development: SES events from `npm run dev:ses-event`, signed with a local key (docs/delivery.md "Delivery feedback").
     const events = await devSesEvents(config, logger)
-    const web = await startWeb({ config: { ...config, ...events }, apiUrl, keys, logger, developmentPages: { inboxUrl, phoneInbox } })
+    const web = await startWeb({
+      config: { ...config, ...events, ...whatsApp.web },
+      apiUrl,
+      keys,
+      logger,
+      developmentPages: { inboxUrl, phoneInbox },
+    })
     stops.push(web.stop)
+    whatsApp.subscribe(web.url)
     if (!config.DATABASE_URL)
       await writeFile(
         runtimeFile(config.SEALPOST_DATA_DIR),

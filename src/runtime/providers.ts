@@ -3,6 +3,8 @@ import type { Provider } from '../delivery/provider.ts'
 import { createSesConnector } from '../delivery/ses-connector.ts'
 import { createSmtpConnector } from '../delivery/smtp-connector.ts'
 import { createWasenderConnector } from '../delivery/wasender-connector.ts'
+import { createWhatsAppCloudConnector } from '../delivery/whatsapp-cloud-connector.ts'
+import { WHATSAPP_CLOUD_DEFAULT_API_URL, WHATSAPP_CLOUD_DEFAULT_LANGUAGES, whatsAppProvider } from '../../config/whatsapp-cloud.ts'
 import type { Logger } from '../logging/logger.ts'
 
 const DEV_FROM_ADDRESS = 'no-reply@sealpost.test'
@@ -10,7 +12,8 @@ const DEV_FROM_ADDRESS = 'no-reply@sealpost.test'
 type Connector = Provider & { close(): void }
 
 /**
- * Connectors from configuration: the email providers in EMAIL_PROVIDERS order, then WhatsApp's.
+ * Connectors from configuration: the email providers in EMAIL_PROVIDERS order, then the WhatsApp
+ * provider WHATSAPP_PROVIDER names (the Cloud API or Wasender; default: the configured one).
  * Within a channel the order is the order providers are tried. Outside development the settings
  * of each listed provider are required (config refuses to start without them); in development
  * SES goes to the local SES emulator and WhatsApp is off unless configured (the worker warns at
@@ -31,7 +34,18 @@ export function providersFromConfig(
     | 'SMTP_FROM_ADDRESS'
     | 'SEND_TIMEOUT_MS'
   > &
-    Partial<Pick<Config, 'SES_CONFIGURATION_SET' | 'SES_FROM_NAME' | 'PRODUCT_NAME' | 'WORKER_CONCURRENCY'>>,
+    Partial<Pick<Config, 'SES_CONFIGURATION_SET' | 'SES_FROM_NAME' | 'PRODUCT_NAME' | 'WORKER_CONCURRENCY'>> &
+    Partial<
+      Pick<
+        Config,
+        | 'WHATSAPP_PROVIDER'
+        | 'WHATSAPP_CLOUD_API_URL'
+        | 'WHATSAPP_CLOUD_ACCESS_TOKEN'
+        | 'WHATSAPP_CLOUD_PHONE_NUMBER_ID'
+        | 'WHATSAPP_CLOUD_TEMPLATE'
+        | 'WHATSAPP_CLOUD_TEMPLATE_LANGUAGES'
+      >
+    >,
   logger: Logger,
   emulatorEndpoint?: string,
 ): Connector[] {
@@ -64,16 +78,29 @@ export function providersFromConfig(
     },
   }
   const email = config.EMAIL_PROVIDERS.map((id) => build[id]())
-  const whatsapp =
-    config.WASENDER_API_URL && config.WASENDER_API_KEY
-      ? [
-          createWasenderConnector({
-            apiUrl: config.WASENDER_API_URL,
-            apiKey: config.WASENDER_API_KEY,
-            logger,
-            concurrency: config.WORKER_CONCURRENCY,
-          }),
-        ]
-      : []
+  // One WhatsApp provider: WHATSAPP_PROVIDER, else the configured one (loadConfig refused an ambiguous or half setting).
+  const provider = whatsAppProvider(config)
+  const whatsapp: Connector[] = []
+  if (provider === 'wasender' && config.WASENDER_API_URL && config.WASENDER_API_KEY)
+    whatsapp.push(
+      createWasenderConnector({
+        apiUrl: config.WASENDER_API_URL,
+        apiKey: config.WASENDER_API_KEY,
+        logger,
+        concurrency: config.WORKER_CONCURRENCY,
+      }),
+    )
+  if (provider === 'cloud' && config.WHATSAPP_CLOUD_ACCESS_TOKEN && config.WHATSAPP_CLOUD_PHONE_NUMBER_ID && config.WHATSAPP_CLOUD_TEMPLATE)
+    whatsapp.push(
+      createWhatsAppCloudConnector({
+        apiUrl: config.WHATSAPP_CLOUD_API_URL ?? WHATSAPP_CLOUD_DEFAULT_API_URL,
+        accessToken: config.WHATSAPP_CLOUD_ACCESS_TOKEN,
+        phoneNumberId: config.WHATSAPP_CLOUD_PHONE_NUMBER_ID,
+        template: config.WHATSAPP_CLOUD_TEMPLATE,
+        languages: config.WHATSAPP_CLOUD_TEMPLATE_LANGUAGES ?? WHATSAPP_CLOUD_DEFAULT_LANGUAGES,
+        logger,
+        concurrency: config.WORKER_CONCURRENCY,
+      }),
+    )
   return [...email, ...whatsapp]
 }

@@ -37,6 +37,7 @@ export async function startWeb(options: {
   > &
     Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'API_DOCS'>> &
     Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>> &
+    Partial<Pick<Config, 'WHATSAPP_CLOUD_APP_SECRET' | 'WHATSAPP_CLOUD_VERIFY_TOKEN'>> &
     Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS' | 'ENVELOPE_VERSION'>> &
     Partial<Pick<Config, 'PHONE_ALLOW_FIXED_LINE' | 'PHONE_ALLOW_VOIP' | 'SMS_ALLOWED_COUNTRIES'>>
   apiUrl: string
@@ -48,6 +49,8 @@ export async function startWeb(options: {
   developmentPages?: Omit<DevelopmentPages, 'apiDocs'>
   /** Tests: how a confirmed SNS subscription's SubscribeURL is visited (default: an HTTPS GET). */
   confirmSubscription?: (url: string) => Promise<void>
+  /** What a WhatsApp failure status saying the number cannot get WhatsApp sets off (the phone fallback). */
+  onChannelUnreachable?: (messageId: string) => Promise<void>
 }): Promise<RunningWeb> {
   const { config, logger } = options
   const db = createKnex(options.apiUrl, { applicationName: 'sealpost-web', max: 20, logger })
@@ -120,6 +123,8 @@ export async function startWeb(options: {
             }
           : undefined,
         wasender: config.WASENDER_WEBHOOK_SECRET ? { secret: config.WASENDER_WEBHOOK_SECRET } : undefined,
+        whatsappCloud: { appSecret: config.WHATSAPP_CLOUD_APP_SECRET, verifyToken: config.WHATSAPP_CLOUD_VERIFY_TOKEN },
+        onChannelUnreachable: options.onChannelUnreachable,
       },
     })
     const listening = createServer(app).on('connection', rememberPeerAddress).on('clientError', answerClientError(logger))

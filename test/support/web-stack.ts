@@ -2,6 +2,9 @@ import { assertDocumentedAnswer } from './api-check.ts'
 import type { Config } from '../../config/schema.ts'
 import { createSesConnector } from '../../src/delivery/ses-connector.ts'
 import { createWasenderConnector } from '../../src/delivery/wasender-connector.ts'
+import { createWhatsAppCloudConnector } from '../../src/delivery/whatsapp-cloud-connector.ts'
+import { startFakeWhatsAppCloud } from '../../src/runtime/fake-whatsapp-cloud.ts'
+import { createPhoneInbox } from '../../src/runtime/phone-inbox.ts'
 import type { Logger } from '../../src/logging/logger.ts'
 import type { Keys } from '../../src/runtime/dev-keys.ts'
 import { startSesEmulator } from '../../src/runtime/ses-emulator.ts'
@@ -21,13 +24,27 @@ export async function startWebStack(
     clock?: () => Date
     worker?: boolean
     whatsapp?: boolean
+    /** WhatsApp through the fake Cloud API (`stack.cloud`, its `stack.phoneInbox`) instead of the fake Wasender. */
+    whatsappCloud?: boolean
+    /** The web's seam to the phone fallback (a WhatsApp failure status saying the number cannot get WhatsApp). */
+    onChannelUnreachable?: (messageId: string) => Promise<void>
     clientLimitPerMinute?: number
     trustProxy?: boolean | number | string[]
     invitationTtlSeconds?: number
     invitationLinkBaseUrl?: string
     metricsToken?: string
     /** Delivery-feedback settings of the web (webhooks, DEFAULT_LOCALE) and how it confirms SNS subscriptions. */
-    webhooks?: Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>>
+    webhooks?: Partial<
+      Pick<
+        Config,
+        | 'SES_EVENTS_TOPIC_ARN'
+        | 'SNS_TEST_SIGNING_CERT'
+        | 'WASENDER_WEBHOOK_SECRET'
+        | 'DEFAULT_LOCALE'
+        | 'WHATSAPP_CLOUD_APP_SECRET'
+        | 'WHATSAPP_CLOUD_VERIFY_TOKEN'
+      >
+    >
     confirmSubscription?: (url: string) => Promise<void>
     /** The breached-password lookup (off unless given: test/support/fake-pwned-passwords.ts). */
     passwords?: Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS'>>
@@ -35,12 +52,26 @@ export async function startWebStack(
 ) {
   const emulator = await startSesEmulator(0)
   const wasender = await startFakeWasender('stack-key')
+  const phoneInbox = createPhoneInbox()
+  const cloud = await startFakeWhatsAppCloud({
+    accessToken: 'stack-token',
+    phoneNumberId: '1055500000',
+    template: 'stack_code',
+    inbox: phoneInbox,
+  })
   let worker: RunningWorker | undefined
   const whatsapp = options.whatsapp ?? true
-  const connectors = [
-    emulatorSesConnector(emulator.url),
-    ...(whatsapp ? [createWasenderConnector({ apiUrl: wasender.url, apiKey: 'stack-key', logger: options.logger })] : []),
-  ]
+  const whatsappConnector = options.whatsappCloud
+    ? createWhatsAppCloudConnector({
+        apiUrl: cloud.url,
+        accessToken: 'stack-token',
+        phoneNumberId: '1055500000',
+        template: 'stack_code',
+        languages: 'en:en_US,de:de,es:es',
+        logger: options.logger,
+      })
+    : createWasenderConnector({ apiUrl: wasender.url, apiKey: 'stack-key', logger: options.logger })
+  const connectors = [emulatorSesConnector(emulator.url), ...(whatsapp ? [whatsappConnector] : [])]
   // The web learns its channels from the workers' registrations: registered as a worker would, so
   // a stack without a worker (or with one on an injected clock) offers the same ones.
   await registerChannelsAsWorker(db.owner, whatsapp ? ['email', 'whatsapp'] : ['email'], options.clock?.())
@@ -66,6 +97,7 @@ export async function startWebStack(
       ...options.passwords,
     },
     confirmSubscription: options.confirmSubscription,
+    onChannelUnreachable: options.onChannelUnreachable,
     apiUrl: db.apiUrl,
     keys: options.keys,
     logger: options.logger,
@@ -100,6 +132,8 @@ export async function startWebStack(
     web,
     emulator,
     wasender,
+    cloud,
+    phoneInbox,
     call,
     /** Unchecked: only for answers a test provokes on purpose outside the contract (a booby-trapped database). */
     rawCall,
@@ -108,7 +142,9 @@ export async function startWebStack(
       await web.stop()
       await worker?.stop()
       for (const connector of connectors) connector.close()
+      if (!whatsapp) whatsappConnector.close()
       await wasender.stop()
+      await cloud.stop()
       await emulator.stop()
     },
   }

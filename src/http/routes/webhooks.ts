@@ -1,4 +1,5 @@
 import express, { type Router } from 'express'
+import { z } from 'zod'
 import {
   receiveSesWebhook,
   receiveWasenderWebhook,
@@ -6,9 +7,18 @@ import {
   type WasenderDelivery,
   type WebhookDeps,
 } from '../../delivery/webhooks.ts'
+import { receiveWhatsAppCloudWebhook, verifyWhatsAppCloudSubscription } from '../../delivery/whatsapp-cloud-webhook.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
 import { HttpProblemError } from '../problem.ts'
-import { SesWebhookAnswer, SnsDelivery, WasenderStatusUpdate, WasenderWebhookAnswer } from '../schemas.ts'
+import {
+  SesWebhookAnswer,
+  SnsDelivery,
+  WasenderStatusUpdate,
+  WasenderWebhookAnswer,
+  WhatsAppCloudStatusUpdate,
+  WhatsAppCloudVerification,
+  WhatsAppCloudWebhookAnswer,
+} from '../schemas.ts'
 
 const SES_REFUSALS = ['invalid_signature', 'invalid_certificate_url', 'invalid_subscribe_url', 'unknown_topic', 'stale_message'] as const
 
@@ -17,7 +27,7 @@ const REFUSAL_STATUS: Record<string, number> = { malformed: 400, unsupported_med
 /** The API document's description of each route below, in the same order. */
 export const webhookApi = apiRegistry(
   'Webhooks',
-  'Provider delivery events: Amazon SNS deliveries of SES events, Wasender message status updates',
+  'Provider delivery events: Amazon SNS deliveries of SES events, Wasender and WhatsApp Cloud API message status updates',
 )
 const api = {
   ses: webhookApi.add({
@@ -44,6 +54,28 @@ const api = {
     description:
       'The signature is checked first (403); then a body other than `application/json` is 415 and one that does not match the schema is 400 `malformed`.',
     problems: { 400: ['malformed'], 403: ['invalid_signature'], 415: ['unsupported_media_type'] },
+  }),
+  whatsappCloudVerify: webhookApi.add({
+    operationId: 'verifyWhatsAppCloudSubscription',
+    method: 'get',
+    path: '/webhooks/whatsapp-cloud',
+    auth: 'none',
+    summary: "Meta's webhook subscription handshake (hub.verify_token must equal WHATSAPP_CLOUD_VERIFY_TOKEN)",
+    query: WhatsAppCloudVerification,
+    success: { status: 200, description: 'hub.challenge, echoed', body: z.string(), contentType: 'text/plain' },
+    problems: { 403: ['invalid_verify_token'] },
+  }),
+  whatsappCloud: webhookApi.add({
+    operationId: 'receiveWhatsAppCloudStatus',
+    method: 'post',
+    path: '/webhooks/whatsapp-cloud',
+    auth: 'none',
+    summary: 'WhatsApp Cloud API message status webhooks (X-Hub-Signature-256 under WHATSAPP_CLOUD_APP_SECRET)',
+    description:
+      'The signature covers the raw body and is checked first (403, nothing stored); a signed body that is not JSON is 400 `malformed`. Statuses (delivered, read, failed) are stored once; a status older than seven days is ignored.',
+    body: WhatsAppCloudStatusUpdate,
+    success: { status: 200, description: 'Handled', body: WhatsAppCloudWebhookAnswer },
+    problems: { 400: ['malformed'], 403: ['invalid_signature'] },
   }),
 }
 
@@ -82,6 +114,30 @@ export function webhookRoutes(deps: WebhookDeps): Router {
         ? { body: parsed.data }
         : { unreadable: 'malformed' }
     const outcomes = await receiveWasenderWebhook(deps, delivery, req.get('x-webhook-signature')).catch(refused)
+    res.status(200).json({ outcomes })
+  })
+
+  route(router, api.whatsappCloudVerify, (req, res) => {
+    const query = req.query as Record<string, unknown>
+    const text = (name: string) => (typeof query[name] === 'string' ? query[name] : undefined)
+    const challenge = (() => {
+      try {
+        return verifyWhatsAppCloudSubscription(deps, {
+          mode: text('hub.mode'),
+          verifyToken: text('hub.verify_token'),
+          challenge: text('hub.challenge'),
+        })
+      } catch (error) {
+        return refused(error)
+      }
+    })()
+    res.status(200).type('text/plain').send(challenge)
+  })
+
+  // The raw bytes: Meta's signature covers the body exactly as sent.
+  route(router, api.whatsappCloud, express.raw({ type: () => true, limit: '256kb' }), async (req, res) => {
+    const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0)
+    const outcomes = await receiveWhatsAppCloudWebhook(deps, raw, req.get('x-hub-signature-256')).catch(refused)
     res.status(200).json({ outcomes })
   })
 
