@@ -5,9 +5,10 @@ import type { Logger } from '../logging/logger.ts'
 import { recordDeliveryEvent, type ProviderEvent } from '../outbox/delivery-events-sql.ts'
 import type { Channel } from '../outbox/constants.ts'
 import { destinationHmac } from '../outbox/destination.ts'
-import { sesEventFrom, wasenderEventsFrom } from './provider-events.ts'
+import { sesEventFrom, twilioEventFrom, wasenderEventsFrom } from './provider-events.ts'
 import { assertSubscribeUrl, parseSnsEnvelope, SnsRefusedError, verifySnsEnvelope, type CertificateSource } from './sns-verifier.ts'
 import { SealpostError } from '../errors/sealpost-error.ts'
+import { twilioSignatureValid } from './twilio-signature.ts'
 
 /** What one webhook delivery came to, per event: a metric label each. */
 export type WebhookOutcome = 'stored' | 'duplicate' | 'unknown_message' | 'ignored' | 'subscription_confirmed' | 'refused'
@@ -17,12 +18,16 @@ export type WebhookDeps = {
   clock: () => Date
   logger: Logger
   /** Counts every outcome (and each refusal by reason) for the web's /metrics. */
-  count: (provider: 'ses' | 'wasender', outcome: WebhookOutcome, reason?: string) => void
+  count: (provider: WebhookProvider, outcome: WebhookOutcome, reason?: string) => void
   /** CODE_HASH_KEYS, current first: an event's recipients are matched under each, as a message's HMAC may predate a rotation. */
   codeHashKeys: readonly Buffer[]
   ses?: { topicArn: string; certificates: CertificateSource; confirmSubscription?: (url: string) => Promise<void> }
   wasender?: { secret: string }
+  /** The account's auth token (it signs every callback) and the callback URL messages were sent with (from PUBLIC_BASE_URL). */
+  twilio?: { authToken: string; callbackUrl: string }
 }
+
+export type WebhookProvider = 'ses' | 'wasender' | 'twilio'
 
 /** A refusal the route answers 4xx; `status` is decided in src/http. */
 export class WebhookRefusedError extends SealpostError {
@@ -41,7 +46,7 @@ export async function confirmSnsSubscription(url: string): Promise<void> {
   if (response.statusCode !== 200) throw new Error(`ConfirmSubscription answered ${response.statusCode}`)
 }
 
-async function store(deps: WebhookDeps, provider: 'ses' | 'wasender', channel: Channel, event: ProviderEvent): Promise<WebhookOutcome> {
+async function store(deps: WebhookDeps, provider: WebhookProvider, channel: Channel, event: ProviderEvent): Promise<WebhookOutcome> {
   const recipientHmacs = event.recipients.flatMap((recipient) => deps.codeHashKeys.map((key) => destinationHmac(key, channel, recipient)))
   const recorded = await recordDeliveryEvent(deps.db, channel, event, deps.clock(), recipientHmacs)
   deps.count(provider, recorded.outcome)
@@ -130,4 +135,34 @@ export async function receiveWasenderWebhook(
   const outcomes: WebhookOutcome[] = []
   for (const event of events) outcomes.push(await store(deps, 'wasender', 'whatsapp', event))
   return outcomes
+}
+
+/** How the route read a Twilio callback: its form parameters in order, or why it could not. */
+export type TwilioDelivery = { params: [string, string][] } | { unreadable: 'unsupported_media_type' }
+
+/**
+ * `POST /webhooks/twilio`: a message status callback. The `X-Twilio-Signature` must be Twilio's
+ * over the callback URL messages were sent with (never one built from the request's Host) and
+ * every parameter received; then the status is stored once per message, status and error code
+ * (Twilio sends no time: a replay is a duplicate, which is the only replay defence it leaves).
+ */
+export async function receiveTwilioWebhook(
+  deps: WebhookDeps,
+  delivery: TwilioDelivery,
+  signature: string | undefined,
+): Promise<WebhookOutcome> {
+  const refuse = (reason: string): never => {
+    deps.count('twilio', 'refused', reason)
+    deps.logger.warn('Twilio webhook refused', { reason })
+    throw new WebhookRefusedError(reason)
+  }
+  const params = 'params' in delivery ? delivery.params : []
+  if (!deps.twilio || !twilioSignatureValid(deps.twilio.authToken, deps.twilio.callbackUrl, params, signature)) refuse('invalid_signature')
+  if ('unreadable' in delivery) return refuse(delivery.unreadable)
+  const event = twilioEventFrom(new Map(params))
+  if (!event) {
+    deps.count('twilio', 'ignored')
+    return 'ignored'
+  }
+  return await store(deps, 'twilio', 'sms', event)
 }

@@ -40,7 +40,7 @@ export type WebDeps = {
   /** `npm start` only: the index at `/` and the explanation at `/join` (unset: both 404). */
   developmentPages?: { inboxUrl: string | null }
   /** Provider webhooks; each refuses everything while unconfigured. */
-  webhooks?: Pick<WebhookDeps, 'ses' | 'wasender'>
+  webhooks?: Pick<WebhookDeps, 'ses' | 'wasender' | 'twilio'>
   /** The locale of messages whose request's Accept-Language names none we ship. */
   defaultLocale?: Locale
   /** Cookies carry `Secure` (staging and production: the client reaches us over HTTPS). */

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { apiDocsEnabled, type Config } from '../../config/schema.ts'
+import { apiDocsEnabled, publicBaseUrl, type Config } from '../../config/schema.ts'
 import { createBoss } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
 import { createKnex } from '../db/knex.ts'
@@ -15,6 +15,7 @@ import { loadChannelDirectory, type ChannelDirectory } from '../outbox/channel-d
 import type { Logger } from '../logging/logger.ts'
 import type { Keys } from './dev-keys.ts'
 import { fetchedCertificates, fileCertificate } from '../delivery/sns-verifier.ts'
+import { twilioStatusCallbackUrl } from '../delivery/twilio-signature.ts'
 import { createBreachedPasswordCheck } from '../identity/breached-passwords.ts'
 
 export type RunningWeb = {
@@ -36,6 +37,7 @@ export async function startWeb(options: {
   > &
     Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'API_DOCS'>> &
     Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>> &
+    Partial<Pick<Config, 'TWILIO_AUTH_TOKEN' | 'PUBLIC_BASE_URL'>> &
     Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS' | 'ENVELOPE_VERSION'>>
   apiUrl: string
   keys: Keys
@@ -112,6 +114,9 @@ export async function startWeb(options: {
             }
           : undefined,
         wasender: config.WASENDER_WEBHOOK_SECRET ? { secret: config.WASENDER_WEBHOOK_SECRET } : undefined,
+        twilio: config.TWILIO_AUTH_TOKEN
+          ? { authToken: config.TWILIO_AUTH_TOKEN, callbackUrl: twilioStatusCallbackUrl(publicBaseUrl(config)) }
+          : undefined,
       },
     })
     const listening = createServer(app).on('connection', rememberPeerAddress).on('clientError', answerClientError(logger))

@@ -1,9 +1,12 @@
 import { assertDocumentedAnswer } from './api-check.ts'
 import type { Config } from '../../config/schema.ts'
 import { createSesConnector } from '../../src/delivery/ses-connector.ts'
+import { createTwilioConnector } from '../../src/delivery/twilio-connector.ts'
+import { twilioStatusCallbackUrl } from '../../src/delivery/twilio-signature.ts'
 import { createWasenderConnector } from '../../src/delivery/wasender-connector.ts'
 import type { Logger } from '../../src/logging/logger.ts'
 import type { Keys } from '../../src/runtime/dev-keys.ts'
+import { startFakeTwilio, type FakeTwilio } from '../../src/runtime/fake-twilio.ts'
 import { startSesEmulator } from '../../src/runtime/ses-emulator.ts'
 import { startWeb, type RunningWeb } from '../../src/runtime/web.ts'
 import { startWorker, type RunningWorker } from '../../src/runtime/worker.ts'
@@ -11,6 +14,13 @@ import { registerChannelsAsWorker } from './channels.ts'
 import { createTestDatabase, type TestDatabase } from './database.ts'
 import { startFakeWasender } from './fake-wasender.ts'
 import { capturingLogger, testKeys, workerConfig } from './helpers.ts'
+
+/** The fake Twilio account of a stack started with `sms: true`, and the public origin its callbacks are signed for. */
+export const TWILIO_STACK = {
+  accountSid: `AC${'5'.repeat(32)}`,
+  authToken: 'twilio-stack-auth-token',
+  publicBaseUrl: 'https://sealpost.example',
+}
 
 /** Web and (optionally) worker in this process against one test database, the SES emulator and the fake Wasender. */
 export async function startWebStack(
@@ -21,13 +31,25 @@ export async function startWebStack(
     clock?: () => Date
     worker?: boolean
     whatsapp?: boolean
+    /** SMS through the fake Twilio (its callbacks signed for `TWILIO_STACK.publicBaseUrl`); off unless asked. */
+    sms?: boolean
     clientLimitPerMinute?: number
     trustProxy?: boolean | number | string[]
     invitationTtlSeconds?: number
     invitationLinkBaseUrl?: string
     metricsToken?: string
     /** Delivery-feedback settings of the web (webhooks, DEFAULT_LOCALE) and how it confirms SNS subscriptions. */
-    webhooks?: Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>>
+    webhooks?: Partial<
+      Pick<
+        Config,
+        | 'SES_EVENTS_TOPIC_ARN'
+        | 'SNS_TEST_SIGNING_CERT'
+        | 'WASENDER_WEBHOOK_SECRET'
+        | 'DEFAULT_LOCALE'
+        | 'TWILIO_AUTH_TOKEN'
+        | 'PUBLIC_BASE_URL'
+      >
+    >
     confirmSubscription?: (url: string) => Promise<void>
     /** The breached-password lookup (off unless given: test/support/fake-pwned-passwords.ts). */
     passwords?: Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS'>>
@@ -35,15 +57,34 @@ export async function startWebStack(
 ) {
   const emulator = await startSesEmulator(0)
   const wasender = await startFakeWasender('stack-key')
+  const twilio: FakeTwilio | undefined = options.sms
+    ? await startFakeTwilio({ accountSid: TWILIO_STACK.accountSid, authToken: TWILIO_STACK.authToken })
+    : undefined
   let worker: RunningWorker | undefined
   const whatsapp = options.whatsapp ?? true
   const connectors = [
     emulatorSesConnector(emulator.url),
     ...(whatsapp ? [createWasenderConnector({ apiUrl: wasender.url, apiKey: 'stack-key', logger: options.logger })] : []),
+    ...(twilio
+      ? [
+          createTwilioConnector({
+            apiUrl: twilio.url,
+            accountSid: TWILIO_STACK.accountSid,
+            credentials: { username: TWILIO_STACK.accountSid, password: TWILIO_STACK.authToken },
+            sender: { from: '+15005550006' },
+            statusCallbackUrl: twilioStatusCallbackUrl(TWILIO_STACK.publicBaseUrl),
+            logger: options.logger,
+          }),
+        ]
+      : []),
   ]
   // The web learns its channels from the workers' registrations: registered as a worker would, so
   // a stack without a worker (or with one on an injected clock) offers the same ones.
-  await registerChannelsAsWorker(db.owner, whatsapp ? ['email', 'whatsapp'] : ['email'], options.clock?.())
+  await registerChannelsAsWorker(
+    db.owner,
+    [...(['email'] as const), ...(whatsapp ? (['whatsapp'] as const) : []), ...(twilio ? (['sms'] as const) : [])],
+    options.clock?.(),
+  )
   if (options.worker ?? true) {
     worker = await startWorker({
       config: workerConfig({ INVITATION_LINK_BASE_URL: options.invitationLinkBaseUrl ?? 'https://app.sealpost.test' }),
@@ -100,6 +141,8 @@ export async function startWebStack(
     web,
     emulator,
     wasender,
+    /** The fake Twilio when the stack was started with `sms: true`. */
+    twilio,
     call,
     /** Unchecked: only for answers a test provokes on purpose outside the contract (a booby-trapped database). */
     rawCall,
@@ -109,6 +152,7 @@ export async function startWebStack(
       await worker?.stop()
       for (const connector of connectors) connector.close()
       await wasender.stop()
+      await twilio?.stop()
       await emulator.stop()
     },
   }
