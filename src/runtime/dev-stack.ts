@@ -1,19 +1,51 @@
+import { randomBytes } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import type { Config } from '../../config/schema.ts'
+import { twilioConfigured, type Config } from '../../config/schema.ts'
 import { startEmbeddedPostgres } from '../db/embedded.ts'
 import { ensureLoginUsers } from '../db/login-users.ts'
 import { databaseRoles } from '../db/roles.ts'
 import { release } from '../db/release.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
 import { ensureDevKeys, keysFromRings, type Keys } from './dev-keys.ts'
+import { startFakeTwilio } from './fake-twilio.ts'
+import { createPhoneInbox, type PhoneInbox } from './phone-inbox.ts'
 import { providersFromConfig } from './providers.ts'
 import { startSesEmulator } from './ses-emulator.ts'
 import { DEV_TOPIC_ARN, devSnsSigner } from './dev-sns-signer.ts'
 import { startWeb } from './web.ts'
 import { startWorker } from './worker.ts'
 
-export type DevStack = { apiUrl: string; apiBound: string; inboxUrl: string | null; stop: () => Promise<void> }
+export type DevStack = {
+  apiUrl: string
+  apiBound: string
+  inboxUrl: string | null
+  /** What the local phone-provider fakes accepted (the phone inbox view). */
+  phoneInbox: PhoneInbox
+  stop: () => Promise<void>
+}
+
+/**
+ * The Twilio settings of `npm start`: the configured ones, else a local fake Twilio (a fresh
+ * account each start) that records into `inbox` and reports each message delivered to the local
+ * web's `/webhooks/twilio`, so the sms channel works out of the box.
+ */
+async function devTwilio(config: Config, inbox: PhoneInbox, stops: (() => Promise<void>)[]): Promise<Partial<Config>> {
+  if (twilioConfigured(config)) return {}
+  const settings = {
+    TWILIO_ACCOUNT_SID: `AC${randomBytes(16).toString('hex')}`,
+    TWILIO_AUTH_TOKEN: randomBytes(16).toString('hex'),
+    TWILIO_FROM_NUMBER: '+15005550006',
+  }
+  const fake = await startFakeTwilio({
+    accountSid: settings.TWILIO_ACCOUNT_SID,
+    authToken: settings.TWILIO_AUTH_TOKEN,
+    inbox,
+    autoDeliver: true,
+  })
+  stops.push(() => fake.stop())
+  return { ...settings, TWILIO_API_URL: fake.url }
+}
 
 /**
  * The SES event settings of `npm start`: the configured ones, else a local topic and a certificate
@@ -37,7 +69,8 @@ export function runtimeFile(dataDir: string): string {
 
 /**
  * `npm start`: embedded PostgreSQL unless DATABASE_URL is set, the release step, the SES emulator
- * unless SES is configured, then web and worker in this one process, each on its own role.
+ * unless SES is configured, the fake Twilio unless Twilio is, then web and worker in this one
+ * process, each on its own role.
  */
 export async function startDevStack(config: Config, logger: Logger): Promise<DevStack> {
   const stops: (() => Promise<void>)[] = []
@@ -68,13 +101,15 @@ export async function startDevStack(config: Config, logger: Logger): Promise<Dev
       stops.push(emulator.stop)
       inboxUrl = emulator.url
     }
-    const providers = providersFromConfig(config, logger, inboxUrl ?? undefined)
+    const phoneInbox = createPhoneInbox()
+    const twilio = await devTwilio(config, phoneInbox, stops)
+    const providers = providersFromConfig({ ...config, ...twilio }, logger, inboxUrl ?? undefined)
     stops.push(async () => providers.forEach((provider) => provider.close()))
-    const worker = await startWorker({ config, workerUrl, keys, providers, logger })
+    const worker = await startWorker({ config: { ...config, ...twilio }, workerUrl, keys, providers, logger })
     stops.push(worker.stop)
     // Development: SES events from `npm run dev:ses-event`, signed with a local key (docs/delivery.md "Delivery feedback").
     const events = await devSesEvents(config, logger)
-    const web = await startWeb({ config: { ...config, ...events }, apiUrl, keys, logger, developmentPages: { inboxUrl } })
+    const web = await startWeb({ config: { ...config, ...twilio, ...events }, apiUrl, keys, logger, developmentPages: { inboxUrl } })
     stops.push(web.stop)
     if (!config.DATABASE_URL)
       await writeFile(
@@ -82,7 +117,7 @@ export async function startDevStack(config: Config, logger: Logger): Promise<Dev
         JSON.stringify({ databaseUrl: ownerUrl, apiUrl: web.url, sesEventsTopicArn: events.SES_EVENTS_TOPIC_ARN }),
         { mode: 0o600 },
       )
-    return { apiUrl: web.url, apiBound: web.bound, inboxUrl, stop: stopAll }
+    return { apiUrl: web.url, apiBound: web.bound, inboxUrl, phoneInbox, stop: stopAll }
   } catch (error) {
     await stopAll()
     throw error
