@@ -610,6 +610,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/twilio": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Twilio message status callbacks (X-Twilio-Signature with TWILIO_AUTH_TOKEN over PUBLIC_BASE_URL/webhooks/twilio)
+         * @description The signature is checked first (403), over the URL built from PUBLIC_BASE_URL, never the Host header; then a body other than form-encoded is 415. A replay of a status is 200 `duplicate`; a sid we never sent is 200 `unknown_message`.
+         */
+        post: operations["receiveTwilioStatus"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -793,9 +813,9 @@ export interface components {
             /** @description Each provider a worker has used, and its outage hold */
             providers: {
                 /** @enum {string} */
-                provider: "ses" | "smtp" | "wasender";
+                provider: "ses" | "smtp" | "wasender" | "twilio" | "whatsapp_cloud";
                 /** @enum {string} */
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
                 /**
                  * @description down: held (messages wait without spending attempts); probing: one message tests it
                  * @enum {string}
@@ -814,7 +834,7 @@ export interface components {
                 /** @enum {string} */
                 purpose: "sign_up" | "add_sign_in_method" | "password_recovery" | "step_up" | "invitation" | "security_notice";
                 /** @enum {string} */
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
                 /**
                  * @description The destination with most characters replaced by •, masked in the database
                  * @example a•••e@e•••.com
@@ -843,7 +863,7 @@ export interface components {
                 /** @enum {string} */
                 purpose: "sign_up" | "add_sign_in_method" | "password_recovery" | "step_up" | "invitation" | "security_notice";
                 /** @enum {string} */
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
                 /**
                  * @description The destination with most characters replaced by •, masked in the database
                  * @example a•••e@e•••.com
@@ -865,7 +885,7 @@ export interface components {
             attempts: {
                 attemptNo: number;
                 /** @description The provider it went to; null for attempts recorded before providers were named */
-                provider: ("ses" | "smtp" | "wasender") | null;
+                provider: ("ses" | "smtp" | "wasender" | "twilio" | "whatsapp_cloud") | null;
                 /** @enum {string} */
                 outcome: "published" | "retryable_error" | "failed";
                 failureClass: ("REJECTED" | "THROTTLED" | "UNAVAILABLE" | "INDETERMINATE" | "unexpected_worker_error" | "invitation_link_unconfigured") | null;
@@ -907,7 +927,7 @@ export interface components {
                 /** @enum {string} */
                 purpose: "sign_up" | "add_sign_in_method" | "password_recovery" | "step_up" | "invitation" | "security_notice";
                 /** @enum {string} */
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
                 /**
                  * @description Masked in the database
                  * @example a•••e@e•••.com
@@ -919,7 +939,7 @@ export interface components {
                 lastFailureClass: ("REJECTED" | "THROTTLED" | "UNAVAILABLE" | "INDETERMINATE" | "unexpected_worker_error" | "invitation_link_unconfigured") | null;
                 deadLetterReason: ("provider_rejected" | "retries_exhausted" | "challenge_expired" | "challenge_consumed" | "decryption_failed" | "superseded_by_resend" | "worker_crash_loop" | "invitation_revoked" | "invitation_accepted" | "invitation_expired" | "destination_suppressed") | null;
                 /** @description The provider of each attempt, in order: its path */
-                providers: ("ses" | "smtp" | "wasender")[];
+                providers: ("ses" | "smtp" | "wasender" | "twilio" | "whatsapp_cloud")[];
                 /** Format: date-time */
                 createdAt: string;
                 /** Format: date-time */
@@ -939,7 +959,7 @@ export interface components {
                 /** @description The provider whose sent attempt the event matched (`unknown` before providers were named) */
                 provider: string;
                 /** @enum {string} */
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
                 /** @enum {string} */
                 event: "delivered" | "bounced" | "complained" | "rejected" | "delayed";
                 count: number;
@@ -960,7 +980,7 @@ export interface components {
         ChannelPauses: {
             items: {
                 /** @enum {string} */
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
                 /** Format: date-time */
                 pausedUntil: string;
                 throttleStreak: number;
@@ -5227,7 +5247,7 @@ export interface operations {
                 "X-Elevation-Token": string;
             };
             path: {
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
             };
             cookie?: never;
         };
@@ -5384,7 +5404,7 @@ export interface operations {
                 "X-Elevation-Token": string;
             };
             path: {
-                provider: "ses" | "smtp" | "wasender";
+                provider: "ses" | "smtp" | "wasender" | "twilio" | "whatsapp_cloud";
             };
             cookie?: never;
         };
@@ -5556,7 +5576,7 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             /** @enum {string} */
-                            channel: "email" | "whatsapp";
+                            channel: "email" | "whatsapp" | "sms";
                             maskedDestination: string;
                             /** @enum {string} */
                             reason: "permanent_bounce" | "complaint";
@@ -6592,6 +6612,158 @@ export interface operations {
                         status: 400;
                         /** @enum {string} */
                         code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request" | "malformed";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_signature` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "invalid_signature";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request`, `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request" | "unsupported_media_type";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_request` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "invalid_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    receiveTwilioStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @description SM… (SmsSid carries the same) */
+                    MessageSid: string;
+                    /** @description delivered, undelivered and failed are stored; other statuses are ignored */
+                    MessageStatus: string;
+                    /** @description with undelivered / failed: 30005 and 30006 suppress the number */
+                    ErrorCode?: string;
+                    To?: string;
+                    AccountSid?: string;
+                } & {
+                    [key: string]: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Handled */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        outcome: "stored" | "duplicate" | "unknown_message" | "ignored" | "subscription_confirmed";
+                    };
+                };
+            };
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
