@@ -1,6 +1,7 @@
 import { expect } from 'chai'
 import { twilioSignature } from '../src/delivery/twilio-signature.ts'
 import { destinationHmac } from '../src/outbox/destination.ts'
+import { STACK_WORKER_ID } from './support/channels.ts'
 import { eventually, uniquePhone } from './support/helpers.ts'
 import { sendRaw } from './support/raw-http.ts'
 import { enqueueSmsCode } from './support/sms-messages.ts'
@@ -144,5 +145,11 @@ describe('Twilio status callbacks (POST /webhooks/twilio)', () => {
     expect(metrics).to.match(/sealpost_webhook_events_total\{provider="twilio",outcome="stored",reason=""\} \d+/)
     expect(metrics).to.match(/sealpost_webhook_events_total\{provider="twilio",outcome="refused",reason="invalid_signature"\} \d+/)
     expect(f.logs.text()).not.to.include(message.phone)
+    // The worker with the Twilio connector announced the sms channel itself (not only the stack's stand-in registration).
+    const registrations = await f.db.owner('outbox.delivery_channel_registrations').whereNot({ worker_id: STACK_WORKER_ID })
+    expect(registrations.map((row: { channels: string[]; providers: string[] }) => [row.channels, row.providers])).to.deep.include([
+      ['email', 'whatsapp', 'sms'],
+      ['ses', 'wasender', 'twilio'],
+    ])
   })
 })
