@@ -181,6 +181,31 @@ export const envSchema = z.object({
         return false
       }
     }, 'expected locale:language pairs like en:en_US,de:de,es:es'),
+  /** Twilio (SMS, docs/delivery.md "Channels"): all of its settings or none (loadConfig checks the set). */
+  TWILIO_ACCOUNT_SID: z
+    .string()
+    .regex(/^AC[0-9a-fA-F]{32}$/, 'must be an account SID (AC followed by 32 hex digits)')
+    .optional(),
+  TWILIO_AUTH_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  TWILIO_API_KEY_SID: z
+    .string()
+    .regex(/^SK[0-9a-fA-F]{32}$/, 'must be an API key SID (SK followed by 32 hex digits)')
+    .optional(),
+  TWILIO_API_KEY_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  TWILIO_MESSAGING_SERVICE_SID: z
+    .string()
+    .regex(/^MG[0-9a-fA-F]{32}$/, 'must be a Messaging Service SID (MG followed by 32 hex digits)')
+    .optional(),
+  TWILIO_FROM_NUMBER: z
+    .string()
+    .regex(
+      /^(\+[1-9]\d{7,14}|\d{3,8}|(?=.*[A-Za-z])[A-Za-z0-9 ]{1,11})$/,
+      'must be an E.164 number, a short code or an alphanumeric sender ID',
+    )
+    .optional(),
+  TWILIO_API_URL: url.default('https://api.twilio.com'),
+  /** The web's public https origin, as the internet reaches it (Twilio's status callbacks are built from it and signed over it). */
+  PUBLIC_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
   /** The email providers in the order they are tried, `ses,smtp` (docs/configuration.md). */
   EMAIL_PROVIDERS: z
     .string()
@@ -411,7 +436,9 @@ const HTTPS_ONLY_IN_PRODUCTION = {
   SES_ENDPOINT: 'loopback',
   WASENDER_API_URL: 'loopback',
   WHATSAPP_CLOUD_API_URL: 'loopback',
+  TWILIO_API_URL: 'loopback',
   INVITATION_LINK_BASE_URL: 'never',
+  PUBLIC_BASE_URL: 'never',
   // A self-hosted copy of the range API may listen on this machine; a remote one only over TLS.
   BREACHED_PASSWORD_API_URL: 'loopback',
 } as const
@@ -430,6 +457,54 @@ export function smtpPlainAllowed(config: Pick<Config, 'NODE_ENV' | 'SMTP_URL'>):
   if (!config.SMTP_URL) return false
   const url = new URL(config.SMTP_URL)
   return url.protocol === 'smtp:' && isLoopback(url)
+}
+
+const TWILIO_SETTINGS = [
+  'TWILIO_ACCOUNT_SID',
+  'TWILIO_AUTH_TOKEN',
+  'TWILIO_API_KEY_SID',
+  'TWILIO_API_KEY_SECRET',
+  'TWILIO_MESSAGING_SERVICE_SID',
+  'TWILIO_FROM_NUMBER',
+] as const
+
+/** Whether Twilio is configured (SMS): any of its settings set (loadConfig refuses half a set). */
+export function twilioConfigured(config: Partial<Pick<Config, (typeof TWILIO_SETTINGS)[number]>>): boolean {
+  return TWILIO_SETTINGS.some((name) => config[name] !== undefined)
+}
+
+/**
+ * Twilio is optional, but half of it is a typo, never a choice: the account SID and its auth
+ * token (which signs every status callback, even when an API key sends), an API key's SID and
+ * secret both or neither, exactly one sender, and outside development the public origin its
+ * callbacks go to.
+ */
+function assertTwilioComplete(config: Config, deployed: boolean): void {
+  if (!twilioConfigured(config)) return
+  const problems: { variable: string; problem: string }[] = []
+  for (const variable of ['TWILIO_ACCOUNT_SID', 'TWILIO_AUTH_TOKEN'] as const)
+    if (config[variable] === undefined)
+      problems.push({ variable, problem: 'is required when any TWILIO_* is set (the auth token also signs the status callbacks)' })
+  if ((config.TWILIO_API_KEY_SID === undefined) !== (config.TWILIO_API_KEY_SECRET === undefined))
+    for (const variable of ['TWILIO_API_KEY_SID', 'TWILIO_API_KEY_SECRET'])
+      problems.push({ variable, problem: 'set both TWILIO_API_KEY_SID and TWILIO_API_KEY_SECRET, or neither to send with the auth token' })
+  if ((config.TWILIO_MESSAGING_SERVICE_SID === undefined) === (config.TWILIO_FROM_NUMBER === undefined))
+    for (const variable of ['TWILIO_MESSAGING_SERVICE_SID', 'TWILIO_FROM_NUMBER'])
+      problems.push({ variable, problem: 'set exactly one of TWILIO_MESSAGING_SERVICE_SID and TWILIO_FROM_NUMBER (the SMS sender)' })
+  if (deployed && config.PUBLIC_BASE_URL === undefined)
+    problems.push({
+      variable: 'PUBLIC_BASE_URL',
+      problem: `is required in ${config.NODE_ENV} when Twilio is configured (its status callbacks go there)`,
+    })
+  if (problems.length > 0) throw new ConfigError(problems)
+}
+
+/**
+ * The web's public origin: PUBLIC_BASE_URL without a trailing slash, or in development and test
+ * this machine's web (`http://localhost:$PORT`).
+ */
+export function publicBaseUrl(config: Pick<Config, 'NODE_ENV' | 'PORT'> & Partial<Pick<Config, 'PUBLIC_BASE_URL'>>): string {
+  return (config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`).replace(/\/+$/, '')
 }
 
 /**
@@ -491,6 +566,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, role: ProcessRole): Config {
   const whatsApp = whatsAppProblems(config)
   if (whatsApp.length > 0) throw new ConfigError(whatsApp)
   const deployed = config.NODE_ENV === 'production' || config.NODE_ENV === 'staging'
+  assertTwilioComplete(config, deployed)
   if (deployed) {
     if (role === 'all-in-one') {
       throw new ConfigError([

@@ -176,6 +176,50 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     meaning:
       "our locale → the template language it was approved in, `locale:code` pairs; a locale not listed gets the first pair's language",
   },
+  TWILIO_ACCOUNT_SID: {
+    usedBy: 'web, worker',
+    shownDefault: '–',
+    meaning:
+      'Twilio account SID (`AC…`) for the SMS channel. **Optional**: no `TWILIO_*` = no SMS; any of them set requires `TWILIO_ACCOUNT_SID`, `TWILIO_AUTH_TOKEN` and exactly one sender (the process stops naming what is missing)',
+  },
+  TWILIO_AUTH_TOKEN: {
+    usedBy: 'web, worker',
+    shownDefault: '–',
+    meaning:
+      "the account's auth token: the worker sends with it unless an API key is set; the web checks every status callback's `X-Twilio-Signature` with it (Twilio signs with the auth token, never an API key)",
+  },
+  TWILIO_API_KEY_SID: {
+    usedBy: 'worker',
+    shownDefault: '–',
+    meaning: 'an API key (`SK…`) and its secret to send with instead of the auth token; both or neither',
+  },
+  TWILIO_API_KEY_SECRET: {
+    usedBy: 'worker',
+    shownDefault: '–',
+    meaning: 'the secret of `TWILIO_API_KEY_SID`; both or neither',
+  },
+  TWILIO_MESSAGING_SERVICE_SID: {
+    usedBy: 'worker',
+    shownDefault: '–',
+    meaning: 'the Messaging Service (`MG…`) SMS is sent through (Twilio picks the sender); exactly one of it and `TWILIO_FROM_NUMBER`',
+  },
+  TWILIO_FROM_NUMBER: {
+    usedBy: 'worker',
+    shownDefault: '–',
+    meaning:
+      'the sender of SMS (an E.164 number, a short code or an alphanumeric sender ID); exactly one of it and `TWILIO_MESSAGING_SERVICE_SID`',
+  },
+  TWILIO_API_URL: {
+    usedBy: 'worker',
+    shownDefault: '`https://api.twilio.com`',
+    meaning: "Twilio's REST API origin; `https://` in staging/production (plain `http://` only to a local relay, as for `SES_ENDPOINT`)",
+  },
+  PUBLIC_BASE_URL: {
+    usedBy: 'web, worker',
+    shownDefault: 'dev: `http://localhost:$PORT`',
+    meaning:
+      "the web's public `https://` origin as the internet reaches it: SMS are sent with the status callback `$PUBLIC_BASE_URL/webhooks/twilio` and its signature is checked over that URL, never the request's `Host`. Required in staging/production when Twilio is configured",
+  },
   INVITATION_LINK_BASE_URL: {
     usedBy: 'worker',
     shownDefault: 'dev: `http://localhost:$PORT`',

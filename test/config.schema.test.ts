@@ -160,6 +160,43 @@ describe('configuration', () => {
     })
   })
 
+  const twilio = {
+    TWILIO_ACCOUNT_SID: `AC${'a'.repeat(32)}`,
+    TWILIO_AUTH_TOKEN: 'twilio-auth-token-value',
+    TWILIO_FROM_NUMBER: '+15005550006',
+    PUBLIC_BASE_URL: 'https://sealpost.example.com',
+  }
+
+  it('starts a production web and worker with a complete Twilio configuration', () => {
+    for (const role of ['web', 'worker'] as const)
+      expect(loadConfig({ ...production, ...twilio }, role).TWILIO_API_URL).to.equal('https://api.twilio.com')
+  })
+
+  const halves: [string, Record<string, string | undefined>, string[]][] = [
+    ['no account SID', { TWILIO_ACCOUNT_SID: undefined }, ['TWILIO_ACCOUNT_SID']],
+    [
+      'no auth token (it signs the callbacks, even beside an API key)',
+      { TWILIO_AUTH_TOKEN: undefined, TWILIO_API_KEY_SID: `SK${'b'.repeat(32)}`, TWILIO_API_KEY_SECRET: 'twilio-api-key-secret' },
+      ['TWILIO_AUTH_TOKEN'],
+    ],
+    ['an API key without its secret', { TWILIO_API_KEY_SID: `SK${'b'.repeat(32)}` }, ['TWILIO_API_KEY_SID', 'TWILIO_API_KEY_SECRET']],
+    ['no sender', { TWILIO_FROM_NUMBER: undefined }, ['TWILIO_MESSAGING_SERVICE_SID', 'TWILIO_FROM_NUMBER']],
+    ['two senders', { TWILIO_MESSAGING_SERVICE_SID: `MG${'c'.repeat(32)}` }, ['TWILIO_MESSAGING_SERVICE_SID', 'TWILIO_FROM_NUMBER']],
+    ['no PUBLIC_BASE_URL in production', { PUBLIC_BASE_URL: undefined }, ['PUBLIC_BASE_URL']],
+    ['a plain-http Twilio API URL off this machine', { TWILIO_API_URL: 'http://api.twilio.example' }, ['TWILIO_API_URL']],
+    ['a plain-http PUBLIC_BASE_URL', { PUBLIC_BASE_URL: 'http://sealpost.example.com' }, ['PUBLIC_BASE_URL']],
+  ]
+  for (const [name, change, variables] of halves) {
+    it(`refuses half a Twilio configuration (${name}), naming ${variables.join(' and ')} and no value`, () => {
+      const env = Object.fromEntries(
+        Object.entries({ ...production, ...twilio, ...change }).filter(([, value]) => value !== undefined),
+      ) as Record<string, string>
+      const error = refusal(env, 'worker')
+      expect(error.variables).to.have.members(variables)
+      expect(error.message).to.not.include('twilio-auth-token-value').and.not.include('twilio-api-key-secret')
+    })
+  }
+
   it('starts a production worker without any code-hash key: the worker never hashes a code', () => {
     const env: Record<string, string> = { ...production }
     delete env.CODE_HASH_KEY

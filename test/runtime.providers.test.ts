@@ -1,6 +1,7 @@
 import { expect } from 'chai'
 import { loadConfig } from '../config/schema.ts'
 import { DeliveryFailureError } from '../src/delivery/provider.ts'
+import { startFakeTwilio } from '../src/runtime/fake-twilio.ts'
 import { providersFromConfig } from '../src/runtime/providers.ts'
 import { startFakeSmtp, type FakeSmtp } from './support/fake-smtp.ts'
 import { capturingLogger } from './support/helpers.ts'
@@ -50,6 +51,29 @@ describe('providers from configuration', () => {
     delete cloudOnly.WASENDER_API_URL
     delete cloudOnly.WASENDER_API_KEY
     expect(build(cloudOnly).map((p) => p.id)).to.deep.equal(['ses', 'whatsapp_cloud'])
+  })
+
+  it("adds Twilio for sms when TWILIO_* is set: an API key sends, the callback URL is PUBLIC_BASE_URL's", async () => {
+    const accountSid = `AC${'d'.repeat(32)}`
+    const apiKey = { sid: `SK${'e'.repeat(32)}`, secret: 'twilio-api-key-secret' }
+    const twilio = await startFakeTwilio({ accountSid, authToken: 'twilio-auth-token', apiKey })
+    closers.push(() => void twilio.stop())
+    const providers = build({
+      NODE_ENV: 'test',
+      TWILIO_ACCOUNT_SID: accountSid,
+      TWILIO_AUTH_TOKEN: 'twilio-auth-token',
+      TWILIO_API_KEY_SID: apiKey.sid,
+      TWILIO_API_KEY_SECRET: apiKey.secret,
+      TWILIO_MESSAGING_SERVICE_SID: `MG${'f'.repeat(32)}`,
+      TWILIO_API_URL: twilio.url,
+      PUBLIC_BASE_URL: 'https://sealpost.example.com/',
+    })
+    expect(providers.map((p) => `${p.channel}:${p.id}`)).to.deep.equal(['email:ses', 'sms:twilio'])
+    await providers[1]!.dispatch({ ...message, destination: '+5491155554455' }, AbortSignal.timeout(5_000))
+    expect(twilio.accepted()[0]).to.include({
+      statusCallback: 'https://sealpost.example.com/webhooks/twilio',
+      authorization: `Basic ${Buffer.from(`${apiKey.sid}:${apiKey.secret}`).toString('base64')}`,
+    })
   })
 
   it('sends plain to a loopback relay in test, and from SMTP_FROM_ADDRESS', async () => {

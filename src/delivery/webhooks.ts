@@ -5,15 +5,16 @@ import type { Logger } from '../logging/logger.ts'
 import { recordDeliveryEvent, type ProviderEvent } from '../outbox/delivery-events-sql.ts'
 import type { Channel } from '../outbox/constants.ts'
 import { destinationHmac } from '../outbox/destination.ts'
-import { sesEventFrom, wasenderEventsFrom } from './provider-events.ts'
+import { sesEventFrom, twilioEventFrom, wasenderEventsFrom } from './provider-events.ts'
 import { assertSubscribeUrl, parseSnsEnvelope, SnsRefusedError, verifySnsEnvelope, type CertificateSource } from './sns-verifier.ts'
 import { SealpostError } from '../errors/sealpost-error.ts'
+import { twilioSignatureValid } from './twilio-signature.ts'
 
 /** What one webhook delivery came to, per event: a metric label each. */
 export type WebhookOutcome = 'stored' | 'duplicate' | 'unknown_message' | 'ignored' | 'subscription_confirmed' | 'refused'
 
 /** The providers whose webhooks the web takes (a metric label). */
-export type WebhookProvider = 'ses' | 'wasender' | 'whatsapp_cloud'
+export type WebhookProvider = 'ses' | 'wasender' | 'whatsapp_cloud' | 'twilio'
 
 export type WebhookDeps = {
   db: Knex
@@ -32,6 +33,8 @@ export type WebhookDeps = {
    * code says the number cannot get WhatsApp, with our message id (docs/delivery.md "WhatsApp Cloud API").
    */
   onChannelUnreachable?: (messageId: string) => Promise<void>
+  /** The account's auth token (it signs every callback) and the callback URL messages were sent with (from PUBLIC_BASE_URL). */
+  twilio?: { authToken: string; callbackUrl: string }
 }
 
 /** A refusal the route answers 4xx; `status` is decided in src/http. */
@@ -149,4 +152,34 @@ export async function receiveWasenderWebhook(
   const outcomes: WebhookOutcome[] = []
   for (const event of events) outcomes.push((await storeEvent(deps, 'wasender', 'whatsapp', event)).outcome)
   return outcomes
+}
+
+/** How the route read a Twilio callback: its form parameters in order, or why it could not. */
+export type TwilioDelivery = { params: [string, string][] } | { unreadable: 'unsupported_media_type' }
+
+/**
+ * `POST /webhooks/twilio`: a message status callback. The `X-Twilio-Signature` must be Twilio's
+ * over the callback URL messages were sent with (never one built from the request's Host) and
+ * every parameter received; then the status is stored once per message, status and error code
+ * (Twilio sends no time: a replay is a duplicate, which is the only replay defence it leaves).
+ */
+export async function receiveTwilioWebhook(
+  deps: WebhookDeps,
+  delivery: TwilioDelivery,
+  signature: string | undefined,
+): Promise<WebhookOutcome> {
+  const refuse = (reason: string): never => {
+    deps.count('twilio', 'refused', reason)
+    deps.logger.warn('Twilio webhook refused', { reason })
+    throw new WebhookRefusedError(reason)
+  }
+  const params = 'params' in delivery ? delivery.params : []
+  if (!deps.twilio || !twilioSignatureValid(deps.twilio.authToken, deps.twilio.callbackUrl, params, signature)) refuse('invalid_signature')
+  if ('unreadable' in delivery) return refuse(delivery.unreadable)
+  const event = twilioEventFrom(new Map(params))
+  if (!event) {
+    deps.count('twilio', 'ignored')
+    return 'ignored'
+  }
+  return (await storeEvent(deps, 'twilio', 'sms', event)).outcome
 }

@@ -61,7 +61,7 @@ export async function receiveWhatsAppCloudWebhook(
   const statuses = whatsAppCloudStatusesFrom(body, now, isChannelUnreachableCode)
   const outcomes: WebhookOutcome[] = []
   for (const { event, unreachable } of statuses) {
-    if (now.getTime() - event.occurredAt.getTime() > REPLAY_WINDOW_MS) {
+    if (event.occurredAt && now.getTime() - event.occurredAt.getTime() > REPLAY_WINDOW_MS) {
       deps.count('whatsapp_cloud', 'ignored')
       outcomes.push('ignored')
       continue

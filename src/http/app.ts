@@ -40,7 +40,7 @@ export type WebDeps = {
   /** `npm start` only: the index at `/` and the explanation at `/join` (unset: both 404). */
   developmentPages?: Omit<DevelopmentPages, 'apiDocs'>
   /** Provider webhooks; each refuses everything while unconfigured. */
-  webhooks?: Pick<WebhookDeps, 'ses' | 'wasender' | 'whatsappCloud' | 'onChannelUnreachable'>
+  webhooks?: Pick<WebhookDeps, 'ses' | 'wasender' | 'whatsappCloud' | 'onChannelUnreachable' | 'twilio'>
   /** The locale of messages whose request's Accept-Language names none we ship. */
   defaultLocale?: Locale
   /** Cookies carry `Secure` (staging and production: the client reaches us over HTTPS). */

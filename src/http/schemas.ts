@@ -105,11 +105,24 @@ const webhookOutcome = z.enum(['stored', 'duplicate', 'unknown_message', 'ignore
 export const SesWebhookAnswer = z.object({ outcome: webhookOutcome })
 export const WasenderWebhookAnswer = z.object({ outcomes: z.array(webhookOutcome) })
 export const WhatsAppCloudWebhookAnswer = WasenderWebhookAnswer
+export const TwilioStatusCallback = z
+  .object({
+    MessageSid: z.string().describe('SM… (SmsSid carries the same)'),
+    MessageStatus: z.string().describe('delivered, undelivered and failed are stored; other statuses are ignored'),
+    ErrorCode: z.string().optional().describe('with undelivered / failed: 30005 and 30006 suppress the number'),
+    To: z.string().optional(),
+    AccountSid: z.string().optional(),
+  })
+  .catchall(z.string())
+  .describe(
+    'A Twilio message status callback (form-encoded); X-Twilio-Signature covers PUBLIC_BASE_URL/webhooks/twilio and every parameter',
+  )
+export const TwilioWebhookAnswer = z.object({ outcome: webhookOutcome })
 export const SuppressionPage = z.object({
   items: z.array(
     z.object({
       id: z.uuid(),
-      channel: z.enum(['email', 'whatsapp']),
+      channel: z.enum(['email', 'whatsapp', 'sms']),
       maskedDestination: z.string(),
       reason: z.enum(['permanent_bounce', 'complaint']),
       since: z.iso.datetime(),

@@ -6,7 +6,8 @@ export type ProviderEvent = {
   providerMessageId: string
   event: DeliveryEvent
   subtype: string | null
-  occurredAt: Date
+  /** Null when the provider gives no time (Twilio): the event is then dated by the attempt it answers, so a replay is the same row. */
+  occurredAt: Date | null
   /** A permanent bounce or a complaint puts the destination on the suppression list, if it is one of `recipients`. */
   suppress: SuppressionReason | null
   /** The addresses the event names as bounced or complaining (SES `bouncedRecipients` / `complainedRecipients`). */

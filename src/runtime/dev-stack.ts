@@ -1,6 +1,7 @@
+import { randomBytes } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import type { Config } from '../../config/schema.ts'
+import { twilioConfigured, type Config } from '../../config/schema.ts'
 import { startEmbeddedPostgres } from '../db/embedded.ts'
 import { ensureLoginUsers } from '../db/login-users.ts'
 import { databaseRoles } from '../db/roles.ts'
@@ -9,6 +10,7 @@ import { describeError, type Logger } from '../logging/logger.ts'
 import { ensureDevKeys, keysFromRings, type Keys } from './dev-keys.ts'
 import { whatsAppProvider } from '../../config/whatsapp-cloud.ts'
 import { startFakeWhatsAppCloud } from './fake-whatsapp-cloud.ts'
+import { startFakeTwilio } from './fake-twilio.ts'
 import { createPhoneInbox, type PhoneInbox } from './phone-inbox.ts'
 import { providersFromConfig } from './providers.ts'
 import { startSesEmulator } from './ses-emulator.ts'
@@ -52,6 +54,28 @@ async function devWhatsApp(config: Config, inbox: PhoneInbox) {
 }
 
 /**
+ * The Twilio settings of `npm start`: the configured ones, else a local fake Twilio (a fresh
+ * account each start) that records into `inbox` and reports each message delivered to the local
+ * web's `/webhooks/twilio`, so the sms channel works out of the box.
+ */
+async function devTwilio(config: Config, inbox: PhoneInbox, stops: (() => Promise<void>)[]): Promise<Partial<Config>> {
+  if (twilioConfigured(config)) return {}
+  const settings = {
+    TWILIO_ACCOUNT_SID: `AC${randomBytes(16).toString('hex')}`,
+    TWILIO_AUTH_TOKEN: randomBytes(16).toString('hex'),
+    TWILIO_FROM_NUMBER: '+15005550006',
+  }
+  const fake = await startFakeTwilio({
+    accountSid: settings.TWILIO_ACCOUNT_SID,
+    authToken: settings.TWILIO_AUTH_TOKEN,
+    inbox,
+    autoDeliver: true,
+  })
+  stops.push(() => fake.stop())
+  return { ...settings, TWILIO_API_URL: fake.url }
+}
+
+/**
  * The SES event settings of `npm start`: the configured ones, else a local topic and a certificate
  * made on first start (through a dev dependency: without it, events are simply off).
  */
@@ -73,8 +97,8 @@ export function runtimeFile(dataDir: string): string {
 
 /**
  * `npm start`: embedded PostgreSQL unless DATABASE_URL is set, the release step, the SES emulator
- * unless SES is configured, the fake WhatsApp Cloud API unless a WhatsApp provider is, then web and
- * worker in this one process, each on its own role.
+ * unless SES is configured, the fake WhatsApp Cloud API unless a WhatsApp provider is, the fake
+ * Twilio unless Twilio is, then web and worker in this one process, each on its own role.
  */
 export async function startDevStack(config: Config, logger: Logger): Promise<DevStack> {
   const stops: (() => Promise<void>)[] = []
@@ -109,14 +133,15 @@ export async function startDevStack(config: Config, logger: Logger): Promise<Dev
     const phoneInbox = createPhoneInbox()
     const whatsApp = await devWhatsApp(config, phoneInbox)
     stops.push(whatsApp.stop)
-    const providers = providersFromConfig({ ...config, ...whatsApp.worker }, logger, inboxUrl ?? undefined)
+    const twilio = await devTwilio(config, phoneInbox, stops)
+    const providers = providersFromConfig({ ...config, ...whatsApp.worker, ...twilio }, logger, inboxUrl ?? undefined)
     stops.push(async () => providers.forEach((provider) => provider.close()))
-    const worker = await startWorker({ config, workerUrl, keys, providers, logger })
+    const worker = await startWorker({ config: { ...config, ...twilio }, workerUrl, keys, providers, logger })
     stops.push(worker.stop)
     // Development: SES events from `npm run dev:ses-event`, signed with a local key (docs/delivery.md "Delivery feedback").
     const events = await devSesEvents(config, logger)
     const web = await startWeb({
-      config: { ...config, ...events, ...whatsApp.web },
+      config: { ...config, ...twilio, ...events, ...whatsApp.web },
       apiUrl,
       keys,
       logger,

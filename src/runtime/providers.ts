@@ -1,7 +1,9 @@
-import { smtpPlainAllowed, type Config, type EmailProviderId } from '../../config/schema.ts'
+import { publicBaseUrl, smtpPlainAllowed, twilioConfigured, type Config, type EmailProviderId } from '../../config/schema.ts'
 import type { Provider } from '../delivery/provider.ts'
 import { createSesConnector } from '../delivery/ses-connector.ts'
 import { createSmtpConnector } from '../delivery/smtp-connector.ts'
+import { createTwilioConnector } from '../delivery/twilio-connector.ts'
+import { twilioStatusCallbackUrl } from '../delivery/twilio-signature.ts'
 import { createWasenderConnector } from '../delivery/wasender-connector.ts'
 import { createWhatsAppCloudConnector } from '../delivery/whatsapp-cloud-connector.ts'
 import { WHATSAPP_CLOUD_DEFAULT_API_URL, WHATSAPP_CLOUD_DEFAULT_LANGUAGES, whatsAppProvider } from '../../config/whatsapp-cloud.ts'
@@ -13,7 +15,8 @@ type Connector = Provider & { close(): void }
 
 /**
  * Connectors from configuration: the email providers in EMAIL_PROVIDERS order, then the WhatsApp
- * provider WHATSAPP_PROVIDER names (the Cloud API or Wasender; default: the configured one).
+ * provider WHATSAPP_PROVIDER names (the Cloud API or Wasender; default: the configured one), then
+ * Twilio for SMS when TWILIO_* is set.
  * Within a channel the order is the order providers are tried. Outside development the settings
  * of each listed provider are required (config refuses to start without them); in development
  * SES goes to the local SES emulator and WhatsApp is off unless configured (the worker warns at
@@ -34,7 +37,7 @@ export function providersFromConfig(
     | 'SMTP_FROM_ADDRESS'
     | 'SEND_TIMEOUT_MS'
   > &
-    Partial<Pick<Config, 'SES_CONFIGURATION_SET' | 'SES_FROM_NAME' | 'PRODUCT_NAME' | 'WORKER_CONCURRENCY'>> &
+    Partial<Pick<Config, 'SES_CONFIGURATION_SET' | 'SES_FROM_NAME' | 'PRODUCT_NAME' | 'WORKER_CONCURRENCY' | 'PORT'>> &
     Partial<
       Pick<
         Config,
@@ -45,7 +48,9 @@ export function providersFromConfig(
         | 'WHATSAPP_CLOUD_TEMPLATE'
         | 'WHATSAPP_CLOUD_TEMPLATE_LANGUAGES'
       >
-    >,
+    > &
+    Partial<Pick<Config, 'TWILIO_ACCOUNT_SID' | 'TWILIO_AUTH_TOKEN' | 'TWILIO_API_KEY_SID' | 'TWILIO_API_KEY_SECRET'>> &
+    Partial<Pick<Config, 'TWILIO_MESSAGING_SERVICE_SID' | 'TWILIO_FROM_NUMBER' | 'TWILIO_API_URL' | 'PUBLIC_BASE_URL'>>,
   logger: Logger,
   emulatorEndpoint?: string,
 ): Connector[] {
@@ -102,5 +107,28 @@ export function providersFromConfig(
         concurrency: config.WORKER_CONCURRENCY,
       }),
     )
-  return [...email, ...whatsapp]
+  return [...email, ...whatsapp, ...(twilioConfigured(config) ? [twilioFromConfig(config, logger)] : [])]
+}
+
+/** The Twilio connector of a complete TWILIO_* set (loadConfig refuses half of one). */
+function twilioFromConfig(config: Parameters<typeof providersFromConfig>[0], logger: Logger): Connector {
+  const { TWILIO_ACCOUNT_SID: accountSid, TWILIO_AUTH_TOKEN: authToken } = config
+  if (!accountSid || !authToken) throw new Error('TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN are required when any TWILIO_* is set')
+  const apiKey =
+    config.TWILIO_API_KEY_SID && config.TWILIO_API_KEY_SECRET
+      ? { username: config.TWILIO_API_KEY_SID, password: config.TWILIO_API_KEY_SECRET }
+      : undefined
+  return createTwilioConnector({
+    apiUrl: config.TWILIO_API_URL ?? 'https://api.twilio.com',
+    accountSid,
+    credentials: apiKey ?? { username: accountSid, password: authToken },
+    sender: config.TWILIO_MESSAGING_SERVICE_SID
+      ? { messagingServiceSid: config.TWILIO_MESSAGING_SERVICE_SID }
+      : { from: config.TWILIO_FROM_NUMBER ?? '' },
+    statusCallbackUrl: twilioStatusCallbackUrl(
+      publicBaseUrl({ NODE_ENV: config.NODE_ENV, PORT: config.PORT ?? 3000, PUBLIC_BASE_URL: config.PUBLIC_BASE_URL }),
+    ),
+    logger,
+    concurrency: config.WORKER_CONCURRENCY,
+  })
 }

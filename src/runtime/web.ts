@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { apiDocsEnabled, type Config } from '../../config/schema.ts'
+import { apiDocsEnabled, publicBaseUrl, type Config } from '../../config/schema.ts'
 import { createBoss } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
 import { createKnex } from '../db/knex.ts'
@@ -16,6 +16,7 @@ import { loadChannelDirectory, type ChannelDirectory } from '../outbox/channel-d
 import type { Logger } from '../logging/logger.ts'
 import type { Keys } from './dev-keys.ts'
 import { fetchedCertificates, fileCertificate } from '../delivery/sns-verifier.ts'
+import { twilioStatusCallbackUrl } from '../delivery/twilio-signature.ts'
 import { createBreachedPasswordCheck } from '../identity/breached-passwords.ts'
 
 export type RunningWeb = {
@@ -39,7 +40,8 @@ export async function startWeb(options: {
     Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>> &
     Partial<Pick<Config, 'WHATSAPP_CLOUD_APP_SECRET' | 'WHATSAPP_CLOUD_VERIFY_TOKEN'>> &
     Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS' | 'ENVELOPE_VERSION'>> &
-    Partial<Pick<Config, 'PHONE_ALLOW_FIXED_LINE' | 'PHONE_ALLOW_VOIP' | 'SMS_ALLOWED_COUNTRIES'>>
+    Partial<Pick<Config, 'PHONE_ALLOW_FIXED_LINE' | 'PHONE_ALLOW_VOIP' | 'SMS_ALLOWED_COUNTRIES'>> &
+    Partial<Pick<Config, 'TWILIO_AUTH_TOKEN' | 'PUBLIC_BASE_URL'>>
   apiUrl: string
   keys: Keys
   logger: Logger
@@ -125,6 +127,9 @@ export async function startWeb(options: {
         wasender: config.WASENDER_WEBHOOK_SECRET ? { secret: config.WASENDER_WEBHOOK_SECRET } : undefined,
         whatsappCloud: { appSecret: config.WHATSAPP_CLOUD_APP_SECRET, verifyToken: config.WHATSAPP_CLOUD_VERIFY_TOKEN },
         onChannelUnreachable: options.onChannelUnreachable,
+        twilio: config.TWILIO_AUTH_TOKEN
+          ? { authToken: config.TWILIO_AUTH_TOKEN, callbackUrl: twilioStatusCallbackUrl(publicBaseUrl(config)) }
+          : undefined,
       },
     })
     const listening = createServer(app).on('connection', rememberPeerAddress).on('clientError', answerClientError(logger))

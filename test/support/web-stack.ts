@@ -1,12 +1,15 @@
 import { assertDocumentedAnswer } from './api-check.ts'
 import type { Config } from '../../config/schema.ts'
 import { createSesConnector } from '../../src/delivery/ses-connector.ts'
+import { createTwilioConnector } from '../../src/delivery/twilio-connector.ts'
+import { twilioStatusCallbackUrl } from '../../src/delivery/twilio-signature.ts'
 import { createWasenderConnector } from '../../src/delivery/wasender-connector.ts'
 import { createWhatsAppCloudConnector } from '../../src/delivery/whatsapp-cloud-connector.ts'
 import { startFakeWhatsAppCloud } from '../../src/runtime/fake-whatsapp-cloud.ts'
 import { createPhoneInbox } from '../../src/runtime/phone-inbox.ts'
 import type { Logger } from '../../src/logging/logger.ts'
 import type { Keys } from '../../src/runtime/dev-keys.ts'
+import { startFakeTwilio, type FakeTwilio } from '../../src/runtime/fake-twilio.ts'
 import { startSesEmulator } from '../../src/runtime/ses-emulator.ts'
 import { startWeb, type RunningWeb } from '../../src/runtime/web.ts'
 import { startWorker, type RunningWorker } from '../../src/runtime/worker.ts'
@@ -14,6 +17,13 @@ import { registerChannelsAsWorker } from './channels.ts'
 import { createTestDatabase, type TestDatabase } from './database.ts'
 import { startFakeWasender } from './fake-wasender.ts'
 import { capturingLogger, testKeys, workerConfig } from './helpers.ts'
+
+/** The fake Twilio account of a stack started with `sms: true`, and the public origin its callbacks are signed for. */
+export const TWILIO_STACK = {
+  accountSid: `AC${'5'.repeat(32)}`,
+  authToken: 'twilio-stack-auth-token',
+  publicBaseUrl: 'https://sealpost.example',
+}
 
 /** Web and (optionally) worker in this process against one test database, the SES emulator and the fake Wasender. */
 export async function startWebStack(
@@ -28,6 +38,8 @@ export async function startWebStack(
     whatsappCloud?: boolean
     /** The web's seam to the phone fallback (a WhatsApp failure status saying the number cannot get WhatsApp). */
     onChannelUnreachable?: (messageId: string) => Promise<void>
+    /** SMS through the fake Twilio (its callbacks signed for `TWILIO_STACK.publicBaseUrl`); off unless asked. */
+    sms?: boolean
     clientLimitPerMinute?: number
     trustProxy?: boolean | number | string[]
     invitationTtlSeconds?: number
@@ -43,6 +55,8 @@ export async function startWebStack(
         | 'DEFAULT_LOCALE'
         | 'WHATSAPP_CLOUD_APP_SECRET'
         | 'WHATSAPP_CLOUD_VERIFY_TOKEN'
+        | 'TWILIO_AUTH_TOKEN'
+        | 'PUBLIC_BASE_URL'
       >
     >
     confirmSubscription?: (url: string) => Promise<void>
@@ -53,6 +67,9 @@ export async function startWebStack(
   const emulator = await startSesEmulator(0)
   const wasender = await startFakeWasender('stack-key')
   const phoneInbox = createPhoneInbox()
+  const twilio: FakeTwilio | undefined = options.sms
+    ? await startFakeTwilio({ accountSid: TWILIO_STACK.accountSid, authToken: TWILIO_STACK.authToken, inbox: phoneInbox })
+    : undefined
   const cloud = await startFakeWhatsAppCloud({
     accessToken: 'stack-token',
     phoneNumberId: '1055500000',
@@ -71,10 +88,29 @@ export async function startWebStack(
         logger: options.logger,
       })
     : createWasenderConnector({ apiUrl: wasender.url, apiKey: 'stack-key', logger: options.logger })
-  const connectors = [emulatorSesConnector(emulator.url), ...(whatsapp ? [whatsappConnector] : [])]
+  const connectors = [
+    emulatorSesConnector(emulator.url),
+    ...(whatsapp ? [whatsappConnector] : []),
+    ...(twilio
+      ? [
+          createTwilioConnector({
+            apiUrl: twilio.url,
+            accountSid: TWILIO_STACK.accountSid,
+            credentials: { username: TWILIO_STACK.accountSid, password: TWILIO_STACK.authToken },
+            sender: { from: '+15005550006' },
+            statusCallbackUrl: twilioStatusCallbackUrl(TWILIO_STACK.publicBaseUrl),
+            logger: options.logger,
+          }),
+        ]
+      : []),
+  ]
   // The web learns its channels from the workers' registrations: registered as a worker would, so
   // a stack without a worker (or with one on an injected clock) offers the same ones.
-  await registerChannelsAsWorker(db.owner, whatsapp ? ['email', 'whatsapp'] : ['email'], options.clock?.())
+  await registerChannelsAsWorker(
+    db.owner,
+    [...(['email'] as const), ...(whatsapp ? (['whatsapp'] as const) : []), ...(twilio ? (['sms'] as const) : [])],
+    options.clock?.(),
+  )
   if (options.worker ?? true) {
     worker = await startWorker({
       config: workerConfig({ INVITATION_LINK_BASE_URL: options.invitationLinkBaseUrl ?? 'https://app.sealpost.test' }),
@@ -134,6 +170,8 @@ export async function startWebStack(
     wasender,
     cloud,
     phoneInbox,
+    /** The fake Twilio when the stack was started with `sms: true`. */
+    twilio,
     call,
     /** Unchecked: only for answers a test provokes on purpose outside the contract (a booby-trapped database). */
     rawCall,
@@ -145,6 +183,7 @@ export async function startWebStack(
       if (!whatsapp) whatsappConnector.close()
       await wasender.stop()
       await cloud.stop()
+      await twilio?.stop()
       await emulator.stop()
     },
   }

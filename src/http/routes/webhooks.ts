@@ -1,9 +1,12 @@
 import express, { type Router } from 'express'
 import { z } from 'zod'
+import { TWILIO_WEBHOOK_PATH } from '../../delivery/twilio-signature.ts'
 import {
   receiveSesWebhook,
+  receiveTwilioWebhook,
   receiveWasenderWebhook,
   WebhookRefusedError,
+  type TwilioDelivery,
   type WasenderDelivery,
   type WebhookDeps,
 } from '../../delivery/webhooks.ts'
@@ -13,6 +16,8 @@ import { HttpProblemError } from '../problem.ts'
 import {
   SesWebhookAnswer,
   SnsDelivery,
+  TwilioStatusCallback,
+  TwilioWebhookAnswer,
   WasenderStatusUpdate,
   WasenderWebhookAnswer,
   WhatsAppCloudStatusUpdate,
@@ -27,7 +32,7 @@ const REFUSAL_STATUS: Record<string, number> = { malformed: 400, unsupported_med
 /** The API document's description of each route below, in the same order. */
 export const webhookApi = apiRegistry(
   'Webhooks',
-  'Provider delivery events: Amazon SNS deliveries of SES events, Wasender and WhatsApp Cloud API message status updates',
+  'Provider delivery events: Amazon SNS deliveries of SES events, Wasender and WhatsApp Cloud API message status updates, Twilio message status callbacks',
 )
 const api = {
   ses: webhookApi.add({
@@ -76,6 +81,19 @@ const api = {
     body: WhatsAppCloudStatusUpdate,
     success: { status: 200, description: 'Handled', body: WhatsAppCloudWebhookAnswer },
     problems: { 400: ['malformed'], 403: ['invalid_signature'] },
+  }),
+  twilio: webhookApi.add({
+    operationId: 'receiveTwilioStatus',
+    method: 'post',
+    path: TWILIO_WEBHOOK_PATH,
+    auth: 'none',
+    summary: 'Twilio message status callbacks (X-Twilio-Signature with TWILIO_AUTH_TOKEN over PUBLIC_BASE_URL/webhooks/twilio)',
+    body: TwilioStatusCallback,
+    bodyContentType: 'application/x-www-form-urlencoded',
+    success: { status: 200, description: 'Handled', body: TwilioWebhookAnswer },
+    description:
+      'The signature is checked first (403), over the URL built from PUBLIC_BASE_URL, never the Host header; then a body other than form-encoded is 415. A replay of a status is 200 `duplicate`; a sid we never sent is 200 `unknown_message`.',
+    problems: { 403: ['invalid_signature'], 415: ['unsupported_media_type'] },
   }),
 }
 
@@ -139,6 +157,16 @@ export function webhookRoutes(deps: WebhookDeps): Router {
     const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0)
     const outcomes = await receiveWhatsAppCloudWebhook(deps, raw, req.get('x-hub-signature-256')).catch(refused)
     res.status(200).json({ outcomes })
+  })
+
+  // Read as Twilio sends it: the form's pairs as they came, since the signature covers each of them.
+  route(router, api.twilio, express.text({ type: 'application/x-www-form-urlencoded', limit: '16kb' }), async (req, res) => {
+    const delivery: TwilioDelivery =
+      req.is('application/x-www-form-urlencoded') && typeof req.body === 'string'
+        ? { params: [...new URLSearchParams(req.body)] }
+        : { unreadable: 'unsupported_media_type' }
+    const outcome = await receiveTwilioWebhook(deps, delivery, req.get('x-twilio-signature')).catch(refused)
+    res.status(200).json({ outcome })
   })
 
   return router
