@@ -36,7 +36,7 @@ export async function startWeb(options: {
   > &
     Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'API_DOCS'>> &
     Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>> &
-    Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS' | 'ENVELOPE_VERSION'>>
+    Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS' | 'ENVELOPE_VERSION' | 'PHONE_CHANNELS'>>
   apiUrl: string
   keys: Keys
   logger: Logger
@@ -94,6 +94,7 @@ export async function startWeb(options: {
         envelopeVersion,
         // Only channels a worker can deliver; a phone identifier without one is refused up front.
         channels,
+        ...(config.PHONE_CHANNELS ? { phoneChannels: config.PHONE_CHANNELS } : {}),
       },
       clientLimitPerMinute: config.CLIENT_RATE_LIMIT_PER_MINUTE,
       metrics: metricsAccess(config),

@@ -47,6 +47,7 @@ type WorkerConfig = Pick<
     Pick<
       Config,
       | 'DATABASE_WAIT_SECONDS'
+      | 'PHONE_CHANNELS'
       | 'SEALPOST_API_ROLE'
       | 'SEALPOST_WORKER_ROLE'
       | 'PRODUCT_NAME'
@@ -207,6 +208,7 @@ export async function startWorker(options: {
         metrics,
         templates,
         sendCaps: { perChannel: config.SEND_CAP_PER_HOUR ?? {}, perCountry: config.PHONE_CAP_PER_COUNTRY_PER_HOUR ?? {} },
+        ...(config.PHONE_CHANNELS ? { phoneChannels: config.PHONE_CHANNELS } : {}),
       },
       deliveryPipelineOptions(config),
     )
