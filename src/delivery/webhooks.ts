@@ -22,6 +22,12 @@ export type WebhookDeps = {
   codeHashKeys: readonly Buffer[]
   ses?: { topicArn: string; certificates: CertificateSource; confirmSubscription?: (url: string) => Promise<void> }
   wasender?: { secret: string }
+  /**
+   * A status event said the phone channel a published code went out on cannot reach its number:
+   * the web's asynchronous phone fallback (src/identity/phone-fallback.ts), called with the message
+   * id after the event is stored. It does nothing for a message that does not qualify, and never throws for one.
+   */
+  onChannelUnreachable?: (messageId: string) => Promise<void>
 }
 
 /** A refusal the route answers 4xx; `status` is decided in src/http. */

@@ -21,6 +21,7 @@ import { route } from './openapi/registry.ts'
 import { apiDocsPage, developmentPages, operatorConsole } from './pages.ts'
 import { serviceOperations } from './routes/service.ts'
 import type { WebhookDeps } from '../delivery/webhooks.ts'
+import { fallBackToNextPhoneChannel } from '../identity/phone-fallback.ts'
 import { webhookRoutes } from './routes/webhooks.ts'
 import { suppressionRoutes } from './routes/suppressions.ts'
 import { auditRecordRoutes } from './routes/audit-records.ts'
@@ -113,6 +114,9 @@ export function createApp(deps: WebDeps): express.Express {
       logger: deps.logger,
       count: metrics.webhook,
       codeHashKeys: deps.challenges.codeHashKeys ?? [deps.challenges.codeHashKey],
+      onChannelUnreachable: async (messageId) => {
+        await fallBackToNextPhoneChannel(deps.db, deps.challenges, messageId)
+      },
       ...deps.webhooks,
     }),
   )
