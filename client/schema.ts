@@ -793,9 +793,9 @@ export interface components {
             /** @description Each provider a worker has used, and its outage hold */
             providers: {
                 /** @enum {string} */
-                provider: "ses" | "smtp" | "wasender";
+                provider: "ses" | "smtp" | "wasender" | "twilio" | "whatsapp_cloud";
                 /** @enum {string} */
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
                 /**
                  * @description down: held (messages wait without spending attempts); probing: one message tests it
                  * @enum {string}
@@ -814,7 +814,7 @@ export interface components {
                 /** @enum {string} */
                 purpose: "sign_up" | "add_sign_in_method" | "password_recovery" | "step_up" | "invitation" | "security_notice";
                 /** @enum {string} */
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
                 /**
                  * @description The destination with most characters replaced by •, masked in the database
                  * @example a•••e@e•••.com
@@ -843,7 +843,7 @@ export interface components {
                 /** @enum {string} */
                 purpose: "sign_up" | "add_sign_in_method" | "password_recovery" | "step_up" | "invitation" | "security_notice";
                 /** @enum {string} */
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
                 /**
                  * @description The destination with most characters replaced by •, masked in the database
                  * @example a•••e@e•••.com
@@ -865,7 +865,12 @@ export interface components {
             attempts: {
                 attemptNo: number;
                 /** @description The provider it went to; null for attempts recorded before providers were named */
-                provider: ("ses" | "smtp" | "wasender") | null;
+                provider: ("ses" | "smtp" | "wasender" | "twilio" | "whatsapp_cloud") | null;
+                /**
+                 * @description The channel it went out on: a phone code may fall back from whatsapp to sms (the message's channel stays the one it was sealed for)
+                 * @enum {string}
+                 */
+                channel: "email" | "whatsapp" | "sms";
                 /** @enum {string} */
                 outcome: "published" | "retryable_error" | "failed";
                 failureClass: ("REJECTED" | "THROTTLED" | "UNAVAILABLE" | "INDETERMINATE" | "unexpected_worker_error" | "invitation_link_unconfigured") | null;
@@ -907,7 +912,7 @@ export interface components {
                 /** @enum {string} */
                 purpose: "sign_up" | "add_sign_in_method" | "password_recovery" | "step_up" | "invitation" | "security_notice";
                 /** @enum {string} */
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
                 /**
                  * @description Masked in the database
                  * @example a•••e@e•••.com
@@ -919,7 +924,7 @@ export interface components {
                 lastFailureClass: ("REJECTED" | "THROTTLED" | "UNAVAILABLE" | "INDETERMINATE" | "unexpected_worker_error" | "invitation_link_unconfigured") | null;
                 deadLetterReason: ("provider_rejected" | "retries_exhausted" | "challenge_expired" | "challenge_consumed" | "decryption_failed" | "superseded_by_resend" | "worker_crash_loop" | "invitation_revoked" | "invitation_accepted" | "invitation_expired" | "destination_suppressed") | null;
                 /** @description The provider of each attempt, in order: its path */
-                providers: ("ses" | "smtp" | "wasender")[];
+                providers: ("ses" | "smtp" | "wasender" | "twilio" | "whatsapp_cloud")[];
                 /** Format: date-time */
                 createdAt: string;
                 /** Format: date-time */
@@ -939,7 +944,7 @@ export interface components {
                 /** @description The provider whose sent attempt the event matched (`unknown` before providers were named) */
                 provider: string;
                 /** @enum {string} */
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
                 /** @enum {string} */
                 event: "delivered" | "bounced" | "complained" | "rejected" | "delayed";
                 count: number;
@@ -960,7 +965,7 @@ export interface components {
         ChannelPauses: {
             items: {
                 /** @enum {string} */
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
                 /** Format: date-time */
                 pausedUntil: string;
                 throttleStreak: number;
@@ -5227,7 +5232,7 @@ export interface operations {
                 "X-Elevation-Token": string;
             };
             path: {
-                channel: "email" | "whatsapp";
+                channel: "email" | "whatsapp" | "sms";
             };
             cookie?: never;
         };
@@ -5384,7 +5389,7 @@ export interface operations {
                 "X-Elevation-Token": string;
             };
             path: {
-                provider: "ses" | "smtp" | "wasender";
+                provider: "ses" | "smtp" | "wasender" | "twilio" | "whatsapp_cloud";
             };
             cookie?: never;
         };
