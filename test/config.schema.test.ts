@@ -238,8 +238,16 @@ describe('configuration', () => {
     )
     expect(capped.SEND_CAP_PER_HOUR).to.deep.equal({ email: 20000, whatsapp: 2000 })
     expect(capped.PHONE_CAP_PER_COUNTRY_PER_HOUR).to.deep.equal({ '44': 500, '*': 200 })
-    expect(refusal({ SEND_CAP_PER_HOUR: 'sms:10' }, 'all-in-one').variables).to.deep.equal(['SEND_CAP_PER_HOUR'])
+    expect(refusal({ SEND_CAP_PER_HOUR: 'fax:10' }, 'all-in-one').variables).to.deep.equal(['SEND_CAP_PER_HOUR'])
     expect(refusal({ PHONE_CAP_PER_COUNTRY_PER_HOUR: '4:10' }, 'all-in-one').variables).to.deep.equal(['PHONE_CAP_PER_COUNTRY_PER_HOUR'])
+  })
+
+  it('reads PHONE_CHANNELS as the phone channels in fallback order (unset: the fleet decides, WhatsApp first) and refuses anything else', () => {
+    expect(loadConfig({}, 'all-in-one').PHONE_CHANNELS).to.equal(undefined)
+    expect(loadConfig({ PHONE_CHANNELS: 'sms, whatsapp' }, 'all-in-one').PHONE_CHANNELS).to.deep.equal(['sms', 'whatsapp'])
+    expect(loadConfig({ PHONE_CHANNELS: 'sms' }, 'all-in-one').PHONE_CHANNELS).to.deep.equal(['sms'])
+    for (const bad of ['email', 'whatsapp,whatsapp', 'whatsapp,', 'telegram'])
+      expect(refusal({ PHONE_CHANNELS: bad }, 'all-in-one').variables).to.deep.equal(['PHONE_CHANNELS'])
   })
 
   describe('email providers', () => {
