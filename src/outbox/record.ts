@@ -158,13 +158,14 @@ function answersOf(entries: readonly { outcome: Outcome; channel: Channel }[]): 
     if (!sent) continue
     const answers = byProvider.get(sent.id) ?? {
       provider: sent.id,
-      // The provider's own channel (a phone message may have gone by SMS).
+      // The provider's own channel (a phone message may have gone by SMS); the message's for an outcome without one.
       channel: sent.channel ?? channel,
       answered: 0,
       transient: 0,
       probe: false,
     }
-    if (outcome.kind === 'deferred' || outcome.kind === 'dead_letter') {
+    if (outcome.kind !== 'published' && outcome.kind !== 'failed') {
+      // A deferral names a provider only when it refused our own settings.
       answers.misconfigured = true
       answers.probe ||= sent.probe
     } else if (outcome.kind === 'published' || outcome.failureClass === 'REJECTED') answers.answered += 1
