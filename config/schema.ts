@@ -102,6 +102,19 @@ const countList = <T>(parse: (text: string) => T) =>
       }
     })
 
+/** The phone channels PHONE_CHANNELS may list, in the order a message falls back across them. */
+export const PHONE_CHANNEL_IDS = Object.freeze(['whatsapp', 'sms'] as const)
+export type PhoneChannelId = (typeof PHONE_CHANNEL_IDS)[number]
+
+/** Parses `whatsapp,sms` into the phone channels' fallback order; pure so it can be table-tested. */
+export function parsePhoneChannels(text: string): PhoneChannelId[] {
+  const ids = text.split(',').map((part) => part.trim())
+  const known = (id: string): id is PhoneChannelId => (PHONE_CHANNEL_IDS as readonly string[]).includes(id)
+  if (ids.length === 0 || !ids.every(known) || new Set(ids).size !== ids.length)
+    throw new Error(`must be an ordered comma-separated list of ${PHONE_CHANNEL_IDS.join(', ')}, each at most once`)
+  return ids
+}
+
 /** The email providers Sealpost can drive; EMAIL_PROVIDERS orders some of them. */
 export const EMAIL_PROVIDER_IDS = Object.freeze(['ses', 'smtp'] as const)
 export type EmailProviderId = (typeof EMAIL_PROVIDER_IDS)[number]
@@ -213,6 +226,19 @@ export const envSchema = z.object({
     .transform((text, ctx) => {
       try {
         return parseEmailProviders(text)
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message })
+        return z.NEVER
+      }
+    }),
+  /** The phone channels in fallback order, `whatsapp,sms`; unset = those the fleet has, WhatsApp first (docs/delivery.md "Phone channels"). */
+  PHONE_CHANNELS: z
+    .string()
+    .optional()
+    .transform((text, ctx) => {
+      if (text === undefined) return undefined
+      try {
+        return parsePhoneChannels(text)
       } catch (error) {
         ctx.addIssue({ code: 'custom', message: (error as Error).message })
         return z.NEVER

@@ -96,6 +96,12 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     meaning:
       'bearer token for `GET /metrics` (`Authorization: Bearer …`, at least 16 characters); without it metrics are open in development and test and **not served** (404) in staging and production, since their counts would tell a stranger whether an address has an account',
   },
+  PHONE_CHANNELS: {
+    usedBy: 'web, worker',
+    shownDefault: 'the phone channels with a provider, `whatsapp` first',
+    meaning:
+      'the phone channels in fallback order: `whatsapp`, `sms`, `whatsapp,sms` or `sms,whatsapp` (each at most once). A code goes on the first the fleet has; when that channel cannot reach the number, or its providers are held down, the worker carries the same code on over the next. See [docs/delivery.md](delivery.md#phone-channels)',
+  },
   EMAIL_PROVIDERS: {
     usedBy: 'worker',
     shownDefault: '`ses`',

@@ -3,6 +3,8 @@ import { unknownEnvelopeVersion } from '../src/crypto/envelope.ts'
 import type { Provider } from '../src/delivery/provider.ts'
 import type { MessageRow } from '../src/outbox/messages-sql.ts'
 import type { Channel } from '../src/outbox/constants.ts'
+import { PHONE_CHANNEL_ORDER, PHONE_CHANNELS } from '../src/outbox/destination.ts'
+import type { Route } from '../src/outbox/provider-health.ts'
 import {
   channelScopeOf,
   countryScopeOf,
@@ -15,6 +17,8 @@ import {
   type CapScope,
 } from '../src/outbox/send-caps.ts'
 import { reserveSends } from '../src/outbox/send-windows-sql.ts'
+import type { DeliveryFailureError } from '../src/delivery/provider.ts'
+import type { Outcome, Sent } from '../src/outbox/record.ts'
 import type { DeliveryDeps, PendingRecord } from './deliver.ts'
 
 /**
@@ -23,18 +27,70 @@ import type { DeliveryDeps, PendingRecord } from './deliver.ts'
  * Each is recorded without spending an attempt.
  */
 
-/** A channel's providers in failover order; none when this worker has no provider for it. */
-export function providersFor(deps: Pick<DeliveryDeps, 'providers'>, channel: Channel): readonly Provider[] {
-  return deps.providers[channel] ?? []
+/**
+ * The channels a message may go out on, in order (docs/delivery.md "Phone channels"): its own,
+ * then, for a phone message, the phone channels after it in PHONE_CHANNELS order — never email,
+ * never one that came before it — less those it proved `unreachable` for this recipient. The
+ * envelope still binds the message's own channel and destination: only the carrier changes.
+ */
+export function routeChannels(
+  deps: Pick<DeliveryDeps, 'phoneChannels'>,
+  channel: Channel,
+  unreachable: ReadonlySet<Channel> = new Set(),
+): Channel[] {
+  if (!PHONE_CHANNELS.has(channel)) return [channel]
+  const order = deps.phoneChannels ?? PHONE_CHANNEL_ORDER
+  const at = order.indexOf(channel)
+  const next = at >= 0 ? order.slice(at + 1) : order.filter((other) => other !== channel)
+  return [channel, ...next].filter((candidate) => !unreachable.has(candidate))
 }
 
-/** Whether this worker has a provider for the channel: the one place the delivery step asks. */
-export function hasProvider(deps: Pick<DeliveryDeps, 'providers'>, channel: Channel): boolean {
+/** A message's providers in failover order across its route's channels; none when this worker has no provider for any. */
+export function providersFor(
+  deps: Pick<DeliveryDeps, 'providers' | 'phoneChannels'>,
+  channel: Channel,
+  unreachable?: ReadonlySet<Channel>,
+): readonly Provider[] {
+  return routeChannels(deps, channel, unreachable).flatMap((candidate) => deps.providers[candidate] ?? [])
+}
+
+/** The channel of a message's route (`channel`: its own) that this worker has the provider under. */
+export function channelOfProvider(
+  deps: Pick<DeliveryDeps, 'providers' | 'phoneChannels'>,
+  channel: Channel,
+  providerId: string,
+): Channel | undefined {
+  return routeChannels(deps, channel).find((candidate) => (deps.providers[candidate] ?? []).some((provider) => provider.id === providerId))
+}
+
+/** The channel a routed send goes out on (a phone message may go by SMS); undefined when not sent now. */
+export function routedChannel(
+  deps: Pick<DeliveryDeps, 'providers' | 'phoneChannels'>,
+  channel: Channel,
+  route: Route | undefined,
+): Channel | undefined {
+  return route?.kind === 'send' ? channelOfProvider(deps, channel, route.provider) : undefined
+}
+
+/** Whether the message's route has a later channel with a provider here after `sendsOn`: where a channel_unreachable answer goes on to. */
+export function channelLeftAfter(
+  deps: Pick<DeliveryDeps, 'providers' | 'phoneChannels'>,
+  channel: Channel,
+  unreachable: ReadonlySet<Channel> | undefined,
+  sendsOn: Channel | undefined,
+): boolean {
+  const channels = routeChannels(deps, channel, unreachable)
+  if (sendsOn === undefined || !channels.includes(sendsOn)) return false
+  return channels.slice(channels.indexOf(sendsOn) + 1).some((later) => (deps.providers[later] ?? []).length > 0)
+}
+
+/** Whether this worker has a provider for a message of the channel: the one place the delivery step asks. */
+export function hasProvider(deps: Pick<DeliveryDeps, 'providers' | 'phoneChannels'>, channel: Channel): boolean {
   return providersFor(deps, channel).length > 0
 }
 
 /** Whether this worker would attempt the claimed message at all: it has a provider and opens its envelope's version. */
-export function canAttempt(deps: Pick<DeliveryDeps, 'providers'>, claim: Extract<Claim, { kind: 'claimed' }>): boolean {
+export function canAttempt(deps: Pick<DeliveryDeps, 'providers' | 'phoneChannels'>, claim: Extract<Claim, { kind: 'claimed' }>): boolean {
   return hasProvider(deps, claim.message.channel) && unknownEnvelopeVersion(claim.envelope) === undefined
 }
 
@@ -111,35 +167,34 @@ function shownScope(kind: 'prefix' | 'country' | 'channel', scope: CapScope): Re
 /**
  * The claimed messages a send cap holds back, each with the end of the hour it waits for: every
  * cap it counts against is asked for room in one statement per counter and batch (an SMS's number
- * prefix first, then its country's, then its channel's), in claim order. A message a later cap
- * then holds has taken a slot of the earlier ones that nobody sends this hour; every counter ends
- * with the same hour, and the later one is full until then, so nothing is lost by it. Suppressed
- * messages are never sent, so never counted, nor are messages this worker has no provider for
- * (they wait for one that has), nor an SMS to a country SMS may not reach (it is dead-lettered
- * unsent). The first refusal of an hour, fleet-wide, is logged (SEND CAP REACHED), and so is the
- * reservation that takes a counter to 80 % (SEND CAP NEAR): neither names a destination, only the
- * channel, the calling code or the first digits of a prefix. Every held message is counted, and
- * each reservation sets the fullest cap of its kind (sealpost_send_cap_used_ratio).
+ * prefix first, then its country's, then its channel's), in claim order. A message counts on the
+ * channel its route sends it on (a phone message that falls back to SMS counts against the sms
+ * caps), so only messages routed to a send count: suppressed ones, ones held for an outage, ones
+ * this worker has no provider for and an SMS to a country SMS may not reach (dead-lettered unsent)
+ * take no slot. A message a later cap then holds has taken a slot of the earlier ones that nobody
+ * sends this hour; every counter ends with the same hour, and the later one is full until then,
+ * so nothing is lost by it. The first refusal of an hour, fleet-wide, is logged (SEND CAP
+ * REACHED), and so is the reservation that takes a counter to 80 % (SEND CAP NEAR): neither names
+ * a destination, only the channel, the calling code or the first digits of a prefix. Every held
+ * message is counted, and each reservation sets the fullest cap of its kind
+ * (sealpost_send_cap_used_ratio).
  */
 export async function heldBySendCaps(
-  deps: Pick<DeliveryDeps, 'db' | 'clock' | 'logger' | 'metrics' | 'sendCaps' | 'providers'>,
+  deps: Pick<DeliveryDeps, 'db' | 'clock' | 'logger' | 'metrics' | 'sendCaps' | 'providers' | 'phoneChannels'>,
   claims: readonly (Claim | { kind: 'failed' })[],
   suppressed: ReadonlySet<string>,
+  routes: ReadonlyMap<string, Route>,
 ): Promise<Map<string, Date>> {
   const held = new Map<string, Date>()
   const caps = deps.sendCaps
   if (!sendCapsConfigured(caps)) return held
   const now = deps.clock()
   const window = sendWindow(now)
-  // Neither a suppressed message nor one this worker has no provider for is sent now, so neither takes a slot.
-  let passing = claims.flatMap((claim) =>
-    claim.kind === 'claimed' &&
-    !suppressed.has(claim.message.id) &&
-    canAttempt(deps, claim) &&
-    !smsCountryRefused(caps, claim.message.channel, claim.message.destination)
-      ? [claim.message]
-      : [],
-  )
+  let passing = claims.flatMap((claim) => {
+    if (claim.kind !== 'claimed' || suppressed.has(claim.message.id) || !canAttempt(deps, claim)) return []
+    const channel = routedChannel(deps, claim.message.channel, routes.get(claim.message.id))
+    return channel && !smsCountryRefused(caps, channel, claim.message.destination) ? [{ ...claim.message, channel }] : []
+  })
   for (const [kind, scopeOf] of [
     ['prefix', (message: MessageRow) => prefixScopeOf(caps, message.channel, message.destination)],
     ['country', (message: MessageRow) => countryScopeOf(caps, message.channel, message.destination)],
@@ -200,4 +255,28 @@ export function deferClaimed(
     outcome: { kind: 'deferred', ...(until ? { until } : {}), ...(heldFor ? { heldFor } : {}) },
     context: { messageId: request.messageId, purpose: message.purpose, channel: message.channel },
   }
+}
+
+/**
+ * The provider refused us, not the message (an expired token, a missing template): no attempt is
+ * spent; the record step holds the provider down fleet-wide at once, so the message's next claim
+ * fails over to its route's next provider or waits for the probe like any held message.
+ */
+export function heldAsMisconfigured(
+  deps: Pick<DeliveryDeps, 'logger' | 'metrics'>,
+  sent: Sent,
+  failure: DeliveryFailureError,
+  context: Record<string, unknown>,
+): Outcome {
+  deps.logger.error(
+    'MISCONFIGURATION: the provider refused our credentials or settings; it is held down and the message waits or fails over without spending an attempt',
+    {
+      ...context,
+      provider: sent.id,
+      channel: sent.channel,
+      providerCode: failure.providerCode,
+    },
+  )
+  deps.metrics?.providerMisconfigured(sent.id)
+  return { kind: 'deferred', misconfigured: sent }
 }

@@ -1,12 +1,24 @@
 import type { Knex } from 'knex'
 import type { Job, PgBoss } from 'pg-boss'
-import { canAttempt, hasProvider, providersFor, unreadableFormat, withoutProvider } from './deliver-holds.ts'
+import {
+  canAttempt,
+  channelLeftAfter,
+  channelOfProvider,
+  hasProvider,
+  providersFor,
+  routeChannels,
+  heldAsMisconfigured,
+  routedChannel,
+  unreadableFormat,
+  withoutProvider,
+} from './deliver-holds.ts'
 import { envelopeContext, open, unknownEnvelopeVersion } from '../src/crypto/envelope.ts'
 import type { KeyRing } from '../src/crypto/key-ring.ts'
 import { DeliveryFailureError, type Provider } from '../src/delivery/provider.ts'
 import { composeMessage, defaultTemplates, UnreadableBodyError } from '../src/delivery/compose.ts'
 import type { Templates } from '../src/delivery/templates.ts'
 import { suppressedAmong } from '../src/outbox/delivery-events-sql.ts'
+import { unreachableChannels } from '../src/outbox/attempts-sql.ts'
 import { describeError, type Logger } from '../src/logging/logger.ts'
 import type { Claim, ClaimRequest } from '../src/outbox/claim.ts'
 import type { WorkerMetrics } from '../src/metrics/worker-metrics.ts'
@@ -35,6 +47,8 @@ export type DeliveryDeps = {
   templates?: Templates
   /** SEND_CAP_PER_HOUR and PHONE_CAP_PER_COUNTRY_PER_HOUR (default: none). */
   sendCaps?: SendCaps
+  /** PHONE_CHANNELS: the phone channels in fallback order (default: WhatsApp, then SMS). */
+  phoneChannels?: readonly Channel[]
 }
 
 export type DeliveryJob = Pick<Job<DeliveryJobData>, 'id' | 'retryCount' | 'data'>
@@ -81,8 +95,9 @@ export async function sendClaimed(
   route?: Route,
 ): Promise<PendingRecord> {
   const { message } = claim
-  if (!suppressed && smsCountryRefused(deps.sendCaps, message.channel, message.destination))
-    return outsideSmsCountries(deps, request, claim)
+  // The channel it goes out on now: a phone message's fallback may be SMS, where the country list applies too.
+  const sendsOn = routedChannel(deps, message.channel, route) ?? message.channel
+  if (!suppressed && smsCountryRefused(deps.sendCaps, sendsOn, message.destination)) return outsideSmsCountries(deps, request, claim)
   if (!suppressed && !hasProvider(deps, message.channel)) return withoutProvider(deps, request, claim)
   const format = unknownEnvelopeVersion(claim.envelope)
   if (!suppressed && format !== undefined) return unreadableFormat(deps, request, claim, format)
@@ -122,7 +137,7 @@ function outsideSmsCountries(deps: DeliveryDeps, request: ClaimRequest, claim: E
  * be sent anyway (suppressed, held by a send cap).
  */
 export async function routeClaims(
-  deps: Pick<DeliveryDeps, 'db' | 'providers' | 'clock' | 'logger' | 'settings' | 'sendCaps'>,
+  deps: Pick<DeliveryDeps, 'db' | 'providers' | 'phoneChannels' | 'clock' | 'logger' | 'settings' | 'sendCaps'>,
   claims: readonly (Claim | { kind: 'failed' })[],
   skip: (messageId: string) => boolean,
   /** Told which providers the fleet holds down, as this batch read them. */
@@ -142,8 +157,20 @@ export async function routeClaims(
   const policy = deps.settings.providerHealth ?? defaultHealthPolicy()
   const states: Map<string, ProviderHealth> = await providerStates(deps.db)
   seen?.(new Set([...states.values()].flatMap((health) => (health.state === 'down' ? [health.provider] : []))))
+  // The channels a phone message already proved unable to reach its number (only one that had an attempt can have).
+  const unreachable = await unreachableChannels(
+    deps.db,
+    messages.filter((message) => message.attempt_count > 0 && routeChannels(deps, message.channel).length > 1).map((message) => message.id),
+  )
   for (const message of messages) {
-    const chain = providersFor(deps, message.channel).map((provider) => provider.id)
+    const proven = unreachable.get(message.id)
+    // SMS is never a fallback to a number outside SMS_ALLOWED_COUNTRIES: the route leaves it out.
+    const barred = message.channel !== 'sms' && smsCountryRefused(deps.sendCaps, 'sms', message.destination)
+    const left = barred ? new Set<Channel>([...(proven ?? []), 'sms']) : proven
+    // With every channel of its route unreachable (the fleet's phone channels changed meanwhile), its own channel answers.
+    const channels = left && providersFor(deps, message.channel, left).length > 0 ? left : undefined
+    const providers = providersFor(deps, message.channel, channels)
+    const chain = providers.map((provider) => provider.id)
     let route = routeFor(chain, message.attempt_count, states, message, now, policy)
     if (route.kind === 'send' && route.probe) {
       const until = new Date(now.getTime() + deps.settings.sendTimeoutMs + 5_000)
@@ -157,6 +184,8 @@ export async function routeClaims(
         })
       else route = routeFor(chain, message.attempt_count, states, message, now, policy)
     }
+    if (route.kind === 'send' && channelLeftAfter(deps, message.channel, channels, routedChannel(deps, message.channel, route)))
+      route = { ...route, fallbackLeft: true }
     routes.set(message.id, route)
   }
   return routes
@@ -210,15 +239,16 @@ async function attempt(
   }
 
   const provider = providersFor(deps, message.channel).find((candidate) => candidate.id === route.provider)
-  const sent = provider ? { id: provider.id, probe: route.probe } : undefined
-  if (message.attempt_count === 0)
-    deps.metrics?.firstSendStarted(message.channel, (deps.clock().getTime() - message.created_at.getTime()) / 1000)
+  const sendsOn = (provider && channelOfProvider(deps, message.channel, provider.id)) ?? message.channel
+  const sent = provider ? { id: provider.id, probe: route.probe, channel: sendsOn } : undefined
+  if (message.attempt_count === 0) deps.metrics?.firstSendStarted(sendsOn, (deps.clock().getTime() - message.created_at.getTime()) / 1000)
   const started = performance.now()
   try {
     if (!provider) throw new DeliveryFailureError('UNAVAILABLE', 'ChannelNotConfigured')
     let content: ReturnType<typeof composeMessage>
     try {
-      content = composeMessage(deps.templates ?? defaultTemplates(), message, secret, {
+      // Worded for the channel it goes out on (a phone message may fall back to SMS); sealed for its own.
+      content = composeMessage(deps.templates ?? defaultTemplates(), { ...message, channel: sendsOn }, secret, {
         organizationName: claim.organizationName,
         invitationLinkBaseUrl: deps.invitationLinkBaseUrl,
         now: deps.clock(),
@@ -228,15 +258,16 @@ async function attempt(
       deps.logger.error('SECURITY: a sealed message body is unreadable', { ...context, ...describeError(error), security: true })
       return { kind: 'dead_letter', reason: 'decryption_failed' }
     }
-    deps.metrics?.sendStarted(message.channel)
+    deps.metrics?.sendStarted(sendsOn)
     const { providerMessageId } = await provider.dispatch(
       { messageId: message.id, destination: message.destination, purpose: message.purpose, locale: message.locale, ...content },
       AbortSignal.timeout(deps.settings.sendTimeoutMs),
     )
-    deps.metrics?.sent(message.channel, (performance.now() - started) / 1000)
+    deps.metrics?.sent(sendsOn, (performance.now() - started) / 1000)
     return { kind: 'published', providerMessageId, durationMs: performance.now() - started, ...(sent ? { provider: sent } : {}) }
   } catch (error) {
     const failure = error instanceof DeliveryFailureError ? error : undefined
+    if (failure?.effect === 'provider_misconfigured' && sent) return heldAsMisconfigured(deps, sent, failure, context)
     const outcome: Outcome = {
       kind: 'failed',
       failureClass: failure?.failureClass ?? 'unexpected_worker_error',
@@ -244,6 +275,8 @@ async function attempt(
       durationMs: performance.now() - started,
       ...(sent ? { provider: sent } : {}),
       ...(failure?.recipientOnly ? { recipientOnly: true as const } : {}),
+      // This channel cannot reach the number: the next attempt goes at once to the next phone channel, if one is left.
+      ...(failure?.effect === 'channel_unreachable' && route.fallbackLeft ? { fallback: true as const } : {}),
     }
     deps.logger.warn('delivery attempt failed', {
       ...context,

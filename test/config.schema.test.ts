@@ -340,6 +340,14 @@ describe('configuration', () => {
     expect(refusal({ SMS_PREFIX_HOURLY_CAP: '-1' }, 'all-in-one').variables).to.deep.equal(['SMS_PREFIX_HOURLY_CAP'])
   })
 
+  it('reads PHONE_CHANNELS as the phone channels in fallback order (unset: the fleet decides, WhatsApp first) and refuses anything else', () => {
+    expect(loadConfig({}, 'all-in-one').PHONE_CHANNELS).to.equal(undefined)
+    expect(loadConfig({ PHONE_CHANNELS: 'sms, whatsapp' }, 'all-in-one').PHONE_CHANNELS).to.deep.equal(['sms', 'whatsapp'])
+    expect(loadConfig({ PHONE_CHANNELS: 'sms' }, 'all-in-one').PHONE_CHANNELS).to.deep.equal(['sms'])
+    for (const bad of ['email', 'whatsapp,whatsapp', 'whatsapp,', 'telegram'])
+      expect(refusal({ PHONE_CHANNELS: bad }, 'all-in-one').variables).to.deep.equal(['PHONE_CHANNELS'])
+  })
+
   describe('email providers', () => {
     const relay = 'smtp://relay-user:hunter2%40pass@smtp.example.com:587'
 

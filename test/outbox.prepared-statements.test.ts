@@ -31,7 +31,13 @@ describe("the worker hot path's statements: prepared, and planned by the primary
       for (const batch of [jobs.slice(0, 2), jobs.slice(2)]) {
         const published = await publishLeasedMessagesTx(
           trx,
-          batch.map((job) => ({ ...claimRequestOf(job), providerMessageId: `p-${job.id}`, durationMs: 5, provider: 'ses' })),
+          batch.map((job) => ({
+            ...claimRequestOf(job),
+            providerMessageId: `p-${job.id}`,
+            durationMs: 5,
+            provider: 'ses',
+            channel: 'email',
+          })),
           f.now,
         )
         expect(published).to.have.length(batch.length)
@@ -154,8 +160,8 @@ describe("the worker hot path's statements: prepared, and planned by the primary
       )
       const publish = await plansOf(
         PUBLISH_SQL,
-        [ids, jobIds, retries, batch.map(() => 'p'), batch.map(() => 1), batch.map(() => 'ses'), f.now, f.now],
-        'uuid[], uuid[], integer[], text[], integer[], text[], timestamptz, timestamptz',
+        [ids, jobIds, retries, batch.map(() => 'p'), batch.map(() => 1), batch.map(() => 'ses'), batch.map(() => 'email'), f.now, f.now],
+        'uuid[], uuid[], integer[], text[], integer[], text[], text[], timestamptz, timestamptz',
       )
       for (const [what, reads] of Object.entries({ claim, publish })) {
         expect(new Set([...reads.custom, ...reads.generic]), `${what} of ${batch.length}`).to.deep.equal(

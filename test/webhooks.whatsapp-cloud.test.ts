@@ -7,14 +7,15 @@ const APP_SECRET = 'cloud-app-secret-for-tests'
 const VERIFY_TOKEN = 'cloud-verify-token-for-tests'
 
 describe('WhatsApp through the Cloud API: a code sent by the worker, and its webhooks (GET and POST /webhooks/whatsapp-cloud)', () => {
-  const unreachable: string[] = []
   const f = useWebStack({
     whatsappCloud: true,
+    sms: true,
     webhooks: { WHATSAPP_CLOUD_APP_SECRET: APP_SECRET, WHATSAPP_CLOUD_VERIFY_TOKEN: VERIFY_TOKEN },
-    onChannelUnreachable: async (messageId) => void unreachable.push(messageId),
   })
   before(() => f.stack.cloud.subscribe(`${f.stack.web.url}/webhooks/whatsapp-cloud`, APP_SECRET))
-  beforeEach(() => void unreachable.splice(0))
+  /** The codes the phone fallback enqueued for a number: new messages on the sms channel. */
+  const fallbacksTo = (phone: string) =>
+    f.db.owner('outbox.security_outbox_messages').where({ destination: phone, channel: 'sms' }).select('id')
 
   const handshake = (query: Record<string, string>) =>
     f.stack.call('GET', `/webhooks/whatsapp-cloud?${new URLSearchParams(query).toString()}`)
@@ -88,7 +89,7 @@ describe('WhatsApp through the Cloud API: a code sent by the worker, and its web
       expect(answer.body?.code).to.equal('invalid_signature')
     }
     expect(await eventsOf(message.id)).to.deep.equal([])
-    expect(unreachable).to.deep.equal([])
+    expect(await fallbacksTo(phone)).to.deep.equal([])
     const metrics = await (await fetch(`${f.stack.web.url}/metrics`)).text()
     expect(metrics).to.match(/sealpost_webhook_events_total\{provider="whatsapp_cloud",outcome="refused",reason="invalid_signature"\} 4/)
   })
@@ -112,13 +113,17 @@ describe('WhatsApp through the Cloud API: a code sent by the worker, and its web
     ])
   })
 
-  it('hands a failed 131026 (no WhatsApp) to the phone fallback once, with our message id, and never suppresses the number', async () => {
+  it('hands a failed 131026 (no WhatsApp) to the phone fallback once: a new code by SMS through the fake Twilio, and never suppresses the number', async () => {
     const phone = uniquePhone()
     const message = await publishedWhatsApp(phone)
     const failed = f.stack.cloud.signedStatuses([{ id: message.provider_message_id, status: 'failed', recipient: phone, code: 131026 }])
     expect((await post(failed.raw, failed.signature)).body).to.deep.equal({ outcomes: ['stored'] })
     expect((await post(failed.raw, failed.signature)).body).to.deep.equal({ outcomes: ['duplicate'] })
-    expect(unreachable).to.deep.equal([message.id])
+    expect(await fallbacksTo(phone), 'one new code, not one per delivery of the status').to.have.length(1)
+    await eventually(
+      async () => f.stack.phoneInbox.list().find((entry) => entry.provider === 'twilio' && entry.to === phone),
+      'the fallback code delivered by SMS',
+    )
     expect(await eventsOf(message.id)).to.deep.equal([{ event: 'rejected', subtype: 'WA131026' }])
     expect(await f.db.owner('outbox.suppressed_destinations').where({ message_id: message.id })).to.have.length(0)
   })
@@ -130,7 +135,7 @@ describe('WhatsApp through the Cloud API: a code sent by the worker, and its web
       await f.stack.cloud.postStatuses([{ id: message.provider_message_id, status: 'failed', recipient: phone, code: 131000 }]),
     ).to.equal(200)
     expect(await eventsOf(message.id)).to.deep.equal([{ event: 'rejected', subtype: 'WA131000' }])
-    expect(unreachable).to.deep.equal([])
+    expect(await fallbacksTo(phone)).to.deep.equal([])
   })
 
   it('refuses a signed body that is not JSON as malformed, storing nothing', async () => {

@@ -299,7 +299,8 @@ async function openMessage(messageId) {
       const row = document.createElement('tr')
       cell(row, String(attempt.attemptNo), 'num')
       cell(row, when(attempt.attemptedAt))
-      cell(row, attempt.provider ?? '—')
+      // The path a phone code took: whatsapp_cloud · whatsapp, then twilio · sms.
+      cell(row, attempt.channel ? `${attempt.provider ?? '—'} · ${attempt.channel}` : (attempt.provider ?? '—'))
       cell(row, '').append(tag(attempt.outcome, attempt.outcome === 'published' ? 'good' : 'bad'))
       cell(row, attempt.failureClass ?? '—')
       cell(row, when(attempt.retryAfterAt))

@@ -41,6 +41,7 @@ import * as personErasure from '../../migrations/20261202001501_person_erasure.t
 import * as consoleGaps from '../../migrations/20261202001700_console_gaps.ts'
 import * as phoneChannels from '../../migrations/20261202002000_phone_channels.ts'
 import * as twilioCallbacks from '../../migrations/20261202002100_twilio_callbacks.ts'
+import * as phoneFallback from '../../migrations/20261202002300_phone_fallback.ts'
 import * as sendWindowPrefixes from '../../migrations/20261202002400_send_window_prefixes.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
@@ -88,6 +89,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261202001700_console_gaps': consoleGaps,
   '20261202002000_phone_channels': phoneChannels,
   '20261202002100_twilio_callbacks': twilioCallbacks,
+  '20261202002300_phone_fallback': phoneFallback,
   '20261202002400_send_window_prefixes': sendWindowPrefixes,
 }
 

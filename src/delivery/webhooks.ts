@@ -29,8 +29,9 @@ export type WebhookDeps = {
   /** WHATSAPP_CLOUD_APP_SECRET (signs status webhooks) and WHATSAPP_CLOUD_VERIFY_TOKEN (the subscription handshake). */
   whatsappCloud?: { appSecret?: string; verifyToken?: string }
   /**
-   * The seam to the phone fallback: called once per newly stored WhatsApp `failed` status whose
-   * code says the number cannot get WhatsApp, with our message id (docs/delivery.md "WhatsApp Cloud API").
+   * A status event said the phone channel a published code went out on cannot reach its number:
+   * the web's asynchronous phone fallback (src/identity/phone-fallback.ts), called with the message
+   * id after the event is stored. It does nothing for a message that does not qualify, and never throws for one.
    */
   onChannelUnreachable?: (messageId: string) => Promise<void>
   /** The account's auth token (it signs every callback) and the callback URL messages were sent with (from PUBLIC_BASE_URL). */

@@ -21,6 +21,7 @@ import { route } from './openapi/registry.ts'
 import { apiDocsPage, developmentPages, operatorConsole, type DevelopmentPages } from './pages.ts'
 import { serviceOperations } from './routes/service.ts'
 import type { WebhookDeps } from '../delivery/webhooks.ts'
+import { fallBackToNextPhoneChannel } from '../identity/phone-fallback.ts'
 import { webhookRoutes } from './routes/webhooks.ts'
 import { suppressionRoutes } from './routes/suppressions.ts'
 import { auditRecordRoutes } from './routes/audit-records.ts'
@@ -40,7 +41,7 @@ export type WebDeps = {
   /** `npm start` only: the index at `/` and the explanation at `/join` (unset: both 404). */
   developmentPages?: Omit<DevelopmentPages, 'apiDocs'>
   /** Provider webhooks; each refuses everything while unconfigured. */
-  webhooks?: Pick<WebhookDeps, 'ses' | 'wasender' | 'whatsappCloud' | 'onChannelUnreachable' | 'twilio'>
+  webhooks?: Pick<WebhookDeps, 'ses' | 'wasender' | 'whatsappCloud' | 'twilio'>
   /** The locale of messages whose request's Accept-Language names none we ship. */
   defaultLocale?: Locale
   /** Cookies carry `Secure` (staging and production: the client reaches us over HTTPS). */
@@ -113,6 +114,9 @@ export function createApp(deps: WebDeps): express.Express {
       logger: deps.logger,
       count: metrics.webhook,
       codeHashKeys: deps.challenges.codeHashKeys ?? [deps.challenges.codeHashKey],
+      onChannelUnreachable: async (messageId) => {
+        await fallBackToNextPhoneChannel(deps.db, deps.challenges, messageId)
+      },
       ...deps.webhooks,
     }),
   )

@@ -112,6 +112,10 @@ export const MessageHistory = z
           .enum(PROVIDER_IDS)
           .nullable()
           .meta({ description: 'The provider it went to; null for attempts recorded before providers were named' }),
+        channel: z.enum(CHANNELS).meta({
+          description:
+            "The channel it went out on: a phone code may fall back from whatsapp to sms (the message's channel stays the one it was sealed for)",
+        }),
         outcome: z.enum(ATTEMPT_OUTCOMES),
         failureClass: failureClass.nullable(),
         providerMessageId: z.string().nullable(),

@@ -5,10 +5,17 @@ import { describeError } from '../logging/logger.ts'
 import type { ChallengePurpose } from '../outbox/constants.ts'
 import { logEnqueued, sealMessage } from '../outbox/enqueue.ts'
 import type { SealedMessage } from '../outbox/web-functions-sql.ts'
-import { CHALLENGE_LIMITS, challengeExpiry, DESTINATION_BUDGET, destinationBucket, type ChallengeDeps } from './challenges.ts'
+import {
+  CHALLENGE_LIMITS,
+  challengeExpiry,
+  deliveryChannelFor,
+  DESTINATION_BUDGET,
+  destinationBucket,
+  type ChallengeDeps,
+} from './challenges.ts'
 import { issueChallengeSql, openChallengeId, type ChallengeSubject, type IssueOutcome } from './challenges-sql.ts'
 import { RateLimitedError } from './errors.ts'
-import { canonicalDestination, channelFor, type Identifier } from './identifiers.ts'
+import { canonicalDestination, type Identifier } from './identifiers.ts'
 import { tiersJson } from './rate-limits.ts'
 import { INTERNAL_REQUESTER, ownerBudgetTiers, type Requester } from './requester.ts'
 
@@ -56,7 +63,7 @@ async function runIssue(
       deps,
       {
         purpose: target.purpose,
-        channel: channelFor(target.identifier),
+        channel: deliveryChannelFor(deps, target.identifier),
         destination: target.identifier.value,
         locale: deps.locale ?? 'en',
         expiresAt,

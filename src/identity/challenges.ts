@@ -1,6 +1,7 @@
 import type { Knex } from 'knex'
 import type { Logger } from '../logging/logger.ts'
 import type { Channel } from '../outbox/constants.ts'
+import { PHONE_CHANNEL_ORDER } from '../outbox/destination.ts'
 import type { EnqueueDeps } from '../outbox/enqueue.ts'
 import type { PhoneNumberPolicy } from '../outbox/phone-numbers.ts'
 import { ChannelUnavailableError } from './errors.ts'
@@ -19,6 +20,8 @@ export type ChallengeDeps = EnqueueDeps & {
   logger: Logger
   /** Channels the worker fleet can deliver on (src/outbox/channel-directory.ts: what the workers registered). */
   channels: { has(channel: Channel): boolean }
+  /** PHONE_CHANNELS: the phone channels in fallback order (default: WhatsApp, then SMS); a code goes on the first the fleet has. */
+  phoneChannels?: readonly Channel[]
   /** The request's locale (src/http/locale.ts), stored on the message for its template; else `en`. */
   locale?: string
   /** Which phone numbers a code may go to (PHONE_ALLOW_*, SMS_ALLOWED_COUNTRIES); else valid mobiles anywhere. */
@@ -66,9 +69,19 @@ export function challengeExpiry(deps: Pick<ChallengeDeps, 'challengeTtlSeconds'>
   return new Date(now.getTime() + deps.challengeTtlSeconds * 1000)
 }
 
-/** A phone number without WhatsApp settings is refused up front, never enqueued. */
-export function assertChannelAvailable(deps: Pick<ChallengeDeps, 'channels'>, identifier: Identifier): void {
-  if (!deps.channels.has(channelFor(identifier))) throw new ChannelUnavailableError()
+/**
+ * The channel a code for this identifier is enqueued on: email, or the first phone channel of
+ * PHONE_CHANNELS the worker fleet has (docs/delivery.md "Phone channels"); the worker may carry it
+ * on over the later ones. The same for every identifier of a kind, account or not.
+ */
+export function deliveryChannelFor(deps: Pick<ChallengeDeps, 'channels' | 'phoneChannels'>, identifier: Identifier): Channel {
+  if (identifier.kind === 'email') return channelFor(identifier)
+  return (deps.phoneChannels ?? PHONE_CHANNEL_ORDER).find((channel) => deps.channels.has(channel)) ?? channelFor(identifier)
+}
+
+/** A phone number while the fleet has no phone channel is refused up front, never enqueued. */
+export function assertChannelAvailable(deps: Pick<ChallengeDeps, 'channels' | 'phoneChannels'>, identifier: Identifier): void {
+  if (!deps.channels.has(deliveryChannelFor(deps, identifier))) throw new ChannelUnavailableError()
 }
 
 /** Counts one request of a signed-in identity against an hourly allowance (pumping from one session). */

@@ -45,7 +45,11 @@ export function phoneRefusal(
   return undefined
 }
 
-/** Email goes through SES, a phone number through WhatsApp. */
+/**
+ * The channel family's first channel: email, or WhatsApp for a phone number. Canonical forms and
+ * suppression hashes are the same on every phone channel; the channel a code is actually enqueued
+ * on is PHONE_CHANNELS' (src/identity/challenges.ts `deliveryChannelFor`).
+ */
 export function channelFor(identifier: Identifier): Channel {
   return identifier.kind === 'email' ? 'email' : 'whatsapp'
 }

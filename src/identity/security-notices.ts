@@ -1,8 +1,8 @@
 import type { Knex } from 'knex'
 import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
-import type { ChallengeDeps } from './challenges.ts'
+import { deliveryChannelFor, type ChallengeDeps } from './challenges.ts'
 import { findVerifiedIdentifiersTx } from './identities-sql.ts'
-import { channelFor, maskIdentifier, type Identifier } from './identifiers.ts'
+import { maskIdentifier, type Identifier } from './identifiers.ts'
 
 /** What a security notice reports. */
 export type SecurityEvent = 'sign_in_method_added' | 'sign_in_method_removed' | 'password_changed'
@@ -20,14 +20,14 @@ export const SECURITY_NOTICE_TTL_SECONDS = 24 * 3600
  */
 export async function notifyOtherIdentifiersTx(
   trx: Knex.Transaction,
-  deps: Pick<ChallengeDeps, 'boss' | 'outboxKey' | 'codeHashKey' | 'channels' | 'logger' | 'locale' | 'envelopeVersion'>,
+  deps: Pick<ChallengeDeps, 'boss' | 'outboxKey' | 'codeHashKey' | 'channels' | 'phoneChannels' | 'logger' | 'locale' | 'envelopeVersion'>,
   input: { identityId: string; exceptLoginIdentifierId?: string; event: SecurityEvent; identifier: Identifier; now: Date },
 ): Promise<void> {
   const expiresAt = new Date(input.now.getTime() + SECURITY_NOTICE_TTL_SECONDS * 1000)
   const body = JSON.stringify({ event: input.event, at: input.now.toISOString(), identifier: maskIdentifier(input.identifier.value) })
   for (const other of await findVerifiedIdentifiersTx(trx, input.identityId)) {
     if (other.id === input.exceptLoginIdentifierId) continue
-    const channel = channelFor(other)
+    const channel = deliveryChannelFor(deps, other)
     if (!deps.channels.has(channel)) {
       deps.logger.warn('security notice skipped: channel not configured', { identityId: input.identityId, channel, event: input.event })
       continue

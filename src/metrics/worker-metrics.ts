@@ -68,6 +68,12 @@ export function createWorkerMetrics() {
     labelNames: ['format'],
     registers: [registry],
   })
+  const misconfigured = new Counter({
+    name: 'sealpost_provider_misconfigured_total',
+    help: 'Sends a provider refused as our own misconfiguration (an expired token, a missing template; no attempt spent, the provider held down), by provider',
+    labelNames: ['provider'],
+    registers: [registry],
+  })
   const maintenance = new Counter({
     name: 'sealpost_maintenance_rows_total',
     help: 'Rows the expiry purge and retention sweep changed, by pass and kind',
@@ -105,6 +111,9 @@ export function createWorkerMetrics() {
     },
     withoutProvider(channel: string) {
       withoutProvider.inc({ channel })
+    },
+    providerMisconfigured(provider: string) {
+      misconfigured.inc({ provider })
     },
     firstSendStarted(channel: string, seconds: number) {
       commitToSend.observe({ channel }, Math.max(0, seconds))

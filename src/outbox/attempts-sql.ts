@@ -1,5 +1,5 @@
 import type { Knex } from 'knex'
-import type { AttemptOutcome, FailureClass } from './constants.ts'
+import type { AttemptOutcome, Channel, FailureClass } from './constants.ts'
 
 export type NewAttempt = {
   messageId: string
@@ -12,6 +12,8 @@ export type NewAttempt = {
   attemptedAt: Date
   /** The provider it went to (null: none was named, as by an earlier release). */
   provider?: string | null
+  /** The channel it went out on: the provider's, which for a phone message may be a later phone channel than its own. */
+  channel?: Channel | null
 }
 
 /**
@@ -31,8 +33,26 @@ export async function insertAttemptsTx(trx: Knex.Transaction, attempts: readonly
       duration_ms: Math.max(0, Math.round(attempt.durationMs)),
       attempted_at: attempt.attemptedAt,
       provider: attempt.provider ?? null,
+      channel: attempt.channel ?? null,
     })),
   )
+}
+
+/**
+ * The channels each of these messages proved unable to reach its recipient on (docs/delivery.md
+ * "Phone channels"): an attempt that failed REJECTED and was still retried is one that went on to
+ * the next phone channel (a plain REJECTED is final), so its channel is never tried again for it.
+ */
+export async function unreachableChannels(db: Knex, messageIds: readonly string[]): Promise<Map<string, Set<Channel>>> {
+  const unreachable = new Map<string, Set<Channel>>()
+  if (messageIds.length === 0) return unreachable
+  const rows: { message_id: string; channel: Channel }[] = await db('outbox.security_outbox_attempts')
+    .select('message_id', 'channel')
+    .whereIn('message_id', [...messageIds])
+    .where({ outcome: 'retryable_error', failure_class: 'REJECTED' })
+    .whereNotNull('channel')
+  for (const row of rows) unreachable.set(row.message_id, (unreachable.get(row.message_id) ?? new Set()).add(row.channel))
+  return unreachable
 }
 
 /**

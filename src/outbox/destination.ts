@@ -4,6 +4,9 @@ import type { Channel } from './constants.ts'
 /** The channels whose destinations are E.164 phone numbers: one number, whichever of them carries it. */
 export const PHONE_CHANNELS: ReadonlySet<Channel> = new Set<Channel>(['whatsapp', 'sms'])
 
+/** The phone channels in fallback order when PHONE_CHANNELS does not say: WhatsApp first, then SMS. */
+export const PHONE_CHANNEL_ORDER: readonly Channel[] = Object.freeze(['whatsapp', 'sms'])
+
 /**
  * The form under which one mailbox or phone is known whatever way it was written: an email
  * address lower-cased with any `+tag` dropped from its local part (and, for Gmail, which ignores

@@ -118,7 +118,12 @@ export function afterAnswer(current: ProviderHealth): HealthChange {
 
 /** Where one claimed message goes: a provider (a probe when it is held down), or back to wait. */
 /** `held.providers`: the chain that is down, so the record step can tell whether one came back meanwhile. */
-export type Route = { kind: 'send'; provider: string; probe: boolean } | { kind: 'held'; until: Date; providers: readonly string[] }
+/**
+ * `fallbackLeft` (set by the delivery step, not here): a later phone channel with a provider is left
+ * on the message's route after the routed provider's, so a `channel_unreachable` answer goes on to it.
+ */
+export type Route =
+  { kind: 'send'; provider: string; probe: boolean; fallbackLeft?: boolean } | { kind: 'held'; until: Date; providers: readonly string[] }
 
 /**
  * The provider for a message's next attempt, from its channel's chain in the configured order. The

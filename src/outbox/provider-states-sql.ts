@@ -2,6 +2,7 @@ import type { Knex } from 'knex'
 import { afterAnswer, afterTransientFailures, type HealthPolicy, type ProviderHealth } from './provider-health.ts'
 import { releaseHeldJobsTx } from './pgboss-jobs-sql.ts'
 import type { Channel } from './constants.ts'
+import { PHONE_CHANNELS } from './destination.ts'
 
 const STATES = 'outbox.provider_states'
 
@@ -85,6 +86,8 @@ export type ProviderAnswers = {
   /** UNAVAILABLE / INDETERMINATE answers, and whether one of them was the probe's. */
   transient: number
   probe: boolean
+  /** It refused us (FailureEffect `provider_misconfigured`): held down at once, whatever else it answered. */
+  misconfigured?: boolean
 }
 
 export type ProviderTransition = {
@@ -112,9 +115,9 @@ export async function noteProviderAnswersTx(
 ): Promise<ProviderTransition[]> {
   const transitions: ProviderTransition[] = []
   for (const answer of [...answers].sort((a, b) => a.provider.localeCompare(b.provider))) {
-    if (answer.answered === 0 && answer.transient === 0) continue
+    if (answer.answered === 0 && answer.transient === 0 && !answer.misconfigured) continue
     let current: Row | undefined
-    if (answer.transient === 0) {
+    if (answer.transient === 0 && !answer.misconfigured) {
       current = await trx(STATES)
         .where({ provider: answer.provider })
         .andWhereRaw("(state <> 'up' OR failure_streak > 0)")
@@ -129,8 +132,10 @@ export async function noteProviderAnswersTx(
       ])
       current = await trx(STATES).where({ provider: answer.provider }).forUpdate().first<Row>()
     }
-    const change =
-      answer.answered > 0
+    // A misconfiguration counts as a whole streak: no later send through it can succeed until someone fixes it.
+    const change = answer.misconfigured
+      ? afterTransientFailures(healthOf(current), { count: Math.max(policy.downAfter, answer.transient), probe: answer.probe }, now, policy)
+      : answer.answered > 0
         ? afterAnswer(healthOf(current))
         : afterTransientFailures(healthOf(current), { count: answer.transient, probe: answer.probe }, now, policy)
     const next = change.health
@@ -152,7 +157,10 @@ export async function noteProviderAnswersTx(
       failureStreak: next.failureStreak,
       nextProbeAt: next.nextProbeAt,
     }
-    if (change.transition === 'up') transition.released = await releaseHeldJobsTx(trx, answer.channel, now)
+    // A phone provider back calls back every phone channel's held messages: they route across the family.
+    if (change.transition === 'up')
+      for (const channel of PHONE_CHANNELS.has(answer.channel) ? PHONE_CHANNELS : [answer.channel])
+        transition.released = (transition.released ?? 0) + (await releaseHeldJobsTx(trx, channel, now))
     transitions.push(transition)
   }
   return transitions

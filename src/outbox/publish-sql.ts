@@ -4,7 +4,15 @@ import type { Lease } from './messages-sql.ts'
 import type { Channel } from './constants.ts'
 
 /** A successful send to record: its message, the job attempt that claims to hold it, the provider's answer. */
-export type Publication = { messageId: string; lease: Lease; providerMessageId: string; durationMs: number; provider: string | null }
+export type Publication = {
+  messageId: string
+  lease: Lease
+  providerMessageId: string
+  durationMs: number
+  provider: string | null
+  /** The channel it went out on (null: the message's own). */
+  channel: Channel | null
+}
 
 /**
  * Publications in one statement: locks in id order the messages still leased to these very job
@@ -24,6 +32,7 @@ export async function publishLeasedMessagesTx(
     publications.map((publication) => publication.providerMessageId),
     publications.map((publication) => Math.max(0, Math.round(publication.durationMs))),
     publications.map((publication) => publication.provider) as string[],
+    publications.map((publication) => publication.channel) as string[],
     now,
     now,
   ])
@@ -34,7 +43,7 @@ export const PUBLISH_SQL = `
   WITH req AS (
     -- The arrays through scalar subqueries, so the prepared statement keeps its generic plan (why:
     -- the claim's, src/outbox/claim-sql.ts).
-    SELECT * FROM unnest((SELECT ?::uuid[]), (SELECT ?::uuid[]), (SELECT ?::integer[]), (SELECT ?::text[]), (SELECT ?::integer[]), (SELECT ?::text[])) AS r (id, job_id, retry_count, provider_message_id, duration_ms, provider)
+    SELECT * FROM unnest((SELECT ?::uuid[]), (SELECT ?::uuid[]), (SELECT ?::integer[]), (SELECT ?::text[]), (SELECT ?::integer[]), (SELECT ?::text[]), (SELECT ?::text[])) AS r (id, job_id, retry_count, provider_message_id, duration_ms, provider, channel)
   ), locked AS (
     -- Each message by its primary key alone, locked in id order, then judged on the locked row (as
     -- the claim does, src/outbox/claim-sql.ts): never a walk of the open-message index.
@@ -49,8 +58,8 @@ export const PUBLISH_SQL = `
      ) m
      WHERE m.state = 'leased' AND m.lease_job_id = r.job_id AND m.lease_retry_count = r.retry_count
   ), attempts AS (
-    INSERT INTO outbox.security_outbox_attempts (message_id, attempt_no, outcome, failure_class, provider_message_id, retry_after_at, duration_ms, attempted_at, provider)
-    SELECT locked.id, locked.attempt_count + 1, 'published', NULL, req.provider_message_id, NULL, req.duration_ms, ?, req.provider
+    INSERT INTO outbox.security_outbox_attempts (message_id, attempt_no, outcome, failure_class, provider_message_id, retry_after_at, duration_ms, attempted_at, provider, channel)
+    SELECT locked.id, locked.attempt_count + 1, 'published', NULL, req.provider_message_id, NULL, req.duration_ms, ?, req.provider, COALESCE(req.channel, locked.channel)
       FROM locked JOIN req ON req.id = locked.id
     RETURNING message_id
   ), published AS (

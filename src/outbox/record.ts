@@ -20,18 +20,30 @@ import { settleDeferralsTx, type Deferral } from './record-deferrals.ts'
 /** What happened to one claimed message, as the worker reports it to the record step. */
 export type Outcome =
   | { kind: 'published'; providerMessageId: string; durationMs: number; provider?: Sent }
-  /** `recipientOnly`: the provider's answer was about this recipient alone; the outage hold does not count it. */
-  | { kind: 'failed'; failureClass: FailureClass; retryAfterAt: Date | null; durationMs: number; provider?: Sent; recipientOnly?: true }
+  /**
+   * `recipientOnly`: the provider's answer was about this recipient alone; the outage hold does not count it.
+   * `fallback`: the channel cannot reach this recipient and a later phone channel is left: the next attempt goes at once.
+   */
+  | {
+      kind: 'failed'
+      failureClass: FailureClass
+      retryAfterAt: Date | null
+      durationMs: number
+      provider?: Sent
+      recipientOnly?: true
+      fallback?: true
+    }
   /** Structural fault found before any send (e.g. decryption): no attempt is spent. */
   | { kind: 'dead_letter'; reason: DeadLetterReason }
   /**
    * Not sent: its channel was paused while it waited for a send slot, or a send cap holds it until
-   * `until` (the end of the hour); back for the later of the two, no attempt spent.
+   * `until` (the end of the hour); back for the later of the two, no attempt spent. `misconfigured`:
+   * the provider refused us (FailureEffect `provider_misconfigured`): it is held down at once.
    */
-  | { kind: 'deferred'; until?: Date; heldFor?: readonly string[] }
+  | { kind: 'deferred'; until?: Date; heldFor?: readonly string[]; misconfigured?: Sent }
 
-/** Which provider an attempt went to, and whether it was the probe of a provider held down. */
-export type Sent = { id: ProviderId; probe: boolean }
+/** Which provider an attempt went to, on which channel, and whether it was the probe of a provider held down. */
+export type Sent = { id: ProviderId; probe: boolean; channel: Channel }
 
 /**
  * What the record step decided, for logs and metrics. `transitions`: what the outage hold did with
@@ -103,6 +115,7 @@ async function recordPublishedBatch(
         providerMessageId: request.outcome.kind === 'published' ? request.outcome.providerMessageId : '',
         durationMs: request.outcome.kind === 'published' ? request.outcome.durationMs : 0,
         provider: request.outcome.kind === 'published' ? (request.outcome.provider?.id ?? null) : null,
+        channel: request.outcome.kind === 'published' ? (request.outcome.provider?.channel ?? null) : null,
       })),
       now,
     )
@@ -141,20 +154,26 @@ async function recordPublishedBatch(
 function answersOf(entries: readonly { outcome: Outcome; channel: Channel }[]): ProviderAnswers[] {
   const byProvider = new Map<string, ProviderAnswers>()
   for (const { outcome, channel } of entries) {
-    if ((outcome.kind !== 'published' && outcome.kind !== 'failed') || !outcome.provider) continue
-    const answers = byProvider.get(outcome.provider.id) ?? {
-      provider: outcome.provider.id,
-      channel,
+    const sent = outcome.kind === 'deferred' ? outcome.misconfigured : outcome.kind === 'dead_letter' ? undefined : outcome.provider
+    if (!sent) continue
+    const answers = byProvider.get(sent.id) ?? {
+      provider: sent.id,
+      // The provider's own channel (a phone message may have gone by SMS); the message's for an outcome without one.
+      channel: sent.channel ?? channel,
       answered: 0,
       transient: 0,
       probe: false,
     }
-    if (outcome.kind === 'published' || outcome.failureClass === 'REJECTED') answers.answered += 1
+    if (outcome.kind !== 'published' && outcome.kind !== 'failed') {
+      // A deferral names a provider only when it refused our own settings.
+      answers.misconfigured = true
+      answers.probe ||= sent.probe
+    } else if (outcome.kind === 'published' || outcome.failureClass === 'REJECTED') answers.answered += 1
     else if (TRANSIENT_FAILURES.has(outcome.failureClass) && outcome.recipientOnly !== true) {
       answers.transient += 1
-      answers.probe ||= outcome.provider.probe
+      answers.probe ||= sent.probe
     }
-    byProvider.set(outcome.provider.id, answers)
+    byProvider.set(sent.id, answers)
   }
   return [...byProvider.values()]
 }
@@ -209,7 +228,9 @@ async function recordBatch(
         deferrals.push({ index, messageId, message, heldUntil: outcome.until, heldFor: outcome.heldFor })
         return { kind: 'deferred', nextAttemptAt: now }
       }
-      if (outcome.kind === 'failed' && outcome.failureClass === 'THROTTLED') throttledAnswers.push({ index, channel: message.channel })
+      // A THROTTLED answer pauses the channel it came from, which for a phone message may be SMS.
+      const sentOn = (outcome.kind === 'failed' || outcome.kind === 'published' ? outcome.provider?.channel : undefined) ?? message.channel
+      if (outcome.kind === 'failed' && outcome.failureClass === 'THROTTLED') throttledAnswers.push({ index, channel: sentOn })
       const attemptNo = message.attempt_count + 1
       let decided: Decision = decide(settings, attemptNo, outcome, message, now)
       const closed =
@@ -227,6 +248,7 @@ async function recordBatch(
         durationMs: outcome.durationMs,
         attemptedAt: now,
         provider: outcome.provider?.id ?? null,
+        channel: sentOn,
       })
       if (decided.kind === 'published') published.push(messageId)
       else if (decided.kind === 'dead_lettered')
@@ -239,8 +261,8 @@ async function recordBatch(
       else retries.push({ messageId, at: decided.nextAttemptAt })
       // One pause per channel and batch: the latest hint any answer gave, else a hint-less back-off.
       if (outcome.kind === 'failed' && outcome.failureClass === 'THROTTLED') {
-        const seen = throttled.get(message.channel) ?? null
-        throttled.set(message.channel, outcome.retryAfterAt && (!seen || outcome.retryAfterAt > seen) ? outcome.retryAfterAt : seen)
+        const seen = throttled.get(sentOn) ?? null
+        throttled.set(sentOn, outcome.retryAfterAt && (!seen || outcome.retryAfterAt > seen) ? outcome.retryAfterAt : seen)
       }
       return decided
     })

@@ -24,7 +24,8 @@ export const LAST_CHANCE_LEAD_MS = 60_000
 export const LAST_CHANCE_MIN_AHEAD_MS = 5_000
 
 /** What a send came back with, as far as the decision after it cares. */
-export type SendResult = { kind: 'published' } | { kind: 'failed'; failureClass: FailureClass; retryAfterAt: Date | null }
+/** `fallback`: the channel cannot reach the recipient and a later phone channel is left (docs/delivery.md "Phone channels"). */
+export type SendResult = { kind: 'published' } | { kind: 'failed'; failureClass: FailureClass; retryAfterAt: Date | null; fallback?: true }
 
 /** What the record step does with an attempt that was sent. */
 export type Decision =
@@ -41,6 +42,9 @@ export function decide(
   now: Date,
 ): Decision {
   if (outcome.kind === 'published') return { kind: 'published', attemptNo }
+  // The next phone channel at once, no back-off: the code is still good and this channel never will be for this number.
+  if (outcome.fallback && attemptNo < settings.maxAttempts && now.getTime() < message.expires_at.getTime())
+    return { kind: 'retry_scheduled', attemptNo, nextAttemptAt: now }
   if (outcome.failureClass === 'REJECTED') return { kind: 'dead_lettered', attemptNo, reason: 'provider_rejected' }
   if (attemptNo >= settings.maxAttempts) return { kind: 'dead_lettered', attemptNo, reason: 'retries_exhausted' }
   const providerAsked = cappedRetryAfter(outcome.retryAfterAt, now, settings.providerPause ?? defaultPausePolicy())

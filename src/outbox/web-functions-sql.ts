@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import type { ChallengePurpose, Channel } from './constants.ts'
 
 /**
  * The outbox changes the web may make beyond INSERT, each through the one SECURITY DEFINER
@@ -48,4 +49,29 @@ export type SealedMessage = {
 /** The message, its envelope and its pg-boss job: one round trip (SECURITY INVOKER: the api role's own grants). */
 export async function enqueueMessageTx(trx: Knex.Transaction, message: SealedMessage): Promise<void> {
   await trx.raw('SELECT outbox.enqueue_message(?::jsonb)', [JSON.stringify(message)])
+}
+
+/** What `outbox.phone_fallback_candidate` found: a refusal code, or the live challenge to send a new code for. */
+export type PhoneFallbackCandidate =
+  | { refusal: string }
+  | { refusal: null; purpose: ChallengePurpose; challenge_id: string; destination: string; locale: string; expires_at: Date }
+
+/**
+ * Checks, under the challenge's lock held to COMMIT, that a published phone code whose channel
+ * cannot reach its number may go again on `nextChannel` (migration 20261202002300): the destination
+ * returned is the challenge's own identifier, never the message row's.
+ */
+export async function phoneFallbackCandidateTx(
+  trx: Knex.Transaction,
+  messageId: string,
+  channels: { failed: Channel; next: Channel },
+  now: Date,
+): Promise<PhoneFallbackCandidate> {
+  const { rows } = await trx.raw<{ rows: PhoneFallbackCandidate[] }>('SELECT * FROM outbox.phone_fallback_candidate(?, ?, ?, ?)', [
+    messageId,
+    channels.failed,
+    channels.next,
+    now,
+  ])
+  return rows[0]!
 }

@@ -9,7 +9,7 @@ import {
   type DeliveryJob,
   type PendingRecord,
 } from '../../jobs/deliver.ts'
-import { deferClaimed, heldBySendCaps } from '../../jobs/deliver-holds.ts'
+import { deferClaimed, heldBySendCaps, routedChannel } from '../../jobs/deliver-holds.ts'
 import { describeError } from '../logging/logger.ts'
 import { inSpan } from '../logging/trace-context.ts'
 import { claimMessages } from '../outbox/claim.ts'
@@ -31,8 +31,8 @@ export type StepContext = {
 }
 
 /**
- * The step every fetched batch takes: one claim statement (then suppression, send caps and
- * routing for the whole batch), and each message on its own from there — a send slot, the send
+ * The step every fetched batch takes: one claim statement (then suppression, routing and send
+ * caps for the whole batch), and each message on its own from there — a send slot, the send
  * (`sendClaimed`: open, render, send, classify), the group-commit record. A job whose claim or
  * record fails even alone is failed back to pg-boss (its retry takes the lease over); `failedBack`
  * names them.
@@ -55,7 +55,9 @@ export function deliveryStep(deps: DeliveryDeps, context: StepContext) {
     const request = claimRequestOf(job)
     if (hold.capped) return deferClaimed(request, claim, hold.capped)
     if (hold.route?.kind === 'held') return deferClaimed(request, claim, hold.route.until, hold.route.providers)
-    if (local.holdsBack(claim.message.channel, hold.route) && !hold.suppressed) return deferClaimed(request, claim)
+    // A phone message routed to SMS is held back by the sms channel's pause, not WhatsApp's.
+    const channel = routedChannel(deps, claim.message.channel, hold.route) ?? claim.message.channel
+    if (local.holdsBack(channel, hold.route) && !hold.suppressed) return deferClaimed(request, claim)
     return await inSpan(
       `deliver ${claim.message.channel}`,
       {
@@ -68,8 +70,8 @@ export function deliveryStep(deps: DeliveryDeps, context: StepContext) {
   }
 
   /** The outcome recorded, and what the record says acted on; the job failed back if it cannot be. */
-  const record = async (job: DeliveryJob, claim: Extract<Claimed, { kind: 'claimed' }>, entry: PendingRecord) => {
-    const { channel } = claim.message
+  const record = async (job: DeliveryJob, claim: Extract<Claimed, { kind: 'claimed' }>, entry: PendingRecord, hold: Hold) => {
+    const channel = routedChannel(deps, claim.message.channel, hold.route) ?? claim.message.channel
     const throttled = local.throttledBy(channel, entry)
     let result: Recorded
     try {
@@ -102,7 +104,7 @@ export function deliveryStep(deps: DeliveryDeps, context: StepContext) {
       } finally {
         slots.release()
       }
-      await record(job, claim, entry)
+      await record(job, claim, entry, hold)
     } catch (error) {
       logger.error('delivery step failed unexpectedly', { messageId: job.data.messageId, ...describeError(error) })
     } finally {
@@ -117,10 +119,10 @@ export function deliveryStep(deps: DeliveryDeps, context: StepContext) {
       const claims = await claimMessages(deps.db, boss, jobs.map(claimRequestOf), deps.clock())
       // Before any send: destinations on the suppression list are dead-lettered, never sent to.
       const suppressed = await suppressedClaims(deps, claims)
-      // Then the fleet's send caps: one counter statement per capped channel (and country) and batch.
-      const capped = await heldBySendCaps(deps, claims, suppressed)
-      // Then each message's provider: failover, and the outage hold (one read of the providers' states).
-      const routes = await routeClaims(deps, claims, (id) => suppressed.has(id) || capped.has(id), local.downAre)
+      // Then each message's provider: failover, the phone fallback and the outage hold (one read of the providers' states).
+      const routes = await routeClaims(deps, claims, (id) => suppressed.has(id), local.downAre)
+      // Then the fleet's send caps, on the channel each route sends on: one counter statement per capped channel (and country) and batch.
+      const capped = await heldBySendCaps(deps, claims, suppressed, routes)
       slots.stats.claimMs += performance.now() - started
       return { claims, suppressed, capped, routes }
     } catch (error) {

@@ -39,7 +39,7 @@ export async function startWeb(options: {
     Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'API_DOCS'>> &
     Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>> &
     Partial<Pick<Config, 'WHATSAPP_CLOUD_APP_SECRET' | 'WHATSAPP_CLOUD_VERIFY_TOKEN'>> &
-    Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS' | 'ENVELOPE_VERSION'>> &
+    Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS' | 'ENVELOPE_VERSION' | 'PHONE_CHANNELS'>> &
     Partial<Pick<Config, 'PHONE_ALLOW_FIXED_LINE' | 'PHONE_ALLOW_VOIP' | 'SMS_ALLOWED_COUNTRIES'>> &
     Partial<Pick<Config, 'TWILIO_AUTH_TOKEN' | 'PUBLIC_BASE_URL'>>
   apiUrl: string
@@ -51,8 +51,6 @@ export async function startWeb(options: {
   developmentPages?: Omit<DevelopmentPages, 'apiDocs'>
   /** Tests: how a confirmed SNS subscription's SubscribeURL is visited (default: an HTTPS GET). */
   confirmSubscription?: (url: string) => Promise<void>
-  /** What a WhatsApp failure status saying the number cannot get WhatsApp sets off (the phone fallback). */
-  onChannelUnreachable?: (messageId: string) => Promise<void>
 }): Promise<RunningWeb> {
   const { config, logger } = options
   const db = createKnex(options.apiUrl, { applicationName: 'sealpost-web', max: 20, logger })
@@ -107,6 +105,7 @@ export async function startWeb(options: {
           allowVoip: config.PHONE_ALLOW_VOIP === 'true',
           ...(config.SMS_ALLOWED_COUNTRIES ? { smsCountries: config.SMS_ALLOWED_COUNTRIES } : {}),
         },
+        ...(config.PHONE_CHANNELS ? { phoneChannels: config.PHONE_CHANNELS } : {}),
       },
       clientLimitPerMinute: config.CLIENT_RATE_LIMIT_PER_MINUTE,
       metrics: metricsAccess(config),
@@ -126,7 +125,6 @@ export async function startWeb(options: {
           : undefined,
         wasender: config.WASENDER_WEBHOOK_SECRET ? { secret: config.WASENDER_WEBHOOK_SECRET } : undefined,
         whatsappCloud: { appSecret: config.WHATSAPP_CLOUD_APP_SECRET, verifyToken: config.WHATSAPP_CLOUD_VERIFY_TOKEN },
-        onChannelUnreachable: options.onChannelUnreachable,
         twilio: config.TWILIO_AUTH_TOKEN
           ? { authToken: config.TWILIO_AUTH_TOKEN, callbackUrl: twilioStatusCallbackUrl(publicBaseUrl(config)) }
           : undefined,

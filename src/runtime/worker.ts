@@ -48,6 +48,7 @@ type WorkerConfig = Pick<
     Pick<
       Config,
       | 'DATABASE_WAIT_SECONDS'
+      | 'PHONE_CHANNELS'
       | 'SEALPOST_API_ROLE'
       | 'SEALPOST_WORKER_ROLE'
       | 'PRODUCT_NAME'
@@ -213,6 +214,7 @@ export async function startWorker(options: {
         metrics,
         templates,
         sendCaps: sendCapsFrom(config),
+        ...(config.PHONE_CHANNELS ? { phoneChannels: config.PHONE_CHANNELS } : {}),
       },
       deliveryPipelineOptions(config),
     )

@@ -36,8 +36,6 @@ export async function startWebStack(
     whatsapp?: boolean
     /** WhatsApp through the fake Cloud API (`stack.cloud`, its `stack.phoneInbox`) instead of the fake Wasender. */
     whatsappCloud?: boolean
-    /** The web's seam to the phone fallback (a WhatsApp failure status saying the number cannot get WhatsApp). */
-    onChannelUnreachable?: (messageId: string) => Promise<void>
     /** SMS through the fake Twilio (its callbacks signed for `TWILIO_STACK.publicBaseUrl`); off unless asked. */
     sms?: boolean
     clientLimitPerMinute?: number
@@ -133,7 +131,6 @@ export async function startWebStack(
       ...options.passwords,
     },
     confirmSubscription: options.confirmSubscription,
-    onChannelUnreachable: options.onChannelUnreachable,
     apiUrl: db.apiUrl,
     keys: options.keys,
     logger: options.logger,
