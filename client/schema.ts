@@ -907,6 +907,11 @@ export interface components {
                 attemptNo: number;
                 /** @description The provider it went to; null for attempts recorded before providers were named */
                 provider: ("ses" | "smtp" | "wasender" | "twilio" | "whatsapp_cloud") | null;
+                /**
+                 * @description The channel it went out on: a phone code may fall back from whatsapp to sms (the message's channel stays the one it was sealed for)
+                 * @enum {string}
+                 */
+                channel: "email" | "whatsapp" | "sms";
                 /** @enum {string} */
                 outcome: "published" | "retryable_error" | "failed";
                 failureClass: ("REJECTED" | "THROTTLED" | "UNAVAILABLE" | "INDETERMINATE" | "unexpected_worker_error" | "invitation_link_unconfigured") | null;
