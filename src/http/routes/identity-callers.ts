@@ -8,6 +8,7 @@ import { DEFAULT_PHONE_NUMBER_POLICY } from '../../outbox/phone-numbers.ts'
 import { limitPerClient } from '../client-limit.ts'
 import { deviceTokenOf } from '../device-cookie.ts'
 import { HttpProblemError } from '../problem.ts'
+import { ChallengeAccepted } from '../schemas.ts'
 
 /** The identifier a request names, or 422 `invalid_identifier`. */
 export function identifierFrom(raw: string): Identifier {
@@ -55,3 +56,9 @@ export function anonymousCallers(db: Knex, deps: ChallengeDeps, clientLimitPerMi
   }
   return { counted, requesterOf }
 }
+
+// What a request for a code can be refused with (docs/architecture.md §7, budgets: resends, per-destination budget).
+export const CODE_LIMITS = ['rate_limited', 'resend_too_soon', 'too_many_resends'] as const
+export const codeSent = { status: 202, description: 'Accepted: a code is on its way (not yet delivered)', body: ChallengeAccepted }
+// What a new password can be refused with (src/identity/password-policy.ts): decided by the password alone.
+export const PASSWORD_REFUSALS = ['weak_password', 'breached_password'] as const

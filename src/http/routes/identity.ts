@@ -14,9 +14,8 @@ import { withMinimumDuration } from '../client-limit.ts'
 import { DeviceCookieHeaders } from '../openapi/common.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
 import { localized } from '../locale.ts'
-import { anonymousCallers, codeIdentifierFrom, identifierFrom } from './identity-callers.ts'
+import { anonymousCallers, CODE_LIMITS, codeIdentifierFrom, codeSent, identifierFrom, PASSWORD_REFUSALS } from './identity-callers.ts'
 import {
-  ChallengeAccepted,
   ConfirmationRequest,
   ElevationCreated,
   SessionCreated,
@@ -34,12 +33,6 @@ import {
 export const ENUMERATION_FLOOR_MS = 150
 
 const iso = (date: Date) => date.toISOString()
-
-// What a request for a code can be refused with (docs/architecture.md §7, budgets: resends, per-destination budget).
-const CODE_LIMITS = ['rate_limited', 'resend_too_soon', 'too_many_resends'] as const
-const codeSent = { status: 202, description: 'Accepted: a code is on its way (not yet delivered)', body: ChallengeAccepted }
-// What a new password can be refused with (src/identity/password-policy.ts): decided by the password alone.
-const PASSWORD_REFUSALS = ['weak_password', 'breached_password'] as const
 
 /** The API document's description of each route below, in the same order. */
 export const identityApi = apiRegistry('Identity', 'Sign-up, sessions, sign-in methods, password recovery and step-up')
