@@ -43,6 +43,7 @@ import * as phoneChannels from '../../migrations/20261202002000_phone_channels.t
 import * as twilioCallbacks from '../../migrations/20261202002100_twilio_callbacks.ts'
 import * as phoneFallback from '../../migrations/20261202002300_phone_fallback.ts'
 import * as sendWindowPrefixes from '../../migrations/20261202002400_send_window_prefixes.ts'
+import * as courier from '../../migrations/20261202002600_courier.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -91,6 +92,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261202002100_twilio_callbacks': twilioCallbacks,
   '20261202002300_phone_fallback': phoneFallback,
   '20261202002400_send_window_prefixes': sendWindowPrefixes,
+  '20261202002600_courier': courier,
 }
 
 /**

@@ -1,5 +1,6 @@
 import { checkOrganizationName } from '../organization/organization-name.ts'
 import type { Channel } from '../outbox/constants.ts'
+import { COURIER_ONLY_PURPOSES, decodeCourierBody } from '../outbox/courier-body.ts'
 import { loadTemplates, type Branding, type Templates } from './templates.ts'
 import { SealpostError } from '../errors/sealpost-error.ts'
 
@@ -17,7 +18,8 @@ const UNNAMED_ORGANIZATION: Record<string, string> = { en: 'an organization', de
 /**
  * The subject, text and (email) HTML of one message from its opened secret: a one-time code, an
  * invitation token (made into `<base>/join#token=…`: the fragment never reaches a server or a
- * log), or a security notice's JSON `{event, at, identifier}` (TEAM contract). The caller wipes
+ * log), a security notice's JSON `{event, at, identifier}` (TEAM contract), or a courier
+ * message's `{code}`/`{link}` (src/outbox/courier-body.ts). The caller wipes
  * the secret; no string copy outlives the rendering.
  */
 export function composeMessage(
@@ -51,6 +53,19 @@ export function composeMessage(
       ...base,
       notice: { event: notice.event, at, identifier: notice.identifier },
     })
+  }
+  if (COURIER_ONLY_PURPOSES.has(message.purpose)) {
+    const body = decodeCourierBody(secret)
+    if (!body) throw new UnreadableBodyError('courier message body is not {code} or {link}')
+    const secretValue = 'code' in body ? { code: body.code } : { link: body.link }
+    const rendered = templates.render(message.purpose as 'verification_code', message.channel, message.locale, {
+      ...base,
+      ...secretValue,
+      // Checked again as an invitation's organization name is: a name that fails today's rule is not mailed.
+      ...(body.appName !== undefined && checkOrganizationName(body.appName).ok ? { appName: body.appName } : {}),
+    })
+    // A code alone too, for a provider that fills in a pre-approved template itself; a link has none.
+    return 'code' in body ? { ...rendered, code: body.code } : rendered
   }
   const code = secret.toString('utf8')
   // The code alone too: a provider that sends a pre-approved template fills it in itself (whatsapp-cloud-connector.ts).

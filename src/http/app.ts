@@ -26,6 +26,8 @@ import { webhookRoutes } from './routes/webhooks.ts'
 import { suppressionRoutes } from './routes/suppressions.ts'
 import { auditRecordRoutes } from './routes/audit-records.ts'
 import { peopleRoutes } from './routes/people.ts'
+import { apiKeyRoutes } from './routes/api-keys.ts'
+import { courierRoutes } from './routes/courier.ts'
 import { negotiatedLocale } from './locale.ts'
 import type { Locale } from '../delivery/locales.ts'
 
@@ -162,6 +164,14 @@ export function createApp(deps: WebDeps): express.Express {
     peopleRoutes({
       db: deps.db,
       people: { codeHashKey: deps.challenges.codeHashKey, codeHashKeys: deps.challenges.codeHashKeys, clock: deps.challenges.clock },
+    }),
+  )
+  app.use(apiKeyRoutes({ db: deps.db, clock: deps.challenges.clock }))
+  app.use(
+    courierRoutes({
+      ...deps.challenges,
+      db: deps.db,
+      logger: deps.logger,
     }),
   )
   app.get('/metrics', async (req, res) => {
