@@ -25,6 +25,8 @@ import { webhookRoutes } from './routes/webhooks.ts'
 import { suppressionRoutes } from './routes/suppressions.ts'
 import { auditRecordRoutes } from './routes/audit-records.ts'
 import { peopleRoutes } from './routes/people.ts'
+import { webhookEndpointRoutes } from './routes/webhook-endpoints.ts'
+import type { WebhookEndpointDeps } from '../platform/webhook-endpoints.ts'
 import { negotiatedLocale } from './locale.ts'
 import type { Locale } from '../delivery/locales.ts'
 
@@ -45,6 +47,8 @@ export type WebDeps = {
   defaultLocale?: Locale
   /** Cookies carry `Secure` (staging and production: the client reaches us over HTTPS). */
   secureCookies?: boolean
+  /** Staff webhook endpoints: the outbox key seals their signing secrets; URLs pass the SSRF guard. */
+  webhookEndpoints?: WebhookEndpointDeps
   /** The breached-password lookup new passwords go through (BREACHED_PASSWORD_API_URL); unset = none. */
   breachedPasswords?: BreachedPasswordCheck
 }
@@ -154,6 +158,7 @@ export function createApp(deps: WebDeps): express.Express {
   )
   app.use(suppressionRoutes({ db: deps.db, clock: deps.challenges.clock }))
   app.use(auditRecordRoutes({ db: deps.db, clock: deps.challenges.clock }))
+  if (deps.webhookEndpoints) app.use(webhookEndpointRoutes(deps.webhookEndpoints))
   app.use(
     peopleRoutes({
       db: deps.db,

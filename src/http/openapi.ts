@@ -1,3 +1,4 @@
+import { webhookEndpointApi } from './routes/webhook-endpoints.ts'
 import { suppressionApi } from './routes/suppressions.ts'
 import { auditRecordApi } from './routes/audit-records.ts'
 import { peopleApi } from './routes/people.ts'
@@ -25,6 +26,7 @@ export const API_REGISTRIES: readonly ApiRegistry[] = [
   suppressionApi,
   auditRecordApi,
   peopleApi,
+  webhookEndpointApi,
   webhookApi,
   healthApi,
   serviceApi,

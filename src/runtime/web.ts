@@ -1,3 +1,4 @@
+import { resolveWithDns, type Resolve } from '../platform/webhook-address-guard.ts'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { apiDocsEnabled, type Config } from '../../config/schema.ts'
@@ -36,7 +37,8 @@ export async function startWeb(options: {
   > &
     Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'API_DOCS'>> &
     Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>> &
-    Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS' | 'ENVELOPE_VERSION'>>
+    Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS' | 'ENVELOPE_VERSION'>> &
+    Partial<Pick<Config, 'WEBHOOK_ALLOWED_HOSTS'>>
   apiUrl: string
   keys: Keys
   logger: Logger
@@ -46,6 +48,8 @@ export async function startWeb(options: {
   developmentPages?: { inboxUrl: string | null }
   /** Tests: how a confirmed SNS subscription's SubscribeURL is visited (default: an HTTPS GET). */
   confirmSubscription?: (url: string) => Promise<void>
+  /** Tests: how webhook endpoint hosts resolve (default: DNS), the seam the worker's send-time check shares. */
+  resolve?: Resolve
 }): Promise<RunningWeb> {
   const { config, logger } = options
   const db = createKnex(options.apiUrl, { applicationName: 'sealpost-web', max: 20, logger })
@@ -96,6 +100,16 @@ export async function startWeb(options: {
         channels,
       },
       clientLimitPerMinute: config.CLIENT_RATE_LIMIT_PER_MINUTE,
+      webhookEndpoints: {
+        db,
+        outboxKey: options.keys.outboxKey,
+        clock,
+        addresses: {
+          production: config.NODE_ENV === 'production',
+          allowedHosts: config.WEBHOOK_ALLOWED_HOSTS ?? [],
+          resolve: options.resolve ?? resolveWithDns,
+        },
+      },
       metrics: metricsAccess(config),
       trustProxy: config.TRUST_PROXY,
       apiDocs: apiDocsEnabled(config),

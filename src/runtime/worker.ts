@@ -1,5 +1,9 @@
 import { randomUUID } from 'node:crypto'
+import type { Knex } from 'knex'
 import { PgBoss } from 'pg-boss'
+import { createWebhookPost } from '../delivery/webhook-sender.ts'
+import { guardedLookup, resolveWithDns, type Resolve } from '../platform/webhook-address-guard.ts'
+import { startWebhookDispatcher, WEBHOOK_WAKE_CHANNEL, type WebhookDispatcher } from './webhook-dispatcher.ts'
 import { ConfigError, type Config } from '../../config/schema.ts'
 import { createExpiryPurgeHandler } from '../../jobs/expiry-purge.ts'
 import { createRetentionSweepHandler } from '../../jobs/retention-sweep.ts'
@@ -37,6 +41,10 @@ type WorkerConfig = Pick<
   | 'RETENTION_PUBLISHED_DAYS'
   | 'RETENTION_AUDIT_DAYS'
   | 'RETENTION_DEAD_LETTERED_DAYS'
+  | 'RETENTION_EVENTS_DAYS'
+  | 'WEBHOOK_ALLOWED_HOSTS'
+  | 'WEBHOOK_RETRY_SCHEDULE'
+  | 'WEBHOOK_MAX_ATTEMPTS'
   | 'INVITATION_LINK_BASE_URL'
   | 'NODE_ENV'
   | 'PORT'
@@ -114,6 +122,66 @@ export function deliveryPipelineOptions(config: Pick<Config, 'WORKER_CONCURRENCY
   }
 }
 
+/**
+ * Signed events out (docs/events.md "Delivery"): the webhook loop, woken by the fan-out's NOTIFY,
+ * posting through agents whose connections resolve with the SSRF guard.
+ */
+async function startWebhooks(input: {
+  db: Knex
+  boss: PgBoss
+  config: Pick<
+    Config,
+    | 'NODE_ENV'
+    | 'WEBHOOK_ALLOWED_HOSTS'
+    | 'WEBHOOK_RETRY_SCHEDULE'
+    | 'WEBHOOK_MAX_ATTEMPTS'
+    | 'SEND_TIMEOUT_MS'
+    | 'MAX_PROVIDER_PAUSE_SECONDS'
+  >
+  keys: Pick<Keys, 'outboxKey'>
+  clock: () => Date
+  logger: Logger
+  resolve: Resolve
+  leaseSeconds: number
+}) {
+  const { config } = input
+  const allowedHosts = config.WEBHOOK_ALLOWED_HOSTS
+  const post = createWebhookPost({ lookup: guardedLookup({ allowedHosts, resolve: input.resolve }), timeoutMs: config.SEND_TIMEOUT_MS })
+  const dispatcher = startWebhookDispatcher(
+    {
+      db: input.db,
+      outboxKey: input.keys.outboxKey,
+      post,
+      addresses: { production: config.NODE_ENV === 'production', allowedHosts },
+      settings: {
+        maxAttempts: config.WEBHOOK_MAX_ATTEMPTS,
+        retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
+        maxRetryAfterSeconds: config.MAX_PROVIDER_PAUSE_SECONDS,
+      },
+      leaseSeconds: input.leaseSeconds,
+      batchSize: 32,
+      clock: input.clock,
+      logger: input.logger,
+    },
+    { pollMs: 1_000 },
+  )
+  const listener = await input.boss.getDb().listen?.(
+    WEBHOOK_WAKE_CHANNEL,
+    () => dispatcher.wake(),
+    () => dispatcher.wake(),
+  )
+  return { dispatcher, listener, post }
+}
+
+async function stopWebhooks(
+  webhooks: { dispatcher: WebhookDispatcher; listener?: { close: () => Promise<void> }; post: { close: () => void } } | undefined,
+) {
+  if (!webhooks) return
+  await webhooks.listener?.close()
+  await webhooks.dispatcher.stop()
+  webhooks.post.close()
+}
+
 /** The worker process: delivery and crash-loop handlers over the worker role's pool. */
 export async function startWorker(options: {
   config: WorkerConfig
@@ -123,6 +191,8 @@ export async function startWorker(options: {
   providers: Provider[]
   logger: Logger
   clock?: () => Date
+  /** Tests: how webhook endpoint hosts resolve at send time (default: DNS). */
+  resolve?: Resolve
 }): Promise<RunningWorker> {
   const { config, logger } = options
   const clock = options.clock ?? (() => new Date())
@@ -176,6 +246,7 @@ export async function startWorker(options: {
   let listener: { close: () => Promise<void> } | undefined
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined
   let registration: { stop: () => void } | undefined
+  let webhooks: { dispatcher: WebhookDispatcher; listener?: { close: () => Promise<void> }; post: { close: () => void } } | undefined
   try {
     if (config.WORKER_METRICS_PORT !== undefined)
       metricsServer = await serveMetrics(metrics.registry, config.WORKER_METRICS_PORT, metricsAccess(config))
@@ -220,6 +291,16 @@ export async function startWorker(options: {
       (payload) => payload === QUEUES.delivery && running.wake(),
       () => running.wake(),
     )
+    webhooks = await startWebhooks({
+      db,
+      boss,
+      config,
+      keys: options.keys,
+      clock,
+      logger,
+      resolve: options.resolve ?? resolveWithDns,
+      leaseSeconds,
+    })
     await boss.work<DeliveryJobData>(QUEUES.crashLoop, { batchSize: 10 }, createCrashLoopQueueHandler({ db, boss, clock, logger }))
     // Registered by every worker; pg-boss sends each tick once for the whole fleet (UTC).
     await boss.schedule(QUEUES.expiryPurge, config.EXPIRY_PURGE_CRON, null, { tz: 'UTC' })
@@ -236,11 +317,12 @@ export async function startWorker(options: {
         publishedDays: config.RETENTION_PUBLISHED_DAYS,
         auditDays: config.RETENTION_AUDIT_DAYS,
         deadLetteredDays: config.RETENTION_DEAD_LETTERED_DAYS,
+        eventDays: config.RETENTION_EVENTS_DAYS,
       }),
     )
   } catch (error) {
     registration?.stop()
-    await Promise.allSettled([listener?.close(), pipeline?.stop()])
+    await Promise.allSettled([listener?.close(), pipeline?.stop(), stopWebhooks(webhooks)])
     await Promise.allSettled([boss.stop({ graceful: false }), db.destroy(), metricsServer?.stop()])
     throw error
   }
@@ -258,6 +340,7 @@ export async function startWorker(options: {
       // then pg-boss's own handlers drain.
       await listener?.close()
       await pipeline?.stop()
+      await stopWebhooks(webhooks)
       await boss.stop({ graceful: true, timeout: config.SEND_TIMEOUT_MS + 5_000 })
       await db.destroy()
       logger.info('worker stopped')
