@@ -2,6 +2,7 @@ import { assertDocumentedAnswer } from './api-check.ts'
 import type { Config } from '../../config/schema.ts'
 import { createSesConnector } from '../../src/delivery/ses-connector.ts'
 import { createWasenderConnector } from '../../src/delivery/wasender-connector.ts'
+import type { Resolve } from '../../src/platform/webhook-address-guard.ts'
 import type { Logger } from '../../src/logging/logger.ts'
 import type { Keys } from '../../src/runtime/dev-keys.ts'
 import { startSesEmulator } from '../../src/runtime/ses-emulator.ts'
@@ -31,6 +32,8 @@ export async function startWebStack(
     confirmSubscription?: (url: string) => Promise<void>
     /** The breached-password lookup (off unless given: test/support/fake-pwned-passwords.ts). */
     passwords?: Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS'>>
+    /** Webhook endpoints: WEBHOOK_ALLOWED_HOSTS and how their hosts resolve (the SSRF guard's seam). */
+    events?: { allowedHosts?: string[]; resolve?: Resolve }
   },
 ) {
   const emulator = await startSesEmulator(0)
@@ -64,8 +67,10 @@ export async function startWebStack(
       TRUST_PROXY: options.trustProxy,
       ...options.webhooks,
       ...options.passwords,
+      WEBHOOK_ALLOWED_HOSTS: options.events?.allowedHosts ?? [],
     },
     confirmSubscription: options.confirmSubscription,
+    resolve: options.events?.resolve,
     apiUrl: db.apiUrl,
     keys: options.keys,
     logger: options.logger,
