@@ -106,6 +106,22 @@ describe('signed events out', () => {
     }
   })
 
+  it('the running worker delivers an event within moments of its commit (woken by the fan-out, not the poll)', async () => {
+    const receiver = await startWebhookReceiver()
+    const worker = await f.startWorker({ WEBHOOK_ALLOWED_HOSTS: ALLOWED })
+    try {
+      const { secret } = await endpoint(receiver.url, ['identity.created'])
+      const person = await kit.account(uniqueEmail('live'))
+      const deadline = Date.now() + 5_000
+      while (receiver.received.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20))
+      expect(receiver.events().map((event) => [event.type, event.data.identityId])).to.deep.equal([['identity.created', person.identityId]])
+      expect(standardWebhooksVerify(secret, receiver.received[0]!)).to.equal(true)
+    } finally {
+      await worker.stop()
+      await receiver.stop()
+    }
+  })
+
   it('leaves no event behind when the fact’s transaction rolls back', async () => {
     const id = crypto.randomUUID()
     const rolledBack = new Error('rolled back')

@@ -26,7 +26,7 @@ import { suppressionRoutes } from './routes/suppressions.ts'
 import { auditRecordRoutes } from './routes/audit-records.ts'
 import { peopleRoutes } from './routes/people.ts'
 import { webhookEndpointRoutes } from './routes/webhook-endpoints.ts'
-import type { WebhookEndpointDeps } from '../platform/webhook-endpoints.ts'
+import { resolveWithDns, type AddressPolicy } from '../platform/webhook-address-guard.ts'
 import { negotiatedLocale } from './locale.ts'
 import type { Locale } from '../delivery/locales.ts'
 
@@ -47,8 +47,8 @@ export type WebDeps = {
   defaultLocale?: Locale
   /** Cookies carry `Secure` (staging and production: the client reaches us over HTTPS). */
   secureCookies?: boolean
-  /** Staff webhook endpoints: the outbox key seals their signing secrets; URLs pass the SSRF guard. */
-  webhookEndpoints?: WebhookEndpointDeps
+  /** Which webhook endpoint URLs pass the SSRF guard (default: production rules, nothing allow-listed, DNS). */
+  webhookAddresses?: AddressPolicy
   /** The breached-password lookup new passwords go through (BREACHED_PASSWORD_API_URL); unset = none. */
   breachedPasswords?: BreachedPasswordCheck
 }
@@ -158,7 +158,14 @@ export function createApp(deps: WebDeps): express.Express {
   )
   app.use(suppressionRoutes({ db: deps.db, clock: deps.challenges.clock }))
   app.use(auditRecordRoutes({ db: deps.db, clock: deps.challenges.clock }))
-  if (deps.webhookEndpoints) app.use(webhookEndpointRoutes(deps.webhookEndpoints))
+  app.use(
+    webhookEndpointRoutes({
+      db: deps.db,
+      outboxKey: deps.challenges.outboxKey,
+      clock: deps.challenges.clock,
+      addresses: deps.webhookAddresses ?? { production: true, allowedHosts: [], resolve: resolveWithDns },
+    }),
+  )
   app.use(
     peopleRoutes({
       db: deps.db,

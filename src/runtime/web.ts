@@ -100,15 +100,10 @@ export async function startWeb(options: {
         channels,
       },
       clientLimitPerMinute: config.CLIENT_RATE_LIMIT_PER_MINUTE,
-      webhookEndpoints: {
-        db,
-        outboxKey: options.keys.outboxKey,
-        clock,
-        addresses: {
-          production: config.NODE_ENV === 'production',
-          allowedHosts: config.WEBHOOK_ALLOWED_HOSTS ?? [],
-          resolve: options.resolve ?? resolveWithDns,
-        },
+      webhookAddresses: {
+        production: config.NODE_ENV === 'production',
+        allowedHosts: config.WEBHOOK_ALLOWED_HOSTS ?? [],
+        resolve: options.resolve ?? resolveWithDns,
       },
       metrics: metricsAccess(config),
       trustProxy: config.TRUST_PROXY,

@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto'
-import type { Knex } from 'knex'
 import { PgBoss } from 'pg-boss'
-import { createWebhookPost } from '../delivery/webhook-sender.ts'
-import { guardedLookup, resolveWithDns, type Resolve } from '../platform/webhook-address-guard.ts'
-import { startWebhookDispatcher, WEBHOOK_WAKE_CHANNEL, type WebhookDispatcher } from './webhook-dispatcher.ts'
+import { resolveWithDns, type Resolve } from '../platform/webhook-address-guard.ts'
+import { startWebhooks, stopWebhooks, type RunningWebhooks } from './webhook-dispatcher.ts'
 import { ConfigError, type Config } from '../../config/schema.ts'
 import { createExpiryPurgeHandler } from '../../jobs/expiry-purge.ts'
 import { createRetentionSweepHandler } from '../../jobs/retention-sweep.ts'
@@ -122,66 +120,6 @@ export function deliveryPipelineOptions(config: Pick<Config, 'WORKER_CONCURRENCY
   }
 }
 
-/**
- * Signed events out (docs/events.md "Delivery"): the webhook loop, woken by the fan-out's NOTIFY,
- * posting through agents whose connections resolve with the SSRF guard.
- */
-async function startWebhooks(input: {
-  db: Knex
-  boss: PgBoss
-  config: Pick<
-    Config,
-    | 'NODE_ENV'
-    | 'WEBHOOK_ALLOWED_HOSTS'
-    | 'WEBHOOK_RETRY_SCHEDULE'
-    | 'WEBHOOK_MAX_ATTEMPTS'
-    | 'SEND_TIMEOUT_MS'
-    | 'MAX_PROVIDER_PAUSE_SECONDS'
-  >
-  keys: Pick<Keys, 'outboxKey'>
-  clock: () => Date
-  logger: Logger
-  resolve: Resolve
-  leaseSeconds: number
-}) {
-  const { config } = input
-  const allowedHosts = config.WEBHOOK_ALLOWED_HOSTS
-  const post = createWebhookPost({ lookup: guardedLookup({ allowedHosts, resolve: input.resolve }), timeoutMs: config.SEND_TIMEOUT_MS })
-  const dispatcher = startWebhookDispatcher(
-    {
-      db: input.db,
-      outboxKey: input.keys.outboxKey,
-      post,
-      addresses: { production: config.NODE_ENV === 'production', allowedHosts },
-      settings: {
-        maxAttempts: config.WEBHOOK_MAX_ATTEMPTS,
-        retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
-        maxRetryAfterSeconds: config.MAX_PROVIDER_PAUSE_SECONDS,
-      },
-      leaseSeconds: input.leaseSeconds,
-      batchSize: 32,
-      clock: input.clock,
-      logger: input.logger,
-    },
-    { pollMs: 1_000 },
-  )
-  const listener = await input.boss.getDb().listen?.(
-    WEBHOOK_WAKE_CHANNEL,
-    () => dispatcher.wake(),
-    () => dispatcher.wake(),
-  )
-  return { dispatcher, listener, post }
-}
-
-async function stopWebhooks(
-  webhooks: { dispatcher: WebhookDispatcher; listener?: { close: () => Promise<void> }; post: { close: () => void } } | undefined,
-) {
-  if (!webhooks) return
-  await webhooks.listener?.close()
-  await webhooks.dispatcher.stop()
-  webhooks.post.close()
-}
-
 /** The worker process: delivery and crash-loop handlers over the worker role's pool. */
 export async function startWorker(options: {
   config: WorkerConfig
@@ -246,7 +184,7 @@ export async function startWorker(options: {
   let listener: { close: () => Promise<void> } | undefined
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined
   let registration: { stop: () => void } | undefined
-  let webhooks: { dispatcher: WebhookDispatcher; listener?: { close: () => Promise<void> }; post: { close: () => void } } | undefined
+  let webhooks: RunningWebhooks | undefined
   try {
     if (config.WORKER_METRICS_PORT !== undefined)
       metricsServer = await serveMetrics(metrics.registry, config.WORKER_METRICS_PORT, metricsAccess(config))
