@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises'
 import { expect } from 'chai'
 import type { Knex } from 'knex'
 import { deliverWebhooksOnce, type WebhookDeliverDeps } from '../jobs/webhook-deliver.ts'
@@ -120,6 +121,12 @@ describe('signed events out', () => {
       await worker.stop()
       await receiver.stop()
     }
+  })
+
+  it('shows in docs/events.md, verbatim, the consumer this file runs as its receiver', async () => {
+    const page = await readFile(new URL('../docs/events.md', import.meta.url), 'utf8')
+    const example = await readFile(new URL('../client/events-consumer.ts', import.meta.url), 'utf8')
+    expect(page).to.include('```ts\n' + example + '```')
   })
 
   it('leaves no event behind when the fact’s transaction rolls back', async () => {
