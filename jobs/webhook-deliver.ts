@@ -9,7 +9,7 @@ import { WEBHOOK_FAILURES } from '../src/platform/event-types.ts'
 import { checkWebhookUrlShape, WebhookUrlRefusedError, type AddressPolicy } from '../src/platform/webhook-address-guard.ts'
 import {
   claimDueDeliveries,
-  recordDeliveryAttempt,
+  recordDeliveryAttempts,
   type ClaimedDelivery,
   type DeliveryRecord,
 } from '../src/platform/webhook-deliveries-sql.ts'
@@ -87,7 +87,7 @@ async function attempt(deps: WebhookDeliverDeps, delivery: ClaimedDelivery): Pro
 
 /**
  * One pass (docs/events.md "Delivery"): lease the due deliveries, send each outside any
- * transaction, record each in its own short statement. A failure between send and record (a
+ * transaction, record the pass in one short statement. A failure between send and record (a
  * crash, a lost database) records nothing: the lease lapses and the delivery goes out again with
  * the same `webhook-id`, a duplicate only where the outcome was never recorded.
  */
@@ -95,29 +95,38 @@ export async function deliverWebhooksOnce(deps: WebhookDeliverDeps): Promise<Web
   const now = deps.clock()
   const claimed = await claimDueDeliveries(deps.db, now, new Date(now.getTime() + deps.leaseSeconds * 1000), deps.batchSize)
   const counts: WebhookPassCounts = { claimed: claimed.length, delivered: 0, retried: 0, deadLettered: 0, leaseLost: 0 }
-  await Promise.all(
-    claimed.map(async (delivery) => {
-      try {
-        const record = await attempt(deps, delivery)
-        if (!(await recordDeliveryAttempt(deps.db, delivery, record, deps.clock()))) counts.leaseLost += 1
-        else if (record.state === 'delivered') counts.delivered += 1
-        else if (record.state === 'pending') counts.retried += 1
-        else counts.deadLettered += 1
-        if (record.state === 'dead_lettered')
-          deps.logger.warn('webhook delivery dead-lettered', {
+  // Sent side by side; a failure before the record (a crash, a lost database) records nothing for that delivery.
+  const attempts = (
+    await Promise.all(
+      claimed.map(async (delivery) => {
+        try {
+          return { delivery, record: await attempt(deps, delivery) }
+        } catch (error) {
+          deps.logger.error('webhook delivery not recorded; it goes out again when its lease lapses', {
             endpointId: delivery.endpoint_id,
             webhookId: delivery.event_id,
-            failure: record.failure,
-            status: record.status,
+            ...describeError(error),
           })
-      } catch (error) {
-        deps.logger.error('webhook delivery not recorded; it goes out again when its lease lapses', {
-          endpointId: delivery.endpoint_id,
-          webhookId: delivery.event_id,
-          ...describeError(error),
-        })
-      }
-    }),
-  )
+          return undefined
+        }
+      }),
+    )
+  ).filter((entry) => entry !== undefined)
+  // One short statement records the whole pass.
+  const recorded = await recordDeliveryAttempts(deps.db, attempts, deps.clock())
+  for (const { delivery, record } of attempts) {
+    if (!recorded.has(delivery.id)) counts.leaseLost += 1
+    else if (record.state === 'delivered') counts.delivered += 1
+    else if (record.state === 'pending') counts.retried += 1
+    else {
+      counts.deadLettered += 1
+      deps.logger.warn('webhook delivery dead-lettered', {
+        endpointId: delivery.endpoint_id,
+        webhookId: delivery.event_id,
+        failure: record.failure,
+        status: record.status,
+      })
+    }
+  }
   return counts
 }

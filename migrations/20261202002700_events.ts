@@ -208,6 +208,26 @@ export async function up(knex: Knex): Promise<void> {
     CREATE TRIGGER invitations_events AFTER UPDATE OF status ON organization.invitations
       FOR EACH ROW EXECUTE FUNCTION platform.invitation_event();
 
+    -- An event goes with the row it names: a message swept by retention, an identity erased
+    -- (docs/privacy.md) takes its events and their pending deliveries along, so no table keeps the
+    -- ids of an erased person. What was already delivered cannot be called back.
+    CREATE INDEX events_message_idx ON platform.events ((payload->>'messageId'));
+    CREATE INDEX events_identity_idx ON platform.events ((payload->>'identityId'));
+    CREATE FUNCTION platform.forget_events() RETURNS trigger
+      LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    BEGIN
+      IF TG_TABLE_NAME = 'security_outbox_messages' THEN
+        DELETE FROM platform.events WHERE payload->>'messageId' = OLD.id::text;
+      ELSE
+        DELETE FROM platform.events WHERE payload->>'identityId' = OLD.id::text;
+      END IF;
+      RETURN NULL;
+    END $$;
+    CREATE TRIGGER messages_forget_events AFTER DELETE ON outbox.security_outbox_messages
+      FOR EACH ROW EXECUTE FUNCTION platform.forget_events();
+    CREATE TRIGGER identities_forget_events AFTER DELETE ON identity.identities
+      FOR EACH ROW EXECUTE FUNCTION platform.forget_events();
+
     -- Staff functions: each checks the staff session itself; creating, rotating, disabling and
     -- redriving are audited in the caller's transaction.
     CREATE FUNCTION platform.create_webhook_endpoint(p_session_token_hash bytea, p_now timestamptz, p_id uuid, p_url text,
@@ -304,7 +324,7 @@ export async function up(knex: Knex): Promise<void> {
       RETURN redriven;
     END $$;
 
-    REVOKE ALL ON FUNCTION platform.append_event(text, jsonb), platform.message_event(), platform.dead_letter_event(),
+    REVOKE ALL ON FUNCTION platform.append_event(text, jsonb), platform.forget_events(), platform.message_event(), platform.dead_letter_event(),
       platform.delivery_event_event(), platform.suppression_event(), platform.identity_event(), platform.sign_in_method_event(),
       platform.password_event(), platform.sessions_event(), platform.invitation_event(),
       platform.create_webhook_endpoint(bytea, timestamptz, uuid, text, text[], text),
@@ -330,6 +350,9 @@ export async function up(knex: Knex): Promise<void> {
 
 export async function down(knex: Knex): Promise<void> {
   await knex.raw(`
+    DROP TRIGGER identities_forget_events ON identity.identities;
+    DROP TRIGGER messages_forget_events ON outbox.security_outbox_messages;
+    DROP FUNCTION platform.forget_events();
     DROP TRIGGER invitations_events ON organization.invitations;
     DROP TRIGGER sessions_events ON identity.sessions;
     DROP TRIGGER password_credentials_events ON identity.password_credentials;

@@ -47,27 +47,35 @@ export type DeliveryRecord =
   | { state: 'dead_lettered'; status: number | null; failure: string }
 
 /**
- * Records an attempt while this worker still holds it (same attempt, still pending): false when
- * the lease was lost (another worker took the delivery over, or staff disabled the endpoint).
+ * Records a pass's attempts in one statement, each only while this worker still holds it (same
+ * attempt, still pending): returns the ids recorded; a missing id lost its lease (another worker
+ * took the delivery over, or staff disabled the endpoint).
  */
-export async function recordDeliveryAttempt(
+export async function recordDeliveryAttempts(
   db: Knex,
-  delivery: { id: string; attempt_count: number },
-  record: DeliveryRecord,
+  attempts: { delivery: { id: string; attempt_count: number }; record: DeliveryRecord }[],
   now: Date,
-): Promise<boolean> {
-  const finished = record.state !== 'pending'
-  const updated = await db('platform.webhook_deliveries')
-    .where({ id: delivery.id, attempt_count: delivery.attempt_count, state: 'pending' })
-    .update({
-      state: record.state,
-      leased_until: null,
-      last_status_code: record.status,
-      last_failure: record.state === 'delivered' ? null : record.failure,
-      finished_at: finished ? now : null,
-      ...(record.state === 'pending' ? { next_attempt_at: record.nextAttemptAt } : {}),
-    })
-  return updated === 1
+): Promise<Set<string>> {
+  if (attempts.length === 0) return new Set()
+  const rows = attempts.map(({ delivery, record }) => ({
+    id: delivery.id,
+    attempt_count: delivery.attempt_count,
+    state: record.state,
+    next_attempt_at: record.state === 'pending' ? record.nextAttemptAt.toISOString() : null,
+    status: record.status,
+    failure: record.state === 'delivered' ? null : record.failure,
+  }))
+  const { rows: recorded } = await db.raw<{ rows: { id: string }[] }>(
+    `UPDATE platform.webhook_deliveries d
+        SET state = v.state, leased_until = NULL, last_status_code = v.status, last_failure = v.failure,
+            finished_at = CASE WHEN v.state = 'pending' THEN NULL ELSE ?::timestamptz END,
+            next_attempt_at = coalesce(v.next_attempt_at, d.next_attempt_at)
+       FROM jsonb_to_recordset(?::jsonb) AS v(id bigint, attempt_count integer, state text, next_attempt_at timestamptz, status integer, failure text)
+      WHERE d.id = v.id AND d.attempt_count = v.attempt_count AND d.state = 'pending'
+      RETURNING d.id::text`,
+    [now, JSON.stringify(rows)],
+  )
+  return new Set(recorded.map((row) => row.id))
 }
 
 /** Deletes up to `limit` events that occurred before `before` with their deliveries (cascade). */
