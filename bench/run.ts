@@ -4,6 +4,7 @@ import os from 'node:os'
 import { commitToProvider, delivery, directEnqueue, httpEnqueue, rawConsume, rawEnqueue, realisticDelivery } from './measure.ts'
 import { ENUMERATION_FLOWS, enumerationTiming } from './enumeration.ts'
 import { smsSegments } from '../src/delivery/sms-segments.ts'
+import { eventFanOut } from './events.ts'
 import { spotCheck } from './spot-check.ts'
 import { startBenchStack } from './stack.ts'
 import { courierEnqueue } from './courier.ts'
@@ -25,8 +26,8 @@ const realisticConcurrency = 64
 const realisticSendTimeoutMs = Number(process.env.BENCH_SEND_TIMEOUT_MS ?? 3_000)
 const httpConcurrency = 256
 const rssTarget = { text: '≤ 200', pass: (_median: number, max: number) => max <= 200 }
-/** BENCH_ONLY=raw,delivery,slow,sms,realistic,latency,enqueue,courier,enumeration runs a subset (for profiling); the full run is the figure of record. */
-const only = new Set((process.env.BENCH_ONLY ?? 'raw,delivery,slow,sms,realistic,latency,enqueue,courier,enumeration').split(','))
+/** BENCH_ONLY=raw,delivery,slow,sms,realistic,latency,enqueue,courier,enumeration,events runs a subset (for profiling); the full run is the figure of record. */
+const only = new Set((process.env.BENCH_ONLY ?? 'raw,delivery,slow,sms,realistic,latency,enqueue,courier,enumeration,events').split(','))
 /**
  * Known vs unknown identifiers per side and concurrency level: at least the contract's 200; 600 at
  * 16, where a median of 200 samples alone moves by a few milliseconds from run to run; 3 000 at 64,
@@ -93,6 +94,20 @@ try {
       record(`CPU per message, ${workers} worker(s): worker processes`, 'µs', result.workerCpuUs)
       record(`CPU per message, ${workers} worker(s): PostgreSQL`, 'µs', result.postgresCpuUs)
       record(`CPU per message, ${workers} worker(s): bench process (fake provider)`, 'µs', result.benchCpuUs)
+    }
+    for (const endpoints of only.has('events') ? [1, 10] : []) {
+      step(`event fan-out to ${endpoints} endpoint(s)`)
+      const events = Math.round((endpoints === 1 ? 4_000 : 400) * scale)
+      const result = await eventFanOut(stack, { endpoints, events, loops: 4 })
+      record(
+        `events: ${events} events fanned out to ${endpoints} local endpoint(s), signed, 4 delivery loops`,
+        'deliveries/s',
+        result.perSecond,
+        {
+          text: '≥ 500',
+          pass: (median) => median >= 500,
+        },
+      )
     }
     for (const concurrency of only.has('slow') ? slowConcurrencies : []) {
       step(`delivery, provider 100 ms, WORKER_CONCURRENCY ${concurrency}`)

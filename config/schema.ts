@@ -319,6 +319,41 @@ export const envSchema = z.object({
   RETENTION_DEAD_LETTERED_DAYS: positiveInt(90),
   /** Days an audit record is kept before the retention sweep deletes it (at least 7: the database keeps a week whatever the worker asks). */
   RETENTION_AUDIT_DAYS: z.coerce.number().int().min(7).default(400),
+  /** Days an event and its webhook deliveries are kept before the retention sweep deletes them. */
+  RETENTION_EVENTS_DAYS: positiveInt(30),
+  /**
+   * Hosts webhook endpoints may name although they are an IP literal or resolve to a loopback,
+   * private or link-local address (an internal receiver, a test), comma-separated; outside
+   * production these may also be reached over plain http (docs/events.md "Endpoint URLs").
+   */
+  WEBHOOK_ALLOWED_HOSTS: z
+    .string()
+    .default('')
+    .transform((text) =>
+      text
+        .split(',')
+        .map((host) =>
+          host
+            .trim()
+            .toLowerCase()
+            .replace(/^\[|\]$/g, ''),
+        )
+        .filter((host) => host !== ''),
+    ),
+  /** The wait after each failed webhook attempt (429, 5xx, timeout), before a receiver's Retry-After is considered. */
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .default('5s,1m,5m,30m,2h,8h')
+    .transform((text, ctx) => {
+      try {
+        return parseSchedule(text)
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message })
+        return z.NEVER
+      }
+    }),
+  /** Attempts per webhook delivery before it is dead-lettered (staff can redrive it). */
+  WEBHOOK_MAX_ATTEMPTS: positiveInt(7),
   /** `GET /docs` (the rendered API reference): on in development and test, off in staging and production unless `on`. */
   API_DOCS: z.enum(['on', 'off']).optional(),
   /** Development only: where the in-process SES emulator listens (0 = any free port). */

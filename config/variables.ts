@@ -357,6 +357,28 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     shownDefault: '`400`',
     meaning: 'how long audit records (staff and operator actions, erasures) are kept before the daily retention sweep deletes them',
   },
+  RETENTION_EVENTS_DAYS: {
+    usedBy: 'worker',
+    shownDefault: '`30`',
+    meaning: 'how long events and their webhook deliveries are kept before the daily retention sweep deletes them',
+  },
+  WEBHOOK_ALLOWED_HOSTS: {
+    usedBy: 'web, worker',
+    shownDefault: 'none',
+    meaning:
+      'hosts a webhook endpoint may name although they are an IP literal or resolve to a loopback, private or link-local address (an internal receiver, a test); outside production also reachable over http',
+  },
+  WEBHOOK_RETRY_SCHEDULE: {
+    usedBy: 'worker',
+    shownDefault: '`5s,1m,5m,30m,2h,8h`',
+    meaning:
+      "delay after a webhook delivery's failed attempt 1, 2, 3…; a later receiver `Retry-After` wins (capped at `MAX_PROVIDER_PAUSE_SECONDS`)",
+  },
+  WEBHOOK_MAX_ATTEMPTS: {
+    usedBy: 'worker',
+    shownDefault: '`7`',
+    meaning: 'attempts per webhook delivery; the last failing one dead-letters it (staff redrive)',
+  },
   API_DOCS: {
     usedBy: 'web',
     shownDefault: '`on` in development and test, `off` in staging and production',

@@ -9,6 +9,7 @@ import {
   sweepInvitations,
   sweepPlatform,
 } from '../src/outbox/maintenance-sql.ts'
+import { deleteEventsBefore } from '../src/platform/webhook-deliveries-sql.ts'
 import { runTick } from './tick.ts'
 
 export const SWEEP_BATCH_SIZE = 1_000
@@ -21,6 +22,8 @@ export const IDENTITY_RETENTION_DAYS = 30
 export const INVITATION_RETENTION_DAYS = 90
 // A worker's channel registration is kept a week after its last heartbeat (unless it is part of the current set: docs/delivery.md "Channels").
 export const CHANNEL_REGISTRATION_RETENTION_DAYS = 7
+// Events (and, by cascade, their webhook deliveries) unless RETENTION_EVENTS_DAYS says otherwise.
+const DEFAULT_EVENT_RETENTION_DAYS = 30
 
 export type SweepDeps = {
   db: Knex
@@ -30,6 +33,8 @@ export type SweepDeps = {
   deadLetteredDays: number
   /** Days audit records are kept (RETENTION_AUDIT_DAYS). */
   auditDays: number
+  /** Days an event and its webhook deliveries are kept (RETENTION_EVENTS_DAYS; default 30). */
+  eventDays?: number
   batchSize?: number
   metrics?: WorkerMetrics
 }
@@ -55,6 +60,7 @@ async function inBatches(
  * Then the identity rows that ended more than 30 days ago: sessions, elevations, challenges no
  * message refers to, and sign-ups never confirmed; invitations 90 days after they ended. Worker
  * channel registrations not seen for 7 days, except those that make up the available channels.
+ * Events older than `eventDays`, their webhook deliveries with them.
  */
 export async function runRetentionSweep(deps: SweepDeps) {
   const now = deps.clock().getTime()
@@ -86,6 +92,10 @@ export async function runRetentionSweep(deps: SweepDeps) {
   const invitations = await inBatches((limit) => sweepInvitations(deps.db, new Date(now), INVITATION_RETENTION_DAYS, limit), batchSize)
   // Audit records are kept RETENTION_AUDIT_DAYS, idempotency keys one day (platform.sweep).
   const platform = await inBatches((limit) => sweepPlatform(deps.db, new Date(now), deps.auditDays, limit), batchSize)
+  const events = await inBatches(
+    (limit) => deleteEventsBefore(deps.db, new Date(now - (deps.eventDays ?? DEFAULT_EVENT_RETENTION_DAYS) * DAY_MS), limit),
+    batchSize,
+  )
   // One row per worker that ever started: one statement, no batches.
   const channelRegistrations = await deleteStaleChannelRegistrations(deps.db, new Date(now - CHANNEL_REGISTRATION_RETENTION_DAYS * DAY_MS))
   return {
@@ -99,7 +109,15 @@ export async function runRetentionSweep(deps: SweepDeps) {
     invitationsDeleted: invitations.deleted,
     platformRowsDeleted: platform.deleted,
     channelRegistrationsDeleted: channelRegistrations,
-    batches: published.batches + deadLettered.batches + rateLimitHits.batches + identity.batches + invitations.batches + platform.batches,
+    eventsDeleted: events.deleted,
+    batches:
+      published.batches +
+      deadLettered.batches +
+      rateLimitHits.batches +
+      identity.batches +
+      invitations.batches +
+      platform.batches +
+      events.batches,
   }
 }
 

@@ -60,10 +60,11 @@ const PGBOSS_JOB = /(?<![\w.])pgboss\.job\b/g
 const RELEASE_STEP = new Set(['src/db/release.ts', 'src/db/delivery-job-functions.ts'])
 
 /**
- * Audit actions spelled like a relation of the schema they concern: values written into
- * `platform.audit_records.action`, not SQL. A literal that is exactly one of them is no finding.
+ * Audit actions and event types spelled like a relation of the schema they concern: values written
+ * into `platform.audit_records.action` and `platform.events.type`, not SQL. A literal that is
+ * exactly one of them is no finding.
  */
-const AUDIT_ACTIONS = new Set(['identity.exported', 'identity.erased'])
+const AUDIT_ACTIONS = new Set(['identity.exported', 'identity.erased', 'identity.created'])
 
 /** The text of every string and template literal in a file (the parts a statement can be built from). */
 function literals(path: string, text: string): string[] {

@@ -314,6 +314,57 @@ describe('operator console in headless Chromium', function () {
     expect(problems).to.deep.equal([])
   })
 
+  it('shows the webhook endpoints with their dead-lettered deliveries, and redrives them after a step-up', async () => {
+    const { page, shot } = browser
+    const staff = uniqueEmail('operator')
+    await account(staff)
+    expect(await changeStaff(f.db.owner, 'grant', parseIdentifier(staff)!, 'test', new Date())).to.equal('granted')
+    // An endpoint whose one delivery died (as a 400 from the receiver would leave it).
+    const endpointId = crypto.randomUUID()
+    await f.db.owner('platform.webhook_endpoints').insert({
+      id: endpointId,
+      url: 'https://hooks.sealpost.invalid/sealpost',
+      events: ['identity.created'],
+      secret_envelope: 'v2.0.sealed',
+      created_at: new Date(),
+      created_by: crypto.randomUUID(),
+    })
+    const [event] = await f.db
+      .owner('platform.events')
+      .insert({ type: 'identity.created', payload: { identityId: crypto.randomUUID() } })
+      .returning('id')
+    await f.db.owner('platform.webhook_deliveries').insert({
+      event_id: event.id,
+      endpoint_id: endpointId,
+      next_attempt_at: new Date(),
+      state: 'dead_lettered',
+      attempt_count: 1,
+      last_status_code: 400,
+      last_failure: 'rejected',
+      finished_at: new Date(),
+    })
+    await page.goto(`${f.stack.web.url}/platform-admin/`)
+    await page.evaluate(() => sessionStorage.clear())
+    await page.reload()
+    await signInThroughTheForm(page, staff)
+    await page.waitForSelector('#webhooks:not([hidden]) #webhook-rows tr')
+    expect(await page.textContent('#webhook-rows'))
+      .to.include('https://hooks.sealpost.invalid/sealpost')
+      .and.include('identity.created')
+    await shot('12-webhook-endpoints')
+    await page.click('#webhook-rows button')
+    await page.click('#send-step-up')
+    await page.fill('#step-up-form input[name=code]', await codeFor(staff, 2))
+    await page.click('#step-up-form button[type=submit]')
+    await page.waitForSelector('#notice:has-text("1 deliveries redriven")')
+    // Audited; the stack's worker then tries it again at once (and refuses the unresolvable host).
+    const audit = await f.db.owner('platform.audit_records').where({ action: 'webhook_endpoint.redriven', subject: endpointId })
+    expect(audit.map((record) => record.details)).to.deep.equal([{ deliveries: 1 }])
+    // The test's endpoint must not be delivered to by the stack's worker.
+    await f.db.owner('platform.webhook_endpoints').where({ id: endpointId }).update({ disabled_at: new Date() })
+    await page.click('#sign-out')
+  })
+
   it('shows the suppression panel when the server answers its route, and lifts one after a step-up', async () => {
     const { page, shot, problems } = browser
     const staff = uniqueEmail('operator')

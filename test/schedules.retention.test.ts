@@ -98,6 +98,7 @@ describe('retention sweep', () => {
       invitationsDeleted: 0,
       platformRowsDeleted: 0,
       channelRegistrationsDeleted: 0,
+      eventsDeleted: 0,
       batches: 0,
     })
   })
@@ -179,5 +180,39 @@ describe('retention sweep', () => {
     expect((await sweep()).channelRegistrationsDeleted).to.equal(2)
     expect(await f.db.owner('outbox.delivery_channel_registrations').pluck('worker_id')).to.have.members([recent, current])
     expect(await availableChannels(f.harness.api)).to.deep.equal(['email'])
+  })
+
+  it('deletes events older than RETENTION_EVENTS_DAYS with their webhook deliveries, as the worker, and keeps newer ones', async () => {
+    const now = new Date()
+    const endpointId = randomUUID()
+    await f.db.owner('platform.webhook_endpoints').insert({
+      id: endpointId,
+      url: 'https://hooks.example.com/sealpost',
+      events: ['identity.created'],
+      secret_envelope: 'v2.0.sealed',
+      created_at: now,
+      created_by: randomUUID(),
+    })
+    const event = async (ageDays: number) => {
+      const [row] = await f.db
+        .owner('platform.events')
+        .insert({ type: 'identity.created', occurred_at: new Date(now.getTime() - ageDays * DAY), payload: { identityId: randomUUID() } })
+        .returning('id')
+      await f.db.owner('platform.webhook_deliveries').insert({ event_id: row.id, endpoint_id: endpointId, next_attempt_at: now })
+      return row.id as string
+    }
+    const [old, recent] = [await event(31), await event(29)]
+    const swept = await runRetentionSweep({
+      db: f.harness.worker,
+      clock: () => now,
+      logger: capturingLogger().logger,
+      publishedDays: 30,
+      auditDays: 400,
+      deadLetteredDays: 90,
+      eventDays: 30,
+    })
+    expect(swept.eventsDeleted).to.be.at.least(1)
+    expect(await f.db.owner('platform.events').whereIn('id', [old, recent]).pluck('id')).to.deep.equal([recent])
+    expect(await f.db.owner('platform.webhook_deliveries').where({ endpoint_id: endpointId }).pluck('event_id')).to.deep.equal([recent])
   })
 })

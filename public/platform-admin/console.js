@@ -516,6 +516,50 @@ function revokeApiKey(id) {
   })
 }
 
+// Webhook endpoints: shown only when the server has the route; dead-lettered deliveries are redriven after a step-up.
+async function loadWebhooks() {
+  const { status, body } = await api('GET', '/platform-admin/webhook-endpoints')
+  if (status !== 200) return show('webhooks', false)
+  const rows = body.items.map((item) => {
+    const row = document.createElement('tr')
+    cell(row, item.url)
+    cell(row, item.events.join(', '))
+    cell(row, String(item.pendingDeliveries))
+    cell(row, String(item.deadLetteredDeliveries))
+    cell(row, item.disabledAt ? `disabled ${when(item.disabledAt)}` : 'enabled')
+    const actions = cell(row, '')
+    if (!item.disabledAt && item.deadLetteredDeliveries > 0) {
+      const redrive = document.createElement('button')
+      redrive.type = 'button'
+      redrive.className = 'small'
+      redrive.textContent = 'Redrive'
+      redrive.addEventListener('click', () => redriveWebhooks(item.id))
+      actions.append(redrive)
+    }
+    return row
+  })
+  $('webhook-rows').replaceChildren(...rows)
+  show('webhooks-empty', rows.length === 0)
+  show('webhooks')
+}
+function redriveWebhooks(id) {
+  return withElevation(
+    'Redriving sends the dead-lettered deliveries of this endpoint again (same webhook-id); confirm with a step-up code first.',
+    async (elevationToken) => {
+      const { status, body } = await api('POST', `/platform-admin/webhook-endpoints/${encodeURIComponent(id)}/redrives`, {
+        headers: { 'X-Elevation-Token': elevationToken },
+      })
+      if (status === 403 && body?.code === 'elevation_required') {
+        store.set('elevation', null)
+        return redriveWebhooks(id)
+      }
+      if (status !== 200) return notify(explain(body), true)
+      notify(`${body.redriven} deliveries redriven.`)
+      await loadWebhooks()
+    },
+  )
+}
+
 // The audit trail: keyset pages, newest first, under the filters of the form (GET /platform-admin/audit-records).
 let auditQuery = ''
 let auditAfter
@@ -554,7 +598,7 @@ async function enter() {
   try {
     await loadBacklog()
     show('console')
-    await Promise.all([loadDeadLetters('limit=10', 1), loadSuppressions(), loadApiKeys(), loadEventCounts(), loadAudit()])
+    await Promise.all([loadDeadLetters('limit=10', 1), loadSuppressions(), loadApiKeys(), loadEventCounts(), loadAudit(), loadWebhooks()])
   } catch {
     // api() has already ended the session and said why.
   }

@@ -44,6 +44,7 @@ import * as twilioCallbacks from '../../migrations/20261202002100_twilio_callbac
 import * as phoneFallback from '../../migrations/20261202002300_phone_fallback.ts'
 import * as sendWindowPrefixes from '../../migrations/20261202002400_send_window_prefixes.ts'
 import * as courier from '../../migrations/20261202002600_courier.ts'
+import * as events from '../../migrations/20261202002700_events.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -93,6 +94,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261202002300_phone_fallback': phoneFallback,
   '20261202002400_send_window_prefixes': sendWindowPrefixes,
   '20261202002600_courier': courier,
+  '20261202002700_events': events,
 }
 
 /**

@@ -28,6 +28,8 @@ import { auditRecordRoutes } from './routes/audit-records.ts'
 import { peopleRoutes } from './routes/people.ts'
 import { apiKeyRoutes } from './routes/api-keys.ts'
 import { courierRoutes } from './routes/courier.ts'
+import { webhookEndpointRoutes } from './routes/webhook-endpoints.ts'
+import { resolveWithDns, type AddressPolicy } from '../platform/webhook-address-guard.ts'
 import { negotiatedLocale } from './locale.ts'
 import type { Locale } from '../delivery/locales.ts'
 
@@ -48,6 +50,8 @@ export type WebDeps = {
   defaultLocale?: Locale
   /** Cookies carry `Secure` (staging and production: the client reaches us over HTTPS). */
   secureCookies?: boolean
+  /** Which webhook endpoint URLs pass the SSRF guard (default: production rules, nothing allow-listed, DNS). */
+  webhookAddresses?: AddressPolicy
   /** The breached-password lookup new passwords go through (BREACHED_PASSWORD_API_URL); unset = none. */
   breachedPasswords?: BreachedPasswordCheck
 }
@@ -160,6 +164,14 @@ export function createApp(deps: WebDeps): express.Express {
   )
   app.use(suppressionRoutes({ db: deps.db, clock: deps.challenges.clock }))
   app.use(auditRecordRoutes({ db: deps.db, clock: deps.challenges.clock }))
+  app.use(
+    webhookEndpointRoutes({
+      db: deps.db,
+      outboxKey: deps.challenges.outboxKey,
+      clock: deps.challenges.clock,
+      addresses: deps.webhookAddresses ?? { production: true, allowedHosts: [], resolve: resolveWithDns },
+    }),
+  )
   app.use(
     peopleRoutes({
       db: deps.db,

@@ -1,3 +1,4 @@
+import { webhookEndpointApi } from './routes/webhook-endpoints.ts'
 import { suppressionApi } from './routes/suppressions.ts'
 import { auditRecordApi } from './routes/audit-records.ts'
 import { peopleApi } from './routes/people.ts'
@@ -29,6 +30,7 @@ export const API_REGISTRIES: readonly ApiRegistry[] = [
   peopleApi,
   courierApi,
   apiKeyApi,
+  webhookEndpointApi,
   webhookApi,
   healthApi,
   serviceApi,

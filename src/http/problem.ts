@@ -1,3 +1,4 @@
+import { WebhookUrlRefusedError } from '../platform/webhook-address-guard.ts'
 import type { ErrorRequestHandler, Response } from 'express'
 import { z } from 'zod'
 import {
@@ -69,6 +70,7 @@ const DOMAIN_STATUS: [new (...args: never[]) => DomainError, number][] = [
   [WeakPasswordError, 422],
   [BreachedPasswordError, 422],
   [UnprocessableError, 422],
+  [WebhookUrlRefusedError, 422],
 ]
 
 /** The problem a domain refusal is answered with (its status, code and headers). */

@@ -1,3 +1,4 @@
+import { resolveWithDns, type Resolve } from '../platform/webhook-address-guard.ts'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { apiDocsEnabled, publicBaseUrl, type Config } from '../../config/schema.ts'
@@ -41,7 +42,8 @@ export async function startWeb(options: {
     Partial<Pick<Config, 'WHATSAPP_CLOUD_APP_SECRET' | 'WHATSAPP_CLOUD_VERIFY_TOKEN'>> &
     Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS' | 'ENVELOPE_VERSION' | 'PHONE_CHANNELS'>> &
     Partial<Pick<Config, 'PHONE_ALLOW_FIXED_LINE' | 'PHONE_ALLOW_VOIP' | 'SMS_ALLOWED_COUNTRIES'>> &
-    Partial<Pick<Config, 'TWILIO_AUTH_TOKEN' | 'PUBLIC_BASE_URL'>>
+    Partial<Pick<Config, 'TWILIO_AUTH_TOKEN' | 'PUBLIC_BASE_URL'>> &
+    Partial<Pick<Config, 'WEBHOOK_ALLOWED_HOSTS'>>
   apiUrl: string
   keys: Keys
   logger: Logger
@@ -51,6 +53,8 @@ export async function startWeb(options: {
   developmentPages?: Omit<DevelopmentPages, 'apiDocs'>
   /** Tests: how a confirmed SNS subscription's SubscribeURL is visited (default: an HTTPS GET). */
   confirmSubscription?: (url: string) => Promise<void>
+  /** Tests: how webhook endpoint hosts resolve (default: DNS), the seam the worker's send-time check shares. */
+  resolve?: Resolve
 }): Promise<RunningWeb> {
   const { config, logger } = options
   const db = createKnex(options.apiUrl, { applicationName: 'sealpost-web', max: 20, logger })
@@ -108,6 +112,11 @@ export async function startWeb(options: {
         ...(config.PHONE_CHANNELS ? { phoneChannels: config.PHONE_CHANNELS } : {}),
       },
       clientLimitPerMinute: config.CLIENT_RATE_LIMIT_PER_MINUTE,
+      webhookAddresses: {
+        production: config.NODE_ENV === 'production',
+        allowedHosts: config.WEBHOOK_ALLOWED_HOSTS ?? [],
+        resolve: options.resolve ?? resolveWithDns,
+      },
       metrics: metricsAccess(config),
       trustProxy: config.TRUST_PROXY,
       apiDocs: apiDocsEnabled(config),

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { PgBoss } from 'pg-boss'
+import { resolveWithDns, type Resolve } from '../platform/webhook-address-guard.ts'
+import { startWebhooks, stopWebhooks, type RunningWebhooks } from './webhook-dispatcher.ts'
 import { ConfigError, type Config } from '../../config/schema.ts'
 import { createExpiryPurgeHandler } from '../../jobs/expiry-purge.ts'
 import { createRetentionSweepHandler } from '../../jobs/retention-sweep.ts'
@@ -38,6 +40,10 @@ type WorkerConfig = Pick<
   | 'RETENTION_PUBLISHED_DAYS'
   | 'RETENTION_AUDIT_DAYS'
   | 'RETENTION_DEAD_LETTERED_DAYS'
+  | 'RETENTION_EVENTS_DAYS'
+  | 'WEBHOOK_ALLOWED_HOSTS'
+  | 'WEBHOOK_RETRY_SCHEDULE'
+  | 'WEBHOOK_MAX_ATTEMPTS'
   | 'INVITATION_LINK_BASE_URL'
   | 'NODE_ENV'
   | 'PORT'
@@ -129,6 +135,8 @@ export async function startWorker(options: {
   providers: Provider[]
   logger: Logger
   clock?: () => Date
+  /** Tests: how webhook endpoint hosts resolve at send time (default: DNS). */
+  resolve?: Resolve
 }): Promise<RunningWorker> {
   const { config, logger } = options
   const clock = options.clock ?? (() => new Date())
@@ -183,6 +191,7 @@ export async function startWorker(options: {
   let listener: { close: () => Promise<void> } | undefined
   let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | undefined
   let registration: { stop: () => void } | undefined
+  let webhooks: RunningWebhooks | undefined
   try {
     if (config.WORKER_METRICS_PORT !== undefined)
       metricsServer = await serveMetrics(metrics.registry, config.WORKER_METRICS_PORT, metricsAccess(config))
@@ -228,6 +237,16 @@ export async function startWorker(options: {
       (payload) => payload === QUEUES.delivery && running.wake(),
       () => running.wake(),
     )
+    webhooks = await startWebhooks({
+      db,
+      boss,
+      config,
+      keys: options.keys,
+      clock,
+      logger,
+      resolve: options.resolve ?? resolveWithDns,
+      leaseSeconds,
+    })
     await boss.work<DeliveryJobData>(QUEUES.crashLoop, { batchSize: 10 }, createCrashLoopQueueHandler({ db, boss, clock, logger }))
     // Registered by every worker; pg-boss sends each tick once for the whole fleet (UTC).
     await boss.schedule(QUEUES.expiryPurge, config.EXPIRY_PURGE_CRON, null, { tz: 'UTC' })
@@ -244,11 +263,12 @@ export async function startWorker(options: {
         publishedDays: config.RETENTION_PUBLISHED_DAYS,
         auditDays: config.RETENTION_AUDIT_DAYS,
         deadLetteredDays: config.RETENTION_DEAD_LETTERED_DAYS,
+        eventDays: config.RETENTION_EVENTS_DAYS,
       }),
     )
   } catch (error) {
     registration?.stop()
-    await Promise.allSettled([listener?.close(), pipeline?.stop()])
+    await Promise.allSettled([listener?.close(), pipeline?.stop(), stopWebhooks(webhooks)])
     await Promise.allSettled([boss.stop({ graceful: false }), db.destroy(), metricsServer?.stop()])
     throw error
   }
@@ -266,6 +286,7 @@ export async function startWorker(options: {
       // then pg-boss's own handlers drain.
       await listener?.close()
       await pipeline?.stop()
+      await stopWebhooks(webhooks)
       await boss.stop({ graceful: true, timeout: config.SEND_TIMEOUT_MS + 5_000 })
       await db.destroy()
       logger.info('worker stopped')

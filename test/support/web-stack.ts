@@ -7,6 +7,7 @@ import { createWasenderConnector } from '../../src/delivery/wasender-connector.t
 import { createWhatsAppCloudConnector } from '../../src/delivery/whatsapp-cloud-connector.ts'
 import { startFakeWhatsAppCloud } from '../../src/runtime/fake-whatsapp-cloud.ts'
 import { createPhoneInbox } from '../../src/runtime/phone-inbox.ts'
+import type { Resolve } from '../../src/platform/webhook-address-guard.ts'
 import type { Logger } from '../../src/logging/logger.ts'
 import type { Keys } from '../../src/runtime/dev-keys.ts'
 import { startFakeTwilio, type FakeTwilio } from '../../src/runtime/fake-twilio.ts'
@@ -60,6 +61,8 @@ export async function startWebStack(
     confirmSubscription?: (url: string) => Promise<void>
     /** The breached-password lookup (off unless given: test/support/fake-pwned-passwords.ts). */
     passwords?: Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS'>>
+    /** Webhook endpoints: WEBHOOK_ALLOWED_HOSTS and how their hosts resolve (the SSRF guard's seam). */
+    events?: { allowedHosts?: string[]; resolve?: Resolve }
   },
 ) {
   const emulator = await startSesEmulator(0)
@@ -129,8 +132,10 @@ export async function startWebStack(
       TRUST_PROXY: options.trustProxy,
       ...options.webhooks,
       ...options.passwords,
+      WEBHOOK_ALLOWED_HOSTS: options.events?.allowedHosts ?? [],
     },
     confirmSubscription: options.confirmSubscription,
+    resolve: options.events?.resolve,
     apiUrl: db.apiUrl,
     keys: options.keys,
     logger: options.logger,
