@@ -1,0 +1,132 @@
+import { z } from 'zod'
+import type { HookMessage, HookPurpose, HookReading, HookSecret } from './hook-message.ts'
+
+/**
+ * Supabase Auth's Send Email and Send SMS hooks (docs/hooks.md): the payloads as Supabase documents
+ * them (supabase.com/docs/guides/auth/auth-hooks/send-email-hook, …/send-sms-hook) and as
+ * supabase/auth builds them (internal/hooks/v0hooks, internal/api/mail.go), read into messages.
+ * Unknown fields are ignored: Supabase adds fields over time.
+ */
+
+/** Each `email_action_type` that carries a secret, and the purpose it is sent as. */
+export const SUPABASE_EMAIL_ACTIONS: Readonly<Record<string, HookPurpose>> = Object.freeze({
+  signup: 'sign_up',
+  recovery: 'password_recovery',
+  magiclink: 'magic_link',
+  // An invitation to a Supabase project is a sign-in link to an account made for the invitee.
+  invite: 'magic_link',
+  email: 'verification_code',
+  email_change: 'add_sign_in_method',
+  reauthentication: 'step_up',
+})
+
+// Actions whose message is a code alone: Supabase's own templates offer no link for them.
+const CODE_ONLY = new Set(['email', 'reauthentication'])
+
+const OTP = z.string().regex(/^\d{6,10}$/)
+// Supabase's token hash: hex SHA-224, `pkce_` prefixed in the PKCE flow.
+const TOKEN_HASH = z.string().regex(/^[A-Za-z0-9_-]{16,128}$/)
+const optional = <T extends z.ZodType>(schema: T) => z.union([z.literal(''), schema]).optional()
+const HTTP_URL = z.url({ protocol: /^https?$/ }).max(2048)
+
+const EmailHookPayload = z.object({
+  user: z.object({
+    email: z.string().max(320).optional(),
+    new_email: z.string().max(320).optional(),
+  }),
+  email_data: z.object({
+    email_action_type: z.string().max(64),
+    token: optional(OTP),
+    token_hash: optional(TOKEN_HASH),
+    token_new: optional(OTP),
+    token_hash_new: optional(TOKEN_HASH),
+    redirect_to: optional(HTTP_URL),
+    site_url: HTTP_URL,
+  }),
+})
+type EmailData = z.infer<typeof EmailHookPayload>['email_data']
+
+const SmsHookPayload = z.object({
+  user: z.object({ phone: z.string().max(32).optional() }),
+  sms: z.object({ otp: OTP, phone: z.string().max(32).optional(), sms_type: z.string().max(32).optional() }),
+})
+
+/**
+ * The link Supabase itself would put in the email: `<site_url>/verify?token=<token_hash>&type=<action>
+ * &redirect_to=<redirect_to>` (the default URL path of every action, supabase/auth
+ * internal/mailer/templatemailer; `site_url` in the payload is the Auth API's external URL).
+ */
+export function supabaseVerifyLink(data: Pick<EmailData, 'site_url' | 'redirect_to' | 'email_action_type'>, tokenHash: string): string {
+  const query = new URLSearchParams({ token: tokenHash, type: data.email_action_type })
+  if (data.redirect_to) query.set('redirect_to', data.redirect_to)
+  return `${data.site_url.replace(/\/+$/, '')}/verify?${query.toString()}`
+}
+
+function secretOf(data: EmailData, code: string | undefined, tokenHash: string | undefined): HookSecret | null {
+  if (CODE_ONLY.has(data.email_action_type)) return code ? { code } : null
+  const link = tokenHash ? supabaseVerifyLink(data, tokenHash) : undefined
+  if (code) return link ? { code, link } : { code }
+  return link ? { link } : null
+}
+
+/**
+ * The messages of one Send Email Hook call. An email change with Secure Email Change on carries two
+ * pairs and sends two messages; the field names are historical (Supabase's note): `token` with
+ * `token_hash_new` go to the current address (`user.email`), `token_new` with `token_hash` to the
+ * new one (`user.new_email`). With it off there is one pair, for the new address.
+ */
+export function readSupabaseEmailHook(payload: unknown): HookReading {
+  const parsed = EmailHookPayload.safeParse(payload)
+  if (!parsed.success) return { refusal: 'malformed' }
+  const { user, email_data: data } = parsed.data
+  const purpose = Object.hasOwn(SUPABASE_EMAIL_ACTIONS, data.email_action_type) ? SUPABASE_EMAIL_ACTIONS[data.email_action_type] : undefined
+  if (!purpose) return { refusal: 'unsupported_kind' }
+  const pairs: { to: string | undefined; code: string | undefined; tokenHash: string | undefined }[] =
+    data.email_action_type !== 'email_change'
+      ? [{ to: user.email, code: data.token, tokenHash: data.token_hash }]
+      : data.token_hash && data.token_hash_new
+        ? [
+            { to: user.email, code: data.token, tokenHash: data.token_hash_new },
+            { to: user.new_email, code: data.token_new, tokenHash: data.token_hash },
+          ]
+        : [{ to: user.new_email, code: data.token || data.token_new, tokenHash: data.token_hash || data.token_hash_new }]
+  const messages: HookMessage[] = []
+  for (const pair of pairs) {
+    const secret = secretOf(data, pair.code || undefined, pair.tokenHash || undefined)
+    if (!pair.to || !secret) return { refusal: 'malformed' }
+    messages.push({
+      purpose,
+      channel: 'email',
+      destination: pair.to,
+      secret,
+      sameness: JSON.stringify(['supabase-email', data.email_action_type, pair.to, secret.code ?? null, pair.tokenHash ?? null]),
+    })
+  }
+  return { messages }
+}
+
+/**
+ * The message of one Send SMS Hook call: the OTP to `sms.phone` (what supabase/auth sends today)
+ * or `user.phone` (the documented payload), as E.164 (Supabase stores numbers without the `+`). An
+ * MFA challenge (`sms_type: mfa`) is a step-up; every other OTP a generic verification code.
+ */
+export function readSupabaseSmsHook(payload: unknown): HookReading {
+  const parsed = SmsHookPayload.safeParse(payload)
+  if (!parsed.success) return { refusal: 'malformed' }
+  const { user, sms } = parsed.data
+  const raw = (sms.phone || user.phone || '').replace(/[\s()-]/g, '')
+  const destination = raw.startsWith('+') ? raw : `+${raw}`
+  if (!/^\+\d{8,15}$/.test(destination)) return { refusal: 'malformed' }
+  const purpose: HookPurpose = sms.sms_type === 'mfa' ? 'step_up' : 'verification_code'
+  return {
+    messages: [
+      {
+        purpose,
+        channel: 'sms',
+        destination,
+        secret: { code: sms.otp },
+        sameness: JSON.stringify(['supabase-sms', purpose, destination, sms.otp]),
+      },
+    ],
+  }
+}
