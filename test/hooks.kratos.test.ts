@@ -41,9 +41,9 @@ describe('reading Ory Kratos courier requests', () => {
     ])
   })
 
-  it('reads verification_valid as a verification link', () => {
+  it('reads verification_valid as a link', () => {
     expect(read(VERIFICATION_LINK)).to.deep.equal([
-      { purpose: 'verification_code', channel: 'email', destination: 'foo@example.org', secret: { link }, ttlSeconds: undefined },
+      { purpose: 'magic_link', channel: 'email', destination: 'foo@example.org', secret: { link }, ttlSeconds: undefined },
     ])
   })
 
@@ -51,14 +51,14 @@ describe('reading Ory Kratos courier requests', () => {
     [
       'recovery_valid',
       { recovery_url: 'https://www.ory.sh/recovery?token=abc' },
-      'password_recovery',
+      'magic_link',
       { link: 'https://www.ory.sh/recovery?token=abc' },
     ],
     [
       'verification_code_valid',
       { verification_code: '445566', verification_url: 'https://www.ory.sh/verify?flow=1' },
       'verification_code',
-      { code: '445566', link: 'https://www.ory.sh/verify?flow=1' },
+      { code: '445566' },
     ],
     ['login_code_valid', { login_code: '778899' }, 'verification_code', { code: '778899' }],
     ['registration_code_valid', { registration_code: '101112' }, 'sign_up', { code: '101112' }],
@@ -73,8 +73,11 @@ describe('reading Ory Kratos courier requests', () => {
   it('takes the lifetime and the channel from the documented Jsonnet’s extra fields, and a phone recipient as SMS', () => {
     expect(read(courierBody('login_code_valid', { login_code: '778899', expires_in_minutes: 10 }))[0]).to.include({ ttlSeconds: 600 })
     const sms = courierBody('login_code_valid', { login_code: '778899', recipient: '+4915112345678', to: '+4915112345678' })
-    expect(read(sms)[0]).to.include({ channel: 'sms', destination: '+4915112345678' })
-    expect(read({ ...sms, message_type: 'sms' })[0]).to.include({ channel: 'sms' })
+    expect(read(sms)[0]).to.include({ channel: 'phone', destination: '+4915112345678' })
+    expect(read({ ...sms, message_type: 'sms' })[0]).to.include({ channel: 'phone' })
+    expect(read({ ...courierBody('login_code_valid', { login_code: '778899' }), message_type: 'email' })[0]).to.include({
+      channel: 'email',
+    })
   })
 
   it('refuses the invalid-recipient notices and every template type without a secret', () => {

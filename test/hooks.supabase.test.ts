@@ -16,27 +16,23 @@ const verifyLink = (type: string, tokenHash: string) =>
 describe('reading Supabase Send Email and Send SMS hooks', () => {
   const hash = EMAIL.email_data.token_hash
 
-  it('reads the documented signup payload as a sign-up code with the link Supabase would send', () => {
+  it('reads the documented signup payload as the link Supabase itself would send', () => {
     const reading = readSupabaseEmailHook(EMAIL)
     expect(reading).to.have.property('messages').with.length(1)
     const [message] = 'messages' in reading ? reading.messages : []
     expect(message).to.deep.include({
-      purpose: 'sign_up',
+      purpose: 'magic_link',
       channel: 'email',
       destination: 'valid.email@supabase.io',
-      secret: { code: '305805', link: verifyLink('signup', hash) },
+      secret: { link: verifyLink('signup', hash) },
     })
   })
 
-  for (const [action, purpose] of [
-    ['recovery', 'password_recovery'],
-    ['magiclink', 'magic_link'],
-    ['invite', 'magic_link'],
-  ] as const) {
-    it(`reads ${action} as ${purpose}, with the code and a link of type ${action}`, () => {
+  for (const action of ['recovery', 'magiclink', 'invite']) {
+    it(`reads ${action} as a link of type ${action}`, () => {
       const reading = readSupabaseEmailHook(emailHook(action))
       expect('messages' in reading && reading.messages.map((m) => [m.purpose, m.destination, m.secret])).to.deep.equal([
-        [purpose, 'valid.email@supabase.io', { code: '305805', link: verifyLink(action, hash) }],
+        ['magic_link', 'valid.email@supabase.io', { link: verifyLink(action, hash) }],
       ])
     })
   }
@@ -51,7 +47,7 @@ describe('reading Supabase Send Email and Send SMS hooks', () => {
     })
   }
 
-  it('sends a secure email change as two messages: token with token_hash_new to the current address, token_new with token_hash to the new one', () => {
+  it('sends a secure email change as two links: token_hash_new to the current address, token_hash to the new one', () => {
     const change = emailHook(
       'email_change',
       { token: '111111', token_hash_new: 'a'.repeat(56), token_new: '222222', token_hash: 'b'.repeat(56) },
@@ -59,8 +55,8 @@ describe('reading Supabase Send Email and Send SMS hooks', () => {
     )
     const reading = readSupabaseEmailHook(change)
     expect('messages' in reading && reading.messages.map((m) => [m.purpose, m.destination, m.secret])).to.deep.equal([
-      ['add_sign_in_method', 'valid.email@supabase.io', { code: '111111', link: verifyLink('email_change', 'a'.repeat(56)) }],
-      ['add_sign_in_method', 'new.email@supabase.io', { code: '222222', link: verifyLink('email_change', 'b'.repeat(56)) }],
+      ['magic_link', 'valid.email@supabase.io', { link: verifyLink('email_change', 'a'.repeat(56)) }],
+      ['magic_link', 'new.email@supabase.io', { link: verifyLink('email_change', 'b'.repeat(56)) }],
     ])
   })
 
@@ -68,7 +64,7 @@ describe('reading Supabase Send Email and Send SMS hooks', () => {
     const change = emailHook('email_change', { token: '333333', token_hash: 'c'.repeat(56) }, { new_email: 'new.email@supabase.io' })
     const reading = readSupabaseEmailHook(change)
     expect('messages' in reading && reading.messages.map((m) => [m.destination, m.secret])).to.deep.equal([
-      ['new.email@supabase.io', { code: '333333', link: verifyLink('email_change', 'c'.repeat(56)) }],
+      ['new.email@supabase.io', { link: verifyLink('email_change', 'c'.repeat(56)) }],
     ])
   })
 
@@ -86,7 +82,7 @@ describe('reading Supabase Send Email and Send SMS hooks', () => {
   it('refuses a payload without an address, a secret, a site URL, or with a code that is not one', () => {
     for (const payload of [
       emailHook('signup', {}, { email: '' }),
-      emailHook('signup', { token: '', token_hash: '' }),
+      emailHook('signup', { token_hash: '' }),
       emailHook('reauthentication', { token: '' }),
       emailHook('email_change', { token_hash_new: '' }),
       emailHook('signup', { site_url: 'javascript:alert(1)' }),
@@ -104,7 +100,7 @@ describe('reading Supabase Send Email and Send SMS hooks', () => {
       return 'messages' in reading ? reading.messages[0]?.sameness : reading.refusal
     }
     expect(sameness(EMAIL)).to.equal(sameness(structuredClone(EMAIL)))
-    expect(sameness(EMAIL)).not.to.equal(sameness(emailHook('signup', { token: '305806' })))
+    expect(sameness(EMAIL)).not.to.equal(sameness(emailHook('signup', { token_hash: hash.replace('7', '8') })))
     expect(sameness(EMAIL)).not.to.equal(sameness(emailHook('recovery')))
   })
 
@@ -113,7 +109,7 @@ describe('reading Supabase Send Email and Send SMS hooks', () => {
       messages: [
         {
           purpose: 'verification_code',
-          channel: 'sms',
+          channel: 'phone',
           destination: '+1333363128',
           secret: { code: '561166' },
           sameness: JSON.stringify(['supabase-sms', 'verification_code', '+1333363128', '561166']),

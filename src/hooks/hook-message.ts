@@ -3,13 +3,14 @@ import { createHmac } from 'node:crypto'
 /** The purposes an adapter hands the courier core (the courier API's own names, docs/hooks.md). */
 export type HookPurpose = 'sign_up' | 'add_sign_in_method' | 'password_recovery' | 'step_up' | 'verification_code' | 'magic_link'
 
-/** A code, a link carrying a token, or both (the message offers the link and the code as its alternative). */
-export type HookSecret = { code: string; link?: string } | { link: string; code?: undefined }
+/** A code, or a link carrying a token (the courier sends a link as `magic_link` only, a code under every other purpose). */
+export type HookSecret = { code: string } | { link: string }
 
 /** One message an outside identity system asked us to deliver, read from its hook's payload. */
 export type HookMessage = {
   purpose: HookPurpose
-  channel: 'email' | 'sms'
+  /** A phone message goes out on the first phone channel the fleet has (sms, else whatsapp). */
+  channel: 'email' | 'phone'
   destination: string
   secret: HookSecret
   /** How long the secret lives, as far as the payload tells (the adapter's default otherwise). */

@@ -18,15 +18,17 @@ type TemplateRule = {
 }
 
 /**
- * Each template type that carries a code or a link. The `*_invalid` ones (a recovery or verification
- * asked for an address without an account) carry no secret, are sent only with Kratos'
- * `notify_unknown_recipients` on, and are refused like every type not listed.
+ * Each template type that carries a code or a link, and the field it is in (a link goes out as a
+ * `magic_link`; `verification_code_valid`'s link beside its code is left out: the code is what the
+ * user was shown to expect). The `*_invalid` ones (a recovery or verification asked for an address
+ * without an account) carry no secret, are sent only with Kratos' `notify_unknown_recipients` on,
+ * and are refused like every type not listed.
  */
 export const KRATOS_TEMPLATES: Readonly<Record<string, TemplateRule>> = Object.freeze({
   recovery_code_valid: { purpose: 'password_recovery', code: 'recovery_code' },
-  recovery_valid: { purpose: 'password_recovery', link: 'recovery_url' },
-  verification_code_valid: { purpose: 'verification_code', code: 'verification_code', link: 'verification_url' },
-  verification_valid: { purpose: 'verification_code', link: 'verification_url' },
+  recovery_valid: { purpose: 'magic_link', link: 'recovery_url' },
+  verification_code_valid: { purpose: 'verification_code', code: 'verification_code' },
+  verification_valid: { purpose: 'magic_link', link: 'verification_url' },
   login_code_valid: { purpose: 'verification_code', code: 'login_code' },
   registration_code_valid: { purpose: 'sign_up', code: 'registration_code' },
 })
@@ -35,7 +37,7 @@ const field = <T extends z.ZodType>(schema: T) => z.union([z.null(), z.literal('
 const CODE = z.string().regex(/^[0-9A-Za-z]{4,16}$/)
 const URL = z.url({ protocol: /^https?$/ }).max(2048)
 
-const CourierBody = z.object({
+export const KratosCourierBody = z.object({
   recipient: z.string().min(1).max(320),
   template_type: z.string().max(64),
   to: field(z.string().max(320)),
@@ -77,24 +79,24 @@ export function kratosAuthorized(apiKey: string, authorization: string | undefin
 
 /** The message of one Kratos courier request: its template type's code and/or link, to `to` (or the recipient). */
 export function readKratosCourier(body: unknown): HookReading {
-  const parsed = CourierBody.safeParse(body)
+  const parsed = KratosCourierBody.safeParse(body)
   if (!parsed.success) return { refusal: 'malformed' }
   const payload = parsed.data
   const rule = Object.hasOwn(KRATOS_TEMPLATES, payload.template_type) ? KRATOS_TEMPLATES[payload.template_type] : undefined
   if (!rule) return { refusal: 'unsupported_kind' }
   const code = (rule.code && payload[rule.code]) || undefined
   const link = (rule.link && payload[rule.link]) || undefined
-  const secret: HookSecret | null = code ? (link ? { code, link } : { code }) : link ? { link } : null
+  const secret: HookSecret | null = code ? { code } : link ? { link } : null
   if (!secret) return { refusal: 'malformed' }
   const destination = payload.to || payload.recipient
-  const channel = payload.message_type || (destination.includes('@') ? 'email' : 'sms')
-  if (channel === 'sms' && !/^\+\d{8,15}$/.test(destination)) return { refusal: 'malformed' }
+  const channel = (payload.message_type || (destination.includes('@') ? 'email' : 'sms')) === 'email' ? 'email' : 'phone'
+  if (channel === 'phone' && !/^\+\d{8,15}$/.test(destination)) return { refusal: 'malformed' }
   const message: HookMessage = {
     purpose: rule.purpose,
     channel,
     destination,
     secret,
-    sameness: JSON.stringify(['kratos', payload.template_type, destination, code ?? null, link ?? null]),
+    sameness: JSON.stringify(['kratos', payload.template_type, destination, secret]),
   }
   if (payload.expires_in_minutes) message.ttlSeconds = payload.expires_in_minutes * 60
   return { messages: [message] }

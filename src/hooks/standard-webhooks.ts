@@ -1,13 +1,11 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
+import { SIGNING_SECRET_FORM } from '../../config/schema.ts'
 
 /**
  * Standard Webhooks signatures (https://www.standardwebhooks.com, the scheme Supabase Auth signs its
  * hooks with): `webhook-signature` holds one or more `v1,<base64 HMAC-SHA256>` entries over
  * `${webhook-id}.${webhook-timestamp}.${raw body}`, keyed with the base64 part of `whsec_<base64>`.
  */
-
-/** The secret's text form as Supabase shows it: `v1,whsec_<base64>` (the `v1,` names the symmetric scheme). */
-export const SIGNING_SECRET_FORM = /^v1,whsec_(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
 
 /** How far `webhook-timestamp` may be from our clock, either way: the specification's recommended 5 minutes. */
 export const TIMESTAMP_TOLERANCE_SECONDS = 300
@@ -19,9 +17,8 @@ const HMAC_BYTES = 32
 
 /** The HMAC key of a `v1,whsec_<base64>` secret; null for any other form. */
 export function signingKeyOf(secret: string): Buffer | null {
-  if (!SIGNING_SECRET_FORM.test(secret)) return null
-  const key = Buffer.from(secret.slice('v1,whsec_'.length), 'base64')
-  return key.length > 0 ? key : null
+  // The form is config/schema.ts's (`v1,` names the symmetric scheme); SUPABASE_HOOK_SECRET was checked against it at startup.
+  return SIGNING_SECRET_FORM.test(secret) ? Buffer.from(secret.slice('v1,whsec_'.length), 'base64') : null
 }
 
 const signed = (key: Buffer, id: string, timestamp: string, body: Buffer) =>

@@ -8,20 +8,22 @@ import type { HookMessage, HookPurpose, HookReading, HookSecret } from './hook-m
  * Unknown fields are ignored: Supabase adds fields over time.
  */
 
-/** Each `email_action_type` that carries a secret, and the purpose it is sent as. */
-export const SUPABASE_EMAIL_ACTIONS: Readonly<Record<string, HookPurpose>> = Object.freeze({
-  signup: 'sign_up',
-  recovery: 'password_recovery',
-  magiclink: 'magic_link',
-  // An invitation to a Supabase project is a sign-in link to an account made for the invitee.
-  invite: 'magic_link',
-  email: 'verification_code',
-  email_change: 'add_sign_in_method',
-  reauthentication: 'step_up',
-})
+type ActionRule = { purpose: HookPurpose; send: 'code' | 'link' }
 
-// Actions whose message is a code alone: Supabase's own templates offer no link for them.
-const CODE_ONLY = new Set(['email', 'reauthentication'])
+/**
+ * Each `email_action_type` that carries a secret: what it is sent as. Where Supabase offers a link,
+ * the link is sent (as its own mailer does by default): `/verify` completes the action whether the
+ * application also asks for the code or not. The two code-only actions send the code.
+ */
+export const SUPABASE_EMAIL_ACTIONS: Readonly<Record<string, ActionRule>> = Object.freeze({
+  signup: { purpose: 'magic_link', send: 'link' },
+  recovery: { purpose: 'magic_link', send: 'link' },
+  magiclink: { purpose: 'magic_link', send: 'link' },
+  invite: { purpose: 'magic_link', send: 'link' },
+  email_change: { purpose: 'magic_link', send: 'link' },
+  email: { purpose: 'verification_code', send: 'code' },
+  reauthentication: { purpose: 'step_up', send: 'code' },
+})
 
 const OTP = z.string().regex(/^\d{6,10}$/)
 // Supabase's token hash: hex SHA-224, `pkce_` prefixed in the PKCE flow.
@@ -29,7 +31,7 @@ const TOKEN_HASH = z.string().regex(/^[A-Za-z0-9_-]{16,128}$/)
 const optional = <T extends z.ZodType>(schema: T) => z.union([z.literal(''), schema]).optional()
 const HTTP_URL = z.url({ protocol: /^https?$/ }).max(2048)
 
-const EmailHookPayload = z.object({
+export const SupabaseEmailHookPayload = z.object({
   user: z.object({
     email: z.string().max(320).optional(),
     new_email: z.string().max(320).optional(),
@@ -44,9 +46,9 @@ const EmailHookPayload = z.object({
     site_url: HTTP_URL,
   }),
 })
-type EmailData = z.infer<typeof EmailHookPayload>['email_data']
+type EmailData = z.infer<typeof SupabaseEmailHookPayload>['email_data']
 
-const SmsHookPayload = z.object({
+export const SupabaseSmsHookPayload = z.object({
   user: z.object({ phone: z.string().max(32).optional() }),
   sms: z.object({ otp: OTP, phone: z.string().max(32).optional(), sms_type: z.string().max(32).optional() }),
 })
@@ -62,11 +64,9 @@ export function supabaseVerifyLink(data: Pick<EmailData, 'site_url' | 'redirect_
   return `${data.site_url.replace(/\/+$/, '')}/verify?${query.toString()}`
 }
 
-function secretOf(data: EmailData, code: string | undefined, tokenHash: string | undefined): HookSecret | null {
-  if (CODE_ONLY.has(data.email_action_type)) return code ? { code } : null
-  const link = tokenHash ? supabaseVerifyLink(data, tokenHash) : undefined
-  if (code) return link ? { code, link } : { code }
-  return link ? { link } : null
+function secretOf(rule: ActionRule, data: EmailData, code: string | undefined, tokenHash: string | undefined): HookSecret | null {
+  if (rule.send === 'code') return code ? { code } : null
+  return tokenHash ? { link: supabaseVerifyLink(data, tokenHash) } : null
 }
 
 /**
@@ -76,11 +76,11 @@ function secretOf(data: EmailData, code: string | undefined, tokenHash: string |
  * new one (`user.new_email`). With it off there is one pair, for the new address.
  */
 export function readSupabaseEmailHook(payload: unknown): HookReading {
-  const parsed = EmailHookPayload.safeParse(payload)
+  const parsed = SupabaseEmailHookPayload.safeParse(payload)
   if (!parsed.success) return { refusal: 'malformed' }
   const { user, email_data: data } = parsed.data
-  const purpose = Object.hasOwn(SUPABASE_EMAIL_ACTIONS, data.email_action_type) ? SUPABASE_EMAIL_ACTIONS[data.email_action_type] : undefined
-  if (!purpose) return { refusal: 'unsupported_kind' }
+  const rule = Object.hasOwn(SUPABASE_EMAIL_ACTIONS, data.email_action_type) ? SUPABASE_EMAIL_ACTIONS[data.email_action_type] : undefined
+  if (!rule) return { refusal: 'unsupported_kind' }
   const pairs: { to: string | undefined; code: string | undefined; tokenHash: string | undefined }[] =
     data.email_action_type !== 'email_change'
       ? [{ to: user.email, code: data.token, tokenHash: data.token_hash }]
@@ -92,14 +92,14 @@ export function readSupabaseEmailHook(payload: unknown): HookReading {
         : [{ to: user.new_email, code: data.token || data.token_new, tokenHash: data.token_hash || data.token_hash_new }]
   const messages: HookMessage[] = []
   for (const pair of pairs) {
-    const secret = secretOf(data, pair.code || undefined, pair.tokenHash || undefined)
+    const secret = secretOf(rule, data, pair.code || undefined, pair.tokenHash || undefined)
     if (!pair.to || !secret) return { refusal: 'malformed' }
     messages.push({
-      purpose,
+      purpose: rule.purpose,
       channel: 'email',
       destination: pair.to,
       secret,
-      sameness: JSON.stringify(['supabase-email', data.email_action_type, pair.to, secret.code ?? null, pair.tokenHash ?? null]),
+      sameness: JSON.stringify(['supabase-email', data.email_action_type, pair.to, secret]),
     })
   }
   return { messages }
@@ -111,7 +111,7 @@ export function readSupabaseEmailHook(payload: unknown): HookReading {
  * MFA challenge (`sms_type: mfa`) is a step-up; every other OTP a generic verification code.
  */
 export function readSupabaseSmsHook(payload: unknown): HookReading {
-  const parsed = SmsHookPayload.safeParse(payload)
+  const parsed = SupabaseSmsHookPayload.safeParse(payload)
   if (!parsed.success) return { refusal: 'malformed' }
   const { user, sms } = parsed.data
   const raw = (sms.phone || user.phone || '').replace(/[\s()-]/g, '')
@@ -122,7 +122,7 @@ export function readSupabaseSmsHook(payload: unknown): HookReading {
     messages: [
       {
         purpose,
-        channel: 'sms',
+        channel: 'phone',
         destination,
         secret: { code: sms.otp },
         sameness: JSON.stringify(['supabase-sms', purpose, destination, sms.otp]),
