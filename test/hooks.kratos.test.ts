@@ -1,6 +1,9 @@
 import { expect } from 'chai'
 import { readFileSync } from 'node:fs'
 import { kratosAuthorized, readKratosCourier } from '../src/hooks/kratos.ts'
+import { columnsContaining, eventually, inbox, uniqueEmail, uniquePhone } from './support/helpers.ts'
+import { rowCounts } from './support/row-counts.ts'
+import { useWebStack } from './support/web-stack.ts'
 
 const fixture = (name: string) => JSON.parse(readFileSync(new URL(`./fixtures/hooks/${name}`, import.meta.url), 'utf8'))
 const RECOVERY_CODE = fixture('kratos-courier-recovery-code.json')
@@ -116,5 +119,109 @@ describe('reading Ory Kratos courier requests', () => {
       `Token ${key}`,
     ])
       expect(kratosAuthorized(key, header), String(header)).to.equal(false)
+  })
+})
+
+describe('the Kratos courier hook end to end (POST /hooks/kratos/courier)', () => {
+  const KEY = 'kratos-courier-key-for-tests-0123456789'
+  const f = useWebStack({ webhooks: { KRATOS_COURIER_API_KEY: KEY } })
+  const bearer = { authorization: `Bearer ${KEY}` }
+  const basic = { authorization: `Basic ${Buffer.from(`kratos:${KEY}`).toString('base64')}` }
+  const post = (body: unknown, headers: Record<string, string> = bearer) => f.stack.call('POST', '/hooks/kratos/courier', body, headers)
+  const to = (body: Record<string, unknown>, address: string) => ({ ...body, recipient: address, to: address })
+  const emailsTo = (address: string) =>
+    eventually(async () => {
+      const emails = await inbox(f.stack.emulator.url, address)
+      return emails.length > 0 ? emails : undefined
+    }, `an email to ${address}`)
+
+  it('delivers the default body of recovery_code_valid through the worker as its code', async () => {
+    const address = uniqueEmail('kratos-recovery')
+    const answer = await post(to(RECOVERY_CODE, address))
+    expect([answer.status, answer.body]).to.deep.equal([200, {}])
+    expect((await emailsTo(address))[0]?.body.text).to.include('12345678')
+  })
+
+  it('delivers verification_valid as its link, authenticated with basic auth', async () => {
+    const address = uniqueEmail('kratos-verify')
+    expect((await post(to(VERIFICATION_LINK, address), basic)).status).to.equal(200)
+    expect((await emailsTo(address))[0]?.body.text).to.include(VERIFICATION_LINK.verification_url)
+  })
+
+  for (const [templateType, fields, secret] of [
+    [
+      'recovery_valid',
+      { recovery_url: 'https://auth.example.org/recovery?token=r3c0v3ry' },
+      'https://auth.example.org/recovery?token=r3c0v3ry',
+    ],
+    ['verification_code_valid', { verification_code: '445566' }, '445566'],
+    ['login_code_valid', { login_code: '778899' }, '778899'],
+    ['registration_code_valid', { registration_code: '101112' }, '101112'],
+  ] as const) {
+    it(`delivers ${templateType} through the worker`, async () => {
+      const address = uniqueEmail(templateType)
+      expect((await post(to(courierBody(templateType, fields), address))).status).to.equal(200)
+      expect((await emailsTo(address))[0]?.body.text).to.include(secret)
+    })
+  }
+
+  it('delivers a login code to a phone recipient on the fleet’s phone channel', async () => {
+    const phone = uniquePhone()
+    expect((await post(to(courierBody('login_code_valid', { login_code: '246810', message_type: 'sms' }), phone))).status).to.equal(200)
+    const sent = await eventually(async () => f.stack.wasender.requests.find((request) => request.to === phone), 'the WhatsApp message')
+    expect(sent.text).to.include('246810')
+  })
+
+  describe('attacks on the hook', () => {
+    const refusedWithNothingWritten = async (body: unknown, headers: Record<string, string>, status: number, code: string) => {
+      const before = await rowCounts(f.db.owner)
+      const answer = await post(body, headers)
+      expect(answer.status).to.equal(status)
+      expect(answer.body?.code).to.equal(code)
+      expect(await rowCounts(f.db.owner)).to.deep.equal(before)
+    }
+
+    it('a caller without the key, or with a wrong one, is refused 401 with nothing written', async () => {
+      const body = to(RECOVERY_CODE, uniqueEmail('forged'))
+      const attempts: Record<string, string>[] = [
+        {},
+        { authorization: `Bearer ${KEY}x` },
+        { authorization: `Basic ${Buffer.from(`kratos:${KEY.slice(1)}`).toString('base64')}` },
+        { 'x-api-key': KEY },
+      ]
+      for (const headers of attempts) await refusedWithNothingWritten(body, headers, 401, 'invalid_signature')
+    })
+
+    it('an invalid-recipient notice is 422 and a body that is not Kratos’ 400, both with nothing written', async () => {
+      await refusedWithNothingWritten(to(courierBody('recovery_code_invalid', {}), uniqueEmail('unknown')), bearer, 422, 'unsupported_kind')
+      await refusedWithNothingWritten({ template_type: 'recovery_code_valid' }, bearer, 400, 'malformed')
+    })
+
+    it('a message Kratos retries after an ambiguous answer is sent once', async () => {
+      const address = uniqueEmail('kratos-retry')
+      for (let attempt = 0; attempt < 3; attempt += 1) expect((await post(to(RECOVERY_CODE, address))).status).to.equal(200)
+      await emailsTo(address)
+      expect(await f.db.owner('outbox.security_outbox_messages').where({ destination: address })).to.have.length(1)
+    })
+
+    it('leaves the code and the link out of every table, log line and answer', async () => {
+      const address = uniqueEmail('kratos-secret')
+      const body = to(courierBody('verification_valid', { verification_url: 'https://auth.example.org/verify?token=s3cr3tT0k3n' }), address)
+      const answer = await post(body)
+      await emailsTo(address)
+      for (const secret of ['s3cr3tT0k3n', '12345678']) {
+        expect(await columnsContaining(f.db.owner, secret), secret).to.deep.equal([])
+        expect(f.logs.text(), secret).not.to.include(secret)
+        expect(JSON.stringify(answer.body)).not.to.include(secret)
+      }
+    })
+  })
+
+  it('answers 404, as an unknown route does, for the Supabase hooks it was not configured with', async () => {
+    for (const path of ['/hooks/supabase/send-email', '/hooks/supabase/send-sms']) {
+      const answer = await f.stack.call('POST', path, {}, { 'webhook-id': 'x', 'webhook-timestamp': '1', 'webhook-signature': 'v1,x' })
+      expect(answer.status, path).to.equal(404)
+      expect(answer.body?.code).to.equal('not_found')
+    }
   })
 })

@@ -1,6 +1,11 @@
 import { expect } from 'chai'
 import { readFileSync } from 'node:fs'
+import { randomBytes, randomUUID } from 'node:crypto'
+import { signWebhook } from '../src/hooks/standard-webhooks.ts'
 import { readSupabaseEmailHook, readSupabaseSmsHook } from '../src/hooks/supabase.ts'
+import { columnsContaining, eventually, inbox, uniqueEmail, uniquePhone } from './support/helpers.ts'
+import { rowCounts } from './support/row-counts.ts'
+import { useWebStack } from './support/web-stack.ts'
 
 const fixture = (name: string) => JSON.parse(readFileSync(new URL(`./fixtures/hooks/${name}`, import.meta.url), 'utf8'))
 const EMAIL = fixture('supabase-send-email.json')
@@ -124,5 +129,184 @@ describe('reading Supabase Send Email and Send SMS hooks', () => {
     expect(readSupabaseSmsHook({ ...SMS, user: { ...SMS.user, phone: '' } })).to.deep.equal({ refusal: 'malformed' })
     expect(readSupabaseSmsHook({ ...SMS, sms: {} })).to.deep.equal({ refusal: 'malformed' })
     expect(readSupabaseSmsHook({ ...SMS, sms: { otp: '1234' } })).to.deep.equal({ refusal: 'malformed' })
+  })
+})
+
+describe('Supabase hooks end to end (POST /hooks/supabase/send-email, /send-sms)', () => {
+  const key = randomBytes(32)
+  const f = useWebStack({ webhooks: { SUPABASE_HOOK_SECRET: `v1,whsec_${key.toString('base64')}` } })
+  // The courier sends https links only: the documented payload's local site URL as a hosted project's.
+  const SITE = 'https://project-ref.supabase.co/auth/v1'
+  const REDIRECT = 'https://app.example.org/welcome'
+
+  function payload(action: string, to: string, emailData: Record<string, string> = {}, user: Record<string, string> = {}) {
+    return emailHook(
+      action,
+      { site_url: SITE, redirect_to: REDIRECT, token_hash: randomBytes(28).toString('hex'), ...emailData },
+      { email: to, ...user },
+    )
+  }
+  /** A delivery signed as Supabase signs it (supabase/auth hookshttp.go), at `at`, under `signWith`. */
+  function signed(body: unknown, options: { at?: Date; id?: string; signWith?: Buffer } = {}) {
+    const text = typeof body === 'string' ? body : JSON.stringify(body)
+    const id = options.id ?? randomUUID()
+    const timestamp = String(Math.floor((options.at ?? new Date()).getTime() / 1000))
+    const signature = signWebhook(options.signWith ?? key, id, timestamp, text)
+    return { text, headers: { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': signature } }
+  }
+  const post = (path: string, delivery: { text: string; headers: Record<string, string> }) =>
+    f.stack.call('POST', path, delivery.text, delivery.headers)
+  const emailsTo = (to: string, count = 1) =>
+    eventually(async () => {
+      const emails = await inbox(f.stack.emulator.url, to)
+      return emails.length >= count ? emails : undefined
+    }, `${count} email(s) to ${to}`)
+
+  for (const action of ['signup', 'recovery', 'magiclink', 'invite']) {
+    it(`delivers ${action} through the worker as the link Supabase would send`, async () => {
+      const to = uniqueEmail(action)
+      const body = payload(action, to)
+      const answer = await post('/hooks/supabase/send-email', signed(body))
+      expect(answer.status).to.equal(200)
+      expect(answer.body).to.deep.equal({})
+      const [email] = await emailsTo(to)
+      const link = `${SITE}/verify?token=${body.email_data.token_hash}&type=${action}&redirect_to=${encodeURIComponent(REDIRECT)}`
+      expect(email?.body.text).to.include(link)
+      expect(email?.body.text).not.to.include(body.email_data.token)
+    })
+  }
+
+  for (const action of ['reauthentication', 'email']) {
+    it(`delivers ${action} through the worker as its code`, async () => {
+      const to = uniqueEmail(action)
+      const answer = await post('/hooks/supabase/send-email', signed(payload(action, to, { token: '482913' })))
+      expect(answer.status).to.equal(200)
+      const [email] = await emailsTo(to)
+      expect(email?.body.text).to.include('482913')
+    })
+  }
+
+  it('delivers a secure email change to both addresses, each with its own link', async () => {
+    const [current, next] = [uniqueEmail('current'), uniqueEmail('next')]
+    const [forCurrent, forNext] = [randomBytes(28).toString('hex'), randomBytes(28).toString('hex')]
+    const body = payload(
+      'email_change',
+      current,
+      { token: '111111', token_hash_new: forCurrent, token_new: '222222', token_hash: forNext },
+      { new_email: next },
+    )
+    expect((await post('/hooks/supabase/send-email', signed(body))).status).to.equal(200)
+    expect((await emailsTo(current))[0]?.body.text).to.include(`token=${forCurrent}&type=email_change`)
+    expect((await emailsTo(next))[0]?.body.text).to.include(`token=${forNext}&type=email_change`)
+  })
+
+  it('delivers the documented SMS payload’s OTP to the user’s phone on the fleet’s phone channel', async () => {
+    const phone = uniquePhone()
+    const answer = await post(
+      '/hooks/supabase/send-sms',
+      signed({ ...SMS, user: { ...SMS.user, phone: phone.slice(1) }, sms: { otp: '736201' } }),
+    )
+    expect(answer.status).to.equal(200)
+    const sent = await eventually(async () => f.stack.wasender.requests.find((request) => request.to === phone), 'the WhatsApp message')
+    expect(sent.text).to.include('736201')
+  })
+
+  describe('attacks on the hook', () => {
+    const refusedWithNothingWritten = async (
+      path: string,
+      delivery: { text: string; headers: Record<string, string> },
+      status: number,
+      code: string,
+    ) => {
+      const before = await rowCounts(f.db.owner)
+      const answer = await post(path, delivery)
+      expect(answer.status).to.equal(status)
+      expect(answer.body).to.deep.include({ code, error: { http_code: status, message: answer.body?.title } })
+      expect(await rowCounts(f.db.owner)).to.deep.equal(before)
+    }
+
+    it('a forged delivery, signed with another secret, is refused 401 with nothing written', async () => {
+      const to = uniqueEmail('forged')
+      await refusedWithNothingWritten(
+        '/hooks/supabase/send-email',
+        signed(payload('magiclink', to), { signWith: randomBytes(32) }),
+        401,
+        'invalid_signature',
+      )
+      await refusedWithNothingWritten(
+        '/hooks/supabase/send-sms',
+        signed({ ...SMS, user: { phone: uniquePhone() } }, { signWith: randomBytes(32) }),
+        401,
+        'invalid_signature',
+      )
+    })
+
+    it('a captured delivery replayed after the five-minute window is refused 401 with nothing written', async () => {
+      const late = new Date(Date.now() - 6 * 60_000)
+      await refusedWithNothingWritten(
+        '/hooks/supabase/send-email',
+        signed(payload('magiclink', uniqueEmail('stale')), { at: late }),
+        401,
+        'invalid_signature',
+      )
+    })
+
+    it('a captured delivery with its body swapped for another address is refused 401 with nothing written', async () => {
+      const captured = signed(payload('magiclink', uniqueEmail('victim')))
+      const swapped = captured.text.replace(/"email":"[^"]+"/, '"email":"attacker@example.org"')
+      await refusedWithNothingWritten('/hooks/supabase/send-email', { text: swapped, headers: captured.headers }, 401, 'invalid_signature')
+    })
+
+    it('an unsigned delivery is refused 401 with nothing written', async () => {
+      const { text } = signed(payload('magiclink', uniqueEmail('unsigned')))
+      await refusedWithNothingWritten('/hooks/supabase/send-email', { text, headers: {} }, 401, 'invalid_signature')
+    })
+
+    it('a delivery replayed within the window, and Supabase’s retry under a new webhook-id, send one message', async () => {
+      const to = uniqueEmail('replayed')
+      const body = payload('magiclink', to)
+      const first = signed(body)
+      for (const delivery of [first, first, signed(body)]) expect((await post('/hooks/supabase/send-email', delivery)).status).to.equal(200)
+      await emailsTo(to)
+      expect(await f.db.owner('outbox.security_outbox_messages').where({ destination: to })).to.have.length(1)
+    })
+
+    it('a payload that is not Supabase’s is 400, a notification without a secret 422, both with nothing written', async () => {
+      await refusedWithNothingWritten(
+        '/hooks/supabase/send-email',
+        signed({ user: {}, email_data: { email_action_type: 'signup' } }),
+        400,
+        'malformed',
+      )
+      await refusedWithNothingWritten('/hooks/supabase/send-email', signed('not json'), 400, 'malformed')
+      await refusedWithNothingWritten(
+        '/hooks/supabase/send-email',
+        signed(payload('password_changed_notification', uniqueEmail('n'))),
+        422,
+        'unsupported_kind',
+      )
+    })
+
+    it('leaves the OTP, the token hash and the link out of every table, log line and answer', async () => {
+      const to = uniqueEmail('secret')
+      const body = payload('signup', to, { token: '904127' })
+      const answer = await post('/hooks/supabase/send-email', signed(body))
+      await emailsTo(to)
+      const phone = uniquePhone()
+      await post('/hooks/supabase/send-sms', signed({ ...SMS, user: { ...SMS.user, phone }, sms: { otp: '615283' } }))
+      await eventually(async () => f.stack.wasender.requests.find((request) => request.to === phone), 'the WhatsApp message')
+      for (const secret of [body.email_data.token_hash, '904127', '615283']) {
+        expect(await columnsContaining(f.db.owner, secret), secret).to.deep.equal([])
+        expect(f.logs.text(), secret).not.to.include(secret)
+        expect(JSON.stringify(answer.body)).not.to.include(secret)
+      }
+    })
+  })
+
+  it('answers 404, as an unknown route does, for the Kratos hook it was not configured with', async () => {
+    const answer = await f.stack.call('POST', '/hooks/kratos/courier', {}, { authorization: `Bearer ${'k'.repeat(40)}` })
+    const unknown = await f.stack.call('POST', '/hooks/kratos/elsewhere', {}, { authorization: `Bearer ${'k'.repeat(40)}` })
+    expect([answer.status, answer.body]).to.deep.equal([unknown.status, unknown.body])
+    expect(answer.status).to.equal(404)
   })
 })

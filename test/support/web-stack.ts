@@ -27,7 +27,17 @@ export async function startWebStack(
     invitationLinkBaseUrl?: string
     metricsToken?: string
     /** Delivery-feedback settings of the web (webhooks, DEFAULT_LOCALE) and how it confirms SNS subscriptions. */
-    webhooks?: Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>>
+    webhooks?: Partial<
+      Pick<
+        Config,
+        | 'SES_EVENTS_TOPIC_ARN'
+        | 'SNS_TEST_SIGNING_CERT'
+        | 'WASENDER_WEBHOOK_SECRET'
+        | 'DEFAULT_LOCALE'
+        | 'SUPABASE_HOOK_SECRET'
+        | 'KRATOS_COURIER_API_KEY'
+      >
+    >
     confirmSubscription?: (url: string) => Promise<void>
     /** The breached-password lookup (off unless given: test/support/fake-pwned-passwords.ts). */
     passwords?: Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS'>>
