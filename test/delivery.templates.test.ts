@@ -71,6 +71,19 @@ describe('message templates', () => {
     }
   }
 
+  it("shows a courier caller's app name instead of the product name, escaped for the medium", () => {
+    const at = new Date('2026-12-01T09:00:00Z')
+    const rendered = templates.render('verification_code', 'email', 'en', {
+      now: at,
+      expiresAt: new Date(at.getTime() + 600_000),
+      code: '482913',
+      appName: HOSTILE,
+    })
+    expect(rendered.subject).to.not.match(/[\r\n]/)
+    expect(rendered.text).to.not.include('\nBcc:')
+    expect(rendered.html).to.include('Acme &lt;img src&#x3D;x onerror&#x3D;alert(1)&gt;').and.not.include('Sealpost')
+  })
+
   it('says which change a security notice is about, in each locale', () => {
     const at = new Date('2026-12-01T09:00:00Z')
     const changed = (locale: string) =>

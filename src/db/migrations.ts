@@ -40,6 +40,7 @@ import * as auditRecordReads from '../../migrations/20261202001500_audit_record_
 import * as personErasure from '../../migrations/20261202001501_person_erasure.ts'
 import * as consoleGaps from '../../migrations/20261202001700_console_gaps.ts'
 import * as phoneChannels from '../../migrations/20261202002000_phone_channels.ts'
+import * as courier from '../../migrations/20261202002600_courier.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -85,6 +86,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261202001501_person_erasure': personErasure,
   '20261202001700_console_gaps': consoleGaps,
   '20261202002000_phone_channels': phoneChannels,
+  '20261202002600_courier': courier,
 }
 
 /**

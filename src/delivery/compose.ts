@@ -1,5 +1,6 @@
 import { checkOrganizationName } from '../organization/organization-name.ts'
 import type { Channel } from '../outbox/constants.ts'
+import { COURIER_ONLY_PURPOSES, decodeCourierBody } from '../outbox/courier-body.ts'
 import { loadTemplates, type Branding, type Templates } from './templates.ts'
 import { SealpostError } from '../errors/sealpost-error.ts'
 
@@ -17,7 +18,8 @@ const UNNAMED_ORGANIZATION: Record<string, string> = { en: 'an organization', de
 /**
  * The subject, text and (email) HTML of one message from its opened secret: a one-time code, an
  * invitation token (made into `<base>/join#token=…`: the fragment never reaches a server or a
- * log), or a security notice's JSON `{event, at, identifier}` (TEAM contract). The caller wipes
+ * log), a security notice's JSON `{event, at, identifier}` (TEAM contract), or a courier
+ * message's `{code}`/`{link}` (src/outbox/courier-body.ts). The caller wipes
  * the secret; no string copy outlives the rendering.
  */
 export function composeMessage(
@@ -50,6 +52,17 @@ export function composeMessage(
     return templates.render('security_notice', message.channel, message.locale, {
       ...base,
       notice: { event: notice.event, at, identifier: notice.identifier },
+    })
+  }
+  if (COURIER_ONLY_PURPOSES.has(message.purpose)) {
+    const body = decodeCourierBody(secret)
+    if (!body) throw new UnreadableBodyError('courier message body is not {code} or {link}')
+    const secretValue = 'code' in body ? { code: body.code } : { link: body.link }
+    return templates.render(message.purpose as 'verification_code', message.channel, message.locale, {
+      ...base,
+      ...secretValue,
+      // Checked again as an invitation's organization name is: a name that fails today's rule is not mailed.
+      ...(body.appName !== undefined && checkOrganizationName(body.appName).ok ? { appName: body.appName } : {}),
     })
   }
   return templates.render(message.purpose as 'sign_up', message.channel, message.locale, { ...base, code: secret.toString('utf8') })

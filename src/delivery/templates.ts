@@ -18,6 +18,8 @@ export const TEMPLATE_PURPOSES = Object.freeze([
   'step_up',
   'invitation',
   'security_notice',
+  'verification_code',
+  'magic_link',
 ] as const)
 // Purpose is named although every one is listed above today: a purpose added to the outbox is a template purpose at once.
 // eslint-disable-next-line @typescript-eslint/no-duplicate-type-constituents
@@ -32,6 +34,8 @@ export type MessageValues = {
   link?: string
   organizationName?: string
   notice?: { event: string; at: Date; identifier: string }
+  /** A courier caller's display name for its product (checked like an organization name); else PRODUCT_NAME. */
+  appName?: string
   expiresAt: Date
   now: Date
 }
@@ -52,7 +56,13 @@ const expiryMinutes = (remainingMs: number) => Math.max(1, Math.round(remainingM
 const expiryDays = (remainingMs: number) => Math.max(1, Math.round(remainingMs / 86_400_000))
 
 /** The purposes whose secret is a one-time code, the only value of theirs that differs between people. */
-const CODE_PURPOSES: ReadonlySet<TemplatePurpose> = new Set(['sign_up', 'add_sign_in_method', 'password_recovery', 'step_up'])
+const CODE_PURPOSES: ReadonlySet<TemplatePurpose> = new Set([
+  'sign_up',
+  'add_sign_in_method',
+  'password_recovery',
+  'step_up',
+  'verification_code',
+])
 /**
  * Codes a reused rendering must give exactly as a whole one: every character Handlebars escapes and
  * one `plainText` replaces (the code unescaped or through a helper shows), a plain six-digit code
@@ -114,7 +124,7 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR, options: 
     const remainingMs = values.expiresAt.getTime() - values.now.getTime()
     const raw = {
       locale,
-      product: branding.productName,
+      product: values.appName ?? branding.productName,
       supportUrl: branding.supportUrl ?? '',
       code: values.code ?? '',
       link: values.link ?? '',
@@ -186,6 +196,7 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR, options: 
         CODE_PURPOSES.has(purpose) &&
         values.link === undefined &&
         values.organizationName === undefined &&
+        values.appName === undefined &&
         !values.notice
         ? renderCode(purpose, channel, locale, { ...values, code })
         : renderDirect(purpose, channel, locale, values)
@@ -239,6 +250,8 @@ export function sampleValues(purpose: TemplatePurpose): MessageValues {
       organizationName: 'Acme <b>Research</b> & "Sons"',
       link: 'https://app.sealpost.test/join#token=Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5',
     }
+  if (purpose === 'magic_link')
+    return { now: SAMPLE_NOW, expiresAt, link: 'https://app.example.test/magic#token=Zm9vYmFyYmF6cXV4cXV1eGNvcmdl' }
   if (purpose === 'security_notice')
     return { now: SAMPLE_NOW, expiresAt, notice: { event: 'sign_in_method_added', at: SAMPLE_NOW, identifier: 'b•••b@e•••.com' } }
   return { now: SAMPLE_NOW, expiresAt, code: '482913' }

@@ -15,7 +15,9 @@ const IDENTITY_KINDS = [
   'organization-creator',
   'invitation-inviter',
 ]
-const CHALLENGE_PURPOSES = PURPOSES.filter((purpose) => purpose !== 'invitation' && purpose !== 'security_notice')
+const CHALLENGE_PURPOSES = PURPOSES.filter(
+  (purpose) => purpose !== 'invitation' && purpose !== 'security_notice' && purpose !== 'verification_code' && purpose !== 'magic_link',
+)
 
 /**
  * Every rate-limit bucket key that names the person (under every key of the ring): the budgets

@@ -13,9 +13,14 @@ export const PURPOSES = Object.freeze([
   'step_up',
   'invitation',
   'security_notice',
+  // The courier API's generic kinds (docs/courier.md): a caller's own code or sign-in link.
+  'verification_code',
+  'magic_link',
 ] as const)
 export type Purpose = (typeof PURPOSES)[number]
-export type ChallengePurpose = Exclude<Purpose, 'invitation' | 'security_notice'>
+export type ChallengePurpose = Exclude<Purpose, 'invitation' | 'security_notice' | CourierOnlyPurpose>
+/** Purposes only the courier API sends: no challenge or invitation of ours stands behind them. */
+export type CourierOnlyPurpose = 'verification_code' | 'magic_link'
 
 export const CHANNELS = Object.freeze(['email', 'whatsapp', 'sms'] as const)
 export type Channel = (typeof CHANNELS)[number]

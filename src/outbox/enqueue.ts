@@ -57,6 +57,7 @@ export async function sealMessage(deps: EnqueueDeps, message: MessageToSeal, sec
         purpose: message.purpose,
         challenge_id: message.challengeId ?? null,
         invitation_id: message.invitationId ?? null,
+        ...(message.apiKeyId ? { api_key_id: message.apiKeyId } : {}),
         channel: message.channel,
         destination: message.destination,
         locale: message.locale,

@@ -26,6 +26,8 @@ export type NewMessage = {
   purpose: Purpose
   challengeId?: string
   invitationId?: string
+  /** The courier API key that sent it (src/platform/courier.ts); no challenge or invitation then. */
+  apiKeyId?: string
   channel: Channel
   destination: string
   locale: string

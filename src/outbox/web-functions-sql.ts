@@ -35,6 +35,8 @@ export type SealedMessage = {
   purpose: string
   challenge_id: string | null
   invitation_id: string | null
+  /** Only on a courier message: the previous release's `outbox.enqueue_message` never sees the field. */
+  api_key_id?: string
   channel: string
   destination: string
   locale: string
