@@ -41,6 +41,7 @@ import * as personErasure from '../../migrations/20261202001501_person_erasure.t
 import * as consoleGaps from '../../migrations/20261202001700_console_gaps.ts'
 import * as phoneChannels from '../../migrations/20261202002000_phone_channels.ts'
 import * as courier from '../../migrations/20261202002600_courier.ts'
+import * as hookCallers from '../../migrations/20261202002800_hook_callers.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -87,6 +88,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261202001700_console_gaps': consoleGaps,
   '20261202002000_phone_channels': phoneChannels,
   '20261202002600_courier': courier,
+  '20261202002800_hook_callers': hookCallers,
 }
 
 /**
