@@ -59,7 +59,8 @@ export async function up(knex: Knex): Promise<void> {
       last_used_at timestamptz,
       replaces uuid REFERENCES platform.api_keys (id)
     );
-    GRANT SELECT (id, secret_hash, purposes, channels, requests_per_minute, per_destination_per_hour, per_destination_per_day, revoked_at)
+    GRANT SELECT (id, secret_hash, purposes, channels, requests_per_minute, per_destination_per_hour, per_destination_per_day, revoked_at,
+                   last_used_at)
       ON platform.api_keys TO sealpost_api;
     GRANT UPDATE (last_used_at) ON platform.api_keys TO sealpost_api;
 

@@ -25,6 +25,8 @@ import { webhookRoutes } from './routes/webhooks.ts'
 import { suppressionRoutes } from './routes/suppressions.ts'
 import { auditRecordRoutes } from './routes/audit-records.ts'
 import { peopleRoutes } from './routes/people.ts'
+import { apiKeyRoutes } from './routes/api-keys.ts'
+import { courierRoutes } from './routes/courier.ts'
 import { negotiatedLocale } from './locale.ts'
 import type { Locale } from '../delivery/locales.ts'
 
@@ -158,6 +160,15 @@ export function createApp(deps: WebDeps): express.Express {
     peopleRoutes({
       db: deps.db,
       people: { codeHashKey: deps.challenges.codeHashKey, codeHashKeys: deps.challenges.codeHashKeys, clock: deps.challenges.clock },
+    }),
+  )
+  app.use(apiKeyRoutes({ db: deps.db, clock: deps.challenges.clock }))
+  app.use(
+    courierRoutes({
+      ...deps.challenges,
+      db: deps.db,
+      logger: deps.logger,
+      defaultLocale: deps.defaultLocale ?? 'en',
     }),
   )
   app.get('/metrics', async (req, res) => {

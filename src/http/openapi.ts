@@ -11,6 +11,8 @@ import { organizationApi } from './routes/organizations.ts'
 import { outboxControlsApi } from './routes/outbox-controls.ts'
 import { platformAdminApi } from './routes/platform-admin.ts'
 import { serviceApi } from './routes/service.ts'
+import { apiKeyApi } from './routes/api-keys.ts'
+import { courierApi } from './routes/courier.ts'
 
 /**
  * Every route module's registry, in the order the document lists their tags. A route is described
@@ -25,6 +27,8 @@ export const API_REGISTRIES: readonly ApiRegistry[] = [
   suppressionApi,
   auditRecordApi,
   peopleApi,
+  courierApi,
+  apiKeyApi,
   webhookApi,
   healthApi,
   serviceApi,

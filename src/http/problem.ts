@@ -12,6 +12,7 @@ import {
   InvalidCredentialsError,
   RateLimitedError,
   UnauthenticatedError,
+  UnprocessableError,
   WeakPasswordError,
 } from '../identity/errors.ts'
 import { isTransientDatabaseError } from '../db/transient.ts'
@@ -67,6 +68,7 @@ const DOMAIN_STATUS: [new (...args: never[]) => DomainError, number][] = [
   [InvalidOrganizationNameError, 422],
   [WeakPasswordError, 422],
   [BreachedPasswordError, 422],
+  [UnprocessableError, 422],
 ]
 
 /** The problem a domain refusal is answered with (its status, code and headers). */

@@ -70,3 +70,6 @@ export class BreachedPasswordError extends DomainError {
     super('breached_password', 'This password appears in a known data breach; choose another one.')
   }
 }
+
+/** Well-formed input a rule refuses (an expiry out of bounds, a link that is not https): 422 with its own code. */
+export class UnprocessableError extends DomainError {}

@@ -10,6 +10,7 @@ const SECURITY: Record<ApiOperation['auth'], Record<string, string[]>[]> = {
   elevated: [{ bearer: [], elevation: [] }],
   'staff-elevated': [{ bearer: [], elevation: [] }],
   metrics: [{ metricsToken: [] }],
+  'api-key': [{ apiKey: [] }],
 }
 
 const AUTH_PROBLEMS: Record<ApiOperation['auth'], Problems> = {
@@ -20,6 +21,8 @@ const AUTH_PROBLEMS: Record<ApiOperation['auth'], Problems> = {
   'staff-elevated': { 401: ['unauthenticated'], 403: ['not_staff', 'elevation_required'] },
   // 401 with METRICS_TOKEN set and none or another sent; 404 in production without one (not served).
   metrics: { 401: ['unauthenticated'], 404: ['not_found'] },
+  // One 401 for a malformed, unknown or revoked key.
+  'api-key': { 401: ['unauthenticated'] },
 }
 
 function mergeProblems(...sets: Problems[]): Map<number, string[]> {
@@ -124,6 +127,11 @@ export function buildDocument(registries: readonly ApiRegistry[]): Record<string
           in: 'header',
           name: 'X-Elevation-Token',
           description: 'An elevation token from POST /step-ups/confirmation, sent with the session it belongs to.',
+        },
+        apiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'A courier API key (`sp_live_…`) from POST /platform-admin/api-keys, shown once when created.',
         },
         metricsToken: {
           type: 'http',

@@ -2,7 +2,7 @@ import { Router, type Express, type RequestHandler } from 'express'
 import type { z } from 'zod'
 
 /** Which credentials an operation needs; each maps to security schemes in the document. */
-export type Auth = 'none' | 'bearer' | 'staff' | 'elevated' | 'staff-elevated' | 'metrics'
+export type Auth = 'none' | 'bearer' | 'staff' | 'elevated' | 'staff-elevated' | 'metrics' | 'api-key'
 
 /** Problem `code` values an operation may answer, per HTTP status (besides the ones every route can give). */
 export type Problems = Partial<Record<number, readonly string[]>>

@@ -1,0 +1,96 @@
+import type { Router } from 'express'
+import { z } from 'zod'
+import { NotFoundError } from '../../identity/errors.ts'
+import { acceptCourierMessage, courierMessage, type CourierDeps } from '../../platform/courier.ts'
+import { courierCallerOf, requireApiKey } from '../api-key-auth.ts'
+import { CourierAccepted, CourierMessage, CourierMessageBody, CourierMessagePath } from '../courier-schemas.ts'
+import { localeOf } from '../locale.ts'
+import { IdempotencyKeyHeader, IdempotentReplayedHeader } from '../openapi/common.ts'
+import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
+import { HttpProblemError, problemOfDomain } from '../problem.ts'
+
+/** The API document's description of each route below, in the same order. */
+export const courierApi = apiRegistry(
+  'Courier',
+  'Messages from other identity systems, authenticated with an API key (docs/courier.md): the same outbox and guarantees as our own flows',
+)
+const api = {
+  send: courierApi.add({
+    operationId: 'sendCourierMessage',
+    method: 'post',
+    path: '/v1/messages',
+    auth: 'api-key',
+    summary: 'Deliver a one-time code or sign-in link (sealed on arrival, idempotent)',
+    description:
+      'Needs an Idempotency-Key: a repeat with the same body answers the first `messageId` with `Idempotent-Replayed: true` and sends nothing more; the same key with another body is 409. Keys are remembered for 24 hours. 202 means accepted for delivery, never delivered: follow it with GET /v1/messages/{messageId}.',
+    headers: z.object({ 'Idempotency-Key': IdempotencyKeyHeader }),
+    body: CourierMessageBody,
+    success: {
+      status: 202,
+      description: 'Accepted (or the replay of an earlier request with this key)',
+      body: CourierAccepted,
+      headers: z.object({ 'Idempotent-Replayed': IdempotentReplayedHeader.optional() }),
+    },
+    problems: {
+      403: ['api_key_scope'],
+      409: ['idempotency_key_reused'],
+      422: [
+        'idempotency_key_required',
+        'invalid_destination',
+        'invalid_secret',
+        'invalid_link',
+        'invalid_expiry',
+        'invalid_data',
+        'channel_unavailable',
+      ],
+      429: ['rate_limited', 'destination_budget_exhausted'],
+    },
+  }),
+  get: courierApi.add({
+    operationId: 'getCourierMessage',
+    method: 'get',
+    path: '/v1/messages/:messageId',
+    auth: 'api-key',
+    summary: "A message's state and attempts (destination masked), to the key that sent it",
+    params: CourierMessagePath,
+    success: { status: 200, description: 'The message', body: CourierMessage },
+    problems: { 404: ['message_not_found'] },
+  }),
+}
+
+/** `POST /v1/messages` and `GET /v1/messages/{id}` over the courier core (src/platform/courier.ts). */
+export function courierRoutes(deps: CourierDeps): Router {
+  const router = apiRouter()
+  const caller = requireApiKey(deps.db, deps.clock)
+
+  route(router, api.send, caller, async (req, res) => {
+    const key = IdempotencyKeyHeader.safeParse(req.get('idempotency-key'))
+    if (!key.success)
+      throw new HttpProblemError(422, 'idempotency_key_required', 'An Idempotency-Key header (1–200 printable characters) is required.')
+    const body = CourierMessageBody.parse(req.body)
+    const outcome = await acceptCourierMessage(deps, courierCallerOf(res), {
+      purpose: body.purpose,
+      channel: body.channel,
+      destination: body.destination,
+      secret: body.secret,
+      expiresAt: new Date(body.expiresAt),
+      locale: body.locale ?? localeOf(res),
+      ...(body.data?.appName === undefined ? {} : { appName: body.data.appName }),
+      idempotencyKey: key.data,
+    })
+    if ('refused' in outcome) throw problemOfDomain(outcome.refused)
+    res
+      .status(202)
+      .set(outcome.replayed ? { 'Idempotent-Replayed': 'true' } : {})
+      .json({ messageId: outcome.messageId })
+  })
+
+  route(router, api.get, caller, async (req, res) => {
+    const messageId = String(req.params.messageId ?? '')
+    const message = z.uuid().safeParse(messageId).success ? await courierMessage(deps.db, courierCallerOf(res), messageId) : undefined
+    if (!message) throw new NotFoundError('message_not_found', 'There is no such message.')
+    res.json(message)
+  })
+
+  return router
+}

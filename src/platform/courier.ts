@@ -1,0 +1,182 @@
+import { createHmac } from 'node:crypto'
+import type { Knex } from 'knex'
+import { isLocale, type Locale } from '../delivery/locales.ts'
+import {
+  ChannelUnavailableError,
+  ConflictError,
+  ForbiddenError,
+  RateLimitedError,
+  UnprocessableError,
+  type DomainError,
+} from '../identity/errors.ts'
+import { parseIdentifier } from '../identity/identifiers.ts'
+import { hitRateLimit, spendTiersTx, tiersWait, type Tier } from '../identity/rate-limits.ts'
+import { bucketKeys } from '../identity/secrets.ts'
+import { checkOrganizationName } from '../organization/organization-name.ts'
+import type { Channel } from '../outbox/constants.ts'
+import { COURIER_ONLY_PURPOSES, encodeCourierBody } from '../outbox/courier-body.ts'
+import { courierMessageOfKey } from '../outbox/courier-functions-sql.ts'
+import { canonicalDestination, PHONE_CHANNELS } from '../outbox/destination.ts'
+import { enqueueSecurityMessageTx, type EnqueueDeps } from '../outbox/enqueue.ts'
+import type { CourierCaller, CourierPurpose } from './api-keys.ts'
+import { claimIdempotencyKeyTx, lockIdempotencyKeyTx, storeIdempotentResponseTx } from './idempotency-keys-sql.ts'
+
+/** What the courier core needs: the enqueue's, the clock, the fleet's channels, every CODE_HASH_KEYS key. */
+export type CourierDeps = EnqueueDeps & {
+  db: Knex
+  clock: () => Date
+  channels: { has(channel: Channel): boolean }
+  codeHashKeys?: readonly Buffer[]
+  defaultLocale: Locale
+}
+
+/** One message to deliver, as the courier API or a hook adapter hands it over. */
+export type CourierInput = {
+  purpose: CourierPurpose
+  channel: Channel
+  destination: string
+  secret: { code: string } | { link: string }
+  expiresAt: Date
+  locale?: string
+  /** A display name for the caller's product (the organization-name rules: no link, address or line break). */
+  appName?: string
+  idempotencyKey: string
+}
+
+/** Accepted (or the first answer again, for a repeated idempotency key), or refused with a domain error. */
+export type CourierOutcome = { messageId: string; replayed: boolean } | { refused: DomainError }
+
+/** A courier message lives at most this long: a code or link older than a day is not a security message. */
+export const MAX_COURIER_LIFETIME_SECONDS = 86_400
+const MAX_LINK_LENGTH = 2_048
+const IDEMPOTENCY_SCOPE = 'courier.message'
+
+/**
+ * The courier's one entry (`POST /v1/messages` and, later, the hook adapters): checks the caller's
+ * scope and limits and the message's rules, then writes the message, its sealed secret and its job
+ * in one transaction with the idempotency key. The secret is sealed there and never stored,
+ * logged or returned; the request is remembered by an HMAC, not by its body.
+ */
+export async function acceptCourierMessage(deps: CourierDeps, caller: CourierCaller, input: CourierInput): Promise<CourierOutcome> {
+  const now = deps.clock()
+  const refusal = refusalOf(deps, caller, input, now)
+  if (refusal) return { refused: refusal }
+  const destination = parseIdentifier(input.destination)!.value
+  try {
+    await hitRateLimit(deps.db, bucketKeys(deps, 'courier-key', caller.apiKeyId), { max: caller.requestsPerMinute, windowSeconds: 60 }, now)
+    return await deps.db.transaction(async (trx) => {
+      const key = { identityId: caller.apiKeyId, scope: IDEMPOTENCY_SCOPE, key: input.idempotencyKey }
+      const requestHash = requestHashOf(deps.codeHashKey, { ...input, destination })
+      if (!(await claimIdempotencyKeyTx(trx, key, requestHash, now))) {
+        const taken = await lockIdempotencyKeyTx<{ messageId: string }>(trx, key)
+        if (!taken.request_hash.equals(requestHash) || !taken.response)
+          return { refused: new ConflictError('idempotency_key_reused', 'This Idempotency-Key was used for a different request.') }
+        return { messageId: taken.response.messageId, replayed: true }
+      }
+      // Counted on the canonical mailbox or number, per key: `+tag` variants buy no extra codes.
+      const owner = `${caller.apiKeyId}:${canonicalDestination(input.channel, destination)}`
+      const tiers: Tier[] = [
+        { bucket: bucketKeys(deps, 'courier-destination-hour', owner), limit: { max: caller.perDestinationPerHour, windowSeconds: 3_600 } },
+        { bucket: bucketKeys(deps, 'courier-destination-day', owner), limit: { max: caller.perDestinationPerDay, windowSeconds: 86_400 } },
+      ]
+      const wait = await tiersWait(trx, tiers, now)
+      // Thrown, not returned: the key's claim rolls back with it, so a retry after the wait is sent.
+      if (wait !== undefined) throw new RateLimitedError(wait, 'destination_budget_exhausted')
+      await spendTiersTx(trx, tiers, now)
+      const { messageId } = await enqueueSecurityMessageTx(
+        trx,
+        deps,
+        {
+          purpose: input.purpose,
+          channel: input.channel,
+          destination,
+          locale: input.locale && isLocale(input.locale) ? input.locale : deps.defaultLocale,
+          expiresAt: input.expiresAt,
+          apiKeyId: caller.apiKeyId,
+        },
+        secretBytes(input),
+      )
+      await storeIdempotentResponseTx(trx, key, { messageId })
+      return { messageId, replayed: false }
+    })
+  } catch (error) {
+    if (error instanceof RateLimitedError) return { refused: error }
+    throw error
+  }
+}
+
+/** The rules a message must meet before anything is written; undefined when it meets them all. */
+function refusalOf(deps: CourierDeps, caller: CourierCaller, input: CourierInput, now: Date): DomainError | undefined {
+  if (!caller.purposes.includes(input.purpose) || !caller.channels.includes(input.channel))
+    return new ForbiddenError('api_key_scope', 'This API key may not send this purpose on this channel.')
+  const identifier = parseIdentifier(input.destination)
+  if (!identifier || (identifier.kind === 'phone') !== PHONE_CHANNELS.has(input.channel))
+    return new UnprocessableError(
+      'invalid_destination',
+      'The destination is not an address of this channel (email, or E.164 for a phone channel).',
+    )
+  const wantsLink = input.purpose === 'magic_link'
+  if (wantsLink !== 'link' in input.secret)
+    return new UnprocessableError('invalid_secret', 'A magic_link carries {link}; every other purpose carries {code}.')
+  if ('link' in input.secret && !isAcceptableLink(input.secret.link))
+    return new UnprocessableError('invalid_link', `The link must be an absolute https URL of at most ${MAX_LINK_LENGTH} characters.`)
+  const lifetime = (input.expiresAt.getTime() - now.getTime()) / 1000
+  if (!(lifetime > 0 && lifetime <= MAX_COURIER_LIFETIME_SECONDS))
+    return new UnprocessableError('invalid_expiry', 'expiresAt must be in the future and at most 24 hours away.')
+  if (input.appName !== undefined) {
+    if (!COURIER_ONLY_PURPOSES.has(input.purpose))
+      return new UnprocessableError('invalid_data', 'data.appName is only for verification_code and magic_link.')
+    if (!checkOrganizationName(input.appName).ok)
+      return new UnprocessableError('invalid_data', 'data.appName may not carry a link, an address or a line break.')
+  }
+  if (!deps.channels.has(input.channel)) return new ChannelUnavailableError()
+  return undefined
+}
+
+// https only, no credentials in it, nothing a template or a mail client could read as a line or markup.
+function isAcceptableLink(link: string): boolean {
+  if (link.length > MAX_LINK_LENGTH || /[\s<>"'`\p{Cc}\p{Cf}]/u.test(link)) return false
+  try {
+    const url = new URL(link)
+    return url.protocol === 'https:' && url.username === '' && url.password === '' && url.hostname !== ''
+  } catch {
+    return false
+  }
+}
+
+function secretBytes(input: CourierInput): Buffer {
+  if (!COURIER_ONLY_PURPOSES.has(input.purpose)) return Buffer.from((input.secret as { code: string }).code, 'utf8')
+  const checked = input.appName === undefined ? undefined : checkOrganizationName(input.appName)
+  const named = checked?.ok ? { appName: checked.name } : {}
+  return encodeCourierBody('code' in input.secret ? { code: input.secret.code, ...named } : { link: input.secret.link, ...named })
+}
+
+/** The request an idempotency key was used for, keyed: the table never holds something a code can be guessed from. */
+function requestHashOf(key: Buffer, input: CourierInput): Buffer {
+  const canonical = JSON.stringify([
+    input.purpose,
+    input.channel,
+    input.destination,
+    input.secret,
+    input.expiresAt.toISOString(),
+    input.locale,
+    input.appName,
+  ])
+  return createHmac('sha256', key).update(`courier-request:${canonical}`).digest()
+}
+
+const iso = (text: string | null): string | null => (text === null ? null : new Date(text).toISOString())
+
+/** `GET /v1/messages/{id}`: the message's state and attempts, to the key that sent it only (any other: undefined, as for none). */
+export async function courierMessage(db: Knex, caller: Pick<CourierCaller, 'apiKeyId'>, messageId: string) {
+  const message = await courierMessageOfKey(db, caller.apiKeyId, messageId)
+  if (!message) return undefined
+  return {
+    ...message,
+    createdAt: iso(message.createdAt)!,
+    expiresAt: iso(message.expiresAt)!,
+    publishedAt: iso(message.publishedAt),
+    deadLetteredAt: iso(message.deadLetteredAt),
+    attempts: message.attempts.map((attempt) => ({ ...attempt, attemptedAt: iso(attempt.attemptedAt)! })),
+  }
+}
