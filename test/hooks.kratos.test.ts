@@ -217,11 +217,13 @@ describe('the Kratos courier hook end to end (POST /hooks/kratos/courier)', () =
     })
   })
 
-  it('answers 404, as an unknown route does, for the Supabase hooks it was not configured with', async () => {
-    for (const path of ['/hooks/supabase/send-email', '/hooks/supabase/send-sms']) {
-      const answer = await f.stack.call('POST', path, {}, { 'webhook-id': 'x', 'webhook-timestamp': '1', 'webhook-signature': 'v1,x' })
-      expect(answer.status, path).to.equal(404)
-      expect(answer.body?.code).to.equal('not_found')
-    }
+  it('answers 404, as an unknown route does, to every method on the Supabase hooks it was not configured with', async () => {
+    const headers = { 'webhook-id': 'x', 'webhook-timestamp': '1', 'webhook-signature': 'v1,x' }
+    const unknown = await f.stack.rawCall('POST', '/hooks/supabase/elsewhere', {}, headers)
+    for (const path of ['/hooks/supabase/send-email', '/hooks/supabase/send-sms'])
+      for (const method of ['POST', 'GET', 'OPTIONS']) {
+        const answer = await f.stack.rawCall(method, path, method === 'POST' ? {} : undefined, headers)
+        expect([answer.status, answer.body], `${method} ${path}`).to.deep.equal([404, unknown.body])
+      }
   })
 })

@@ -303,10 +303,12 @@ describe('Supabase hooks end to end (POST /hooks/supabase/send-email, /send-sms)
     })
   })
 
-  it('answers 404, as an unknown route does, for the Kratos hook it was not configured with', async () => {
-    const answer = await f.stack.call('POST', '/hooks/kratos/courier', {}, { authorization: `Bearer ${'k'.repeat(40)}` })
-    const unknown = await f.stack.call('POST', '/hooks/kratos/elsewhere', {}, { authorization: `Bearer ${'k'.repeat(40)}` })
-    expect([answer.status, answer.body]).to.deep.equal([unknown.status, unknown.body])
-    expect(answer.status).to.equal(404)
+  it('answers 404, as an unknown route does, to every method on the Kratos hook it was not configured with', async () => {
+    const headers = { authorization: `Bearer ${'k'.repeat(40)}` }
+    const unknown = await f.stack.rawCall('POST', '/hooks/kratos/elsewhere', {}, headers)
+    for (const method of ['POST', 'GET', 'OPTIONS']) {
+      const answer = await f.stack.rawCall(method, '/hooks/kratos/courier', method === 'POST' ? {} : undefined, headers)
+      expect([answer.status, answer.body], method).to.deep.equal([404, unknown.body])
+    }
   })
 })

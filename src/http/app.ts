@@ -22,6 +22,7 @@ import { apiDocsPage, developmentPages, operatorConsole } from './pages.ts'
 import { serviceOperations } from './routes/service.ts'
 import type { WebhookDeps } from '../delivery/webhooks.ts'
 import { webhookRoutes } from './routes/webhooks.ts'
+import { hookRoutes, unmountedHookPaths, type HookRouteDeps } from './routes/hooks.ts'
 import { suppressionRoutes } from './routes/suppressions.ts'
 import { auditRecordRoutes } from './routes/audit-records.ts'
 import { peopleRoutes } from './routes/people.ts'
@@ -43,6 +44,8 @@ export type WebDeps = {
   developmentPages?: { inboxUrl: string | null }
   /** Provider webhooks; each refuses everything while unconfigured. */
   webhooks?: Pick<WebhookDeps, 'ses' | 'wasender'>
+  /** Identity systems' hooks (docs/hooks.md); each one unset is not mounted (404). */
+  hooks?: Pick<HookRouteDeps, 'supabase' | 'kratos'>
   /** The locale of messages whose request's Accept-Language names none we ship. */
   defaultLocale?: Locale
   /** Cookies carry `Secure` (staging and production: the client reaches us over HTTPS). */
@@ -106,7 +109,7 @@ export function createApp(deps: WebDeps): express.Express {
     })
     next()
   })
-  app.use(documentedMethodsOnly(API_REGISTRIES))
+  app.use(documentedMethodsOnly(API_REGISTRIES, unmountedHookPaths(deps.hooks)))
   // Before the JSON parser: the webhooks read their bodies as their providers send them.
   app.use(
     webhookRoutes({
@@ -116,6 +119,16 @@ export function createApp(deps: WebDeps): express.Express {
       count: metrics.webhook,
       codeHashKeys: deps.challenges.codeHashKeys ?? [deps.challenges.codeHashKey],
       ...deps.webhooks,
+    }),
+  )
+  app.use(
+    hookRoutes({
+      ...deps.challenges,
+      db: deps.db,
+      defaultLocale: deps.defaultLocale ?? 'en',
+      logger: deps.logger,
+      count: metrics.webhook,
+      ...deps.hooks,
     }),
   )
   app.use(express.json({ limit: '16kb', strict: true }))

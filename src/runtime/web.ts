@@ -16,6 +16,7 @@ import type { Logger } from '../logging/logger.ts'
 import type { Keys } from './dev-keys.ts'
 import { fetchedCertificates, fileCertificate } from '../delivery/sns-verifier.ts'
 import { createBreachedPasswordCheck } from '../identity/breached-passwords.ts'
+import { signingKeyOf } from '../hooks/standard-webhooks.ts'
 
 export type RunningWeb = {
   /** A URL that reaches the web from this machine. */
@@ -36,6 +37,7 @@ export async function startWeb(options: {
   > &
     Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'API_DOCS'>> &
     Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>> &
+    Partial<Pick<Config, 'SUPABASE_HOOK_SECRET' | 'KRATOS_COURIER_API_KEY'>> &
     Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS' | 'ENVELOPE_VERSION'>>
   apiUrl: string
   keys: Keys
@@ -50,6 +52,7 @@ export async function startWeb(options: {
   const { config, logger } = options
   const db = createKnex(options.apiUrl, { applicationName: 'sealpost-web', max: 20, logger })
   const boss = createBoss(options.apiUrl, 'web', logger)
+  const supabaseSigningKey = config.SUPABASE_HOOK_SECRET ? signingKeyOf(config.SUPABASE_HOOK_SECRET) : null
   const breached = config.BREACHED_PASSWORD_API_URL
     ? createBreachedPasswordCheck({
         apiUrl: config.BREACHED_PASSWORD_API_URL,
@@ -112,6 +115,10 @@ export async function startWeb(options: {
             }
           : undefined,
         wasender: config.WASENDER_WEBHOOK_SECRET ? { secret: config.WASENDER_WEBHOOK_SECRET } : undefined,
+      },
+      hooks: {
+        supabase: supabaseSigningKey ? { signingKey: supabaseSigningKey } : undefined,
+        kratos: config.KRATOS_COURIER_API_KEY ? { apiKey: config.KRATOS_COURIER_API_KEY } : undefined,
       },
     })
     const listening = createServer(app).on('connection', rememberPeerAddress).on('clientError', answerClientError(logger))
