@@ -181,7 +181,6 @@ export function createApp(deps: WebDeps): express.Express {
       ...deps.challenges,
       db: deps.db,
       logger: deps.logger,
-      defaultLocale: deps.defaultLocale ?? 'en',
     }),
   )
   app.get('/metrics', async (req, res) => {

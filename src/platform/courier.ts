@@ -1,6 +1,5 @@
 import { createHmac } from 'node:crypto'
 import type { Knex } from 'knex'
-import { isLocale, type Locale } from '../delivery/locales.ts'
 import {
   ChannelUnavailableError,
   ConflictError,
@@ -12,7 +11,6 @@ import {
 import { parseIdentifier } from '../identity/identifiers.ts'
 import { hitRateLimit, spendTiersTx, tiersWait, type Tier } from '../identity/rate-limits.ts'
 import { bucketKeys } from '../identity/secrets.ts'
-import { checkOrganizationName } from '../organization/organization-name.ts'
 import type { Channel } from '../outbox/constants.ts'
 import { COURIER_ONLY_PURPOSES, encodeCourierBody } from '../outbox/courier-body.ts'
 import { courierMessageOfKey } from '../outbox/courier-functions-sql.ts'
@@ -27,7 +25,6 @@ export type CourierDeps = EnqueueDeps & {
   clock: () => Date
   channels: { has(channel: Channel): boolean }
   codeHashKeys?: readonly Buffer[]
-  defaultLocale: Locale
 }
 
 /** One message to deliver, as the courier API or a hook adapter hands it over. */
@@ -37,8 +34,12 @@ export type CourierInput = {
   destination: string
   secret: { code: string } | { link: string }
   expiresAt: Date
-  locale?: string
-  /** A display name for the caller's product (the organization-name rules: no link, address or line break). */
+  /** A shipped locale, resolved by the caller (the request's, else the deployment's default). */
+  locale: string
+  /**
+   * A display name for the caller's product, already held to the organization-name rule by the
+   * entry point (src/http/routes/courier.ts); the worker holds it to the rule again before rendering.
+   */
   appName?: string
   idempotencyKey: string
 }
@@ -90,7 +91,7 @@ export async function acceptCourierMessage(deps: CourierDeps, caller: CourierCal
           purpose: input.purpose,
           channel: input.channel,
           destination,
-          locale: input.locale && isLocale(input.locale) ? input.locale : deps.defaultLocale,
+          locale: input.locale,
           expiresAt: input.expiresAt,
           apiKeyId: caller.apiKeyId,
         },
@@ -123,12 +124,8 @@ function refusalOf(deps: CourierDeps, caller: CourierCaller, input: CourierInput
   const lifetime = (input.expiresAt.getTime() - now.getTime()) / 1000
   if (!(lifetime > 0 && lifetime <= MAX_COURIER_LIFETIME_SECONDS))
     return new UnprocessableError('invalid_expiry', 'expiresAt must be in the future and at most 24 hours away.')
-  if (input.appName !== undefined) {
-    if (!COURIER_ONLY_PURPOSES.has(input.purpose))
-      return new UnprocessableError('invalid_data', 'data.appName is only for verification_code and magic_link.')
-    if (!checkOrganizationName(input.appName).ok)
-      return new UnprocessableError('invalid_data', 'data.appName may not carry a link, an address or a line break.')
-  }
+  if (input.appName !== undefined && !COURIER_ONLY_PURPOSES.has(input.purpose))
+    return new UnprocessableError('invalid_data', 'data.appName is only for verification_code and magic_link.')
   if (!deps.channels.has(input.channel)) return new ChannelUnavailableError()
   return undefined
 }
@@ -146,8 +143,7 @@ function isAcceptableLink(link: string): boolean {
 
 function secretBytes(input: CourierInput): Buffer {
   if (!COURIER_ONLY_PURPOSES.has(input.purpose)) return Buffer.from((input.secret as { code: string }).code, 'utf8')
-  const checked = input.appName === undefined ? undefined : checkOrganizationName(input.appName)
-  const named = checked?.ok ? { appName: checked.name } : {}
+  const named = input.appName === undefined ? {} : { appName: input.appName }
   return encodeCourierBody('code' in input.secret ? { code: input.secret.code, ...named } : { link: input.secret.link, ...named })
 }
 

@@ -1,6 +1,8 @@
 import type { Router } from 'express'
 import { z } from 'zod'
-import { NotFoundError } from '../../identity/errors.ts'
+import { isLocale } from '../../delivery/locales.ts'
+import { NotFoundError, UnprocessableError } from '../../identity/errors.ts'
+import { checkOrganizationName } from '../../organization/organization-name.ts'
 import { acceptCourierMessage, courierMessage, type CourierDeps } from '../../platform/courier.ts'
 import { courierCallerOf, requireApiKey } from '../api-key-auth.ts'
 import { CourierAccepted, CourierMessage, CourierMessageBody, CourierMessagePath } from '../courier-schemas.ts'
@@ -68,14 +70,18 @@ export function courierRoutes(deps: CourierDeps): Router {
     if (!key.success)
       throw new HttpProblemError(422, 'idempotency_key_required', 'An Idempotency-Key header (1–200 printable characters) is required.')
     const body = CourierMessageBody.parse(req.body)
+    // The organization-name rule, in its one home: a display name carries no link, address or line break.
+    const appName = body.data?.appName === undefined ? undefined : checkOrganizationName(body.data.appName)
+    if (appName && !appName.ok)
+      throw new UnprocessableError('invalid_data', 'data.appName may not carry a link, an address or a line break.')
     const outcome = await acceptCourierMessage(deps, courierCallerOf(res), {
       purpose: body.purpose,
       channel: body.channel,
       destination: body.destination,
       secret: body.secret,
       expiresAt: new Date(body.expiresAt),
-      locale: body.locale ?? localeOf(res),
-      ...(body.data?.appName === undefined ? {} : { appName: body.data.appName }),
+      locale: body.locale && isLocale(body.locale) ? body.locale : localeOf(res),
+      ...(appName?.ok ? { appName: appName.name } : {}),
       idempotencyKey: key.data,
     })
     if ('refused' in outcome) throw problemOfDomain(outcome.refused)
