@@ -1,3 +1,4 @@
+import type { Locale } from '../delivery/locales.ts'
 import { ConflictError, type DomainError } from '../identity/errors.ts'
 import type { CourierCaller } from '../platform/api-keys.ts'
 import { acceptCourierMessage, type CourierDeps } from '../platform/courier.ts'
@@ -40,7 +41,8 @@ const DEFAULT_TTL_SECONDS: Readonly<Record<HookName, number>> = Object.freeze({
   kratos: 900,
 })
 
-export type HookDeliveryDeps = CourierDeps
+/** The courier's dependencies, and the locale of every hook message (neither hook tells the recipient's). */
+export type HookDeliveryDeps = CourierDeps & { defaultLocale: Locale }
 
 /** Every message committed (or found committed by an earlier delivery of the same hook call), or the first refusal. */
 export type HookAcceptance = { accepted: number } | { refused: DomainError }
@@ -68,6 +70,7 @@ export async function acceptHookMessages(
       destination: message.destination,
       secret: message.secret,
       expiresAt: new Date(now.getTime() + (message.ttlSeconds ?? DEFAULT_TTL_SECONDS[hook]) * 1000),
+      locale: deps.defaultLocale,
       idempotencyKey: hookIdempotencyKey(hook, deps.codeHashKey, message),
     })
     if ('refused' in outcome && !(outcome.refused instanceof ConflictError && outcome.refused.code === 'idempotency_key_reused'))
