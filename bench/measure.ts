@@ -16,7 +16,7 @@ export function percentile(values: readonly number[], p: number): number {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Runs `task` from `concurrency` loops until `seconds` pass; returns completions per second. */
-async function closedLoop(
+export async function closedLoop(
   concurrency: number,
   seconds: number,
   task: (n: number, worker: number) => Promise<void>,

@@ -5,6 +5,7 @@ import { commitToProvider, delivery, directEnqueue, httpEnqueue, rawConsume, raw
 import { ENUMERATION_FLOWS, enumerationTiming } from './enumeration.ts'
 import { spotCheck } from './spot-check.ts'
 import { startBenchStack } from './stack.ts'
+import { courierEnqueue } from './courier.ts'
 
 /**
  * `npm run bench`: the raw limits of this machine and Sealpost's figures, measured in one run,
@@ -22,8 +23,8 @@ const realisticConcurrency = 64
 const realisticSendTimeoutMs = Number(process.env.BENCH_SEND_TIMEOUT_MS ?? 3_000)
 const httpConcurrency = 256
 const rssTarget = { text: '≤ 200', pass: (_median: number, max: number) => max <= 200 }
-/** BENCH_ONLY=raw,delivery,slow,realistic,latency,enqueue,enumeration runs a subset (for profiling); the full run is the figure of record. */
-const only = new Set((process.env.BENCH_ONLY ?? 'raw,delivery,slow,realistic,latency,enqueue,enumeration').split(','))
+/** BENCH_ONLY=raw,delivery,slow,realistic,latency,enqueue,courier,enumeration runs a subset (for profiling); the full run is the figure of record. */
+const only = new Set((process.env.BENCH_ONLY ?? 'raw,delivery,slow,realistic,latency,enqueue,courier,enumeration').split(','))
 /**
  * Known vs unknown identifiers per side and concurrency level: at least the contract's 200; 600 at
  * 16, where a median of 200 samples alone moves by a few milliseconds from run to run; 3 000 at 64,
@@ -166,6 +167,21 @@ try {
         (100 * direct) / rawTx,
         only.has('raw') ? { text: '≥ 70', pass: (median) => median >= 70 } : undefined,
       )
+    }
+
+    if (only.has('courier')) {
+      step('courier API enqueue')
+      const courier = await courierEnqueue(stack, enqueueSeconds, httpConcurrency)
+      if (courier.non202 > 0) throw new Error(`${courier.non202} courier requests were not answered 202`)
+      record(`courier: POST /v1/messages, one key, concurrency ${httpConcurrency}`, 'req/s', courier.perSecond)
+      record(
+        'courier API enqueue ÷ raw enqueue ceiling',
+        '%',
+        (100 * courier.perSecond) / rawTx,
+        only.has('raw') ? { text: '≥ 50', pass: (median) => median >= 50 } : undefined,
+      )
+      record('courier enqueue p50', 'ms', courier.p50)
+      record('courier enqueue p99', 'ms', courier.p99)
     }
 
     // Once per run (each level is 2 × perSide requests per route): the contract's figure is one run of ≥ 200 per side.

@@ -351,6 +351,51 @@ describe('operator console in headless Chromium', function () {
     expect(problems).to.deep.equal([])
   })
 
+  it('lists API keys, creates one after a step-up showing it once, and revokes it', async () => {
+    const { page, shot, problems } = browser
+    const staff = uniqueEmail('operator')
+    await account(staff)
+    expect(await changeStaff(f.db.owner, 'grant', parseIdentifier(staff)!, 'test', new Date())).to.equal('granted')
+    await page.goto(`${f.stack.web.url}/platform-admin/`)
+    await page.evaluate(() => sessionStorage.clear())
+    await page.reload()
+    await signInThroughTheForm(page, staff)
+    await page.waitForSelector('#api-keys:not([hidden])')
+    await page.fill('#api-key-form input[name=name]', 'Acme auth')
+    await page.click('#api-key-form button[type=submit]')
+    await page.click('#send-step-up')
+    await page.fill('#step-up-form input[name=code]', await codeFor(staff, 2))
+    await page.click('#step-up-form button[type=submit]')
+    await page.waitForSelector('#api-key-created:not([hidden])')
+    const key = (await page.textContent('#api-key-value'))!
+    expect(key).to.match(/^sp_live_[0-9a-f]{32}_[A-Za-z0-9_-]{43}$/)
+    expect(await page.textContent('#api-key-rows'))
+      .to.include('Acme auth')
+      .and.include('verification_code, magic_link · email')
+    await shot('12-api-key-created')
+    const send = () =>
+      f.stack.call(
+        'POST',
+        '/v1/messages',
+        {
+          purpose: 'verification_code',
+          channel: 'email',
+          destination: uniqueEmail('app-user'),
+          secret: { code: '482913' },
+          expiresAt: new Date(Date.now() + 600_000).toISOString(),
+        },
+        { authorization: `Bearer ${key}`, 'idempotency-key': crypto.randomUUID() },
+      )
+    expect((await send()).status, 'the key works').to.equal(202)
+    await page.click('#api-key-rows button')
+    await page.waitForSelector('#notice:has-text("API key revoked")')
+    expect(await page.textContent('#api-key-rows')).to.include('revoked')
+    expect(await page.isHidden('#api-key-created'), 'the key is no longer shown').to.equal(true)
+    expect((await send()).status, 'the revoked key is refused').to.equal(401)
+    await page.click('#sign-out')
+    expect(problems).to.deep.equal([])
+  })
+
   it('reads the audit trail: newest first, filtered by action, older pages on demand, an empty filter said so', async () => {
     const { page, shot, problems } = browser
     const staff = uniqueEmail('auditor')

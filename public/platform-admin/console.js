@@ -453,6 +453,68 @@ function liftSuppression(id) {
   )
 }
 
+// API keys of the courier API (docs/courier.md): shown only when the server has the route; the clear key only once.
+async function loadApiKeys() {
+  const { status, body } = await api('GET', '/platform-admin/api-keys')
+  if (status !== 200) return show('api-keys', false)
+  const rows = body.items.map((item) => {
+    const row = document.createElement('tr')
+    cell(row, when(item.createdAt))
+    cell(row, item.name)
+    cell(row, `${item.purposes.join(', ')} · ${item.channels.join(', ')}`)
+    cell(row, item.lastUsedAt ? when(item.lastUsedAt) : '—')
+    cell(row, item.revokedAt ? `revoked ${when(item.revokedAt)}` : 'live')
+    const actions = cell(row, '')
+    if (!item.revokedAt) {
+      const revoke = document.createElement('button')
+      revoke.type = 'button'
+      revoke.className = 'small'
+      revoke.textContent = 'Revoke'
+      revoke.addEventListener('click', () => revokeApiKey(item.id))
+      actions.append(revoke)
+    }
+    return row
+  })
+  $('api-key-rows').replaceChildren(...rows)
+  show('api-keys-empty', rows.length === 0)
+  show('api-keys')
+}
+function createApiKey(request) {
+  return withElevation(
+    'An API key lets an application send messages through Sealpost; confirm with a step-up code first.',
+    async (elevationToken) => {
+      const { status, body } = await api('POST', '/platform-admin/api-keys', {
+        body: request,
+        headers: { 'X-Elevation-Token': elevationToken },
+      })
+      if (status === 403 && body?.code === 'elevation_required') {
+        store.set('elevation', null)
+        return createApiKey(request)
+      }
+      if (status !== 201) return notify(explain(body), true)
+      $('api-key-value').textContent = body.key
+      show('api-key-created')
+      notify('API key created: copy it now, it is not shown again.')
+      await loadApiKeys()
+    },
+  )
+}
+function revokeApiKey(id) {
+  return withElevation('A revoked key stops working at once; confirm with a step-up code first.', async (elevationToken) => {
+    const { status, body } = await api('DELETE', `/platform-admin/api-keys/${encodeURIComponent(id)}`, {
+      headers: { 'X-Elevation-Token': elevationToken },
+    })
+    if (status === 403 && body?.code === 'elevation_required') {
+      store.set('elevation', null)
+      return revokeApiKey(id)
+    }
+    if (status !== 204) return notify(explain(body), true)
+    show('api-key-created', false)
+    notify('API key revoked.')
+    await loadApiKeys()
+  })
+}
+
 // The audit trail: keyset pages, newest first, under the filters of the form (GET /platform-admin/audit-records).
 let auditQuery = ''
 let auditAfter
@@ -491,7 +553,7 @@ async function enter() {
   try {
     await loadBacklog()
     show('console')
-    await Promise.all([loadDeadLetters('limit=10', 1), loadSuppressions(), loadEventCounts(), loadAudit()])
+    await Promise.all([loadDeadLetters('limit=10', 1), loadSuppressions(), loadApiKeys(), loadEventCounts(), loadAudit()])
   } catch {
     // api() has already ended the session and said why.
   }
@@ -502,6 +564,9 @@ function endSession(text) {
   show('message', false)
   $('search-rows').replaceChildren()
   show('search-table', false)
+  // A created key never outlives the session that saw it.
+  $('api-key-value').textContent = ''
+  show('api-key-created', false)
   show('who', false)
   show('sign-in')
   if (text) notify(text, true)
@@ -565,5 +630,11 @@ document.addEventListener('DOMContentLoaded', () => {
     loadAudit()
   })
   $('more-audit').addEventListener('click', () => loadAudit(true))
+  $('api-key-form').addEventListener('submit', (event) => {
+    event.preventDefault()
+    const form = event.target
+    const checked = (name) => [...form.elements[name]].filter((box) => box.checked).map((box) => box.value)
+    createApiKey({ name: form.elements.name.value.trim(), purposes: checked('purposes'), channels: checked('channels') })
+  })
   if (store.get('session')) enter()
 })
