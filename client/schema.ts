@@ -7961,6 +7961,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 404;
+                        /** @enum {string} */
+                        code: "not_found";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `payload_too_large` */
             413: {
                 headers: {
@@ -8133,6 +8149,22 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 404;
+                        /** @enum {string} */
+                        code: "not_found";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `payload_too_large` */
             413: {
                 headers: {
@@ -8299,6 +8331,22 @@ export interface operations {
                         status: 401;
                         /** @enum {string} */
                         code: "invalid_signature";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 404;
+                        /** @enum {string} */
+                        code: "not_found";
                     } & {
                         [key: string]: unknown;
                     });

@@ -21,6 +21,8 @@ const REFUSED = {
   401: ['invalid_signature'],
   422: ['unsupported_kind', 'invalid_destination', 'invalid_secret', 'invalid_link', 'invalid_expiry', 'channel_unavailable'],
   429: ['rate_limited', 'destination_budget_exhausted'],
+  // The hook is not configured here: its route is not mounted and answers as an unknown one.
+  404: ['not_found'],
 } as const
 
 /** The API document's description of each hook route below, in the same order. */
