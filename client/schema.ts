@@ -7908,11 +7908,11 @@ export interface operations {
                     };
                     email_data: {
                         email_action_type: string;
-                        token?: "" | string;
-                        token_hash?: "" | string;
-                        token_new?: "" | string;
-                        token_hash_new?: "" | string;
-                        redirect_to?: "" | string;
+                        token?: string;
+                        token_hash?: string;
+                        token_new?: string;
+                        token_hash_new?: string;
+                        redirect_to?: string;
                         /** Format: uri */
                         site_url: string;
                     };
@@ -8282,15 +8282,15 @@ export interface operations {
                 "application/json": {
                     recipient: string;
                     template_type: string;
-                    to?: null | "" | string;
-                    message_type?: null | "" | ("email" | "sms");
-                    recovery_code?: null | "" | string;
-                    verification_code?: null | "" | string;
-                    login_code?: null | "" | string;
-                    registration_code?: null | "" | string;
-                    recovery_url?: null | "" | string;
-                    verification_url?: null | "" | string;
-                    expires_in_minutes?: null | "" | number;
+                    to?: null | string;
+                    message_type?: null | ("email" | "sms" | "");
+                    recovery_code?: null | string;
+                    verification_code?: null | string;
+                    login_code?: null | string;
+                    registration_code?: null | string;
+                    recovery_url?: null | string;
+                    verification_url?: null | string;
+                    expires_in_minutes?: null | number;
                 };
             };
         };

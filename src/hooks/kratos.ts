@@ -33,21 +33,26 @@ export const KRATOS_TEMPLATES: Readonly<Record<string, TemplateRule>> = Object.f
   registration_code_valid: { purpose: 'sign_up', code: 'registration_code' },
 })
 
-const field = <T extends z.ZodType>(schema: T) => z.union([z.null(), z.literal(''), schema]).optional()
-const CODE = z.string().regex(/^[0-9A-Za-z]{4,16}$/)
-const URL = z.url({ protocol: /^https?$/ }).max(2048)
+// The default Jsonnet sends null for a field the template lacks; a custom one may send "": both read as absent.
+const field = <T extends z.ZodType>(schema: T) => z.union([z.null(), schema]).optional()
+const CODE = z.string().regex(/^(?:[0-9A-Za-z]{4,16})?$/)
+const HTTP_URL = z.url({ protocol: /^https?$/ })
+const ABSENT_OR_LINK = z
+  .string()
+  .max(2048)
+  .refine((text) => text === '' || HTTP_URL.safeParse(text).success, 'an http(s) URL')
 
 export const KratosCourierBody = z.object({
   recipient: z.string().min(1).max(320),
   template_type: z.string().max(64),
   to: field(z.string().max(320)),
-  message_type: field(z.enum(['email', 'sms'])),
+  message_type: field(z.enum(['email', 'sms', ''])),
   recovery_code: field(CODE),
   verification_code: field(CODE),
   login_code: field(CODE),
   registration_code: field(CODE),
-  recovery_url: field(URL),
-  verification_url: field(URL),
+  recovery_url: field(ABSENT_OR_LINK),
+  verification_url: field(ABSENT_OR_LINK),
   expires_in_minutes: field(
     z
       .number()

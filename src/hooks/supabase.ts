@@ -26,10 +26,15 @@ export const SUPABASE_EMAIL_ACTIONS: Readonly<Record<string, ActionRule>> = Obje
 })
 
 const OTP = z.string().regex(/^\d{6,10}$/)
+// Fields an action does not use are sent as "": each of these reads "" as absent.
+const ABSENT_OR_OTP = z.string().regex(/^(?:\d{6,10})?$/)
 // Supabase's token hash: hex SHA-224, `pkce_` prefixed in the PKCE flow.
-const TOKEN_HASH = z.string().regex(/^[A-Za-z0-9_-]{16,128}$/)
-const optional = <T extends z.ZodType>(schema: T) => z.union([z.literal(''), schema]).optional()
+const ABSENT_OR_TOKEN_HASH = z.string().regex(/^(?:[A-Za-z0-9_-]{16,128})?$/)
 const HTTP_URL = z.url({ protocol: /^https?$/ }).max(2048)
+const ABSENT_OR_HTTP_URL = z
+  .string()
+  .max(2048)
+  .refine((text) => text === '' || HTTP_URL.safeParse(text).success, 'an http(s) URL')
 
 export const SupabaseEmailHookPayload = z.object({
   user: z.object({
@@ -38,11 +43,11 @@ export const SupabaseEmailHookPayload = z.object({
   }),
   email_data: z.object({
     email_action_type: z.string().max(64),
-    token: optional(OTP),
-    token_hash: optional(TOKEN_HASH),
-    token_new: optional(OTP),
-    token_hash_new: optional(TOKEN_HASH),
-    redirect_to: optional(HTTP_URL),
+    token: ABSENT_OR_OTP.optional(),
+    token_hash: ABSENT_OR_TOKEN_HASH.optional(),
+    token_new: ABSENT_OR_OTP.optional(),
+    token_hash_new: ABSENT_OR_TOKEN_HASH.optional(),
+    redirect_to: ABSENT_OR_HTTP_URL.optional(),
     site_url: HTTP_URL,
   }),
 })
