@@ -64,6 +64,34 @@ export async function up(knex: Knex): Promise<void> {
       ON platform.api_keys TO sealpost_api;
     GRANT UPDATE (last_used_at) ON platform.api_keys TO sealpost_api;
 
+    -- A key's requests per minute: one counter row per key and minute, so a busy key costs one
+    -- upsert a request (a sliding window of hits would count every hit of the last minute under
+    -- one lock). A fixed window lets a key send up to twice its rate across a minute's boundary.
+    CREATE TABLE platform.api_key_minutes (
+      api_key_id uuid NOT NULL REFERENCES platform.api_keys (id),
+      minute timestamptz NOT NULL,
+      requests integer NOT NULL,
+      PRIMARY KEY (api_key_id, minute)
+    );
+    GRANT SELECT, INSERT, UPDATE, DELETE ON platform.api_key_minutes TO sealpost_api;
+    CREATE FUNCTION platform.spend_api_key_request(p_key uuid, p_now timestamptz, p_max integer) RETURNS double precision
+      LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+    DECLARE
+      this_minute timestamptz := date_trunc('minute', p_now);
+      spent integer;
+      fresh boolean;
+    BEGIN
+      INSERT INTO platform.api_key_minutes AS m (api_key_id, minute, requests) VALUES (p_key, this_minute, 1)
+        ON CONFLICT (api_key_id, minute) DO UPDATE SET requests = m.requests + 1 WHERE m.requests < p_max
+        RETURNING requests, (xmax = 0) INTO spent, fresh;
+      IF spent IS NULL THEN RETURN extract(epoch FROM this_minute + interval '1 minute' - p_now); END IF;
+      -- A key's first request of a minute drops its earlier minutes: the table holds about one row a key.
+      IF fresh THEN DELETE FROM platform.api_key_minutes WHERE api_key_id = p_key AND minute < this_minute; END IF;
+      RETURN NULL;
+    END $$;
+    REVOKE ALL ON FUNCTION platform.spend_api_key_request(uuid, timestamptz, integer) FROM PUBLIC;
+    GRANT EXECUTE ON FUNCTION platform.spend_api_key_request(uuid, timestamptz, integer) TO sealpost_api;
+
     ALTER TABLE outbox.security_outbox_messages
       DROP CONSTRAINT security_outbox_messages_purpose_check,
       ADD CONSTRAINT security_outbox_messages_purpose_check
@@ -169,6 +197,8 @@ export async function down(knex: Knex): Promise<void> {
       ADD CONSTRAINT messages_subject_chk CHECK (${SUBJECT_BEFORE}),
       DROP CONSTRAINT security_outbox_messages_purpose_check,
       ADD CONSTRAINT security_outbox_messages_purpose_check CHECK (purpose IN (${PURPOSES_BEFORE}));
+    DROP FUNCTION platform.spend_api_key_request(uuid, timestamptz, integer);
+    DROP TABLE platform.api_key_minutes;
     DROP TABLE platform.api_keys;
   `)
 }

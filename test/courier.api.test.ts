@@ -219,9 +219,11 @@ describe('courier API: POST /v1/messages and GET /v1/messages/{id}', () => {
       secret: { code: uniqueCode() },
       expiresAt: inMinutes(10),
     })
-    expect((await kit.send(key, body())).status).to.equal(202)
-    expect((await kit.send(key, body())).status).to.equal(202)
-    const limited = await kit.send(key, body())
+    // Per calendar minute: five at once meet the limit even if a minute's boundary falls between them (at most 2 + 2 pass).
+    const answers = []
+    for (let i = 0; i < 5; i += 1) answers.push(await kit.send(key, body()))
+    expect(answers.filter((answer) => answer.status === 202).length).to.be.within(2, 4)
+    const limited = answers.find((answer) => answer.status !== 202)!
     expect(limited.status).to.equal(429)
     expect(limited.body!.code).to.equal('rate_limited')
     expect(Number(limited.headers.get('retry-after'))).to.be.within(1, 60)

@@ -93,3 +93,13 @@ export async function apiKeyListRows(db: Knex, sessionHash: Buffer, now: Date): 
   const { rows } = await db.raw<{ rows: ApiKeyListRow[] }>('SELECT * FROM platform.api_key_list(?, ?)', [sessionHash, now])
   return rows
 }
+
+/** Counts one request of a key in its current minute: undefined while under `max`, else the seconds until the next minute. */
+export async function spendApiKeyRequest(db: Knex, id: string, now: Date, max: number): Promise<number | undefined> {
+  const { rows } = await db.raw<{ rows: { wait: number | null }[] }>('SELECT platform.spend_api_key_request(?, ?, ?) AS wait', [
+    id,
+    now,
+    max,
+  ])
+  return rows[0]?.wait ?? undefined
+}

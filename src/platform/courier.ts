@@ -9,7 +9,7 @@ import {
   type DomainError,
 } from '../identity/errors.ts'
 import { parseIdentifier } from '../identity/identifiers.ts'
-import { hitRateLimit, spendTiersTx, tiersWait, type Tier } from '../identity/rate-limits.ts'
+import { spendTiersTx, tiersWait, type Tier } from '../identity/rate-limits.ts'
 import { bucketKeys } from '../identity/secrets.ts'
 import type { Channel } from '../outbox/constants.ts'
 import { COURIER_ONLY_PURPOSES, encodeCourierBody } from '../outbox/courier-body.ts'
@@ -17,6 +17,7 @@ import { courierMessageOfKey } from '../outbox/courier-functions-sql.ts'
 import { canonicalDestination, PHONE_CHANNELS } from '../outbox/destination.ts'
 import { enqueueSecurityMessageTx, type EnqueueDeps } from '../outbox/enqueue.ts'
 import type { CourierCaller, CourierPurpose } from './api-keys.ts'
+import { spendApiKeyRequest } from './api-keys-sql.ts'
 import { claimIdempotencyKeyTx, lockIdempotencyKeyTx, storeIdempotentResponseTx } from './idempotency-keys-sql.ts'
 
 /** What the courier core needs: the enqueue's, the clock, the fleet's channels, every CODE_HASH_KEYS key. */
@@ -64,7 +65,8 @@ export async function acceptCourierMessage(deps: CourierDeps, caller: CourierCal
   if (refusal) return { refused: refusal }
   const destination = parseIdentifier(input.destination)!.value
   try {
-    await hitRateLimit(deps.db, bucketKeys(deps, 'courier-key', caller.apiKeyId), { max: caller.requestsPerMinute, windowSeconds: 60 }, now)
+    const keyWait = await spendApiKeyRequest(deps.db, caller.apiKeyId, now, caller.requestsPerMinute)
+    if (keyWait !== undefined) return { refused: new RateLimitedError(keyWait, 'rate_limited') }
     return await deps.db.transaction(async (trx) => {
       const key = { identityId: caller.apiKeyId, scope: IDEMPOTENCY_SCOPE, key: input.idempotencyKey }
       const requestHash = requestHashOf(deps.codeHashKey, { ...input, destination })
