@@ -144,6 +144,9 @@ const smtpUrl = z.string().refine(
   },
 )
 
+/** A Standard Webhooks signing secret as Supabase shows it: `v1,whsec_<base64>` (src/hooks/standard-webhooks.ts). */
+export const SIGNING_SECRET_FORM = /^v1,whsec_(?:[A-Za-z0-9+/]{4})+(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback)
 const url = z.url({ protocol: /^(postgres|postgresql|https?)$/ })
 
@@ -378,6 +381,14 @@ export const envSchema = z.object({
   WHATSAPP_CLOUD_APP_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   /** The token Meta's subscription handshake must present; unset = GET /webhooks/whatsapp-cloud refuses everything. */
   WHATSAPP_CLOUD_VERIFY_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** Supabase Auth's Send Email/SMS hook secret, as its dashboard shows it; unset = POST /hooks/supabase/* answer 404. */
+  SUPABASE_HOOK_SECRET: z.string().regex(SIGNING_SECRET_FORM, 'must be `v1,whsec_<base64>`, as the Supabase dashboard shows it').optional(),
+  /** The key Ory Kratos' HTTP courier presents (Bearer or basic-auth password); unset = POST /hooks/kratos/courier answers 404. */
+  KRATOS_COURIER_API_KEY: z
+    .string()
+    .min(32, 'must be at least 32 characters')
+    .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
+    .optional(),
   /** The locale of messages whose request named none we ship. */
   DEFAULT_LOCALE: z.enum(['en', 'de', 'es']).default('en'),
   PRODUCT_NAME: z

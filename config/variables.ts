@@ -429,6 +429,18 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     meaning:
       'the verify token you give Meta when subscribing the webhook (≥ 16 characters): `GET /webhooks/whatsapp-cloud` echoes `hub.challenge` only to it; unset = every handshake refused',
   },
+  SUPABASE_HOOK_SECRET: {
+    usedBy: 'web',
+    shownDefault: '–',
+    meaning:
+      "the secret of Supabase Auth's Send Email and Send SMS hooks, `v1,whsec_<base64>` as the dashboard generates it; unset = `POST /hooks/supabase/send-email` and `…/send-sms` answer 404. See [hooks.md](hooks.md)",
+  },
+  KRATOS_COURIER_API_KEY: {
+    usedBy: 'web',
+    shownDefault: '–',
+    meaning:
+      "the key Ory Kratos' HTTP courier presents (`Authorization: Bearer <key>`, or as the basic-auth password; ≥ 32 printable characters); unset = `POST /hooks/kratos/courier` answers 404. See [hooks.md](hooks.md)",
+  },
   DEFAULT_LOCALE: {
     usedBy: 'web, worker',
     shownDefault: '`en`',

@@ -11,6 +11,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['src/bin'],
   ['src/runtime'],
   ['jobs', 'src/http'],
+  ['src/hooks'],
   ['src/metrics', 'src/delivery'],
   ['src/organization', 'src/platform'],
   ['src/identity'],

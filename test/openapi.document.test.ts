@@ -40,6 +40,8 @@ function offlineApp(): Express {
     logger: capturingLogger().logger,
     clientLimitPerMinute: 60,
     apiDocs: true,
+    // The hooks are mounted only where configured (docs/hooks.md): configured here, they are registered.
+    hooks: { supabase: { signingKey: Buffer.alloc(32) }, kratos: { apiKey: 'k'.repeat(32) } },
   } as unknown as WebDeps)
 }
 

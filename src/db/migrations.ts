@@ -45,6 +45,7 @@ import * as phoneFallback from '../../migrations/20261202002300_phone_fallback.t
 import * as sendWindowPrefixes from '../../migrations/20261202002400_send_window_prefixes.ts'
 import * as courier from '../../migrations/20261202002600_courier.ts'
 import * as events from '../../migrations/20261202002700_events.ts'
+import * as hookCallers from '../../migrations/20261202002800_hook_callers.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -95,6 +96,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261202002400_send_window_prefixes': sendWindowPrefixes,
   '20261202002600_courier': courier,
   '20261202002700_events': events,
+  '20261202002800_hook_callers': hookCallers,
 }
 
 /**

@@ -23,6 +23,7 @@ import { serviceOperations } from './routes/service.ts'
 import type { WebhookDeps } from '../delivery/webhooks.ts'
 import { fallBackToNextPhoneChannel } from '../identity/phone-fallback.ts'
 import { webhookRoutes } from './routes/webhooks.ts'
+import { hookRoutes, unmountedHookPaths, type HookRouteDeps } from './routes/hooks.ts'
 import { suppressionRoutes } from './routes/suppressions.ts'
 import { auditRecordRoutes } from './routes/audit-records.ts'
 import { peopleRoutes } from './routes/people.ts'
@@ -46,6 +47,8 @@ export type WebDeps = {
   developmentPages?: Omit<DevelopmentPages, 'apiDocs'>
   /** Provider webhooks; each refuses everything while unconfigured. */
   webhooks?: Pick<WebhookDeps, 'ses' | 'wasender' | 'whatsappCloud' | 'twilio'>
+  /** Identity systems' hooks (docs/hooks.md); each one unset is not mounted (404). */
+  hooks?: Pick<HookRouteDeps, 'supabase' | 'kratos'>
   /** The locale of messages whose request's Accept-Language names none we ship. */
   defaultLocale?: Locale
   /** Cookies carry `Secure` (staging and production: the client reaches us over HTTPS). */
@@ -111,7 +114,7 @@ export function createApp(deps: WebDeps): express.Express {
     })
     next()
   })
-  app.use(documentedMethodsOnly(API_REGISTRIES))
+  app.use(documentedMethodsOnly(API_REGISTRIES, unmountedHookPaths(deps.hooks)))
   // Before the JSON parser: the webhooks read their bodies as their providers send them.
   app.use(
     webhookRoutes({
@@ -124,6 +127,16 @@ export function createApp(deps: WebDeps): express.Express {
         await fallBackToNextPhoneChannel(deps.db, deps.challenges, messageId)
       },
       ...deps.webhooks,
+    }),
+  )
+  app.use(
+    hookRoutes({
+      ...deps.challenges,
+      db: deps.db,
+      defaultLocale: deps.defaultLocale ?? 'en',
+      logger: deps.logger,
+      count: metrics.webhook,
+      ...deps.hooks,
     }),
   )
   app.use(express.json({ limit: '16kb', strict: true }))

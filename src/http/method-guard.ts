@@ -5,11 +5,13 @@ import { HttpProblemError, sendProblem } from './problem.ts'
 /**
  * Answers 405 with `Allow` for a documented path asked with a method the document does not list
  * for it — OPTIONS (no CORS is served), HEAD, PUT… — where Express would answer OPTIONS and HEAD
- * itself with a 200 nobody described. Paths the document does not name fall through to 404.
+ * itself with a 200 nobody described. Paths the document does not name fall through to 404, and so
+ * do the `unmounted` ones (a hook that is not configured answers every method as an unknown path).
  */
-export function documentedMethodsOnly(registries: readonly ApiRegistry[]): RequestHandler {
+export function documentedMethodsOnly(registries: readonly ApiRegistry[], unmounted: ReadonlySet<string> = new Set()): RequestHandler {
   const paths = new Map<string, { pattern: RegExp; methods: string[] }>()
   for (const operation of registries.flatMap((registry) => registry.operations)) {
+    if (unmounted.has(operation.path)) continue
     const entry = paths.get(operation.path) ?? {
       pattern: new RegExp(`^${operation.path.replace(/[.]/g, '\\.').replace(/:[A-Za-z0-9_]+/g, '[^/]+')}$`),
       methods: [],

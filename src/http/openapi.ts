@@ -3,6 +3,7 @@ import { suppressionApi } from './routes/suppressions.ts'
 import { auditRecordApi } from './routes/audit-records.ts'
 import { peopleApi } from './routes/people.ts'
 import { webhookApi } from './routes/webhooks.ts'
+import { hookApi } from './routes/hooks.ts'
 import { buildDocument } from './openapi/document.ts'
 import type { ApiRegistry } from './openapi/registry.ts'
 import { accountApi } from './routes/account.ts'
@@ -32,6 +33,7 @@ export const API_REGISTRIES: readonly ApiRegistry[] = [
   apiKeyApi,
   webhookEndpointApi,
   webhookApi,
+  hookApi,
   healthApi,
   serviceApi,
 ]

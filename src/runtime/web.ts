@@ -19,6 +19,7 @@ import type { Keys } from './dev-keys.ts'
 import { fetchedCertificates, fileCertificate } from '../delivery/sns-verifier.ts'
 import { twilioStatusCallbackUrl } from '../delivery/twilio-signature.ts'
 import { createBreachedPasswordCheck } from '../identity/breached-passwords.ts'
+import { signingKeyOf } from '../hooks/standard-webhooks.ts'
 
 export type RunningWeb = {
   /** A URL that reaches the web from this machine. */
@@ -43,7 +44,8 @@ export async function startWeb(options: {
     Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS' | 'ENVELOPE_VERSION' | 'PHONE_CHANNELS'>> &
     Partial<Pick<Config, 'PHONE_ALLOW_FIXED_LINE' | 'PHONE_ALLOW_VOIP' | 'SMS_ALLOWED_COUNTRIES'>> &
     Partial<Pick<Config, 'TWILIO_AUTH_TOKEN' | 'PUBLIC_BASE_URL'>> &
-    Partial<Pick<Config, 'WEBHOOK_ALLOWED_HOSTS'>>
+    Partial<Pick<Config, 'WEBHOOK_ALLOWED_HOSTS'>> &
+    Partial<Pick<Config, 'SUPABASE_HOOK_SECRET' | 'KRATOS_COURIER_API_KEY'>>
   apiUrl: string
   keys: Keys
   logger: Logger
@@ -59,6 +61,7 @@ export async function startWeb(options: {
   const { config, logger } = options
   const db = createKnex(options.apiUrl, { applicationName: 'sealpost-web', max: 20, logger })
   const boss = createBoss(options.apiUrl, 'web', logger)
+  const supabaseSigningKey = config.SUPABASE_HOOK_SECRET ? signingKeyOf(config.SUPABASE_HOOK_SECRET) : null
   const breached = config.BREACHED_PASSWORD_API_URL
     ? createBreachedPasswordCheck({
         apiUrl: config.BREACHED_PASSWORD_API_URL,
@@ -137,6 +140,10 @@ export async function startWeb(options: {
         twilio: config.TWILIO_AUTH_TOKEN
           ? { authToken: config.TWILIO_AUTH_TOKEN, callbackUrl: twilioStatusCallbackUrl(publicBaseUrl(config)) }
           : undefined,
+      },
+      hooks: {
+        supabase: supabaseSigningKey ? { signingKey: supabaseSigningKey } : undefined,
+        kratos: config.KRATOS_COURIER_API_KEY ? { apiKey: config.KRATOS_COURIER_API_KEY } : undefined,
       },
     })
     const listening = createServer(app).on('connection', rememberPeerAddress).on('clientError', answerClientError(logger))

@@ -56,6 +56,8 @@ export async function startWebStack(
         | 'WHATSAPP_CLOUD_VERIFY_TOKEN'
         | 'TWILIO_AUTH_TOKEN'
         | 'PUBLIC_BASE_URL'
+        | 'SUPABASE_HOOK_SECRET'
+        | 'KRATOS_COURIER_API_KEY'
       >
     >
     confirmSubscription?: (url: string) => Promise<void>

@@ -39,6 +39,10 @@ const Problem = z
       .array(z.object({ pointer: z.string(), detail: z.string() }))
       .optional()
       .meta({ description: 'For `invalid_request`: which fields are wrong' }),
+    error: z
+      .object({ http_code: z.int(), message: z.string() })
+      .optional()
+      .meta({ description: 'The /hooks/ routes: the same refusal in the shape Supabase Auth reads from a hook' }),
   })
   .meta({ id: 'Problem', description: 'RFC 9457 problem details' })
 
