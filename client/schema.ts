@@ -829,6 +829,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/hooks/supabase/send-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Supabase Auth's Send Email Hook (Standard Webhooks signature under SUPABASE_HOOK_SECRET)
+         * @description Verified before anything is read; each `email_action_type` that carries a code or link becomes one message (two for a secure email change). A retry of the same message sends nothing twice.
+         */
+        post: operations["receiveSupabaseSendEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/hooks/supabase/send-sms": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Supabase Auth's Send SMS Hook (Standard Webhooks signature under SUPABASE_HOOK_SECRET) */
+        post: operations["receiveSupabaseSendSms"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/hooks/kratos/courier": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Ory Kratos' HTTP courier (Authorization: Bearer KRATOS_COURIER_API_KEY, or basic auth with it as the password) */
+        post: operations["receiveKratosCourierMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -923,6 +977,11 @@ export interface components {
                 pointer: string;
                 detail: string;
             }[];
+            /** @description The /hooks/ routes: the same refusal in the shape Supabase Auth reads from a hook */
+            error?: {
+                http_code: number;
+                message: string;
+            };
         };
         SessionCreated: {
             token: string;
@@ -9357,6 +9416,575 @@ export interface operations {
                         status: 422;
                         /** @enum {string} */
                         code: "invalid_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    receiveSupabaseSendEmail: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery id Supabase signs (a UUID) */
+                "webhook-id": string;
+                /** @description Unix seconds; more than 5 minutes from our clock is refused */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` over `<id>.<timestamp>.<raw body>` */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    user: {
+                        email?: string;
+                        new_email?: string;
+                    };
+                    email_data: {
+                        email_action_type: string;
+                        token?: string;
+                        token_hash?: string;
+                        token_new?: string;
+                        token_hash_new?: string;
+                        redirect_to?: string;
+                        /** Format: uri */
+                        site_url: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request`, `malformed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request" | "malformed";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_signature` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "invalid_signature";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 404;
+                        /** @enum {string} */
+                        code: "not_found";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_request`, `unsupported_kind`, `invalid_destination`, `invalid_secret`, `invalid_link`, `invalid_expiry`, `channel_unavailable` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "invalid_request" | "unsupported_kind" | "invalid_destination" | "invalid_secret" | "invalid_link" | "invalid_expiry" | "channel_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `rate_limited`, `destination_budget_exhausted` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "rate_limited" | "destination_budget_exhausted";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    receiveSupabaseSendSms: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The delivery id Supabase signs (a UUID) */
+                "webhook-id": string;
+                /** @description Unix seconds; more than 5 minutes from our clock is refused */
+                "webhook-timestamp": string;
+                /** @description Space-separated `v1,<base64 HMAC-SHA256>` over `<id>.<timestamp>.<raw body>` */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    user: {
+                        phone?: string;
+                    };
+                    sms: {
+                        otp: string;
+                        phone?: string;
+                        sms_type?: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request`, `malformed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request" | "malformed";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_signature` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "invalid_signature";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 404;
+                        /** @enum {string} */
+                        code: "not_found";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_request`, `unsupported_kind`, `invalid_destination`, `invalid_secret`, `invalid_link`, `invalid_expiry`, `channel_unavailable` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "invalid_request" | "unsupported_kind" | "invalid_destination" | "invalid_secret" | "invalid_link" | "invalid_expiry" | "channel_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `rate_limited`, `destination_budget_exhausted` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "rate_limited" | "destination_budget_exhausted";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    receiveKratosCourierMessage: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description `Bearer <KRATOS_COURIER_API_KEY>` or `Basic <user:KRATOS_COURIER_API_KEY>` */
+                Authorization: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    recipient: string;
+                    template_type: string;
+                    to?: null | string;
+                    message_type?: null | ("email" | "sms" | "");
+                    recovery_code?: null | string;
+                    verification_code?: null | string;
+                    login_code?: null | string;
+                    registration_code?: null | string;
+                    recovery_url?: null | string;
+                    verification_url?: null | string;
+                    expires_in_minutes?: null | number;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request`, `malformed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request" | "malformed";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_signature` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "invalid_signature";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 404;
+                        /** @enum {string} */
+                        code: "not_found";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_request`, `unsupported_kind`, `invalid_destination`, `invalid_secret`, `invalid_link`, `invalid_expiry`, `channel_unavailable` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "invalid_request" | "unsupported_kind" | "invalid_destination" | "invalid_secret" | "invalid_link" | "invalid_expiry" | "channel_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `rate_limited`, `destination_budget_exhausted` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "rate_limited" | "destination_budget_exhausted";
                     } & {
                         [key: string]: unknown;
                     });
