@@ -20,9 +20,12 @@ import { registerDeliveryChannels } from '../src/outbox/channel-registrations-sq
 import { enqueueSecurityMessageTx } from '../src/outbox/enqueue.ts'
 import { keysFromRings, type Keys } from '../src/runtime/dev-keys.ts'
 import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
+import { startFakeTwilio } from '../src/runtime/fake-twilio.ts'
 import { startFakeWasender } from '../test/support/fake-wasender.ts'
 
 export const WASENDER_KEY = 'bench-wasender-key'
+const TWILIO_ACCOUNT_SID = `AC${'b'.repeat(32)}`
+const TWILIO_AUTH_TOKEN = 'bench-twilio-auth-token'
 
 /**
  * Everything the benchmark runs against, started from nothing: an embedded PostgreSQL with
@@ -46,10 +49,11 @@ export async function startBenchStack() {
   await Promise.all([webBoss.start(), ownerBoss.start()])
   const ses = await startSesEmulator(0)
   const wasender = await startFakeWasender(WASENDER_KEY)
+  const twilio = await startFakeTwilio({ accountSid: TWILIO_ACCOUNT_SID, authToken: TWILIO_AUTH_TOKEN })
   // The channels a bench worker offers, registered up front: rows run a web before (or without) a worker.
   await registerDeliveryChannels(
     owner,
-    { workerId: randomUUID(), channels: ['email', 'whatsapp'], providers: ['ses', 'wasender'] },
+    { workerId: randomUUID(), channels: ['email', 'whatsapp', 'sms'], providers: ['ses', 'wasender', 'twilio'] },
     new Date(),
   )
   const keys: Keys = keysFromRings(singleKeyRing(randomBytes(32)), singleKeyRing(randomBytes(32)))
@@ -70,6 +74,11 @@ export async function startBenchStack() {
     AWS_SECRET_ACCESS_KEY: 'local',
     WASENDER_API_URL: wasender.url,
     WASENDER_API_KEY: WASENDER_KEY,
+    TWILIO_ACCOUNT_SID,
+    TWILIO_AUTH_TOKEN,
+    TWILIO_FROM_NUMBER: '+15005550006',
+    TWILIO_API_URL: twilio.url,
+    PUBLIC_BASE_URL: 'https://app.sealpost.test',
     // A production worker needs it (and will refuse to start without it); the bench sends codes only.
     INVITATION_LINK_BASE_URL: 'https://app.sealpost.test',
     // BENCH_PROFILE_DIR=<dir>: every web and worker process writes a V8 CPU profile there on exit.
@@ -78,13 +87,8 @@ export async function startBenchStack() {
     ...extra,
   })
 
-  /**
-   * The phone provider the SMS row sends through. Until the local fake Twilio lands (issue part
-   * "twilio"), a stand-in: the fake Wasender on channel whatsapp, at the same 100 ms. MERGE: the
-   * fake Twilio here (channel 'sms', provider 'twilio', its TWILIO_* in `environment` and
-   * registerDeliveryChannels above), and the row's name and segment check follow by themselves.
-   */
-  const sms: PhoneFake = { channel: 'whatsapp', label: 'stand-in: the fake Wasender on whatsapp', fake: wasender }
+  /** The phone provider the SMS row sends through: the local fake Twilio, on channel sms. */
+  const sms: PhoneFake = { channel: 'sms', label: 'the fake Twilio', fake: twilio }
 
   let runNumber = 0
   return {
@@ -180,7 +184,7 @@ export async function startBenchStack() {
     enqueueOne,
     async stop() {
       await Promise.allSettled([webBoss.stop({ graceful: false }), ownerBoss.stop({ graceful: false })])
-      await Promise.allSettled([api.destroy(), owner.destroy(), wasender.stop(), ses.stop()])
+      await Promise.allSettled([api.destroy(), owner.destroy(), wasender.stop(), twilio.stop(), ses.stop()])
       await embedded.stop()
       await rm(dataDir, { recursive: true, force: true })
     },

@@ -52,6 +52,73 @@ describe('WhatsApp through the Cloud API: a code sent by the worker, and its web
     expect(confirmed.status).to.equal(201)
   })
 
+  it('a number without WhatsApp: the Cloud API answers 131026 and the same code goes by SMS through the fake Twilio, and confirms the sign-up', async () => {
+    const phone = uniquePhone()
+    const password = 'correct horse battery'
+    f.stack.cloud.behave((_call, request) => (request.to === phone ? { kind: 'error', code: 131026, status: 400 } : { kind: 'accept' }))
+    try {
+      expect((await f.stack.call('POST', '/sign-ups', { identifier: phone, password })).status).to.equal(202)
+      const sms = await eventually(
+        async () => f.stack.phoneInbox.list().find((entry) => entry.provider === 'twilio' && entry.to === phone),
+        'the code by SMS',
+      )
+      expect(
+        f.stack.cloud.accepted().some((request) => request.to === phone),
+        'nothing accepted by WhatsApp',
+      ).to.equal(false)
+      // The SMS is recorded once the fake answered: wait for the record, not just the send.
+      const attempts = await eventually(async () => {
+        const rows = await f.db
+          .owner('outbox.security_outbox_attempts as a')
+          .join('outbox.security_outbox_messages as m', 'm.id', 'a.message_id')
+          .where({ 'm.destination': phone })
+          .orderBy('a.attempt_no')
+          .select('m.channel as sealedFor', 'a.channel', 'a.provider', 'a.outcome')
+        return rows.length === 2 ? rows : undefined
+      }, 'both attempts recorded')
+      expect(attempts).to.deep.equal([
+        { sealedFor: 'whatsapp', channel: 'whatsapp', provider: 'whatsapp_cloud', outcome: 'retryable_error' },
+        { sealedFor: 'whatsapp', channel: 'sms', provider: 'twilio', outcome: 'published' },
+      ])
+      const code = /\b(\d{6})\b/.exec(sms.text)?.[1]
+      expect(code, 'a code in the SMS').to.be.a('string')
+      expect((await f.stack.call('POST', '/sign-ups/confirmation', { identifier: phone, code, password })).status).to.equal(201)
+    } finally {
+      f.stack.cloud.behave(() => ({ kind: 'accept' }))
+    }
+  })
+
+  it('while the WhatsApp provider is held down, a code goes by SMS at once through the fake Twilio', async () => {
+    const phone = uniquePhone()
+    await f.db
+      .owner('outbox.provider_states')
+      .insert({
+        provider: 'whatsapp_cloud',
+        channel: 'whatsapp',
+        state: 'down',
+        failure_streak: 5,
+        last_failure_at: new Date(),
+        down_since: new Date(),
+        probe_interval_ms: 600_000,
+        next_probe_at: new Date(Date.now() + 600_000),
+      })
+      .onConflict('provider')
+      .merge()
+    try {
+      expect((await f.stack.call('POST', '/sign-ups', { identifier: phone, password: 'correct horse battery' })).status).to.equal(202)
+      await eventually(
+        async () => f.stack.phoneInbox.list().find((entry) => entry.provider === 'twilio' && entry.to === phone),
+        'the code by SMS',
+      )
+      expect(
+        f.stack.cloud.requests.some((request) => request.to === phone),
+        'no WhatsApp send while held down',
+      ).to.equal(false)
+    } finally {
+      await f.db.owner('outbox.provider_states').where({ provider: 'whatsapp_cloud' }).delete()
+    }
+  })
+
   it('answers the subscription handshake with the challenge only for the verify token', async () => {
     const good = await handshake({ 'hub.mode': 'subscribe', 'hub.verify_token': VERIFY_TOKEN, 'hub.challenge': '1158201444' })
     expect(good.status).to.equal(200)

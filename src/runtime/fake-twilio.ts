@@ -20,11 +20,15 @@ export type TwilioBehavior =
 export type TwilioRequest = {
   to: string
   body: string
+  /** The same as `body`, under the name the other phone fakes use (the bench reads either). */
+  text: string
   from: string | undefined
   messagingServiceSid: string | undefined
   statusCallback: string | undefined
   authorization: string | undefined
   at: number
+  /** When the answer to it was finished (the bench measures the provider's share of a send). */
+  finishedAt?: number
   accepted: boolean
   sid?: string
 }
@@ -82,9 +86,11 @@ export async function startFakeTwilio(options: {
     if (!credentials.includes(req.headers.authorization ?? '')) return answer(res, 401, errorBody(401, 20003, ''))
     if (req.method !== 'POST' || req.url !== path) return answer(res, 404, errorBody(404, 20404, ''))
     const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'))
+    const body = form.get('Body') ?? ''
     const entry: TwilioRequest = {
       to: form.get('To') ?? '',
-      body: form.get('Body') ?? '',
+      body,
+      text: body,
       from: form.get('From') ?? undefined,
       messagingServiceSid: form.get('MessagingServiceSid') ?? undefined,
       statusCallback: form.get('StatusCallback') ?? undefined,
@@ -93,6 +99,7 @@ export async function startFakeTwilio(options: {
       accepted: false,
     }
     requests.push(entry)
+    res.once('close', () => (entry.finishedAt = Date.now()))
     if (!entry.to) return answer(res, 400, errorBody(400, 21604, ''))
     if (!entry.body) return answer(res, 400, errorBody(400, 21602, entry.to))
     if (!entry.from && !entry.messagingServiceSid) return answer(res, 400, errorBody(400, 21603, entry.to))
