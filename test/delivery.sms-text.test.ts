@@ -5,7 +5,7 @@ import { smsSegments } from '../src/delivery/sms-segments.ts'
 import { loadTemplates, sampleValues, TEMPLATE_PURPOSES, type Branding, type MessageValues } from '../src/delivery/templates.ts'
 import type { Channel } from '../src/outbox/constants.ts'
 
-const CODE_PURPOSES = ['sign_up', 'add_sign_in_method', 'password_recovery', 'step_up'] as const
+const CODE_PURPOSES = ['sign_up', 'add_sign_in_method', 'password_recovery', 'step_up', 'verification_code'] as const
 const NOW = new Date('2026-12-01T09:00:00Z')
 const CODE = '482913'
 // The budget docs/deliverability.md promises one segment for: a product name of 30 characters, a
@@ -85,6 +85,14 @@ describe('SMS message text', () => {
       const text = longest.render('invitation', 'sms', locale, invitation).text
       expect(text).to.include(invitation.link)
       expect(smsSegments(text), text).to.include({ encoding: 'GSM-7', segments: 2 })
+      // A courier magic link carries the caller's link (https, up to 2 048 characters): one segment for a short one, two for a typical one.
+      const magic = (link: string) => budget.render('magic_link', 'sms', locale, { ...codeValues(15), link }).text
+      expect(smsSegments(magic('https://app.example.com/l/Zm9vYmFy')), magic('https://app.example.com/l/Zm9vYmFy')).to.include({
+        encoding: 'GSM-7',
+        segments: 1,
+      })
+      expect(smsSegments(magic(invitation.link)), magic(invitation.link)).to.include({ encoding: 'GSM-7' })
+      expect(smsSegments(magic(invitation.link)).segments).to.be.at.most(2)
       for (const event of ['sign_in_method_added', 'sign_in_method_removed', 'password_changed', 'a_future_event']) {
         const sample = sampleValues('security_notice')
         const notice = budget.render('security_notice', 'sms', locale, { ...sample, notice: { ...sample.notice!, event } }).text
