@@ -210,6 +210,37 @@ describe('courier API: POST /v1/messages and GET /v1/messages/{id}', () => {
     expect(await written()).to.deep.equal(before)
   })
 
+  it("a caller's user pumps through the courier: premium-rate, toll-free and invalid numbers are 422 unsupported_phone_number, nothing written", async () => {
+    const { key } = await kit.apiKey({ purposes: ['verification_code'], channels: ['whatsapp'] })
+    const before = await written()
+    for (const [what, destination] of [
+      ['a premium-rate number (GB 09…)', '+449098790000'],
+      ['a premium-rate number (US 900)', '+19005550123'],
+      ['a toll-free number (DE 0800)', '+498001234567'],
+      ['a number that cannot exist (Ofcom drama range)', '+447700900123'],
+      ['a landline, refused by default', '+442079460000'],
+    ] as const) {
+      const answer = await kit.send(key, {
+        purpose: 'verification_code',
+        channel: 'whatsapp',
+        destination,
+        secret: { code: uniqueCode() },
+        expiresAt: inMinutes(10),
+      })
+      expect(answer.status, what).to.equal(422)
+      expect(answer.body!.code, what).to.equal('unsupported_phone_number')
+    }
+    expect(await written()).to.deep.equal(before)
+    const mobile = await kit.send(key, {
+      purpose: 'verification_code',
+      channel: 'whatsapp',
+      destination: uniquePhone(),
+      secret: { code: uniqueCode() },
+      expiresAt: inMinutes(10),
+    })
+    expect(mobile.status, 'a valid mobile still goes').to.equal(202)
+  })
+
   it("limits a key's requests per minute with 429 and Retry-After", async () => {
     const { key } = await kit.apiKey({ requestsPerMinute: 2 })
     const body = () => ({

@@ -91,9 +91,11 @@ describe('Twilio connector against the fake Twilio', () => {
     ['a 503 without a body', { kind: 'error', status: 503 }, 'UNAVAILABLE', null],
     ['a 504 (the gateway may have passed it on)', { kind: 'error', status: 504 }, 'INDETERMINATE', null],
     ['a 401 with code 20003 (our credentials)', { kind: 'error', status: 401, code: 20003 }, 'UNAVAILABLE', 'provider_misconfigured'],
+    // Per destination: as misconfigured it would let one person's number hold SMS down for everyone.
+    ['a 400 with code 21606 (this From cannot send to this destination)', { kind: 'error', status: 400, code: 21606 }, 'REJECTED', null],
     [
-      'a 400 with code 21606 (a From that is not ours)',
-      { kind: 'error', status: 400, code: 21606 },
+      'a 400 with code 21212 (a From that is no number at all)',
+      { kind: 'error', status: 400, code: 21212 },
       'UNAVAILABLE',
       'provider_misconfigured',
     ],

@@ -112,7 +112,9 @@ describe('signed events out', () => {
     const worker = await f.startWorker({ WEBHOOK_ALLOWED_HOSTS: ALLOWED })
     try {
       const { secret } = await endpoint(receiver.url, ['identity.created'])
-      const person = await kit.account(uniqueEmail('live'))
+      // The fact written straight (a sign-up through the API would race the running worker for its code).
+      const person = { identityId: crypto.randomUUID() }
+      await f.db.owner('identity.identities').insert({ id: person.identityId, status: 'active' })
       // No wall-clock promise here (a loaded machine is slow): the worker's own loop must deliver it at all.
       await eventually(async () => (receiver.received.length > 0 ? true : undefined), 'the delivery by the running worker', 30_000)
       expect(receiver.events().map((event) => [event.type, event.data.identityId])).to.deep.equal([['identity.created', person.identityId]])
@@ -288,6 +290,16 @@ describe('signed events out', () => {
     } finally {
       await target.stop()
     }
+  })
+
+  it('a DNS blip at send time (the host does not resolve once) retries the delivery instead of dead-lettering the event', async () => {
+    dns.set('blip.example.test', '93.184.216.34')
+    const { id } = await endpoint('https://blip.example.test/hooks', ['identity.created'])
+    dns.delete('blip.example.test')
+    await kit.account(uniqueEmail('blip'))
+    const counts = await deliverWebhooksOnce(deps())
+    expect(counts).to.include({ claimed: 1, deadLettered: 0 })
+    expect((await deliveriesOf(id))[0]).to.include({ state: 'pending', last_failure: 'connection_failed' })
   })
 
   it('keeps secrets out of events: payloads carry ids and masked destinations, the signing secret is stored only sealed', async () => {

@@ -225,6 +225,16 @@ describe('Supabase hooks end to end (POST /hooks/supabase/send-email, /send-sms)
       expect(await rowCounts(f.db.owner)).to.deep.equal(before)
     }
 
+    it('an SMS pump through Supabase: a premium-rate or toll-free phone is refused 422 unsupported_phone_number, nothing written', async () => {
+      for (const phone of ['449098790000', '498001234567'])
+        await refusedWithNothingWritten(
+          '/hooks/supabase/send-sms',
+          signed({ ...SMS, user: { ...SMS.user, phone }, sms: { otp: '736201' } }),
+          422,
+          'unsupported_phone_number',
+        )
+    })
+
     it('a forged delivery, signed with another secret, is refused 401 with nothing written', async () => {
       const to = uniqueEmail('forged')
       await refusedWithNothingWritten(

@@ -142,6 +142,17 @@ describe('provider pauses, recorded by the worker', () => {
     expect(await f.rows.deadLetter(held.messageId)).to.include({ last_failure_class: 'THROTTLED' })
   })
 
+  it('one person pauses WhatsApp for everyone with a pair rate limit: a throttle about one recipient, even with Retry-After, pauses no channel', async () => {
+    const { messageId } = await f.harness.enqueue(uniquePhone(), 3_600)
+    const pairLimited = scriptedProvider(() => new DeliveryFailureError('THROTTLED', 'meta_131056', at(f.now, 60), true), {
+      id: 'whatsapp_cloud',
+      channel: 'whatsapp',
+    })
+    await deliverOne(f.harness.deps({ whatsapp: pairLimited }), await f.harness.nextJob())
+    expect(await f.db.owner('outbox.provider_pauses').where({ channel: 'whatsapp' }).first()).to.equal(undefined)
+    expect(await f.rows.message(messageId), 'the message itself waits for its hint').to.include({ state: 'pending', attempt_count: 1 })
+  })
+
   it('leaves WhatsApp unpaused by a 429 without hints (Wasender sends them), the message on its own schedule', async () => {
     const { messageId } = await f.harness.enqueue(uniquePhone(), 3_600)
     const provider = { ...throttled(null), channel: 'whatsapp' as const }

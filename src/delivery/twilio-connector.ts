@@ -12,14 +12,16 @@ type Classified = { failureClass: FailureClass; providerCode: string; effect?: F
  * 21612 `To` cannot be reached from this sender, 21614 `To` is not a mobile number. Sending the
  * same message again can never succeed.
  */
-const RECIPIENT_CODES = new Set([21211, 21408, 21610, 21612, 21614])
+// 21606 ("not a valid message-capable phone number for this destination") is the sender's, but per
+// destination: were it ours for the whole provider, one person's number could hold SMS down for all.
+const RECIPIENT_CODES = new Set([21211, 21408, 21606, 21610, 21612, 21614])
 
 /**
  * Codes that say Twilio refused *us*: 20003 authentication failed, 20404 no such account (a wrong
- * TWILIO_ACCOUNT_SID), 21212 and 21606 a `From` that is not ours to send from. Nothing about the
+ * TWILIO_ACCOUNT_SID), 21212 a `From` that is not a valid number at all. Nothing about the
  * person: no attempt is spent on them (`provider_misconfigured`).
  */
-const OUR_CODES = new Set([20003, 20404, 21212, 21606])
+const OUR_CODES = new Set([20003, 20404, 21212])
 
 /** Maps a Twilio answer (HTTP status and the error body's `code`) to our taxonomy; null for a success status. */
 export function classifyTwilioAnswer(status: number, code: number | null): Classified | null {

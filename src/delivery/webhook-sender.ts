@@ -43,7 +43,10 @@ export function createWebhookPost(options: { lookup: LookupFunction; timeoutMs: 
       req.on('close', () => clearTimeout(timer))
       req.on('timeout', () => req.destroy(Object.assign(new Error('webhook timeout'), { code: 'ETIMEDOUT' })))
       req.on('error', (error: NodeJS.ErrnoException) => {
-        if (error instanceof WebhookUrlRefusedError) resolve({ kind: 'unsent', failure: 'address_refused' })
+        // A forbidden address is final (nothing is sent, ever); a host that did not resolve this once
+        // (a DNS blip) is retried like a refused connection, or one SERVFAIL would lose the event.
+        if (error instanceof WebhookUrlRefusedError && error.code !== 'webhook_url_unresolvable')
+          resolve({ kind: 'unsent', failure: 'address_refused' })
         else resolve({ kind: 'failed', failure: error.code === 'ETIMEDOUT' ? 'timeout' : 'connection_failed' })
       })
       req.end(request.body)

@@ -228,9 +228,11 @@ async function recordBatch(
         deferrals.push({ index, messageId, message, heldUntil: outcome.until, heldFor: outcome.heldFor })
         return { kind: 'deferred', nextAttemptAt: now }
       }
-      // A THROTTLED answer pauses the channel it came from, which for a phone message may be SMS.
+      // A THROTTLED answer pauses the channel it came from, which for a phone message may be SMS;
+      // never one about this recipient alone (a pair rate limit), or one person could pause everyone.
       const sentOn = (outcome.kind === 'failed' || outcome.kind === 'published' ? outcome.provider?.channel : undefined) ?? message.channel
-      if (outcome.kind === 'failed' && outcome.failureClass === 'THROTTLED') throttledAnswers.push({ index, channel: sentOn })
+      const pauses = outcome.kind === 'failed' && outcome.failureClass === 'THROTTLED' && outcome.recipientOnly !== true
+      if (pauses) throttledAnswers.push({ index, channel: sentOn })
       const attemptNo = message.attempt_count + 1
       let decided: Decision = decide(settings, attemptNo, outcome, message, now)
       const closed =
@@ -260,7 +262,7 @@ async function recordBatch(
         })
       else retries.push({ messageId, at: decided.nextAttemptAt })
       // One pause per channel and batch: the latest hint any answer gave, else a hint-less back-off.
-      if (outcome.kind === 'failed' && outcome.failureClass === 'THROTTLED') {
+      if (pauses && outcome.kind === 'failed') {
         const seen = throttled.get(sentOn) ?? null
         throttled.set(sentOn, outcome.retryAfterAt && (!seen || outcome.retryAfterAt > seen) ? outcome.retryAfterAt : seen)
       }

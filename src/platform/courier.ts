@@ -8,7 +8,7 @@ import {
   UnprocessableError,
   type DomainError,
 } from '../identity/errors.ts'
-import { parseIdentifier } from '../identity/identifiers.ts'
+import { parseIdentifier, phoneRefusal } from '../identity/identifiers.ts'
 import { spendTiersTx, tiersWait, type Tier } from '../identity/rate-limits.ts'
 import { bucketKeys } from '../identity/secrets.ts'
 import type { Channel } from '../outbox/constants.ts'
@@ -16,6 +16,7 @@ import { COURIER_ONLY_PURPOSES, encodeCourierBody } from '../outbox/courier-body
 import { courierMessageOfKey } from '../outbox/courier-functions-sql.ts'
 import { canonicalDestination, PHONE_CHANNELS } from '../outbox/destination.ts'
 import { enqueueSecurityMessageTx, type EnqueueDeps } from '../outbox/enqueue.ts'
+import { DEFAULT_PHONE_NUMBER_POLICY, type PhoneNumberPolicy } from '../outbox/phone-numbers.ts'
 import type { CourierCaller, CourierPurpose } from './api-keys.ts'
 import { spendApiKeyRequest } from './api-keys-sql.ts'
 import { claimIdempotencyKeyTx, lockIdempotencyKeyTx, storeIdempotentResponseTx } from './idempotency-keys-sql.ts'
@@ -26,6 +27,8 @@ export type CourierDeps = EnqueueDeps & {
   clock: () => Date
   channels: { has(channel: Channel): boolean }
   codeHashKeys?: readonly Buffer[]
+  /** Which numbers a code may go to at all (docs/delivery.md "Phone numbers"): the identity flows' rule, here too. */
+  phoneNumbers?: PhoneNumberPolicy
 }
 
 /** One message to deliver, as the courier API or a hook adapter hands it over. */
@@ -118,6 +121,10 @@ function refusalOf(deps: CourierDeps, caller: CourierCaller, input: CourierInput
       'invalid_destination',
       'The destination is not an address of this channel (email, or E.164 for a phone channel).',
     )
+  // The numbers the identity flows refuse are refused here too (premium-rate, toll-free, invalid…), and
+  // an SMS to a country outside SMS_ALLOWED_COUNTRIES: a caller's user must not pump through us.
+  if (phoneRefusal(identifier, deps.phoneNumbers ?? DEFAULT_PHONE_NUMBER_POLICY, { has: (channel) => channel === input.channel }))
+    return new UnprocessableError('unsupported_phone_number', 'This number cannot receive codes on this channel.')
   const wantsLink = input.purpose === 'magic_link'
   if (wantsLink !== 'link' in input.secret)
     return new UnprocessableError('invalid_secret', 'A magic_link carries {link}; every other purpose carries {code}.')

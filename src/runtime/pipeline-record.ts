@@ -56,12 +56,13 @@ export function localView(wake: () => void) {
       down.clear()
       for (const provider of providers) down.add(provider)
     },
-    /** A THROTTLED outcome with a future Retry-After pauses its channel here at once; true if it did. */
+    /** A THROTTLED outcome with a future Retry-After pauses its channel here at once (never one about one recipient); true if it did. */
     throttledBy(channel: Channel, entry: PendingRecord): boolean {
       const { outcome } = entry
       const throttled =
         outcome.kind === 'failed' &&
         outcome.failureClass === 'THROTTLED' &&
+        outcome.recipientOnly !== true &&
         outcome.retryAfterAt !== null &&
         outcome.retryAfterAt.getTime() > Date.now()
       if (throttled) pauses.set(channel, Math.max(pauses.get(channel) ?? 0, outcome.retryAfterAt!.getTime()))

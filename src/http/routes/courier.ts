@@ -39,6 +39,7 @@ const api = {
       422: [
         'idempotency_key_required',
         'invalid_destination',
+        'unsupported_phone_number',
         'invalid_secret',
         'invalid_link',
         'invalid_expiry',
