@@ -19,7 +19,15 @@ const HookAnswer = z.object({}).meta({ description: 'Accepted: the messages are 
 const REFUSED = {
   400: ['malformed'],
   401: ['invalid_signature'],
-  422: ['unsupported_kind', 'invalid_destination', 'unsupported_phone_number', 'invalid_secret', 'invalid_link', 'invalid_expiry', 'channel_unavailable'],
+  422: [
+    'unsupported_kind',
+    'invalid_destination',
+    'unsupported_phone_number',
+    'invalid_secret',
+    'invalid_link',
+    'invalid_expiry',
+    'channel_unavailable',
+  ],
   429: ['rate_limited', 'destination_budget_exhausted'],
   // The hook is not configured here: its route is not mounted and answers as an unknown one.
   404: ['not_found'],
