@@ -49,7 +49,7 @@ describe('delivery channel registrations', () => {
   it('refuses a channel the outbox does not know, in the table itself', async () => {
     const refused = await db.owner
       .raw(
-        `INSERT INTO outbox.delivery_channel_registrations (worker_id, channels, providers, started_at, seen_at) VALUES (?, '{sms}', '{}', now(), now())`,
+        `INSERT INTO outbox.delivery_channel_registrations (worker_id, channels, providers, started_at, seen_at) VALUES (?, '{fax}', '{}', now(), now())`,
         [randomUUID()],
       )
       .then(

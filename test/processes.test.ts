@@ -59,7 +59,7 @@ describe('npm start on a fresh checkout', () => {
       const phoneSignUp = await checkedFetch(`${apiUrl}/sign-ups`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ identifier: '+447700900123', password: 'correct horse battery' }),
+        body: JSON.stringify({ identifier: '+447911123456', password: 'correct horse battery' }),
       })
       expect(phoneSignUp.status).to.equal(202)
       await app.waitFor(

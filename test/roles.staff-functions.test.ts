@@ -28,6 +28,23 @@ const CALLS: [string, string][] = [
   ['an audit-record page', 'SELECT * FROM platform.audit_record_page(?, now(), 10, NULL, NULL, NULL, NULL, NULL, NULL, NULL)'],
   ["a person's export", `SELECT platform.export_person(?, now(), '${uuidv7()}', '{}')`],
   ["a person's erasure", `SELECT platform.erase_person(?, now(), '${uuidv7()}', '{}', '{}')`],
+  ['the API key list', 'SELECT * FROM platform.api_key_list(?, now())'],
+  [
+    'an API key created',
+    `SELECT platform.create_api_key(?, now(), jsonb_build_object('id', gen_random_uuid(), 'name', 'k', 'secret_hash', encode(sha256(random()::text::bytea), 'hex'),
+       'purposes', '["verification_code"]'::jsonb, 'channels', '["email"]'::jsonb, 'requests_per_minute', 60, 'per_destination_per_hour', 5, 'per_destination_per_day', 20))`,
+  ],
+  ['an API key revoked', `SELECT platform.revoke_api_key(?, now(), '${uuidv7()}')`],
+  ['the webhook endpoint list', 'SELECT * FROM platform.webhook_endpoint_list(?, now())'],
+  [
+    'a webhook endpoint created',
+    `SELECT platform.create_webhook_endpoint(?, now(), gen_random_uuid(), 'https://hooks.example.test/x', ARRAY['identity.created'], 'v2.sealed')`,
+  ],
+  ['a webhook endpoint disabled', `SELECT platform.disable_webhook_endpoint(?, now(), '${uuidv7()}')`],
+  ['a webhook secret rotated', `SELECT platform.rotate_webhook_secret(?, now(), '${uuidv7()}', 'v2.sealed', now())`],
+  ["a webhook endpoint's URL", `SELECT platform.webhook_endpoint_url(?, now(), '${uuidv7()}')`],
+  ['a webhook delivery page', `SELECT * FROM platform.webhook_delivery_page(?, now(), '${uuidv7()}', 10)`],
+  ['a webhook redrive', `SELECT platform.redrive_webhook_deliveries(?, now(), '${uuidv7()}')`],
 ]
 
 describe('staff functions called as the api login', () => {
