@@ -6887,7 +6887,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request`, `idempotency_key_required`, `invalid_destination`, `invalid_secret`, `invalid_link`, `invalid_expiry`, `invalid_data`, `channel_unavailable` */
+            /** @description Refused: `invalid_request`, `idempotency_key_required`, `invalid_destination`, `unsupported_phone_number`, `invalid_secret`, `invalid_link`, `invalid_expiry`, `invalid_data`, `channel_unavailable` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6897,7 +6897,7 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request" | "idempotency_key_required" | "invalid_destination" | "invalid_secret" | "invalid_link" | "invalid_expiry" | "invalid_data" | "channel_unavailable";
+                        code: "invalid_request" | "idempotency_key_required" | "invalid_destination" | "unsupported_phone_number" | "invalid_secret" | "invalid_link" | "invalid_expiry" | "invalid_data" | "channel_unavailable";
                     } & {
                         [key: string]: unknown;
                     });
@@ -9581,7 +9581,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request`, `unsupported_kind`, `invalid_destination`, `invalid_secret`, `invalid_link`, `invalid_expiry`, `channel_unavailable` */
+            /** @description Refused: `invalid_request`, `unsupported_kind`, `invalid_destination`, `unsupported_phone_number`, `invalid_secret`, `invalid_link`, `invalid_expiry`, `channel_unavailable` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9591,7 +9591,7 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request" | "unsupported_kind" | "invalid_destination" | "invalid_secret" | "invalid_link" | "invalid_expiry" | "channel_unavailable";
+                        code: "invalid_request" | "unsupported_kind" | "invalid_destination" | "unsupported_phone_number" | "invalid_secret" | "invalid_link" | "invalid_expiry" | "channel_unavailable";
                     } & {
                         [key: string]: unknown;
                     });
@@ -9769,7 +9769,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request`, `unsupported_kind`, `invalid_destination`, `invalid_secret`, `invalid_link`, `invalid_expiry`, `channel_unavailable` */
+            /** @description Refused: `invalid_request`, `unsupported_kind`, `invalid_destination`, `unsupported_phone_number`, `invalid_secret`, `invalid_link`, `invalid_expiry`, `channel_unavailable` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9779,7 +9779,7 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request" | "unsupported_kind" | "invalid_destination" | "invalid_secret" | "invalid_link" | "invalid_expiry" | "channel_unavailable";
+                        code: "invalid_request" | "unsupported_kind" | "invalid_destination" | "unsupported_phone_number" | "invalid_secret" | "invalid_link" | "invalid_expiry" | "channel_unavailable";
                     } & {
                         [key: string]: unknown;
                     });
@@ -9956,7 +9956,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request`, `unsupported_kind`, `invalid_destination`, `invalid_secret`, `invalid_link`, `invalid_expiry`, `channel_unavailable` */
+            /** @description Refused: `invalid_request`, `unsupported_kind`, `invalid_destination`, `unsupported_phone_number`, `invalid_secret`, `invalid_link`, `invalid_expiry`, `channel_unavailable` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9966,7 +9966,7 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request" | "unsupported_kind" | "invalid_destination" | "invalid_secret" | "invalid_link" | "invalid_expiry" | "channel_unavailable";
+                        code: "invalid_request" | "unsupported_kind" | "invalid_destination" | "unsupported_phone_number" | "invalid_secret" | "invalid_link" | "invalid_expiry" | "channel_unavailable";
                     } & {
                         [key: string]: unknown;
                     });
