@@ -147,6 +147,20 @@ const smtpUrl = z.string().refine(
 /** A Standard Webhooks signing secret as Supabase shows it: `v1,whsec_<base64>` (src/hooks/standard-webhooks.ts). */
 export const SIGNING_SECRET_FORM = /^v1,whsec_(?:[A-Za-z0-9+/]{4})+(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
 
+/** A retry schedule setting (`5s,30s,2m`): parsed, a bad one refused with the parser's reason. */
+const schedule = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((text, ctx) => {
+      try {
+        return parseSchedule(text)
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message })
+        return z.NEVER
+      }
+    })
+
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback)
 const url = z.url({ protocol: /^(postgres|postgresql|https?)$/ })
 
@@ -254,17 +268,7 @@ export const envSchema = z.object({
   INVITATION_LINK_BASE_URL: url.optional(),
   CHALLENGE_TTL_SECONDS: positiveInt(600),
   INVITATION_TTL_SECONDS: positiveInt(7 * 24 * 3600),
-  RETRY_SCHEDULE: z
-    .string()
-    .default('5s,30s,2m,10m,30m')
-    .transform((text, ctx) => {
-      try {
-        return parseSchedule(text)
-      } catch (error) {
-        ctx.addIssue({ code: 'custom', message: (error as Error).message })
-        return z.NEVER
-      }
-    }),
+  RETRY_SCHEDULE: schedule('5s,30s,2m,10m,30m'),
   MAX_ATTEMPTS: positiveInt(5),
   /** The longest any one provider answer may pause a channel for the fleet (a Retry-After beyond it is cut). */
   MAX_PROVIDER_PAUSE_SECONDS: positiveInt(300),
@@ -344,17 +348,7 @@ export const envSchema = z.object({
         .filter((host) => host !== ''),
     ),
   /** The wait after each failed webhook attempt (429, 5xx, timeout), before a receiver's Retry-After is considered. */
-  WEBHOOK_RETRY_SCHEDULE: z
-    .string()
-    .default('5s,1m,5m,30m,2h,8h')
-    .transform((text, ctx) => {
-      try {
-        return parseSchedule(text)
-      } catch (error) {
-        ctx.addIssue({ code: 'custom', message: (error as Error).message })
-        return z.NEVER
-      }
-    }),
+  WEBHOOK_RETRY_SCHEDULE: schedule('5s,1m,5m,30m,2h,8h'),
   /** Attempts per webhook delivery before it is dead-lettered (staff can redrive it). */
   WEBHOOK_MAX_ATTEMPTS: positiveInt(7),
   /** `GET /docs` (the rendered API reference): on in development and test, off in staging and production unless `on`. */

@@ -165,7 +165,7 @@ export async function routeClaims(
   for (const message of messages) {
     const proven = unreachable.get(message.id)
     // SMS is never a fallback to a number outside SMS_ALLOWED_COUNTRIES: the route leaves it out.
-    const barred = message.channel !== 'sms' && smsCountryRefused(deps.sendCaps, 'sms', message.destination)
+    const barred = message.channel === 'whatsapp' && smsCountryRefused(deps.sendCaps, 'sms', message.destination)
     const left = barred ? new Set<Channel>([...(proven ?? []), 'sms']) : proven
     // With every channel of its route unreachable (the fleet's phone channels changed meanwhile), its own channel answers.
     const channels = left && providersFor(deps, message.channel, left).length > 0 ? left : undefined
