@@ -196,6 +196,22 @@ describe('SES delivery events through SNS (POST /webhooks/ses)', () => {
     expect(metrics).to.match(/sealpost_webhook_events_total\{provider="ses",outcome="refused",reason="stale_message"\} 1/)
   })
 
+  it('accepts the last retries of SNS’s longest delivery policy (an hour), and stores their replays once (item 8)', async () => {
+    const email = uniqueEmail('late')
+    const message = await published(email)
+    // Published an hour ago, retried by SNS at 3 600 s, with our clock a little ahead of AWS's.
+    const late = notification(
+      sesEventMessage('delivery', message.provider_message_id),
+      {},
+      {
+        Timestamp: new Date(Date.now() - 3_650_000).toISOString(),
+      },
+    )
+    expect((await post(late)).body).to.deep.equal({ outcome: 'stored' })
+    expect((await post(late)).body, 'the same retry again').to.deep.equal({ outcome: 'duplicate' })
+    expect(await f.db.owner('outbox.security_outbox_delivery_events').where({ message_id: message.id })).to.have.length(1)
+  })
+
   it('answers 200 for an authentic event of a message it does not know, and stores nothing', async () => {
     const before = await events()
     const answer = await post(notification(sesEventMessage('bounce', '0100018c-unknown-message-id')))

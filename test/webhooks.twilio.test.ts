@@ -1,4 +1,5 @@
 import { expect } from 'chai'
+import twilioLibrary from 'twilio'
 import { twilioSignature } from '../src/delivery/twilio-signature.ts'
 import { destinationHmac } from '../src/outbox/destination.ts'
 import { STACK_WORKER_ID } from './support/channels.ts'
@@ -82,6 +83,18 @@ describe('Twilio status callbacks (POST /webhooks/twilio)', () => {
     const callback = twilio().statusCallback(message.sid, 'delivered')
     const replay = await post(callback.params, { 'x-twilio-signature': callback.signature })
     expect(JSON.parse(replay.text)).to.deep.equal({ outcome: 'duplicate' })
+    expect(await events(message.messageId)).to.deep.equal([{ event: 'delivered', subtype: null }])
+  })
+
+  it('a callback Twilio signed over the URL with its default port (:443) is stored, as twilio-node accepts it (item 9)', async () => {
+    const message = await sentSms()
+    const callback = twilio().statusCallback(message.sid, 'delivered')
+    const withPort = callback.url.replace('https://sealpost.example/', 'https://sealpost.example:443/')
+    const form = Object.fromEntries(callback.params)
+    const signature = twilioLibrary.getExpectedTwilioSignature(TWILIO_STACK.authToken, withPort, form)
+    expect(twilioLibrary.validateRequest(TWILIO_STACK.authToken, signature, callback.url, form), 'twilio-node accepts it').to.equal(true)
+    const answer = await post(callback.params, { 'x-twilio-signature': signature })
+    expect([answer.status, JSON.parse(answer.text)]).to.deep.equal([200, { outcome: 'stored' }])
     expect(await events(message.messageId)).to.deep.equal([{ event: 'delivered', subtype: null }])
   })
 

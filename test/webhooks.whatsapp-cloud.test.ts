@@ -180,6 +180,21 @@ describe('WhatsApp through the Cloud API: a code sent by the worker, and its web
     ])
   })
 
+  it('accepts a signed webhook of up to 3 MB and stores every status in it, far past the first hundred (item 8)', async () => {
+    const phone = uniquePhone()
+    const message = await publishedWhatsApp(phone)
+    // Meta batches statuses; `sent` ones say nothing new and are skipped without a write.
+    const filler = Array.from({ length: 25_000 }, (_, i) => ({ id: `wamid.filler${i}`, status: 'sent' as const, recipient: phone }))
+    const { raw, signature } = f.stack.cloud.signedStatuses([
+      ...filler,
+      { id: message.provider_message_id, status: 'delivered', recipient: phone },
+    ])
+    expect(raw.length, 'the body').to.be.within(2_000_000, 3_000_000)
+    const answer = await post(raw, signature)
+    expect([answer.status, answer.body]).to.deep.equal([200, { outcomes: ['stored'] }])
+    expect(await eventsOf(message.id)).to.deep.equal([{ event: 'delivered', subtype: null }])
+  })
+
   it('hands a failed 131026 (no WhatsApp) to the phone fallback once: a new code by SMS through the fake Twilio, and never suppresses the number', async () => {
     const phone = uniquePhone()
     const message = await publishedWhatsApp(phone)
