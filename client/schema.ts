@@ -840,7 +840,7 @@ export interface paths {
         put?: never;
         /**
          * Supabase Auth's Send Email Hook (Standard Webhooks signature under SUPABASE_HOOK_SECRET)
-         * @description Verified before anything is read; each `email_action_type` that carries a code or link becomes one message (two for a secure email change). A retry of the same message sends nothing twice.
+         * @description Verified before anything is read; each `email_action_type` becomes one message (two for a secure email change; a `*_notification` a security notice). A deliberate refusal (a budget, a number that cannot receive codes, an unavailable channel, an unknown kind) answers **200** with `{code, error: {http_code, message}}`, the only refusal Supabase shows its user (docs/hooks.md). A retry of the same message sends nothing twice.
          */
         post: operations["receiveSupabaseSendEmail"];
         delete?: never;
@@ -858,7 +858,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Supabase Auth's Send SMS Hook (Standard Webhooks signature under SUPABASE_HOOK_SECRET) */
+        /**
+         * Supabase Auth's Send SMS Hook (Standard Webhooks signature under SUPABASE_HOOK_SECRET)
+         * @description A deliberate refusal (a budget, a number that cannot receive codes, an unavailable channel, an unknown kind) answers **200** with `{code, error: {http_code, message}}`, the only refusal Supabase shows its user (docs/hooks.md). A retry of the same message sends nothing twice.
+         */
         post: operations["receiveSupabaseSendSms"];
         delete?: never;
         options?: never;
@@ -9477,6 +9480,7 @@ export interface operations {
                     user: {
                         email?: string;
                         new_email?: string;
+                        phone?: string;
                     };
                     email_data: {
                         email_action_type: string;
@@ -9487,18 +9491,30 @@ export interface operations {
                         redirect_to?: string;
                         /** Format: uri */
                         site_url: string;
+                        old_email?: string;
+                        old_phone?: string;
+                        provider?: string;
+                        factor_type?: string;
                     };
                 };
             };
         };
         responses: {
-            /** @description Accepted */
+            /** @description Accepted, or refused as Supabase reads a refusal */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, never> | {
+                        /** @description The refusal, as the problem `code` other routes give */
+                        code: string;
+                        error: {
+                            /** @description The status Supabase answers its user with (422, 429, …) */
+                            http_code: number;
+                            message: string;
+                        };
+                    };
                 };
             };
             /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request`, `malformed` */
@@ -9581,7 +9597,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request`, `unsupported_kind`, `invalid_destination`, `unsupported_phone_number`, `invalid_secret`, `invalid_link`, `invalid_expiry`, `channel_unavailable` */
+            /** @description Refused: `invalid_request` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9591,25 +9607,7 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request" | "unsupported_kind" | "invalid_destination" | "unsupported_phone_number" | "invalid_secret" | "invalid_link" | "invalid_expiry" | "channel_unavailable";
-                    } & {
-                        [key: string]: unknown;
-                    });
-                };
-            };
-            /** @description Refused: `rate_limited`, `destination_budget_exhausted` */
-            429: {
-                headers: {
-                    /** @description Seconds to wait before trying again. */
-                    "Retry-After": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & ({
-                        /** @constant */
-                        status: 429;
-                        /** @enum {string} */
-                        code: "rate_limited" | "destination_budget_exhausted";
+                        code: "invalid_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -9680,13 +9678,21 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Accepted */
+            /** @description Accepted, or refused as Supabase reads a refusal */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": Record<string, never> | {
+                        /** @description The refusal, as the problem `code` other routes give */
+                        code: string;
+                        error: {
+                            /** @description The status Supabase answers its user with (422, 429, …) */
+                            http_code: number;
+                            message: string;
+                        };
+                    };
                 };
             };
             /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request`, `malformed` */
@@ -9769,7 +9775,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request`, `unsupported_kind`, `invalid_destination`, `unsupported_phone_number`, `invalid_secret`, `invalid_link`, `invalid_expiry`, `channel_unavailable` */
+            /** @description Refused: `invalid_request` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9779,25 +9785,7 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request" | "unsupported_kind" | "invalid_destination" | "unsupported_phone_number" | "invalid_secret" | "invalid_link" | "invalid_expiry" | "channel_unavailable";
-                    } & {
-                        [key: string]: unknown;
-                    });
-                };
-            };
-            /** @description Refused: `rate_limited`, `destination_budget_exhausted` */
-            429: {
-                headers: {
-                    /** @description Seconds to wait before trying again. */
-                    "Retry-After": string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"] & ({
-                        /** @constant */
-                        status: 429;
-                        /** @enum {string} */
-                        code: "rate_limited" | "destination_budget_exhausted";
+                        code: "invalid_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -9863,6 +9851,8 @@ export interface operations {
                     recovery_url?: null | string;
                     verification_url?: null | string;
                     expires_in_minutes?: null | number;
+                    subject?: null | string;
+                    body?: null | string;
                 };
             };
         };

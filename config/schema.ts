@@ -377,6 +377,19 @@ export const envSchema = z.object({
   WHATSAPP_CLOUD_VERIFY_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   /** Supabase Auth's Send Email/SMS hook secret, as its dashboard shows it; unset = POST /hooks/supabase/* answer 404. */
   SUPABASE_HOOK_SECRET: z.string().regex(SIGNING_SECRET_FORM, 'must be `v1,whsec_<base64>`, as the Supabase dashboard shows it').optional(),
+  /** Supabase Auth's MAILER_URLPATHS_* value (a path, or a whole URL), resolved against the hook's site_url as Supabase resolves it. */
+  SUPABASE_VERIFY_PATH: z
+    .string()
+    .max(512)
+    .regex(/^(?:\/(?!\/)|https?:\/\/)[^\s?#]*$/, 'must be a path such as `/auth/v1/verify`, or an http(s) URL, without query or fragment')
+    .refine((value) => URL.canParse(value, 'https://supabase.invalid'), 'must be a path such as `/auth/v1/verify`, or an http(s) URL')
+    .optional(),
+  /** What a Supabase action that offers both sends: its code and its link, the link only, or the code only. */
+  SUPABASE_EMAIL_CONTENT: z.enum(['both', 'link', 'code']).default('both'),
+  /** How long a Supabase email code or link lives here: the project's Email OTP Expiration (MAILER_OTP_EXP). */
+  SUPABASE_EMAIL_OTP_EXPIRY_SECONDS: z.coerce.number().int().min(10).max(86_400).default(3_600),
+  /** How long a Supabase SMS code lives here: the project's SMS OTP Expiry (SMS_OTP_EXP). */
+  SUPABASE_SMS_OTP_EXPIRY_SECONDS: z.coerce.number().int().min(10).max(86_400).default(60),
   /** The key Ory Kratos' HTTP courier presents (Bearer or basic-auth password); unset = POST /hooks/kratos/courier answers 404. */
   KRATOS_COURIER_API_KEY: z
     .string()

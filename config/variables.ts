@@ -435,6 +435,26 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     meaning:
       "the secret of Supabase Auth's Send Email and Send SMS hooks, `v1,whsec_<base64>` as the dashboard generates it; unset = `POST /hooks/supabase/send-email` and `…/send-sms` answer 404. See [hooks.md](hooks.md)",
   },
+  SUPABASE_VERIFY_PATH: {
+    usedBy: 'web',
+    shownDefault: '`<site_url>/verify`',
+    meaning:
+      "where Supabase Auth's verify endpoint is: your Auth server's `MAILER_URLPATHS_CONFIRMATION` (`/auth/v1/verify` in Supabase's self-hosted docker setup; a whole URL under `supabase start`), resolved against the hook's `site_url` as Supabase resolves it. Unset, links go to `<site_url>/verify`, right for hosted projects and bare GoTrue. See [hooks.md](hooks.md)",
+  },
+  SUPABASE_EMAIL_CONTENT: {
+    usedBy: 'web',
+    meaning:
+      "what a Supabase email whose action offers both carries: `both` (the code and the link, as Supabase's own templates can), `link`, or `code` (sent as a `verification_code`). See [hooks.md](hooks.md)",
+  },
+  SUPABASE_EMAIL_OTP_EXPIRY_SECONDS: {
+    usedBy: 'web',
+    meaning: "how long a Supabase email code or link is sent for: set it to your project's Email OTP Expiration (10–86 400)",
+  },
+  SUPABASE_SMS_OTP_EXPIRY_SECONDS: {
+    usedBy: 'web',
+    meaning:
+      "how long a Supabase SMS code is sent for: set it to your project's SMS OTP Expiry (`GOTRUE_SMS_OTP_EXP`, Supabase's default 60 s; `supabase start` uses 6 000); a code is never sent after Supabase stopped accepting it",
+  },
   KRATOS_COURIER_API_KEY: {
     usedBy: 'web',
     shownDefault: '–',

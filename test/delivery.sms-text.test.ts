@@ -2,6 +2,7 @@ import { expect } from 'chai'
 import { ConfigError, loadConfig } from '../config/schema.ts'
 import { LOCALES } from '../src/delivery/locales.ts'
 import { smsSegments } from '../src/delivery/sms-segments.ts'
+import { SECURITY_EVENTS } from '../src/identity/security-notices.ts'
 import { loadTemplates, sampleValues, TEMPLATE_PURPOSES, type Branding, type MessageValues } from '../src/delivery/templates.ts'
 import type { Channel } from '../src/outbox/constants.ts'
 
@@ -93,7 +94,8 @@ describe('SMS message text', () => {
       })
       expect(smsSegments(magic(invitation.link)), magic(invitation.link)).to.include({ encoding: 'GSM-7' })
       expect(smsSegments(magic(invitation.link)).segments).to.be.at.most(2)
-      for (const event of ['sign_in_method_added', 'sign_in_method_removed', 'password_changed', 'a_future_event']) {
+      // Our flows' events and those relayed from Supabase's and Kratos' hooks, and one no catalog names.
+      for (const event of [...SECURITY_EVENTS, 'a_future_event']) {
         const sample = sampleValues('security_notice')
         const notice = budget.render('security_notice', 'sms', locale, { ...sample, notice: { ...sample.notice!, event } }).text
         expect(notice, event).to.include('2026-12-01 09:00 UTC').and.include('https://support.northwind.example/contact-us')

@@ -28,7 +28,7 @@ const verifyLink = (base: string, type: string, tokenHash: string, redirect = 'h
 
 describe('Supabase Auth hook bodies as supabase/auth sends them', () => {
   it('reads every action type Supabase sends to the Send Email Hook into at least one message', () => {
-    for (const action of Object.keys(EMAILS)) expect(messagesOf(readSupabaseEmailHook(EMAILS[action])), action).to.not.be.empty
+    for (const action of Object.keys(EMAILS)) expect(messagesOf(readSupabaseEmailHook(EMAILS[action])), action).to.have.length.within(1, 2)
   })
 
   it('sends the code beside the link by default, and only the link or only the code when configured (item 5)', () => {

@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import { readFileSync } from 'node:fs'
 import { randomBytes, randomUUID } from 'node:crypto'
-import { signWebhook } from '../src/hooks/standard-webhooks.ts'
+import { Webhook } from 'standardwebhooks'
 import { readSupabaseEmailHook, readSupabaseSmsHook } from '../src/hooks/supabase.ts'
 import { columnsContaining, eventually, inbox, uniqueEmail, uniquePhone } from './support/helpers.ts'
 import { rowCounts } from './support/row-counts.ts'
@@ -21,7 +21,7 @@ const verifyLink = (type: string, tokenHash: string) =>
 describe('reading Supabase Send Email and Send SMS hooks', () => {
   const hash = EMAIL.email_data.token_hash
 
-  it('reads the documented signup payload as the link Supabase itself would send', () => {
+  it('reads the documented signup payload as the link Supabase itself would send, with its code beside it', () => {
     const reading = readSupabaseEmailHook(EMAIL)
     expect(reading).to.have.property('messages').with.length(1)
     const [message] = 'messages' in reading ? reading.messages : []
@@ -29,7 +29,7 @@ describe('reading Supabase Send Email and Send SMS hooks', () => {
       purpose: 'magic_link',
       channel: 'email',
       destination: 'valid.email@supabase.io',
-      secret: { link: verifyLink('signup', hash) },
+      secret: { link: verifyLink('signup', hash), code: '305805' },
     })
   })
 
@@ -37,7 +37,7 @@ describe('reading Supabase Send Email and Send SMS hooks', () => {
     it(`reads ${action} as a link of type ${action}`, () => {
       const reading = readSupabaseEmailHook(emailHook(action))
       expect('messages' in reading && reading.messages.map((m) => [m.purpose, m.destination, m.secret])).to.deep.equal([
-        ['magic_link', 'valid.email@supabase.io', { link: verifyLink(action, hash) }],
+        ['magic_link', 'valid.email@supabase.io', { link: verifyLink(action, hash), code: '305805' }],
       ])
     })
   }
@@ -60,8 +60,8 @@ describe('reading Supabase Send Email and Send SMS hooks', () => {
     )
     const reading = readSupabaseEmailHook(change)
     expect('messages' in reading && reading.messages.map((m) => [m.purpose, m.destination, m.secret])).to.deep.equal([
-      ['magic_link', 'valid.email@supabase.io', { link: verifyLink('email_change', 'a'.repeat(56)) }],
-      ['magic_link', 'new.email@supabase.io', { link: verifyLink('email_change', 'b'.repeat(56)) }],
+      ['magic_link', 'valid.email@supabase.io', { link: verifyLink('email_change', 'a'.repeat(56)), code: '111111' }],
+      ['magic_link', 'new.email@supabase.io', { link: verifyLink('email_change', 'b'.repeat(56)), code: '222222' }],
     ])
   })
 
@@ -69,18 +69,12 @@ describe('reading Supabase Send Email and Send SMS hooks', () => {
     const change = emailHook('email_change', { token: '333333', token_hash: 'c'.repeat(56) }, { new_email: 'new.email@supabase.io' })
     const reading = readSupabaseEmailHook(change)
     expect('messages' in reading && reading.messages.map((m) => [m.destination, m.secret])).to.deep.equal([
-      ['new.email@supabase.io', { link: verifyLink('email_change', 'c'.repeat(56)) }],
+      ['new.email@supabase.io', { link: verifyLink('email_change', 'c'.repeat(56)), code: '333333' }],
     ])
   })
 
-  it('refuses the security notifications, which carry no secret, and action types it does not know', () => {
-    for (const action of [
-      'password_changed_notification',
-      'identity_linked_notification',
-      'mfa_factor_enrolled_notification',
-      'constructor',
-      'toString',
-    ])
+  it('refuses action types it does not know (a notification it does not know too)', () => {
+    for (const action of ['some_future_action', 'some_future_notification', 'constructor', 'toString'])
       expect(readSupabaseEmailHook(emailHook(action)), action).to.deep.equal({ refusal: 'unsupported_kind' })
   })
 
@@ -150,8 +144,9 @@ describe('Supabase hooks end to end (POST /hooks/supabase/send-email, /send-sms)
   function signed(body: unknown, options: { at?: Date; id?: string; signWith?: Buffer } = {}) {
     const text = typeof body === 'string' ? body : JSON.stringify(body)
     const id = options.id ?? randomUUID()
-    const timestamp = String(Math.floor((options.at ?? new Date()).getTime() / 1000))
-    const signature = signWebhook(options.signWith ?? key, id, timestamp, text)
+    const at = options.at ?? new Date()
+    const signature = new Webhook(options.signWith ?? key, { format: 'raw' }).sign(id, at, text)
+    const timestamp = String(Math.floor(at.getTime() / 1000))
     return { text, headers: { 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': signature } }
   }
   const post = (path: string, delivery: { text: string; headers: Record<string, string> }) =>
@@ -163,7 +158,7 @@ describe('Supabase hooks end to end (POST /hooks/supabase/send-email, /send-sms)
     }, `${count} email(s) to ${to}`)
 
   for (const action of ['signup', 'recovery', 'magiclink', 'invite']) {
-    it(`delivers ${action} through the worker as the link Supabase would send`, async () => {
+    it(`delivers ${action} through the worker as the link Supabase would send, with its code`, async () => {
       const to = uniqueEmail(action)
       const body = payload(action, to)
       const answer = await post('/hooks/supabase/send-email', signed(body))
@@ -172,7 +167,7 @@ describe('Supabase hooks end to end (POST /hooks/supabase/send-email, /send-sms)
       const [email] = await emailsTo(to)
       const link = `${SITE}/verify?token=${body.email_data.token_hash}&type=${action}&redirect_to=${encodeURIComponent(REDIRECT)}`
       expect(email?.body.text).to.include(link)
-      expect(email?.body.text).not.to.include(body.email_data.token)
+      expect(email?.body.text).to.include(body.email_data.token)
     })
   }
 
@@ -224,10 +219,23 @@ describe('Supabase hooks end to end (POST /hooks/supabase/send-email, /send-sms)
       expect(answer.body).to.deep.include({ code, error: { http_code: status, message: answer.body?.title } })
       expect(await rowCounts(f.db.owner)).to.deep.equal(before)
     }
+    /** A deliberate refusal: 200 with `{error: {http_code, message}}`, the only refusal Supabase Auth reads from a hook. */
+    const refusedAsSupabaseReads = async (
+      path: string,
+      delivery: { text: string; headers: Record<string, string> },
+      httpCode: number,
+      code: string,
+    ) => {
+      const before = await rowCounts(f.db.owner)
+      const answer = await post(path, delivery)
+      expect(answer.status).to.equal(200)
+      expect(answer.body).to.include({ code }).and.to.have.nested.property('error.http_code', httpCode)
+      expect(await rowCounts(f.db.owner)).to.deep.equal(before)
+    }
 
-    it('an SMS pump through Supabase: a premium-rate or toll-free phone is refused 422 unsupported_phone_number, nothing written', async () => {
+    it('an SMS pump through Supabase: a premium-rate or toll-free phone is refused (422 as Supabase reads it), nothing written', async () => {
       for (const phone of ['449098790000', '498001234567'])
-        await refusedWithNothingWritten(
+        await refusedAsSupabaseReads(
           '/hooks/supabase/send-sms',
           signed({ ...SMS, user: { ...SMS.user, phone }, sms: { otp: '736201' } }),
           422,
@@ -281,7 +289,7 @@ describe('Supabase hooks end to end (POST /hooks/supabase/send-email, /send-sms)
       expect(await f.db.owner('outbox.security_outbox_messages').where({ destination: to })).to.have.length(1)
     })
 
-    it('a payload that is not Supabase’s is 400, a notification without a secret 422, both with nothing written', async () => {
+    it('a payload that is not Supabase’s is 400, an action type it does not know 422 as Supabase reads it, both with nothing written', async () => {
       await refusedWithNothingWritten(
         '/hooks/supabase/send-email',
         signed({ user: {}, email_data: { email_action_type: 'signup' } }),
@@ -289,9 +297,9 @@ describe('Supabase hooks end to end (POST /hooks/supabase/send-email, /send-sms)
         'malformed',
       )
       await refusedWithNothingWritten('/hooks/supabase/send-email', signed('not json'), 400, 'malformed')
-      await refusedWithNothingWritten(
+      await refusedAsSupabaseReads(
         '/hooks/supabase/send-email',
-        signed(payload('password_changed_notification', uniqueEmail('n'))),
+        signed(payload('some_future_action', uniqueEmail('n'))),
         422,
         'unsupported_kind',
       )

@@ -19,7 +19,7 @@ const UNNAMED_ORGANIZATION: Record<string, string> = { en: 'an organization', de
  * The subject, text and (email) HTML of one message from its opened secret: a one-time code, an
  * invitation token (made into `<base>/join#token=…`: the fragment never reaches a server or a
  * log), a security notice's JSON `{event, at, identifier}` (TEAM contract), or a courier
- * message's `{code}`/`{link}` (src/outbox/courier-body.ts). The caller wipes
+ * message's `{code}`/`{link, otp?}` (src/outbox/courier-body.ts). The caller wipes
  * the secret; no string copy outlives the rendering.
  */
 export function composeMessage(
@@ -57,14 +57,15 @@ export function composeMessage(
   if (COURIER_ONLY_PURPOSES.has(message.purpose)) {
     const body = decodeCourierBody(secret)
     if (!body) throw new UnreadableBodyError('courier message body is not {code} or {link}')
-    const secretValue = 'code' in body ? { code: body.code } : { link: body.link }
+    // A link with its code beside it (`otp`) is rendered as a link that names the code too.
+    const secretValue = 'code' in body ? { code: body.code } : { link: body.link, ...(body.otp === undefined ? {} : { code: body.otp }) }
     const rendered = templates.render(message.purpose as 'verification_code', message.channel, message.locale, {
       ...base,
       ...secretValue,
       // Checked again as an invitation's organization name is: a name that fails today's rule is not mailed.
       ...(body.appName !== undefined && checkOrganizationName(body.appName).ok ? { appName: body.appName } : {}),
     })
-    // A code alone too, for a provider that fills in a pre-approved template itself; a link has none.
+    // A code alone too, for a provider that fills in a pre-approved template itself; a link message is a link.
     return 'code' in body ? { ...rendered, code: body.code } : rendered
   }
   const code = secret.toString('utf8')

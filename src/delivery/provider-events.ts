@@ -126,13 +126,14 @@ export function whatsAppCloudStatusesFrom(
   isUnreachable: (code: number) => boolean,
 ): CloudApiStatusEvent[] {
   const entries = (body as { entry?: unknown } | null)?.entry
-  const changes = (Array.isArray(entries) ? entries.slice(0, 50) : []).flatMap((entry) => {
+  // Every status: a signed body is Meta's, bounded by the route's 3 MB; one left out would be lost (Meta does not resend it).
+  const changes = (Array.isArray(entries) ? entries : []).flatMap((entry) => {
     const list = (entry as { changes?: unknown } | null)?.changes
-    return Array.isArray(list) ? list.slice(0, 50) : []
+    return Array.isArray(list) ? list : []
   })
   const statuses = changes.flatMap((change) => {
     const { field, value } = (change ?? {}) as { field?: unknown; value?: { statuses?: unknown } }
-    return field === 'messages' && Array.isArray(value?.statuses) ? value.statuses.slice(0, 100) : []
+    return field === 'messages' && Array.isArray(value?.statuses) ? value.statuses : []
   })
   return statuses.flatMap((status): CloudApiStatusEvent[] => {
     const record = (status ?? {}) as { id?: unknown; status?: unknown; timestamp?: unknown; errors?: unknown }

@@ -37,9 +37,13 @@ export class SnsRefusedError extends SealpostError {
   }
 }
 
-/** SNS messages older than this are replays as far as we are concerned. */
-export const SNS_MAX_AGE_MS = 3_600_000
 const MAX_CLOCK_SKEW_MS = 300_000
+/**
+ * SNS messages older than this are replays as far as we are concerned: SNS's longest HTTP(S)
+ * delivery policy retries for up to 3 600 s after publishing, and our clock may be ahead of AWS's
+ * (docs/delivery.md "Delivery feedback"). A replay inside the window is a duplicate event, stored once.
+ */
+export const SNS_MAX_AGE_MS = 3_600_000 + MAX_CLOCK_SKEW_MS
 
 const NOTIFICATION_FIELDS = ['Message', 'MessageId', 'Subject', 'Timestamp', 'TopicArn', 'Type'] as const
 const CONFIRMATION_FIELDS = ['Message', 'MessageId', 'SubscribeURL', 'Timestamp', 'Token', 'TopicArn', 'Type'] as const
@@ -163,7 +167,7 @@ export function parseSnsEnvelope(body: string, messageTypeHeader: string | undef
 /**
  * Checks an SNS delivery: the topic is ours, the certificate URL is SNS's own host in the topic's
  * region, the signature (SignatureVersion 1: SHA1withRSA, 2: SHA256withRSA) verifies against that
- * certificate, the certificate is within its validity, and the message is under an hour old.
+ * certificate, the certificate is within its validity, and the message is within SNS's retry window.
  */
 export async function verifySnsEnvelope(
   envelope: SnsEnvelope,

@@ -4,7 +4,7 @@ import path from 'node:path'
 import Handlebars from 'handlebars'
 import { IntlMessageFormat } from 'intl-messageformat'
 import { CHANNELS, type Channel, type Purpose } from '../outbox/constants.ts'
-import type { SecurityEvent } from '../identity/security-notices.ts'
+import { SECURITY_EVENTS } from '../identity/security-notices.ts'
 import { isLocale, LOCALES, type Locale } from './locales.ts'
 import { TemplateError } from './template-error.ts'
 
@@ -237,18 +237,19 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR, options: 
   return templates
 }
 
-/** Every event a security notice reports (a Record, so a new `SecurityEvent` must be listed here). */
-const NOTICE_EVENTS: Record<SecurityEvent, true> = { sign_in_method_added: true, sign_in_method_removed: true, password_changed: true }
-
 /** The load's check: the preview's sample in every variant a message can take. */
 function checkValues(purpose: TemplatePurpose): MessageValues[] {
   const sample = sampleValues(purpose)
   // One minute (and one day), then seven days (10 080 minutes): the singular and plural forms.
   const expiries = [60_000, 7 * 86_400_000].map((ms) => new Date(SAMPLE_NOW.getTime() + ms))
   // An event the catalogs do not name takes their fallback branch.
-  const events = sample.notice ? [...Object.keys(NOTICE_EVENTS), 'a_future_event'] : [undefined]
+  const events = sample.notice ? [...SECURITY_EVENTS, 'a_future_event'] : [undefined]
+  // A link alone, and a link with the code that does the same (a Supabase hook's default).
+  const codes = purpose === 'magic_link' ? [undefined, sample.code] : [sample.code]
   return expiries.flatMap((expiresAt) =>
-    events.map((event) => ({ ...sample, expiresAt, ...(event && sample.notice ? { notice: { ...sample.notice, event } } : {}) })),
+    events.flatMap((event) =>
+      codes.map((code) => ({ ...sample, expiresAt, code, ...(event && sample.notice ? { notice: { ...sample.notice, event } } : {}) })),
+    ),
   )
 }
 
@@ -267,7 +268,7 @@ export function sampleValues(purpose: TemplatePurpose): MessageValues {
       link: 'https://app.sealpost.test/join#token=Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5',
     }
   if (purpose === 'magic_link')
-    return { now: SAMPLE_NOW, expiresAt, link: 'https://app.example.test/magic#token=Zm9vYmFyYmF6cXV4cXV1eGNvcmdl' }
+    return { now: SAMPLE_NOW, expiresAt, link: 'https://app.example.test/magic#token=Zm9vYmFyYmF6cXV4cXV1eGNvcmdl', code: '482913' }
   if (purpose === 'security_notice')
     return { now: SAMPLE_NOW, expiresAt, notice: { event: 'sign_in_method_added', at: SAMPLE_NOW, identifier: 'b•••b@e•••.com' } }
   return { now: SAMPLE_NOW, expiresAt, code: '482913' }

@@ -1,8 +1,8 @@
 import type { Locale } from '../delivery/locales.ts'
 import { ConflictError, type DomainError } from '../identity/errors.ts'
-import type { CourierCaller } from '../platform/api-keys.ts'
-import { acceptCourierMessage, type CourierDeps } from '../platform/courier.ts'
+import { acceptCourierMessage, type CourierDeps, type CourierSender } from '../platform/courier.ts'
 import { hookIdempotencyKey, type HookMessage } from './hook-message.ts'
+import { KRATOS_CODE_TTL_SECONDS } from './kratos.ts'
 
 /** The three hook routes; the first word names the caller. */
 export type HookName = 'supabase-email' | 'supabase-sms' | 'kratos'
@@ -11,9 +11,11 @@ export type HookName = 'supabase-email' | 'supabase-sms' | 'kratos'
  * Each adapter is a courier caller with a fixed scope and limits. Its id is an `platform.api_keys`
  * row the migration 20261202002800_hook_callers made, so its messages are attributed to it as an
  * API key's are; that row's secret hash has no known preimage, so no request can present it.
+ * Unlike an API key, an adapter relays its identity system's security notices too.
  */
-export const HOOK_CALLERS: Readonly<Record<'supabase' | 'kratos', CourierCaller>> = Object.freeze({
+export const HOOK_CALLERS: Readonly<Record<'supabase' | 'kratos', CourierSender>> = Object.freeze({
   supabase: {
+    securityNotices: true,
     apiKeyId: '0193c0de-5ab0-7000-8000-000000000001',
     purposes: ['magic_link', 'verification_code', 'step_up'],
     channels: ['email', 'sms', 'whatsapp'],
@@ -22,6 +24,7 @@ export const HOOK_CALLERS: Readonly<Record<'supabase' | 'kratos', CourierCaller>
     perDestinationPerDay: 100,
   },
   kratos: {
+    securityNotices: true,
     apiKeyId: '0193c0de-5ab0-7000-8000-000000000002',
     purposes: ['password_recovery', 'verification_code', 'sign_up', 'magic_link'],
     channels: ['email', 'sms', 'whatsapp'],
@@ -32,17 +35,18 @@ export const HOOK_CALLERS: Readonly<Record<'supabase' | 'kratos', CourierCaller>
 })
 
 /**
- * How long a message lives when the payload does not say: Supabase's default OTP expiry (1 hour;
- * its payload carries none) and Kratos' default code lifespan (15 minutes).
+ * How long a message lives when the payload does not say: Supabase's default OTP expiries (its
+ * payload carries none; SUPABASE_EMAIL_OTP_EXPIRY_SECONDS and SUPABASE_SMS_OTP_EXPIRY_SECONDS
+ * follow a project's own) and Kratos' default code lifespan.
  */
 const DEFAULT_TTL_SECONDS: Readonly<Record<HookName, number>> = Object.freeze({
   'supabase-email': 3_600,
-  'supabase-sms': 3_600,
-  kratos: 900,
+  'supabase-sms': 60,
+  kratos: KRATOS_CODE_TTL_SECONDS,
 })
 
-/** The courier's dependencies, and the locale of every hook message (neither hook tells the recipient's). */
-export type HookDeliveryDeps = CourierDeps & { defaultLocale: Locale }
+/** The courier's dependencies, the locale of every hook message (neither hook tells the recipient's) and the deployment's lifetimes. */
+export type HookDeliveryDeps = CourierDeps & { defaultLocale: Locale; ttlSeconds?: Partial<Record<HookName, number>> }
 
 /** Every message committed (or found committed by an earlier delivery of the same hook call), or the first refusal. */
 export type HookAcceptance = { accepted: number } | { refused: DomainError }
@@ -69,7 +73,7 @@ export async function acceptHookMessages(
       channel: message.channel === 'email' ? 'email' : deps.channels.has('sms') ? 'sms' : 'whatsapp',
       destination: message.destination,
       secret: message.secret,
-      expiresAt: new Date(now.getTime() + (message.ttlSeconds ?? DEFAULT_TTL_SECONDS[hook]) * 1000),
+      expiresAt: new Date(now.getTime() + (message.ttlSeconds ?? deps.ttlSeconds?.[hook] ?? DEFAULT_TTL_SECONDS[hook]) * 1000),
       locale: deps.defaultLocale,
       idempotencyKey: hookIdempotencyKey(hook, deps.codeHashKey, message),
     })

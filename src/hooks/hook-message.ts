@@ -1,10 +1,15 @@
 import { createHmac } from 'node:crypto'
+import type { SecurityEvent } from '../identity/security-notices.ts'
 
-/** The purposes an adapter hands the courier core (the courier API's own names, docs/hooks.md). */
-export type HookPurpose = 'sign_up' | 'add_sign_in_method' | 'password_recovery' | 'step_up' | 'verification_code' | 'magic_link'
+/** The purposes an adapter hands the courier core (the courier API's own names, docs/hooks.md), and the notices. */
+export type HookPurpose =
+  'sign_up' | 'add_sign_in_method' | 'password_recovery' | 'step_up' | 'verification_code' | 'magic_link' | 'security_notice'
 
-/** A code, or a link carrying a token (the courier sends a link as `magic_link` only, a code under every other purpose). */
-export type HookSecret = { code: string } | { link: string }
+/**
+ * A code; a link carrying a token, with the code that does the same when the identity system
+ * offers one; or a security notice, which carries no secret (what happened, and a detail to name).
+ */
+export type HookSecret = { code: string } | { link: string; code?: string } | { notice: { event: SecurityEvent; identifier: string } }
 
 /** One message an outside identity system asked us to deliver, read from its hook's payload. */
 export type HookMessage = {

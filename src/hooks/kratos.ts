@@ -1,37 +1,50 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { z } from 'zod'
+import { SECURITY_NOTICE_TTL_SECONDS, type SecurityEvent } from '../identity/security-notices.ts'
 import type { HookMessage, HookPurpose, HookReading, HookSecret } from './hook-message.ts'
 
 /**
  * Ory Kratos' courier over HTTP (`courier.channels[].type: http`, docs/hooks.md): Kratos posts each
  * message as the body its `request_config.body` Jsonnet builds. The default Jsonnet (ory/kratos
  * embedx/config.schema.json) gives `{recipient, template_type, to, recovery_code, recovery_url,
- * verification_url, verification_code, subject, body}`; the one docs/hooks.md shows adds
+ * verification_url, verification_code, subject, body}`; the one docs/hooks.md recommends adds
  * `login_code`, `registration_code`, `expires_in_minutes` and `message_type` from the same
- * `template_data`. `subject` and `body` (Kratos' own rendering, the code inside) are never read.
+ * `template_data`. Kratos' own rendering (`subject`, `body`) is read only for a code the body
+ * carries nowhere else: the default Jsonnet's login and registration codes.
  */
 
-type TemplateRule = {
-  purpose: HookPurpose
-  code?: 'recovery_code' | 'verification_code' | 'login_code' | 'registration_code'
-  link?: 'recovery_url' | 'verification_url'
-}
+type CodeField = 'recovery_code' | 'verification_code' | 'login_code' | 'registration_code'
+type TemplateRule =
+  | { purpose: Exclude<HookPurpose, 'magic_link' | 'security_notice'>; codes: readonly CodeField[] }
+  | { purpose: 'magic_link'; link: 'recovery_url' | 'verification_url' }
+  | { purpose: 'security_notice'; event: SecurityEvent }
 
 /**
- * Each template type that carries a code or a link, and the field it is in (a link goes out as a
- * `magic_link`; `verification_code_valid`'s link beside its code is left out: the code is what the
- * user was shown to expect). The `*_invalid` ones (a recovery or verification asked for an address
- * without an account) carry no secret, are sent only with Kratos' `notify_unknown_recipients` on,
- * and are refused like every type not listed.
+ * Every template type Kratos queues (courier/template/type.go) but its test stub, and where its
+ * secret is. A code's fields in order: the SMS recovery template names its code
+ * `verification_code` (courier/template/sms/recovery_code.go). A link goes out as a `magic_link`;
+ * `verification_code_valid`'s link beside its code is left out (the code is what the user was
+ * shown to expect). The rest carry no secret and become security notices: an address or a key
+ * changed, or (with Kratos' `notify_unknown_recipients` on) a recovery or verification asked for
+ * an address without an account.
  */
 export const KRATOS_TEMPLATES: Readonly<Record<string, TemplateRule>> = Object.freeze({
-  recovery_code_valid: { purpose: 'password_recovery', code: 'recovery_code' },
+  recovery_code_valid: { purpose: 'password_recovery', codes: ['recovery_code', 'verification_code'] },
   recovery_valid: { purpose: 'magic_link', link: 'recovery_url' },
-  verification_code_valid: { purpose: 'verification_code', code: 'verification_code' },
+  verification_code_valid: { purpose: 'verification_code', codes: ['verification_code'] },
   verification_valid: { purpose: 'magic_link', link: 'verification_url' },
-  login_code_valid: { purpose: 'verification_code', code: 'login_code' },
-  registration_code_valid: { purpose: 'sign_up', code: 'registration_code' },
+  login_code_valid: { purpose: 'verification_code', codes: ['login_code'] },
+  registration_code_valid: { purpose: 'sign_up', codes: ['registration_code'] },
+  recovery_invalid: { purpose: 'security_notice', event: 'recovery_unknown_address' },
+  recovery_code_invalid: { purpose: 'security_notice', event: 'recovery_unknown_address' },
+  verification_invalid: { purpose: 'security_notice', event: 'verification_unknown_address' },
+  verification_code_invalid: { purpose: 'security_notice', event: 'verification_unknown_address' },
+  verifiable_address_changed: { purpose: 'security_notice', event: 'verifiable_address_changed' },
+  authenticator_key_added: { purpose: 'security_notice', event: 'authenticator_key_added' },
 })
+
+/** Kratos' code method lifespan default, 1 h (driver/config/config.go); `expires_in_minutes` is clamped into 1–1440 around it. */
+export const KRATOS_CODE_TTL_SECONDS = 3_600
 
 // The default Jsonnet sends null for a field the template lacks; a custom one may send "": both read as absent.
 const field = <T extends z.ZodType>(schema: T) => z.union([z.null(), schema]).optional()
@@ -53,14 +66,12 @@ export const KratosCourierBody = z.object({
   registration_code: field(CODE),
   recovery_url: field(ABSENT_OR_LINK),
   verification_url: field(ABSENT_OR_LINK),
-  expires_in_minutes: field(
-    z
-      .number()
-      .int()
-      .min(1)
-      .max(24 * 60),
-  ),
+  // Kratos sends whole minutes, 0 below one: any integer is clamped, never refused (a refusal loses the message).
+  expires_in_minutes: field(z.number().int()),
+  subject: field(z.string().max(4_096)),
+  body: field(z.string().max(32_768)),
 })
+type KratosBody = z.infer<typeof KratosCourierBody>
 
 const digest = (text: string) => createHash('sha256').update(text).digest()
 
@@ -82,27 +93,50 @@ export function kratosAuthorized(apiKey: string, authorization: string | undefin
   return timingSafeEqual(digest(presented), digest(apiKey))
 }
 
-/** The message of one Kratos courier request: its template type's code and/or link, to `to` (or the recipient). */
+// Kratos' codes are six digits (selfservice/strategy/code/strategy.go `CodeLength`), standing alone in its text.
+const CODE_IN_TEXT = /(?<![0-9A-Za-z])[0-9]{6}(?![0-9A-Za-z])/g
+
+/** The one code Kratos' rendered subject and body name (every mention the same), or undefined when they name none or several. */
+function codeInText(payload: KratosBody): string | undefined {
+  const found = new Set(`${payload.subject ?? ''}\n${payload.body ?? ''}`.match(CODE_IN_TEXT) ?? [])
+  return found.size === 1 ? [...found][0] : undefined
+}
+
+function secretOf(rule: TemplateRule, payload: KratosBody): HookSecret | undefined {
+  if (rule.purpose === 'security_notice') return { notice: { event: rule.event, identifier: '' } }
+  if ('link' in rule) return payload[rule.link] ? { link: payload[rule.link]! } : undefined
+  const code = rule.codes.map((name) => payload[name]).find((value) => value) ?? codeInText(payload)
+  return code ? { code } : undefined
+}
+
+function ttlOf(rule: TemplateRule, payload: KratosBody): number | undefined {
+  if (rule.purpose === 'security_notice') return SECURITY_NOTICE_TTL_SECONDS
+  const minutes = payload.expires_in_minutes
+  return typeof minutes === 'number' ? Math.min(Math.max(minutes, 1), 24 * 60) * 60 : undefined
+}
+
+/** The message of one Kratos courier request: its template type's code, link or notice, to `to` (or the recipient). */
 export function readKratosCourier(body: unknown): HookReading {
   const parsed = KratosCourierBody.safeParse(body)
   if (!parsed.success) return { refusal: 'malformed' }
   const payload = parsed.data
   const rule = Object.hasOwn(KRATOS_TEMPLATES, payload.template_type) ? KRATOS_TEMPLATES[payload.template_type] : undefined
   if (!rule) return { refusal: 'unsupported_kind' }
-  const code = (rule.code && payload[rule.code]) || undefined
-  const link = (rule.link && payload[rule.link]) || undefined
-  const secret: HookSecret | null = code ? { code } : link ? { link } : null
+  const secret = secretOf(rule, payload)
   if (!secret) return { refusal: 'malformed' }
   const destination = payload.to || payload.recipient
   const channel = (payload.message_type || (destination.includes('@') ? 'email' : 'sms')) === 'email' ? 'email' : 'phone'
   if (channel === 'phone' && !/^\+\d{8,15}$/.test(destination)) return { refusal: 'malformed' }
+  // A notice is told apart from the next one of its kind by Kratos' rendering (its time is in it); the key holds only an HMAC.
+  const rendered = rule.purpose === 'security_notice' ? [payload.subject ?? null, payload.body ?? null] : []
   const message: HookMessage = {
     purpose: rule.purpose,
     channel,
     destination,
     secret,
-    sameness: JSON.stringify(['kratos', payload.template_type, destination, secret]),
+    sameness: JSON.stringify(['kratos', payload.template_type, destination, secret, ...rendered]),
   }
-  if (payload.expires_in_minutes) message.ttlSeconds = payload.expires_in_minutes * 60
+  const ttlSeconds = ttlOf(rule, payload)
+  if (ttlSeconds !== undefined) message.ttlSeconds = ttlSeconds
   return { messages: [message] }
 }

@@ -1,10 +1,14 @@
-import { createHmac, timingSafeEqual } from 'node:crypto'
+import { timingSafeEqual } from 'node:crypto'
 import { SIGNING_SECRET_FORM } from '../../config/schema.ts'
+import { webhookSignatureEntry } from '../crypto/webhook-signature.ts'
 
 /**
- * Standard Webhooks signatures (https://www.standardwebhooks.com, the scheme Supabase Auth signs its
- * hooks with): `webhook-signature` holds one or more `v1,<base64 HMAC-SHA256>` entries over
+ * Standard Webhooks verification of Supabase Auth's hooks (https://www.standardwebhooks.com):
+ * `webhook-signature` holds one or more `v1,<base64 HMAC-SHA256>` entries over
  * `${webhook-id}.${webhook-timestamp}.${raw body}`, keyed with the base64 part of `whsec_<base64>`.
+ * The signature itself is the `standardwebhooks` library's (src/crypto/webhook-signature.ts); its
+ * own `verify` is not called because it reads the wall clock, where the window here is judged
+ * on the injected one.
  */
 
 /** How far `webhook-timestamp` may be from our clock, either way: the specification's recommended 5 minutes. */
@@ -13,20 +17,11 @@ export const TIMESTAMP_TOLERANCE_SECONDS = 300
 // An id is echoed into logs and keys: printable, bounded (Supabase sends a UUID, Svix `msg_<ksuid>`).
 const WEBHOOK_ID = /^[\x21-\x7e]{1,128}$/
 const TIMESTAMP = /^\d{1,12}$/
-const HMAC_BYTES = 32
 
 /** The HMAC key of a `v1,whsec_<base64>` secret; null for any other form. */
 export function signingKeyOf(secret: string): Buffer | null {
   // The form is config/schema.ts's (`v1,` names the symmetric scheme); SUPABASE_HOOK_SECRET was checked against it at startup.
   return SIGNING_SECRET_FORM.test(secret) ? Buffer.from(secret.slice('v1,whsec_'.length), 'base64') : null
-}
-
-const signed = (key: Buffer, id: string, timestamp: string, body: Buffer) =>
-  createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest()
-
-/** The `webhook-signature` entry a sender puts on a delivery (tests sign with it as Supabase does). */
-export function signWebhook(key: Buffer, id: string, timestamp: string, body: Buffer | string): string {
-  return `v1,${signed(key, id, timestamp, Buffer.from(body)).toString('base64')}`
 }
 
 /** The three headers as received (absent ones undefined). */
@@ -39,9 +34,9 @@ export type WebhookVerdict = { verified: true; webhookId: string } | { verified:
 
 /**
  * Checks a delivery against the key: headers present and well formed, the timestamp within the
- * tolerance of `now`, and at least one `v1` entry equal (in constant time) to our HMAC of the raw
- * body. Entries are split on whitespace and a trailing comma is dropped, because Supabase joins
- * several signatures with ", " (supabase/auth internal/hooks/hookshttp/hookshttp.go).
+ * tolerance of `now`, and at least one `v1` entry equal (in constant time) to the library's
+ * signature of the raw body. Entries are split on whitespace and a trailing comma is dropped,
+ * because Supabase joins several signatures with ", " (supabase/auth internal/hooks/hookshttp/hookshttp.go).
  */
 export function verifyWebhook(key: Buffer, headers: WebhookHeaders, body: Buffer, now: Date): WebhookVerdict {
   const { id, timestamp, signature } = headers
@@ -49,12 +44,10 @@ export function verifyWebhook(key: Buffer, headers: WebhookHeaders, body: Buffer
     return { verified: false, refusal: 'missing_signature' }
   if (Math.abs(now.getTime() / 1000 - Number(timestamp)) > TIMESTAMP_TOLERANCE_SECONDS)
     return { verified: false, refusal: 'stale_timestamp' }
-  const expected = signed(key, id, timestamp, body)
+  const expected = Buffer.from(webhookSignatureEntry(key, id, Number(timestamp), body))
   const matches = signature
     .split(/\s+/)
-    .map((entry) => entry.replace(/,$/, ''))
-    .filter((entry) => entry.startsWith('v1,'))
-    .map((entry) => Buffer.from(entry.slice(3), 'base64'))
-    .some((candidate) => candidate.length === HMAC_BYTES && timingSafeEqual(candidate, expected))
+    .map((entry) => Buffer.from(entry.replace(/,$/, '')))
+    .some((candidate) => candidate.length === expected.length && timingSafeEqual(candidate, expected))
   return matches ? { verified: true, webhookId: id } : { verified: false, refusal: 'invalid_signature' }
 }

@@ -97,7 +97,7 @@ export function problemHandler(logger: Logger): ErrorRequestHandler {
         extra: { errors: error.issues.map((issue) => ({ pointer: '/' + issue.path.join('/'), detail: issue.message })) },
       })
     } else if (typed.type === 'entity.too.large')
-      problem = new HttpProblemError(413, 'payload_too_large', 'The request body is larger than 16 KiB.')
+      problem = new HttpProblemError(413, 'payload_too_large', 'The request body is larger than this route accepts (16 KiB for the API).')
     else if (typed.type === 'entity.parse.failed')
       problem = new HttpProblemError(400, 'malformed_json', 'The request body is not valid JSON.')
     else if (error instanceof URIError)

@@ -4,11 +4,38 @@ import { deliveryChannelFor, type ChallengeDeps } from './challenges.ts'
 import { findVerifiedIdentifiersTx } from './identities-sql.ts'
 import { maskIdentifier, type Identifier } from './identifiers.ts'
 
-/** What a security notice reports. */
-export type SecurityEvent = 'sign_in_method_added' | 'sign_in_method_removed' | 'password_changed'
+/**
+ * What a security notice reports: our own flows' changes, and the changes identity systems hand
+ * over through their hooks (docs/hooks.md). A worker renders an event it has no words for as
+ * "your account was changed", so a name added here never stops an older worker.
+ */
+export const SECURITY_EVENTS = Object.freeze([
+  'sign_in_method_added',
+  'sign_in_method_removed',
+  'password_changed',
+  'email_changed',
+  'phone_changed',
+  'identity_linked',
+  'identity_unlinked',
+  'mfa_factor_enrolled',
+  'mfa_factor_unenrolled',
+  'verifiable_address_changed',
+  'authenticator_key_added',
+  'recovery_unknown_address',
+  'verification_unknown_address',
+] as const)
+export type SecurityEvent = (typeof SECURITY_EVENTS)[number]
 
 /** A notice is worth delivering for a day; after that it is dead-lettered unsent like an expired code. */
 export const SECURITY_NOTICE_TTL_SECONDS = 24 * 3600
+
+/**
+ * The sealed body of a security notice, `{event, at, identifier}` (what src/delivery/compose.ts
+ * renders): no secret, and the identifier only as the caller already masked or named it.
+ */
+export function securityNoticeBody(event: SecurityEvent, at: Date, identifier: string): Buffer {
+  return Buffer.from(JSON.stringify({ event, at: at.toISOString(), identifier }), 'utf8')
+}
 
 /**
  * Tells every other verified identifier of the identity (all of them without
@@ -24,7 +51,7 @@ export async function notifyOtherIdentifiersTx(
   input: { identityId: string; exceptLoginIdentifierId?: string; event: SecurityEvent; identifier: Identifier; now: Date },
 ): Promise<void> {
   const expiresAt = new Date(input.now.getTime() + SECURITY_NOTICE_TTL_SECONDS * 1000)
-  const body = JSON.stringify({ event: input.event, at: input.now.toISOString(), identifier: maskIdentifier(input.identifier.value) })
+  const identifier = maskIdentifier(input.identifier.value)
   for (const other of await findVerifiedIdentifiersTx(trx, input.identityId)) {
     if (other.id === input.exceptLoginIdentifierId) continue
     const channel = deliveryChannelFor(deps, other)
@@ -36,7 +63,8 @@ export async function notifyOtherIdentifiersTx(
       trx,
       deps,
       { purpose: 'security_notice', channel, destination: other.value, locale: deps.locale ?? 'en', expiresAt },
-      Buffer.from(body, 'utf8'),
+      // A buffer per message: the enqueue wipes the plaintext once it is sealed.
+      securityNoticeBody(input.event, input.now, identifier),
     )
     deps.logger.info('security notice enqueued', { identityId: input.identityId, messageId, event: input.event })
   }

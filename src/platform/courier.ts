@@ -11,6 +11,7 @@ import {
 import { parseIdentifier, phoneRefusal } from '../identity/identifiers.ts'
 import { spendTiersTx, tiersWait, type Tier } from '../identity/rate-limits.ts'
 import { bucketKeys } from '../identity/secrets.ts'
+import { securityNoticeBody, type SecurityEvent } from '../identity/security-notices.ts'
 import type { Channel } from '../outbox/constants.ts'
 import { COURIER_ONLY_PURPOSES, encodeCourierBody } from '../outbox/courier-body.ts'
 import { courierMessageOfKey } from '../outbox/courier-functions-sql.ts'
@@ -31,12 +32,19 @@ export type CourierDeps = EnqueueDeps & {
   phoneNumbers?: PhoneNumberPolicy
 }
 
+/**
+ * A courier caller; a hook adapter (src/hooks/hook-delivery.ts) may also relay its identity
+ * system's security notices, which no API key can send.
+ */
+export type CourierSender = CourierCaller & { securityNotices?: true }
+
 /** One message to deliver, as the courier API or a hook adapter hands it over. */
 export type CourierInput = {
-  purpose: CourierPurpose
+  purpose: CourierPurpose | 'security_notice'
   channel: Channel
   destination: string
-  secret: { code: string } | { link: string }
+  /** A code; a link, with the code that does the same beside it if the caller has one; a notice (no secret). */
+  secret: { code: string } | { link: string; code?: string } | { notice: { event: SecurityEvent; identifier: string } }
   expiresAt: Date
   /** A shipped locale, resolved by the caller (the request's, else the deployment's default). */
   locale: string
@@ -62,7 +70,7 @@ const IDEMPOTENCY_SCOPE = 'courier.message'
  * in one transaction with the idempotency key. The secret is sealed there and never stored,
  * logged or returned; the request is remembered by an HMAC, not by its body.
  */
-export async function acceptCourierMessage(deps: CourierDeps, caller: CourierCaller, input: CourierInput): Promise<CourierOutcome> {
+export async function acceptCourierMessage(deps: CourierDeps, caller: CourierSender, input: CourierInput): Promise<CourierOutcome> {
   const now = deps.clock()
   const refusal = refusalOf(deps, caller, input, now)
   if (refusal) return { refused: refusal }
@@ -100,7 +108,7 @@ export async function acceptCourierMessage(deps: CourierDeps, caller: CourierCal
           expiresAt: input.expiresAt,
           apiKeyId: caller.apiKeyId,
         },
-        secretBytes(input),
+        secretBytes(input, now),
       )
       await storeIdempotentResponseTx(trx, key, { messageId })
       return { messageId, replayed: false }
@@ -112,8 +120,9 @@ export async function acceptCourierMessage(deps: CourierDeps, caller: CourierCal
 }
 
 /** The rules a message must meet before anything is written; undefined when it meets them all. */
-function refusalOf(deps: CourierDeps, caller: CourierCaller, input: CourierInput, now: Date): DomainError | undefined {
-  if (!caller.purposes.includes(input.purpose) || !caller.channels.includes(input.channel))
+function refusalOf(deps: CourierDeps, caller: CourierSender, input: CourierInput, now: Date): DomainError | undefined {
+  const mayPurpose = input.purpose === 'security_notice' ? caller.securityNotices === true : caller.purposes.includes(input.purpose)
+  if (!mayPurpose || !caller.channels.includes(input.channel))
     return new ForbiddenError('api_key_scope', 'This API key may not send this purpose on this channel.')
   const identifier = parseIdentifier(input.destination)
   if (!identifier || (identifier.kind === 'phone') !== PHONE_CHANNELS.has(input.channel))
@@ -125,8 +134,8 @@ function refusalOf(deps: CourierDeps, caller: CourierCaller, input: CourierInput
   // an SMS to a country outside SMS_ALLOWED_COUNTRIES: a caller's user must not pump through us.
   if (phoneRefusal(identifier, deps.phoneNumbers ?? DEFAULT_PHONE_NUMBER_POLICY, { has: (channel) => channel === input.channel }))
     return new UnprocessableError('unsupported_phone_number', 'This number cannot receive codes on this channel.')
-  const wantsLink = input.purpose === 'magic_link'
-  if (wantsLink !== 'link' in input.secret)
+  const carries = 'link' in input.secret ? 'magic_link' : 'notice' in input.secret ? 'security_notice' : 'code'
+  if (carries !== (input.purpose === 'magic_link' || input.purpose === 'security_notice' ? input.purpose : 'code'))
     return new UnprocessableError('invalid_secret', 'A magic_link carries {link}; every other purpose carries {code}.')
   if ('link' in input.secret && !isAcceptableLink(input.secret.link))
     return new UnprocessableError('invalid_link', `The link must be an absolute https URL of at most ${MAX_LINK_LENGTH} characters.`)
@@ -150,10 +159,13 @@ function isAcceptableLink(link: string): boolean {
   }
 }
 
-function secretBytes(input: CourierInput): Buffer {
-  if (!COURIER_ONLY_PURPOSES.has(input.purpose)) return Buffer.from((input.secret as { code: string }).code, 'utf8')
+function secretBytes(input: CourierInput, now: Date): Buffer {
+  const { secret } = input
+  if ('notice' in secret) return securityNoticeBody(secret.notice.event, now, secret.notice.identifier)
+  if (!COURIER_ONLY_PURPOSES.has(input.purpose)) return Buffer.from((secret as { code: string }).code, 'utf8')
   const named = input.appName === undefined ? {} : { appName: input.appName }
-  return encodeCourierBody('code' in input.secret ? { code: input.secret.code, ...named } : { link: input.secret.link, ...named })
+  if (!('link' in secret)) return encodeCourierBody({ code: secret.code, ...named })
+  return encodeCourierBody({ link: secret.link, ...(secret.code === undefined ? {} : { otp: secret.code }), ...named })
 }
 
 /** The request an idempotency key was used for, keyed: the table never holds something a code can be guessed from. */

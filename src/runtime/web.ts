@@ -45,7 +45,8 @@ export async function startWeb(options: {
     Partial<Pick<Config, 'PHONE_ALLOW_FIXED_LINE' | 'PHONE_ALLOW_VOIP' | 'SMS_ALLOWED_COUNTRIES'>> &
     Partial<Pick<Config, 'TWILIO_AUTH_TOKEN' | 'PUBLIC_BASE_URL'>> &
     Partial<Pick<Config, 'WEBHOOK_ALLOWED_HOSTS'>> &
-    Partial<Pick<Config, 'SUPABASE_HOOK_SECRET' | 'KRATOS_COURIER_API_KEY'>>
+    Partial<Pick<Config, 'SUPABASE_HOOK_SECRET' | 'KRATOS_COURIER_API_KEY' | 'SUPABASE_VERIFY_PATH' | 'SUPABASE_EMAIL_CONTENT'>> &
+    Partial<Pick<Config, 'SUPABASE_EMAIL_OTP_EXPIRY_SECONDS' | 'SUPABASE_SMS_OTP_EXPIRY_SECONDS'>>
   apiUrl: string
   keys: Keys
   logger: Logger
@@ -142,7 +143,15 @@ export async function startWeb(options: {
           : undefined,
       },
       hooks: {
-        supabase: supabaseSigningKey ? { signingKey: supabaseSigningKey } : undefined,
+        supabase: supabaseSigningKey
+          ? {
+              signingKey: supabaseSigningKey,
+              content: config.SUPABASE_EMAIL_CONTENT ?? 'both',
+              emailOtpExpirySeconds: config.SUPABASE_EMAIL_OTP_EXPIRY_SECONDS ?? 3_600,
+              smsOtpExpirySeconds: config.SUPABASE_SMS_OTP_EXPIRY_SECONDS ?? 60,
+              ...(config.SUPABASE_VERIFY_PATH ? { verifyPath: config.SUPABASE_VERIFY_PATH } : {}),
+            }
+          : undefined,
         kratos: config.KRATOS_COURIER_API_KEY ? { apiKey: config.KRATOS_COURIER_API_KEY } : undefined,
       },
     })

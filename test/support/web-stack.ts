@@ -57,6 +57,10 @@ export async function startWebStack(
         | 'TWILIO_AUTH_TOKEN'
         | 'PUBLIC_BASE_URL'
         | 'SUPABASE_HOOK_SECRET'
+        | 'SUPABASE_VERIFY_PATH'
+        | 'SUPABASE_EMAIL_CONTENT'
+        | 'SUPABASE_EMAIL_OTP_EXPIRY_SECONDS'
+        | 'SUPABASE_SMS_OTP_EXPIRY_SECONDS'
         | 'KRATOS_COURIER_API_KEY'
       >
     >

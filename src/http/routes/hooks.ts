@@ -4,7 +4,13 @@ import type { HookReading } from '../../hooks/hook-message.ts'
 import { type HookName, type HookDeliveryDeps, acceptHookMessages } from '../../hooks/hook-delivery.ts'
 import { kratosAuthorized, KratosCourierBody, readKratosCourier } from '../../hooks/kratos.ts'
 import { verifyWebhook } from '../../hooks/standard-webhooks.ts'
-import { readSupabaseEmailHook, readSupabaseSmsHook, SupabaseEmailHookPayload, SupabaseSmsHookPayload } from '../../hooks/supabase.ts'
+import {
+  readSupabaseEmailHook,
+  readSupabaseSmsHook,
+  SupabaseEmailHookPayload,
+  SupabaseSmsHookPayload,
+  type SupabaseEmailOptions,
+} from '../../hooks/supabase.ts'
 import type { Logger } from '../../logging/logger.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
 import { HttpProblemError, problemOfDomain } from '../problem.ts'
@@ -15,10 +21,20 @@ const WebhookHeaders = z.object({
   'webhook-signature': z.string().meta({ description: 'Space-separated `v1,<base64 HMAC-SHA256>` over `<id>.<timestamp>.<raw body>`' }),
 })
 const HookAnswer = z.object({}).meta({ description: 'Accepted: the messages are committed to the outbox (not yet delivered)' })
+// Supabase Auth reads a hook's refusal only from a 200/202 `application/json` answer
+// (supabase/auth internal/hooks/hookshttp/hookshttp.go, hookserrors.go); a 4xx reaches its user as a 500.
+const SupabaseRefusal = z
+  .object({
+    code: z.string().meta({ description: 'The refusal, as the problem `code` other routes give' }),
+    error: z.object({
+      http_code: z.int().meta({ description: 'The status Supabase answers its user with (422, 429, …)' }),
+      message: z.string(),
+    }),
+  })
+  .meta({ description: 'Refused, nothing written: Supabase answers its user with `error.http_code` and `error.message`' })
+const SupabaseAnswer = z.union([HookAnswer, SupabaseRefusal])
 // Besides the payload's own refusals, the courier's: its rules for a message and the caller's budgets.
-const REFUSED = {
-  400: ['malformed'],
-  401: ['invalid_signature'],
+const DELIBERATE = {
   422: [
     'unsupported_kind',
     'invalid_destination',
@@ -29,9 +45,11 @@ const REFUSED = {
     'channel_unavailable',
   ],
   429: ['rate_limited', 'destination_budget_exhausted'],
-  // The hook is not configured here: its route is not mounted and answers as an unknown one.
-  404: ['not_found'],
 } as const
+// The hook is not configured here: its route is not mounted and answers as an unknown one.
+const NOT_DELIBERATE = { 400: ['malformed'], 401: ['invalid_signature'], 404: ['not_found'] } as const
+const SUPABASE_DESCRIPTION =
+  'A deliberate refusal (a budget, a number that cannot receive codes, an unavailable channel, an unknown kind) answers **200** with `{code, error: {http_code, message}}`, the only refusal Supabase shows its user (docs/hooks.md). A retry of the same message sends nothing twice.'
 
 /** The API document's description of each hook route below, in the same order. */
 export const hookApi = apiRegistry(
@@ -45,12 +63,11 @@ const api = {
     path: '/hooks/supabase/send-email',
     auth: 'none',
     summary: "Supabase Auth's Send Email Hook (Standard Webhooks signature under SUPABASE_HOOK_SECRET)",
-    description:
-      'Verified before anything is read; each `email_action_type` that carries a code or link becomes one message (two for a secure email change). A retry of the same message sends nothing twice.',
+    description: `Verified before anything is read; each \`email_action_type\` becomes one message (two for a secure email change; a \`*_notification\` a security notice). ${SUPABASE_DESCRIPTION}`,
     headers: WebhookHeaders,
     body: SupabaseEmailHookPayload,
-    success: { status: 200, description: 'Accepted', body: HookAnswer },
-    problems: REFUSED,
+    success: { status: 200, description: 'Accepted, or refused as Supabase reads a refusal', body: SupabaseAnswer },
+    problems: NOT_DELIBERATE,
   }),
   supabaseSms: hookApi.add({
     operationId: 'receiveSupabaseSendSms',
@@ -58,10 +75,11 @@ const api = {
     path: '/hooks/supabase/send-sms',
     auth: 'none',
     summary: "Supabase Auth's Send SMS Hook (Standard Webhooks signature under SUPABASE_HOOK_SECRET)",
+    description: SUPABASE_DESCRIPTION,
     headers: WebhookHeaders,
     body: SupabaseSmsHookPayload,
-    success: { status: 200, description: 'Accepted', body: HookAnswer },
-    problems: REFUSED,
+    success: { status: 200, description: 'Accepted, or refused as Supabase reads a refusal', body: SupabaseAnswer },
+    problems: NOT_DELIBERATE,
   }),
   kratos: hookApi.add({
     operationId: 'receiveKratosCourierMessage',
@@ -74,7 +92,7 @@ const api = {
     }),
     body: KratosCourierBody,
     success: { status: 200, description: 'Accepted', body: HookAnswer },
-    problems: REFUSED,
+    problems: { ...NOT_DELIBERATE, ...DELIBERATE },
   }),
 }
 
@@ -86,28 +104,25 @@ export function unmountedHookPaths(configured: Pick<HookRouteDeps, 'supabase' | 
   ])
 }
 
-/** What the hook routes need: each hook's credential (unset = its routes are not mounted: 404) and the delivery use case. */
+/** What the hook routes need: each hook's settings (unset = its routes are not mounted: 404) and the delivery use case. */
 export type HookRouteDeps = HookDeliveryDeps & {
   logger: Logger
-  supabase?: { signingKey: Buffer }
+  /** SUPABASE_HOOK_SECRET's key, what an email carries and where its link goes, and the project's OTP lifetimes. */
+  supabase?: { signingKey: Buffer; emailOtpExpirySeconds?: number; smsOtpExpirySeconds?: number } & SupabaseEmailOptions
   kratos?: { apiKey: string }
   /** Counts each outcome for /metrics (`sealpost_webhook_events_total{provider="supabase"|"kratos"}`). */
   count: (provider: string, outcome: string, reason?: string) => void
 }
 
-// Supabase reads `{error: {http_code, message}}` from a hook's answer: every refusal carries it beside the problem's members.
-function forSupabase(problem: HttpProblemError): HttpProblemError {
-  const extra = { ...problem.extra, error: { http_code: problem.status, message: problem.message } }
-  return new HttpProblemError(problem.status, problem.code, problem.message, { headers: problem.headers, extra })
-}
-
 const TITLES: Record<string, string> = {
   invalid_signature: 'The hook delivery was refused.',
   malformed: 'The hook payload is not one this route reads.',
-  unsupported_kind: 'This kind of message carries no code or link; it is not sent.',
+  unsupported_kind: 'This kind of message is not one Sealpost sends.',
 }
 
-const rawBody = express.raw({ type: () => true, limit: '64kb' })
+// Supabase's request limit is 1 MB and its payload carries the whole user object; Kratos' bodies are small.
+const supabaseBody = express.raw({ type: () => true, limit: '1mb' })
+const kratosBody = express.raw({ type: () => true, limit: '64kb' })
 const bodyOf = (body: unknown): Buffer => (Buffer.isBuffer(body) ? body : Buffer.alloc(0))
 
 function parsed(raw: Buffer): unknown {
@@ -118,6 +133,13 @@ function parsed(raw: Buffer): unknown {
   }
 }
 
+/** The refusal of one hook call, as a problem; Supabase's refusals also carry `error`, the member it reads. */
+function refusalProblem(hook: HookName, problem: HttpProblemError): HttpProblemError {
+  if (hook === 'kratos') return problem
+  const extra = { ...problem.extra, error: { http_code: problem.status, message: problem.message } }
+  return new HttpProblemError(problem.status, problem.code, problem.message, { headers: problem.headers, extra })
+}
+
 /**
  * `POST /hooks/…` (docs/hooks.md). Mounted before the app's JSON parser: a signature covers the raw
  * bytes. The caller is authenticated before the body is parsed or the database touched, so a
@@ -126,24 +148,32 @@ function parsed(raw: Buffer): unknown {
  */
 export function hookRoutes(deps: HookRouteDeps): Router {
   const router = apiRouter()
+  const supabase = deps.supabase
+  const ttlSeconds = { 'supabase-email': supabase?.emailOtpExpirySeconds, 'supabase-sms': supabase?.smsOtpExpirySeconds }
+  const delivery: HookDeliveryDeps = { ...deps, ttlSeconds: { ...deps.ttlSeconds, ...ttlSeconds } }
   const provider = (hook: HookName) => (hook === 'kratos' ? 'kratos' : 'supabase')
+  const refused = (hook: HookName, problem: HttpProblemError): HttpProblemError => {
+    deps.count(provider(hook), 'refused', problem.code)
+    deps.logger.warn('hook refused', { hook, reason: problem.code })
+    return refusalProblem(hook, problem)
+  }
   const refuse = (hook: HookName, status: number, code: string, reason = code): never => {
     deps.count(provider(hook), 'refused', reason)
     deps.logger.warn('hook refused', { hook, reason })
-    throw forSupabase(new HttpProblemError(status, code, TITLES[code] ?? code))
+    throw refusalProblem(hook, new HttpProblemError(status, code, TITLES[code] ?? code))
   }
-  const accept = async (hook: HookName, reading: HookReading): Promise<void> => {
-    if ('refusal' in reading) return refuse(hook, reading.refusal === 'malformed' ? 400 : 422, reading.refusal)
-    const accepted = await acceptHookMessages(deps, hook, reading.messages)
-    if ('refused' in accepted) {
-      deps.count(provider(hook), 'refused', accepted.refused.code)
-      deps.logger.warn('hook refused', { hook, reason: accepted.refused.code })
-      throw forSupabase(problemOfDomain(accepted.refused))
+  /** Commits the reading's messages; the deliberate refusal, if any, for the route to answer (malformed is thrown). */
+  const accept = async (hook: HookName, reading: HookReading): Promise<HttpProblemError | undefined> => {
+    if ('refusal' in reading) {
+      if (reading.refusal === 'malformed') return refuse(hook, 400, 'malformed')
+      return refused(hook, new HttpProblemError(422, reading.refusal, TITLES[reading.refusal] ?? reading.refusal))
     }
+    const accepted = await acceptHookMessages(delivery, hook, reading.messages)
+    if ('refused' in accepted) return refused(hook, problemOfDomain(accepted.refused))
     deps.count(provider(hook), 'accepted')
+    return undefined
   }
 
-  const supabase = deps.supabase
   if (supabase) {
     const verified = (hook: HookName, req: express.Request): unknown => {
       const raw = bodyOf(req.body)
@@ -153,21 +183,27 @@ export function hookRoutes(deps: HookRouteDeps): Router {
       if (!verdict.verified) return refuse(hook, 401, 'invalid_signature', verdict.refusal)
       return parsed(raw)
     }
-    route(router, api.supabaseEmail, rawBody, async (req, res) => {
-      await accept('supabase-email', readSupabaseEmailHook(verified('supabase-email', req)))
-      res.status(200).json({})
+    // Accepted `{}`, or the deliberate refusal as Supabase reads one: 200, `application/json`, `{error: {http_code, message}}`.
+    const answer = (res: express.Response, refusal: HttpProblemError | undefined) => {
+      if (!refusal) return void res.status(200).json({})
+      res.set(refusal.headers)
+      res.status(200).json({ code: refusal.code, error: { http_code: refusal.status, message: refusal.message } })
+    }
+    route(router, api.supabaseEmail, supabaseBody, async (req, res) => {
+      answer(res, await accept('supabase-email', readSupabaseEmailHook(verified('supabase-email', req), supabase)))
     })
-    route(router, api.supabaseSms, rawBody, async (req, res) => {
-      await accept('supabase-sms', readSupabaseSmsHook(verified('supabase-sms', req)))
-      res.status(200).json({})
+    route(router, api.supabaseSms, supabaseBody, async (req, res) => {
+      answer(res, await accept('supabase-sms', readSupabaseSmsHook(verified('supabase-sms', req))))
     })
   }
 
   const kratos = deps.kratos
   if (kratos) {
-    route(router, api.kratos, rawBody, async (req, res) => {
+    route(router, api.kratos, kratosBody, async (req, res) => {
       if (!kratosAuthorized(kratos.apiKey, req.get('authorization'))) refuse('kratos', 401, 'invalid_signature')
-      await accept('kratos', readKratosCourier(parsed(bodyOf(req.body))))
+      // Kratos retries any non-2xx (courier/http_channel.go): a refusal keeps its status.
+      const refusal = await accept('kratos', readKratosCourier(parsed(bodyOf(req.body))))
+      if (refusal) throw refusal
       res.status(200).json({})
     })
   }

@@ -152,8 +152,8 @@ export function webhookRoutes(deps: WebhookDeps): Router {
     res.status(200).type('text/plain').send(challenge)
   })
 
-  // The raw bytes: Meta's signature covers the body exactly as sent.
-  route(router, api.whatsappCloud, express.raw({ type: () => true, limit: '256kb' }), async (req, res) => {
+  // The raw bytes: Meta's signature covers the body exactly as sent, up to the 3 MB Meta's webhooks may carry.
+  route(router, api.whatsappCloud, express.raw({ type: () => true, limit: '3mb' }), async (req, res) => {
     const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0)
     const outcomes = await receiveWhatsAppCloudWebhook(deps, raw, req.get('x-hub-signature-256')).catch(refused)
     res.status(200).json({ outcomes })
