@@ -55,7 +55,7 @@ function withLegacyQuerystring(url: string): string {
  * Every URL Twilio's own validator checks a signature over, in its order (twilio-node
  * src/webhooks/webhooks.ts `validateRequest`): the URL as configured without and with the default
  * port, then as WHATWG URL serializes it, without and with the port, each also with the legacy
- * query string. Twilio's signing is inconsistent about all three (docs/delivery.md "Twilio").
+ * query string. Twilio's signing is inconsistent about all three (docs/delivery.md "Delivery feedback").
  */
 export function twilioSignedUrls(url: string): string[] {
   const normalized = new URL(url).toString()
