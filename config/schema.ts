@@ -381,8 +381,9 @@ export const envSchema = z.object({
   SUPABASE_VERIFY_PATH: z
     .string()
     .max(512)
-    .regex(/^(?:\/(?!\/)|https?:\/\/)[^\s?#]*$/, 'must be a path such as `/auth/v1/verify`, or an http(s) URL, without query or fragment')
-    .refine((value) => URL.canParse(value, 'https://supabase.invalid'), 'must be a path such as `/auth/v1/verify`, or an http(s) URL')
+    // A whole URL must be https: every link built on an http one would be refused, message by message.
+    .regex(/^(?:\/(?!\/)|https:\/\/)[^\s?#]*$/, 'must be a path such as `/auth/v1/verify`, or an https URL, without query or fragment')
+    .refine((value) => URL.canParse(value, 'https://supabase.invalid'), 'must be a path such as `/auth/v1/verify`, or an https URL')
     .optional(),
   /** What a Supabase action that offers both sends: its code and its link, the link only, or the code only. */
   SUPABASE_EMAIL_CONTENT: z.enum(['both', 'link', 'code']).default('both'),

@@ -56,6 +56,21 @@ describe('configuration', () => {
     expect(config).to.include({ DEFAULT_LOCALE: 'de', PRODUCT_NAME: 'Sealpost', SES_CONFIGURATION_SET: 'sealpost' })
   })
 
+  it('checks the Supabase hook settings: the verify path Supabase resolves, the content, the lifetimes', () => {
+    for (const verifyPath of ['/auth/v1/verify', 'https://127.0.0.1:54321/auth/v1/verify'])
+      expect(loadConfig({ SUPABASE_VERIFY_PATH: verifyPath }, 'web').SUPABASE_VERIFY_PATH).to.equal(verifyPath)
+    // An http URL would make every link one the courier refuses; a query or fragment is Supabase's to add.
+    for (const verifyPath of ['http://localhost:8000/auth/v1/verify', '//evil.example/verify', 'auth/v1/verify', '/verify?x=1', 'https://'])
+      expect(refusal({ SUPABASE_VERIFY_PATH: verifyPath }, 'web').variables, verifyPath).to.deep.equal(['SUPABASE_VERIFY_PATH'])
+    expect(refusal({ SUPABASE_EMAIL_CONTENT: 'html' }, 'web').variables).to.deep.equal(['SUPABASE_EMAIL_CONTENT'])
+    expect(refusal({ SUPABASE_SMS_OTP_EXPIRY_SECONDS: '90000' }, 'web').variables).to.deep.equal(['SUPABASE_SMS_OTP_EXPIRY_SECONDS'])
+    expect(loadConfig({}, 'web')).to.include({
+      SUPABASE_EMAIL_CONTENT: 'both',
+      SUPABASE_EMAIL_OTP_EXPIRY_SECONDS: 3_600,
+      SUPABASE_SMS_OTP_EXPIRY_SECONDS: 60,
+    })
+  })
+
   it('has working development defaults with an empty environment', () => {
     const config = loadConfig({}, 'all-in-one')
     expect(config).to.include({
