@@ -55,7 +55,7 @@ export async function launchChromium(): Promise<{
     shot: async (name) => {
       await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
       // An operator's laptop window: the console never scrolls sideways in it.
-      const width = await page.evaluate(() => document.documentElement.scrollWidth)
+      const width = await page.evaluate<number>('document.documentElement.scrollWidth')
       expect(width, `${name}: the page is wider than the ${WINDOW.width} px window`).to.be.at.most(WINDOW.width)
     },
     close: async () => {
