@@ -140,13 +140,13 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     usedBy: 'worker',
     shownDefault: '–',
     meaning:
-      'Wasender base URL and API key (WhatsApp); both or neither (one alone stops the process, naming both). **Optional**: without them the worker has no phone channel and still starts and delivers email ([Channels](delivery.md#channels)); the URL `https://` in staging/production (plain `http://` only to a local relay, as for `SES_ENDPOINT`)',
+      'Wasender base URL and API key (WhatsApp); both or neither (one alone stops the process, naming both). **Optional**: a worker without any phone provider (Wasender, the WhatsApp Cloud API, Twilio) has no phone channel and still starts and delivers email ([Channels](delivery.md#channels)); `npm start` without one carries phone codes through its local fakes of the WhatsApp Cloud API and Twilio (its phone inbox shows them); the URL `https://` in staging/production (plain `http://` only to a local relay, as for `SES_ENDPOINT`)',
   },
   WASENDER_API_KEY: {
     usedBy: 'worker',
     shownDefault: '–',
     meaning:
-      'Wasender base URL and API key (WhatsApp); both or neither (one alone stops the process, naming both). **Optional**: without them the worker has no phone channel and still starts and delivers email ([Channels](delivery.md#channels)); the URL `https://` in staging/production (plain `http://` only to a local relay, as for `SES_ENDPOINT`)',
+      'Wasender base URL and API key (WhatsApp); both or neither (one alone stops the process, naming both). **Optional**: a worker without any phone provider (Wasender, the WhatsApp Cloud API, Twilio) has no phone channel and still starts and delivers email ([Channels](delivery.md#channels)); `npm start` without one carries phone codes through its local fakes of the WhatsApp Cloud API and Twilio (its phone inbox shows them); the URL `https://` in staging/production (plain `http://` only to a local relay, as for `SES_ENDPOINT`)',
   },
   WHATSAPP_PROVIDER: {
     usedBy: 'worker',
@@ -186,7 +186,7 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     usedBy: 'web, worker',
     shownDefault: '–',
     meaning:
-      'Twilio account SID (`AC…`) for the SMS channel. **Optional**: no `TWILIO_*` = no SMS; any of them set requires `TWILIO_ACCOUNT_SID`, `TWILIO_AUTH_TOKEN` and exactly one sender (the process stops naming what is missing)',
+      'Twilio account SID (`AC…`) for the SMS channel. **Optional**: no `TWILIO_*` = no SMS (`npm start` then runs a local fake Twilio); any of them set requires `TWILIO_ACCOUNT_SID`, `TWILIO_AUTH_TOKEN` and exactly one sender (the process stops naming what is missing)',
   },
   TWILIO_AUTH_TOKEN: {
     usedBy: 'web, worker',

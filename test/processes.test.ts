@@ -1,5 +1,4 @@
-import { execFileSync } from 'node:child_process'
-import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises'
+import { chmod, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { expect } from 'chai'
@@ -9,6 +8,7 @@ import { createVerifiedIdentity, eventually, inbox, testKeys, uniqueEmail } from
 import { startFakeWasender } from './support/fake-wasender.ts'
 import { bareEnvironment, procfileCommand, productionEnvironment, spawnCollecting } from './support/processes.ts'
 import { checkedFetch } from './support/api-check.ts'
+import { embeddedPostgresPid, isAlive } from './support/npm-start.ts'
 
 describe('npm start on a fresh checkout', () => {
   let dataDir: string
@@ -106,26 +106,6 @@ describe('npm start on a fresh checkout', () => {
     }
   })
 })
-
-/** The postmaster's pid, from the cluster's postmaster.pid wherever `npm start` keeps the cluster. */
-async function embeddedPostgresPid(dataDir: string): Promise<number> {
-  const runtime = JSON.parse(await readFile(path.join(dataDir, 'runtime.json'), 'utf8')) as { databaseUrl: string }
-  const port = new URL(runtime.databaseUrl).port
-  const lines = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' }).split('\n')
-  const line = lines.find((entry) => /\/postgres\s/.test(entry) && entry.includes(` -p ${port} `))
-  if (!line) throw new Error(`no postgres process on port ${port}`)
-  return Number(line.trim().split(/\s+/)[0])
-}
-
-/** Running, not merely a zombie nobody reaped (an orphan's parent here may be a container's init). */
-function isAlive(pid: number): boolean {
-  try {
-    const state = execFileSync('ps', ['-o', 'stat=', '-p', String(pid)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
-    return !state.trim().startsWith('Z')
-  } catch {
-    return false // ps exits 1 when no such process
-  }
-}
 
 async function refuses(url: string): Promise<boolean> {
   try {

@@ -305,7 +305,7 @@ async function openMessage(messageId) {
       cell(row, attempt.failureClass ?? '—')
       cell(row, when(attempt.retryAfterAt))
       cell(row, `${attempt.durationMs} ms`, 'num')
-      cell(row, attempt.providerMessageId ?? '—')
+      cell(row, attempt.providerMessageId ?? '—', 'mono')
       return row
     }),
   )
@@ -461,8 +461,8 @@ async function loadApiKeys() {
   const rows = body.items.map((item) => {
     const row = document.createElement('tr')
     cell(row, when(item.createdAt))
-    cell(row, item.name)
-    cell(row, `${item.purposes.join(', ')} · ${item.channels.join(', ')}`)
+    cell(row, item.name, 'text')
+    cell(row, `${item.purposes.join(', ')} · ${item.channels.join(', ')}`, 'text')
     cell(row, item.lastUsedAt ? when(item.lastUsedAt) : '—')
     cell(row, item.revokedAt ? `revoked ${when(item.revokedAt)}` : 'live')
     const actions = cell(row, '')
@@ -493,10 +493,11 @@ function createApiKey(request) {
         return createApiKey(request)
       }
       if (status !== 201) return notify(explain(body), true)
+      // The list first, then the notice: what the notice announces is on screen when it appears.
+      await loadApiKeys()
       $('api-key-value').textContent = body.key
       show('api-key-created')
       notify('API key created: copy it now, it is not shown again.')
-      await loadApiKeys()
     },
   )
 }
@@ -511,8 +512,8 @@ function revokeApiKey(id) {
     }
     if (status !== 204) return notify(explain(body), true)
     show('api-key-created', false)
-    notify('API key revoked.')
     await loadApiKeys()
+    notify('API key revoked.')
   })
 }
 
@@ -522,8 +523,8 @@ async function loadWebhooks() {
   if (status !== 200) return show('webhooks', false)
   const rows = body.items.map((item) => {
     const row = document.createElement('tr')
-    cell(row, item.url)
-    cell(row, item.events.join(', '))
+    cell(row, item.url, 'text')
+    cell(row, item.events.join(', '), 'text')
     cell(row, String(item.pendingDeliveries))
     cell(row, String(item.deadLetteredDeliveries))
     cell(row, item.disabledAt ? `disabled ${when(item.disabledAt)}` : 'enabled')

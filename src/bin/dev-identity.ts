@@ -27,7 +27,10 @@ await main('cli', async (config) => {
       await insertActiveIdentityTx(trx, { identityId: uuidv7(), loginIdentifierId: uuidv7() }, identifier, new Date())
       return true
     })
-    console.log(created ? `created a verified ${identifier.kind} identity` : `that ${identifier.kind} already exists`)
+    // Already there is what was asked for: a verified identity with that identifier (it may have a password).
+    console.log(
+      created ? `created a verified ${identifier.kind} identity` : `that ${identifier.kind} already has an identity: nothing changed`,
+    )
   } finally {
     await db.destroy()
   }

@@ -52,4 +52,5 @@ await main('cli', async (config) => {
     body: JSON.stringify(envelope),
   })
   console.log(`${response.status} ${await response.text()}`)
+  if (!response.ok) process.exitCode = 1
 })

@@ -9,7 +9,10 @@ export async function ownerDatabaseUrl(config: Config): Promise<string> {
   const file = runtimeFile(config.SEALPOST_DATA_DIR)
   if (config.NODE_ENV === 'production' || config.NODE_ENV === 'staging' || !existsSync(file)) {
     throw new ConfigError([
-      { variable: 'DATABASE_URL', problem: 'is not set and no `npm start` is running here; set it (the owner role) or start it first' },
+      {
+        variable: 'DATABASE_URL',
+        problem: `is not set, and no \`npm start\` has run on the data folder ${config.SEALPOST_DATA_DIR}: start it there first, or set DATABASE_URL to the owner's URL`,
+      },
     ])
   }
   return (JSON.parse(await readFile(file, 'utf8')) as { databaseUrl: string }).databaseUrl

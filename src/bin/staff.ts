@@ -21,10 +21,13 @@ await main('cli', async (config) => {
       granted: 'granted: that identity is staff now',
       revoked: 'revoked: that identity is no longer staff',
       unchanged: `nothing to ${action}: already so`,
-      no_such_identity: 'no identity has that verified identifier',
+    }
+    if (changed === 'no_such_identity') {
+      console.error('no identity has that verified identifier: sign up with it and confirm the code first')
+      process.exitCode = 1
+      return
     }
     console.log(said[changed])
-    if (changed === 'no_such_identity') process.exitCode = 1
   } finally {
     await db.destroy()
   }

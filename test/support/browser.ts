@@ -1,3 +1,4 @@
+import { expect } from 'chai'
 import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -8,6 +9,8 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core'
 export const SCREENSHOTS = join(import.meta.dirname, '..', '..', 'test-artifacts', 'screenshots')
 
 const CHROMIUM = '/usr/bin/chromium'
+/** The window the console is designed for (and every screenshot is taken in). */
+const WINDOW = { width: 1280, height: 900 }
 // Debian's chromium, no network of its own, a profile nobody used before.
 const FLAGS = [
   '--headless',
@@ -35,7 +38,7 @@ export async function launchChromium(): Promise<{
     executablePath: CHROMIUM,
     headless: true,
     args: FLAGS,
-    viewport: { width: 1280, height: 900 },
+    viewport: WINDOW,
   })
   const page = context.pages()[0] ?? (await context.newPage())
   // Anything the page complains about (a CSP refusal, a script error) fails the test that reads it.
@@ -51,6 +54,9 @@ export async function launchChromium(): Promise<{
     problems,
     shot: async (name) => {
       await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
+      // An operator's laptop window: the console never scrolls sideways in it.
+      const width = await page.evaluate<number>('document.documentElement.scrollWidth')
+      expect(width, `${name}: the page is wider than the ${WINDOW.width} px window`).to.be.at.most(WINDOW.width)
     },
     close: async () => {
       await context.close()

@@ -72,6 +72,18 @@ export function bareEnvironment(extra: Record<string, string>): NodeJS.ProcessEn
   return { PATH: process.env.PATH, HOME: process.env.HOME, ...coverage, ...extra }
 }
 
+/**
+ * The PATH of a terminal outside npm: without any node_modules/.bin (npx and npm run put the
+ * project's Node 22 first there), so `node` is the machine's own, as a reader's shell has it
+ * (Node 20 on the machines here).
+ */
+export function terminalPath(): string {
+  return (process.env.PATH ?? '')
+    .split(':')
+    .filter((entry) => !entry.split('/').includes('node_modules'))
+    .join(':')
+}
+
 /** The Procfile's command for a process type, run through sh as a platform would. */
 export function procfileCommand(type: string): string {
   const line = readFileSync('Procfile', 'utf8')
