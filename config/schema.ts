@@ -283,6 +283,8 @@ export const envSchema = z.object({
   SMS_HOURLY_CAP: z.coerce.number().int().min(0).optional(),
   /** Fleet-wide SMS sends per number prefix (first 7 E.164 digits) per clock hour; unset = no cap (docs/delivery.md "SMS pumping"). */
   SMS_PREFIX_HOURLY_CAP: z.coerce.number().int().min(0).optional(),
+  /** The percent of each send cap courier and hook sends have to themselves; unset = they count with strangers' (docs/security.md). */
+  COURIER_CAP_SHARE: z.coerce.number().int().min(1).max(99).optional(),
   /** ISO 3166 alpha-2 countries SMS may carry codes to, `GB,IE,DE`; unset = every country. */
   SMS_ALLOWED_COUNTRIES: z
     .string()

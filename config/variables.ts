@@ -297,6 +297,12 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     meaning:
       'fleet-wide SMS sends per number prefix (the first 7 digits of the E.164 number, calling code included) per clock hour: a burst to a rented block of numbers is held, not sent (see [SMS pumping](delivery.md#sms-pumping))',
   },
+  COURIER_CAP_SHARE: {
+    usedBy: 'worker',
+    shownDefault: '– (counted with the identity flows)',
+    meaning:
+      "the percent (1–99) of every send cap that courier API and hook messages have to themselves, counted apart: a leaked key or an open sign-up behind a hook spends that share only, and the identity flows keep the rest. Owners' own codes never count against either (see [Caps from the owner's side](security.md#caps-from-the-owners-side))",
+  },
   SMS_ALLOWED_COUNTRIES: {
     usedBy: 'web, worker',
     shownDefault: '– (every country)',

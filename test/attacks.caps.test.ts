@@ -97,9 +97,18 @@ describe('attacks on the send caps', () => {
       [alice.number, 'password_recovery'],
       [bob.number, 'step_up'],
     ])
-    const held = (await rowsTo([...pumped, ...more])).filter((row) => row.state === 'pending')
+    // Held to the end of the hour, past their ten minutes of life: dead-lettered unsent, never sent late.
+    const held = (await rowsTo([...pumped, ...more])).filter((row) => row.state !== 'published')
     expect(held, 'the pump is still held: 5 of the first burst and all 3 later sign-ups').to.have.length(8)
-    for (const row of held) expect(row.attempt_count, 'a hold spends no attempt').to.equal(0)
+    for (const row of held) expect(row, 'a hold spends no attempt').to.include({ state: 'dead_lettered', attempt_count: 0 })
+    const reasons = await f.db
+      .owner('outbox.security_outbox_dead_letters')
+      .whereIn(
+        'message_id',
+        held.map((row) => row.id),
+      )
+      .pluck('reason')
+    expect(new Set(reasons)).to.deep.equal(new Set(['challenge_expired']))
     expect(sentTo(more), 'nothing more of the pump goes this hour').to.have.length(0)
   }
 
