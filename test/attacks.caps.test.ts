@@ -26,7 +26,8 @@ const PASSWORD = 'a pumped number asks for a code'
  */
 describe('attacks on the send caps', () => {
   let now = new Date()
-  const f = useWebStack({ worker: false, whatsapp: false, sms: true, clock: () => now })
+  const METRICS_TOKEN = 'caps-metrics-token-0123456789abcdef'
+  const f = useWebStack({ worker: false, whatsapp: false, sms: true, clock: () => now, metricsToken: METRICS_TOKEN })
   let worker: Knex
   let boss: PgBoss
   before(async () => {
@@ -153,5 +154,42 @@ describe('attacks on the send caps', () => {
     await deliver(caps)
     expect(sentTo(people), "the identity flows' sign-ups still go").to.have.length(5)
     expect(sentTo(leaked), 'the key gets no more this hour').to.have.length(10)
+  })
+
+  it("an operator sees the pump and its cost: the prefix cap's use by who asked, and a prefix whose codes nobody confirms", async () => {
+    now = new Date(hourStart(7).getTime() + 5 * 60_000)
+    const caps = { SMS_PREFIX_HOURLY_CAP: 20 }
+    const pumped = Array.from({ length: 25 }, (_, i) => `+4915117${String(100_000 + i)}`)
+    for (const number of pumped) await signUp(number)
+    const alice = await owner('+4915117900001')
+    expect((await f.stack.call('POST', '/password-recoveries', { identifier: alice.number })).status).to.equal(202)
+    await deliver(caps)
+    const code = /\b(\d{6})\b/.exec(sentTo([alice.number])[0]!.text)![1]
+    const completion = { identifier: alice.number, code, newPassword: 'alice took her account back' }
+    expect((await f.stack.call('POST', '/password-recoveries/completion', completion)).status).to.equal(204)
+
+    const email = uniqueEmail('staff')
+    const { identityId } = await createVerifiedIdentity(f.db.owner, email)
+    await changeStaff(f.db.owner, 'grant', parseIdentifier(email)!, 'test', now)
+    const staff = await createElevatedSession(f.db.owner, identityId, now)
+    const report = await f.stack.call('GET', '/platform-admin/security-outbox/send-caps', undefined, staff)
+    expect(report.status).to.equal(200)
+    const scopes = report.body!.scopes as Record<string, unknown>[]
+    expect(scopes).to.deep.include.members([
+      { channel: 'sms', kind: 'prefix', scope: '4915', asked: 'stranger', sent: 20, cap: 20 },
+      { channel: 'sms', kind: 'prefix', scope: '4915', asked: 'owner', sent: 1, cap: 20 },
+    ])
+    const conversion = report.body!.conversion as Record<string, unknown>[]
+    expect(conversion).to.deep.include({ channel: 'sms', prefix: '4915•••', sent: 21, confirmed: 1, ratio: 1 / 21 })
+    expect(JSON.stringify(report.body), 'no number').not.to.match(/4915117\d/)
+
+    const metrics = await fetch(`${f.stack.web.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+    expect(metrics.status).to.equal(200)
+    const text = await metrics.text()
+    expect(text).to.include('sealpost_send_cap_sends{channel="sms",scope_kind="prefix",scope="4915•••",asked="stranger"} 20')
+    expect(text).to.include('sealpost_send_cap_sends{channel="sms",scope_kind="prefix",scope="4915•••",asked="owner"} 1')
+    expect(text).to.include('sealpost_codes_sent_last_hour{channel="sms",prefix="4915•••"} 21')
+    expect(text).to.include('sealpost_codes_confirmed_last_hour{channel="sms",prefix="4915•••"} 1')
+    expect(text, 'no number').not.to.match(/4915117\d/)
   })
 })

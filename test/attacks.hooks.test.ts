@@ -33,7 +33,7 @@ describe('attacks on the hooks', () => {
       KRATOS_COURIER_API_KEY: KRATOS_KEY,
       SUPABASE_LINK_ORIGINS: [SITE],
       KRATOS_LINK_ORIGINS: ['https://auth.example.org'],
-    } as Record<string, unknown>,
+    },
   })
   beforeEach(() => {
     // Each test in a minute and an hour of its own: no budget carries over.

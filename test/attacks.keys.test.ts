@@ -23,7 +23,7 @@ describe('attacks with a courier API key', () => {
     const { identityId } = await createVerifiedIdentity(f.db.owner, email)
     await changeStaff(f.db.owner, 'grant', parseIdentifier(email)!, 'test', now)
     const headers = await createElevatedSession(f.db.owner, identityId, now)
-    const body = { name: 'leaky app', purposes: ['verification_code', 'magic_link'], channels: ['email'], ...request }
+    const body = { name: 'leaky app', purposes: ['verification_code'], channels: ['email'], ...request }
     const created = await f.stack.call('POST', '/platform-admin/api-keys', body, headers)
     expect(created.status, JSON.stringify(created.body)).to.equal(201)
     return String(created.body!.key)
@@ -59,13 +59,22 @@ describe('attacks with a courier API key', () => {
   })
 
   it('a key without allowed link origins cannot send a magic link, wherever it points', async () => {
-    const key = await apiKey({ linkOrigins: undefined })
+    const email = uniqueEmail('staff')
+    const { identityId } = await createVerifiedIdentity(f.db.owner, email)
+    await changeStaff(f.db.owner, 'grant', parseIdentifier(email)!, 'test', now)
+    const headers = await createElevatedSession(f.db.owner, identityId, now)
+    const body = { name: 'no origins', purposes: ['magic_link'], channels: ['email'] }
+    const refused = await f.stack.call('POST', '/platform-admin/api-keys', body, headers)
+    expect([refused.status, refused.body?.code], 'no such key is issued').to.deep.equal([422, 'link_origins_required'])
+    // A key from before link origins existed has none, as the migration leaves it.
+    const key = await apiKey({ purposes: ['magic_link'], linkOrigins: ['https://app.example.org'] })
+    await f.db.owner('platform.api_keys').where({ name: 'leaky app' }).update({ link_origins: [] })
     const answer = await send(key, link(stranger(), 'https://evil.example/sign-in?token=abc'))
     expect([answer.status, answer.body?.code]).to.deep.equal([422, 'link_origin_not_allowed'])
   })
 
   it('a magic link to another origin, or to an IDN look-alike of the allowed one, is refused and nothing is written', async () => {
-    const key = await apiKey({ linkOrigins: ['https://app.example.org'] })
+    const key = await apiKey({ purposes: ['magic_link'], linkOrigins: ['https://app.example.org'] })
     const to = stranger()
     for (const url of [
       'https://app.example.org.evil.example/sign-in?token=abc',

@@ -7,10 +7,18 @@ import { hookIdempotencyKey, type HookMessage } from './hook-message.ts'
 /** The three hook routes; the first word names the caller. */
 export type HookName = 'supabase-email' | 'supabase-sms' | 'kratos'
 
+/** The per-address budget of a hook an hour when HOOK_DESTINATION_HOURLY_BUDGET does not say (ten times as many a day). */
+export const DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET = 600
+
 /**
- * Each adapter is a courier caller with a fixed scope and limits. Its id is an `platform.api_keys`
- * row the migration 20261202002800_hook_callers made, so its messages are attributed to it as an
- * API key's are; that row's secret hash has no known preimage, so no request can present it.
+ * Each adapter is a courier caller with a fixed scope and limits. Its id is a `platform.api_keys`
+ * row (kind `hook`) the migration 20261202002800_hook_callers made, so its messages are attributed
+ * to it as an API key's are; that row is no key: no request authenticates as it, and the console
+ * neither lists, rotates nor revokes it. Its per-destination budget counts the exact address the
+ * upstream named, far above what the upstream itself sends (docs/hooks.md "Budgets"): the
+ * upstream owns its anti-automation, and a stranger who makes it ask for codes for alice+1…alice+20,
+ * or for alice twenty times, must not spend alice's own. No hourly volume: COURIER_CAP_SHARE
+ * bounds the hooks' share of the fleet's sends.
  */
 export const HOOK_CALLERS: Readonly<Record<'supabase' | 'kratos', CourierCaller>> = Object.freeze({
   supabase: {
@@ -18,18 +26,36 @@ export const HOOK_CALLERS: Readonly<Record<'supabase' | 'kratos', CourierCaller>
     purposes: ['magic_link', 'verification_code', 'step_up'],
     channels: ['email', 'sms', 'whatsapp'],
     requestsPerMinute: 6_000,
-    perDestinationPerHour: 20,
-    perDestinationPerDay: 100,
+    perDestinationPerHour: DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET,
+    perDestinationPerDay: DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET * 10,
+    exactDestination: true,
+    linkOrigins: [],
   },
   kratos: {
     apiKeyId: '0193c0de-5ab0-7000-8000-000000000002',
     purposes: ['password_recovery', 'verification_code', 'sign_up', 'magic_link'],
     channels: ['email', 'sms', 'whatsapp'],
     requestsPerMinute: 6_000,
-    perDestinationPerHour: 20,
-    perDestinationPerDay: 100,
+    perDestinationPerHour: DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET,
+    perDestinationPerDay: DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET * 10,
+    exactDestination: true,
+    linkOrigins: [],
   },
 })
+
+/**
+ * What the deployment's settings give a hook (docs/hooks.md): the origins its links may point at
+ * (SUPABASE_LINK_ORIGINS, KRATOS_LINK_ORIGINS: from configuration, never from the payload) and its
+ * per-address budget (HOOK_DESTINATION_HOURLY_BUDGET).
+ */
+export type HookCallerSettings = { linkOrigins?: readonly string[]; perDestinationPerHour?: number }
+
+/** A hook's courier caller under this deployment's settings. */
+export function hookCaller(name: 'supabase' | 'kratos', settings: HookCallerSettings = {}): CourierCaller {
+  const base = HOOK_CALLERS[name]
+  const perHour = settings.perDestinationPerHour ?? base.perDestinationPerHour
+  return { ...base, linkOrigins: settings.linkOrigins ?? [], perDestinationPerHour: perHour, perDestinationPerDay: perHour * 10 }
+}
 
 /**
  * How long a message lives when the payload does not say: Supabase's default OTP expiry (1 hour;
@@ -41,8 +67,11 @@ const DEFAULT_TTL_SECONDS: Readonly<Record<HookName, number>> = Object.freeze({
   kratos: 900,
 })
 
-/** The courier's dependencies, and the locale of every hook message (neither hook tells the recipient's). */
-export type HookDeliveryDeps = CourierDeps & { defaultLocale: Locale }
+/** The courier's dependencies, the locale of every hook message (neither hook tells the recipient's) and each hook's settings. */
+export type HookDeliveryDeps = CourierDeps & {
+  defaultLocale: Locale
+  hookSettings?: Partial<Record<'supabase' | 'kratos', HookCallerSettings>>
+}
 
 /** Every message committed (or found committed by an earlier delivery of the same hook call), or the first refusal. */
 export type HookAcceptance = { accepted: number } | { refused: DomainError }
@@ -61,7 +90,8 @@ export async function acceptHookMessages(
   hook: HookName,
   messages: readonly HookMessage[],
 ): Promise<HookAcceptance> {
-  const caller = HOOK_CALLERS[hook === 'kratos' ? 'kratos' : 'supabase']
+  const name = hook === 'kratos' ? 'kratos' : 'supabase'
+  const caller = hookCaller(name, deps.hookSettings?.[name])
   const now = deps.clock()
   for (const message of messages) {
     const outcome = await acceptCourierMessage(deps, caller, {

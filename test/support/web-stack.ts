@@ -58,6 +58,9 @@ export async function startWebStack(
         | 'PUBLIC_BASE_URL'
         | 'SUPABASE_HOOK_SECRET'
         | 'KRATOS_COURIER_API_KEY'
+        | 'SUPABASE_LINK_ORIGINS'
+        | 'KRATOS_LINK_ORIGINS'
+        | 'HOOK_DESTINATION_HOURLY_BUDGET'
       >
     >
     confirmSubscription?: (url: string) => Promise<void>

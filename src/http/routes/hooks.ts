@@ -25,10 +25,12 @@ const REFUSED = {
     'unsupported_phone_number',
     'invalid_secret',
     'invalid_link',
+    'link_origin_not_allowed',
     'invalid_expiry',
     'channel_unavailable',
   ],
-  429: ['rate_limited', 'destination_budget_exhausted'],
+  // too_many_requests: past the client's limit of failed authentications (a real delivery is never refused for it).
+  429: ['rate_limited', 'destination_budget_exhausted', 'too_many_requests'],
   // The hook is not configured here: its route is not mounted and answers as an unknown one.
   404: ['not_found'],
 } as const
@@ -93,6 +95,8 @@ export type HookRouteDeps = HookDeliveryDeps & {
   kratos?: { apiKey: string }
   /** Counts each outcome for /metrics (`sealpost_webhook_events_total{provider="supabase"|"kratos"}`). */
   count: (provider: string, outcome: string, reason?: string) => void
+  /** Counts a refused credential against the client's per-client limit (429 past it). */
+  failedAuthentication?: (req: express.Request) => Promise<unknown>
 }
 
 // Supabase reads `{error: {http_code, message}}` from a hook's answer: every refusal carries it beside the problem's members.
@@ -143,22 +147,28 @@ export function hookRoutes(deps: HookRouteDeps): Router {
     deps.count(provider(hook), 'accepted')
   }
 
+  // A refused credential is counted against the client's per-client limit first (429 past it).
+  const unauthenticated = async (hook: HookName, req: express.Request, reason?: string): Promise<never> => {
+    await deps.failedAuthentication?.(req)
+    return refuse(hook, 401, 'invalid_signature', reason)
+  }
+
   const supabase = deps.supabase
   if (supabase) {
-    const verified = (hook: HookName, req: express.Request): unknown => {
+    const verified = async (hook: HookName, req: express.Request): Promise<unknown> => {
       const raw = bodyOf(req.body)
       const headers = { id: req.get('webhook-id'), timestamp: req.get('webhook-timestamp'), signature: req.get('webhook-signature') }
       const verdict = verifyWebhook(supabase.signingKey, headers, raw, deps.clock())
       // One answer for every reason (missing, stale, wrong): the reason is logged and counted.
-      if (!verdict.verified) return refuse(hook, 401, 'invalid_signature', verdict.refusal)
+      if (!verdict.verified) return await unauthenticated(hook, req, verdict.refusal)
       return parsed(raw)
     }
     route(router, api.supabaseEmail, rawBody, async (req, res) => {
-      await accept('supabase-email', readSupabaseEmailHook(verified('supabase-email', req)))
+      await accept('supabase-email', readSupabaseEmailHook(await verified('supabase-email', req)))
       res.status(200).json({})
     })
     route(router, api.supabaseSms, rawBody, async (req, res) => {
-      await accept('supabase-sms', readSupabaseSmsHook(verified('supabase-sms', req)))
+      await accept('supabase-sms', readSupabaseSmsHook(await verified('supabase-sms', req)))
       res.status(200).json({})
     })
   }
@@ -166,7 +176,7 @@ export function hookRoutes(deps: HookRouteDeps): Router {
   const kratos = deps.kratos
   if (kratos) {
     route(router, api.kratos, rawBody, async (req, res) => {
-      if (!kratosAuthorized(kratos.apiKey, req.get('authorization'))) refuse('kratos', 401, 'invalid_signature')
+      if (!kratosAuthorized(kratos.apiKey, req.get('authorization'))) await unauthenticated('kratos', req)
       await accept('kratos', readKratosCourier(parsed(bodyOf(req.body))))
       res.status(200).json({})
     })
