@@ -59,7 +59,7 @@ export async function listSessions(db: Knex, session: SessionContext, now: Date)
  * of the identity stops working, this one too. A bearer token alone is not enough: a stolen session
  * would sign the owner out. The trusted devices stay (`forgetDevices` is a step-up action of its
  * own), so whoever signs out everywhere does not also make the owner's clients strangers to the
- * budgets (docs/security.md "Sessions").
+ * budgets (docs/security.md "Security properties").
  */
 export async function signOutEverywhere(db: Knex, session: SessionContext, elevationToken: string | undefined, now: Date): Promise<void> {
   await db.transaction(async (trx) => {

@@ -34,9 +34,10 @@ export function sendWindow(now: Date): { start: Date; end: Date } {
 }
 
 /**
- * Who asked for a message, as the worker judges it after the 202 (docs/security.md "Caps from the
- * owner's side"): `owner` when its destination is an identifier somebody verified (a person proved
- * it is theirs: recovery, step-up, notices, a sign-up notice to an existing account), `courier`
+ * Who asked for a message, as the worker judges it after the 202
+ * (docs/security.md "Caps from the owner's side"): `owner` when its destination is an identifier
+ * somebody verified (a person proved it is theirs: recovery, step-up, notices, a sign-up notice to
+ * an existing account), `courier`
  * when an API key or a hook sent it, else `stranger` (a sign-up or a new method to a number nobody
  * verified: what a pump can aim anywhere).
  */
