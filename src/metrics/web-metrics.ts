@@ -1,7 +1,8 @@
 import type { Knex } from 'knex'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import { gauges } from '../platform/outbox-admin.ts'
-import { sendCapReport, type SendCapReport } from '../platform/send-cap-report.ts'
+import { sendCapReport } from '../platform/send-cap-report.ts'
+import { sendCapGauges } from './send-cap-gauges.ts'
 import { PROVIDER_VIEW_GAUGE } from '../outbox/provider-health.ts'
 
 /** Methods counted by name; any other (Node parses dozens) is `OTHER`. */
@@ -68,30 +69,7 @@ export function createWebMetrics(db: Knex, clock: () => Date) {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   })
-  const capSends = new Gauge({
-    name: 'sealpost_send_cap_sends',
-    help: "Sends counted this clock hour against a send cap, fleet-wide, by channel, kind, scope (a calling code, or a prefix's first four digits: the fullest) and who asked (owner, stranger, courier)",
-    labelNames: ['channel', 'scope_kind', 'scope', 'asked'],
-    registers: [registry],
-  })
-  const capLimit = new Gauge({
-    name: 'sealpost_send_cap_limit',
-    help: 'The hourly cap of each counter in sealpost_send_cap_sends (the share of its class)',
-    labelNames: ['channel', 'scope_kind', 'scope', 'asked'],
-    registers: [registry],
-  })
-  const codesSent = new Gauge({
-    name: 'sealpost_codes_sent_last_hour',
-    help: "Codes published in the last hour, by channel and, for the prefixes that sent the most, the numbers' first four digits ('' = the whole channel)",
-    labelNames: ['channel', 'prefix'],
-    registers: [registry],
-  })
-  const codesConfirmed = new Gauge({
-    name: 'sealpost_codes_confirmed_last_hour',
-    help: 'Of sealpost_codes_sent_last_hour, the codes a person typed in: a prefix that sends many and confirms none is a pump',
-    labelNames: ['channel', 'prefix'],
-    registers: [registry],
-  })
+  const sendCaps = sendCapGauges(registry)
   const scrapeOk = new Gauge({
     name: 'sealpost_outbox_metrics_scrape_ok',
     help: '1 when the last scrape could read the database',
@@ -105,19 +83,6 @@ export function createWebMetrics(db: Knex, clock: () => Date) {
     for (const { provider, state } of summary.providers) providerState.set({ provider }, PROVIDER_VIEW_GAUGE[state])
     for (const [purpose, events] of Object.entries(summary.deliveryEventsLast24h)) {
       for (const [event, count] of Object.entries(events)) deliveryEvents.set({ purpose, event }, count)
-    }
-  }
-  function capsOf(report: SendCapReport) {
-    // Each scrape names this hour's counters and prefixes afresh: last hour's series do not linger.
-    for (const gauge of [capSends, capLimit, codesSent, codesConfirmed]) gauge.reset()
-    for (const { channel, kind, scope, asked, sent, cap } of report.scopes) {
-      const labels = { channel, scope_kind: kind, scope: kind === 'prefix' ? `${scope}•••` : scope, asked }
-      capSends.set(labels, sent)
-      if (cap !== null) capLimit.set(labels, cap)
-    }
-    for (const { channel, prefix, sent, confirmed } of report.conversion) {
-      codesSent.set({ channel, prefix: prefix ?? '' }, sent)
-      codesConfirmed.set({ channel, prefix: prefix ?? '' }, confirmed)
     }
   }
   return {
@@ -139,7 +104,7 @@ export function createWebMetrics(db: Knex, clock: () => Date) {
     async render(): Promise<string> {
       try {
         backlogOf(await gauges(db, clock()))
-        capsOf(await sendCapReport(db, clock()))
+        sendCaps.update(await sendCapReport(db, clock()))
         scrapeOk.set(1)
       } catch {
         scrapeOk.set(0)
