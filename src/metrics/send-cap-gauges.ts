@@ -23,7 +23,7 @@ export function sendCapGauges(registry: Registry) {
   })
   const codesSent = new Gauge({
     name: 'sealpost_codes_sent_last_hour',
-    help: "Codes published in the last hour, by channel and, for the prefixes that sent the most, the numbers' first four digits ('' = the whole channel)",
+    help: "Codes of the identity flows published in the last hour, by channel and, for the prefixes that sent the most, the numbers' first four digits ('' = the whole channel)",
     labelNames: ['channel', 'prefix'],
     registers: [registry],
   })

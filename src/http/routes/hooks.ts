@@ -5,6 +5,7 @@ import { type HookName, type HookDeliveryDeps, acceptHookMessages } from '../../
 import { kratosAuthorized, KratosCourierBody, readKratosCourier } from '../../hooks/kratos.ts'
 import { verifyWebhook } from '../../hooks/standard-webhooks.ts'
 import { readSupabaseEmailHook, readSupabaseSmsHook, SupabaseEmailHookPayload, SupabaseSmsHookPayload } from '../../hooks/supabase.ts'
+import { DomainError } from '../../identity/errors.ts'
 import type { Logger } from '../../logging/logger.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
 import { HttpProblemError, problemOfDomain } from '../problem.ts'
@@ -136,20 +137,26 @@ export function hookRoutes(deps: HookRouteDeps): Router {
     deps.logger.warn('hook refused', { hook, reason })
     throw forSupabase(new HttpProblemError(status, code, TITLES[code] ?? code))
   }
+  const refuseDomain = (hook: HookName, refused: DomainError): never => {
+    deps.count(provider(hook), 'refused', refused.code)
+    deps.logger.warn('hook refused', { hook, reason: refused.code })
+    throw forSupabase(problemOfDomain(refused))
+  }
   const accept = async (hook: HookName, reading: HookReading): Promise<void> => {
     if ('refusal' in reading) return refuse(hook, reading.refusal === 'malformed' ? 400 : 422, reading.refusal)
     const accepted = await acceptHookMessages(deps, hook, reading.messages)
-    if ('refused' in accepted) {
-      deps.count(provider(hook), 'refused', accepted.refused.code)
-      deps.logger.warn('hook refused', { hook, reason: accepted.refused.code })
-      throw forSupabase(problemOfDomain(accepted.refused))
-    }
+    if ('refused' in accepted) return refuseDomain(hook, accepted.refused)
     deps.count(provider(hook), 'accepted')
   }
 
   // A refused credential is counted against the client's per-client limit first (429 past it).
   const unauthenticated = async (hook: HookName, req: express.Request, reason?: string): Promise<never> => {
-    await deps.failedAuthentication?.(req)
+    try {
+      await deps.failedAuthentication?.(req)
+    } catch (error) {
+      if (error instanceof DomainError) return refuseDomain(hook, error)
+      throw error
+    }
     return refuse(hook, 401, 'invalid_signature', reason)
   }
 
