@@ -2,11 +2,15 @@ import { createHash, randomBytes } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { expect } from 'chai'
+import { readFileSync } from 'node:fs'
+import { signingKeyOf, signWebhook } from '../src/hooks/standard-webhooks.ts'
 import { startFakeTwilio, type FakeTwilio } from '../src/runtime/fake-twilio.ts'
 import { startFakePwnedPasswords } from './support/fake-pwned-passwords.ts'
 import { eventually, inbox, uniqueEmail, uniquePhone } from './support/helpers.ts'
 import { useProcessFixture } from './support/process-fixture.ts'
 import type { Spawned } from './support/processes.ts'
+
+const SMS_HOOK = JSON.parse(readFileSync(new URL('./fixtures/hooks/supabase-send-sms.json', import.meta.url), 'utf8'))
 
 /** One span as the OTLP/HTTP JSON exporter sends it, with the service that sent it. */
 type ExportedSpan = {
@@ -154,6 +158,19 @@ describe('tracing (docs/operations.md "Tracing")', () => {
     const kratosBody = { template_type: 'recovery_code_valid', to: kratosTo, recipient: kratosTo, recovery_code: kratosCode }
     expect((await send('POST', '/hooks/kratos/courier', kratosBody, { authorization: `Bearer ${kratosKey}` })).status).to.equal(200)
     await eventually(async () => ((await inbox(f.emulator.url, kratosTo)).length > 0 ? true : undefined), 'the Kratos code', 30_000)
+    // A Supabase Send SMS hook call, signed as Supabase signs it: its OTP goes out by Twilio too.
+    const hookPhone = uniquePhone()
+    const hookOtp = String(100_000 + Math.floor(Math.random() * 800_000))
+    const hookBody = JSON.stringify({ ...SMS_HOOK, user: { ...SMS_HOOK.user, phone: hookPhone }, sms: { otp: hookOtp } })
+    const [id, timestamp] = [crypto.randomUUID(), String(Math.floor(Date.now() / 1000))]
+    const signature = signWebhook(signingKeyOf(supabaseSecret)!, id, timestamp, hookBody)
+    const hooked = await fetch(`${url}/hooks/supabase/send-sms`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': signature },
+      body: hookBody,
+    })
+    expect(hooked.status).to.equal(200)
+    await eventually(async () => (twilio.requests.some((request) => request.to === hookPhone) ? true : undefined), 'the hook SMS', 30_000)
     const rangePrefixes = [password, newPassword].map((text) => createHash('sha1').update(text, 'utf8').digest('hex').slice(0, 5))
     expect(pwned.requests.map((request) => request.url.slice('/range/'.length).toLowerCase())).to.include.members(rangePrefixes)
     const envelopes = (await f.db.owner('outbox.security_outbox_ciphertexts').select('envelope')).map((row) => String(row.envelope))
@@ -198,6 +215,7 @@ describe('tracing (docs/operations.md "Tracing")', () => {
       ['the SMS code', new RegExp(`(?<!\\d)${smsCode}(?!\\d)`)],
       ['the Kratos code', new RegExp(kratosCode)],
       ['the Kratos key', new RegExp(kratosKey)],
+      ['the Supabase hook OTP', new RegExp(`(?<!\\d)${hookOtp}(?!\\d)`)],
       ['the Supabase hook secret', new RegExp(supabaseSecret.slice(10, 40).replace(/[+/]/g, '\\$&'))],
       ['the Twilio auth token', new RegExp(twilioAccount.authToken)],
       ["the Twilio account in a provider call's path", new RegExp(twilioAccount.accountSid)],
