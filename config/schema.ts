@@ -153,6 +153,9 @@ const smtpUrl = z.string().refine(
   },
 )
 
+/** A hook's per-address budget an hour when HOOK_DESTINATION_HOURLY_BUDGET is unset (docs/hooks.md "Budgets"). */
+export const DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET = 600
+
 /** The fewest random bytes a signing secret may carry: the Standard Webhooks specification's lower bound (24, up to 64). */
 const MIN_SIGNING_SECRET_BYTES = 24
 
@@ -405,7 +408,7 @@ export const envSchema = z.object({
   /** The https origins a link through the Kratos courier may point at (Kratos' public URL); unset = its links are refused. */
   KRATOS_LINK_ORIGINS: countList(parseLinkOrigins),
   /** Messages a hook may send to one exact address an hour (ten times as many a day): a backstop far above the upstreams' own limits. */
-  HOOK_DESTINATION_HOURLY_BUDGET: positiveInt(600),
+  HOOK_DESTINATION_HOURLY_BUDGET: positiveInt(DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET),
   /** The key Ory Kratos' HTTP courier presents (Bearer or basic-auth password); unset = POST /hooks/kratos/courier answers 404. */
   KRATOS_COURIER_API_KEY: z
     .string()

@@ -1,3 +1,4 @@
+import { DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET } from '../../config/schema.ts'
 import type { Locale } from '../delivery/locales.ts'
 import { ConflictError, type DomainError } from '../identity/errors.ts'
 import type { CourierCaller } from '../platform/api-keys.ts'
@@ -6,9 +7,6 @@ import { hookIdempotencyKey, type HookMessage } from './hook-message.ts'
 
 /** The three hook routes; the first word names the caller. */
 export type HookName = 'supabase-email' | 'supabase-sms' | 'kratos'
-
-/** The per-address budget of a hook an hour when HOOK_DESTINATION_HOURLY_BUDGET does not say (ten times as many a day). */
-export const DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET = 600
 
 /**
  * Each adapter is a courier caller with a fixed scope and limits. Its id is a `platform.api_keys`
