@@ -54,7 +54,10 @@ export interface paths {
         put?: never;
         /** Sign in with a verified identifier and the password */
         post: operations["signIn"];
-        /** Sign out everywhere: every session of the caller stops working, this one too */
+        /**
+         * Sign out everywhere (a fresh step-up of this session): every session of the caller stops working, this one too
+         * @description The trusted devices stay trusted: forgetting them is DELETE /devices, a step-up action of its own.
+         */
         delete: operations["signOutEverywhere"];
         options?: never;
         head?: never;
@@ -204,6 +207,23 @@ export interface paths {
         /** Exchange the step-up code for an elevation token (5 minutes, this session only) */
         post: operations["confirmStepUp"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/devices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Forget every trusted device (a fresh step-up of this session): the caller's clients spend the budgets strangers share until they sign in again; the sessions go on */
+        delete: operations["forgetDevices"];
         options?: never;
         head?: never;
         patch?: never;
@@ -482,6 +502,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/platform-admin/security-outbox/send-caps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This hour's send cap use per scope and who asked (owner, stranger, courier), and the last hour's conversion per channel and prefix
+         * @description Prefixes are cut to four digits, as the log lines show them: never a number (docs/operations.md "Runbook: a send cap is reached").
+         */
+        get: operations["getSendCaps"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/platform-admin/suppressions": {
         parameters: {
             query?: never;
@@ -617,8 +657,28 @@ export interface paths {
         /** Every API key, newest first, without key material */
         get: operations["listApiKeys"];
         put?: never;
-        /** Issue an API key (audited): the key is in this answer only */
+        /**
+         * Issue an API key (audited): the key is in this answer only
+         * @description A key scoped to `magic_link` needs `linkOrigins`. `sendsPerHour` and `destinationsPerHour` bound what a leaked key can do (docs/courier.md "Keys").
+         */
         post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/platform-admin/api-keys/{id}/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Change a live key's hourly volume, new addresses an hour or link origins (audited): the key itself stays */
+        post: operations["changeApiKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1993,7 +2053,10 @@ export interface operations {
     signOutEverywhere: {
         parameters: {
             query?: never;
-            header?: never;
+            header: {
+                /** @description The elevation token from POST /step-ups/confirmation (valid 5 minutes, bound to the session). */
+                "X-Elevation-Token": string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2035,6 +2098,22 @@ export interface operations {
                         status: 401;
                         /** @enum {string} */
                         code: "unauthenticated";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `elevation_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "elevation_required";
                     } & {
                         [key: string]: unknown;
                     });
@@ -3377,6 +3456,143 @@ export interface operations {
                         status: 429;
                         /** @enum {string} */
                         code: "too_many_wrong_codes";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    forgetDevices: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The elevation token from POST /step-ups/confirmation (valid 5 minutes, bound to the session). */
+                "X-Elevation-Token": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Forgotten */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `unauthenticated` */
+            401: {
+                headers: {
+                    /** @description The bearer scheme is expected */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "unauthenticated";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `elevation_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "elevation_required";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
                     } & {
                         [key: string]: unknown;
                     });
@@ -5872,6 +6088,175 @@ export interface operations {
             };
         };
     };
+    getSendCaps: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The report */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: date-time
+                         * @description The clock hour the counters count
+                         */
+                        windowStart: string;
+                        scopes: {
+                            channel: string;
+                            /** @enum {string} */
+                            kind: "prefix" | "country" | "channel";
+                            /** @description '' for the channel, a calling code, or a prefix's first four digits (the fullest of them) */
+                            scope: string;
+                            /**
+                             * @description Who asked: `owner` (an identifier somebody verified), `stranger` (what a pump can aim anywhere), `courier` (an API key or hook)
+                             * @enum {string}
+                             */
+                            asked: "owner" | "stranger" | "courier";
+                            sent: number;
+                            /** @description The hourly cap of this class (null: counted by a previous release) */
+                            cap: number | null;
+                        }[];
+                        /** Format: date-time */
+                        conversionSince: string;
+                        conversion: {
+                            channel: string;
+                            /** @description The first four digits of the numbers (`4477•••`); null for the whole channel */
+                            prefix: string | null;
+                            /** @description Codes published since conversionSince */
+                            sent: number;
+                            /** @description Of them, the ones a person typed in */
+                            confirmed: number;
+                            ratio: number | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `unauthenticated` */
+            401: {
+                headers: {
+                    /** @description The bearer scheme is expected */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "unauthenticated";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `not_staff` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "not_staff";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
     listSuppressions: {
         parameters: {
             query?: {
@@ -6890,7 +7275,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request`, `idempotency_key_required`, `invalid_destination`, `unsupported_phone_number`, `invalid_secret`, `invalid_link`, `invalid_expiry`, `invalid_data`, `channel_unavailable` */
+            /** @description Refused: `invalid_request`, `idempotency_key_required`, `invalid_destination`, `unsupported_phone_number`, `invalid_secret`, `invalid_link`, `link_origin_not_allowed`, `invalid_expiry`, `invalid_data`, `channel_unavailable` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6900,13 +7285,13 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request" | "idempotency_key_required" | "invalid_destination" | "unsupported_phone_number" | "invalid_secret" | "invalid_link" | "invalid_expiry" | "invalid_data" | "channel_unavailable";
+                        code: "invalid_request" | "idempotency_key_required" | "invalid_destination" | "unsupported_phone_number" | "invalid_secret" | "invalid_link" | "link_origin_not_allowed" | "invalid_expiry" | "invalid_data" | "channel_unavailable";
                     } & {
                         [key: string]: unknown;
                     });
                 };
             };
-            /** @description Refused: `rate_limited`, `destination_budget_exhausted` */
+            /** @description Refused: `rate_limited`, `destination_budget_exhausted`, `api_key_budget_exhausted`, `too_many_requests` */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again. */
@@ -6918,7 +7303,7 @@ export interface operations {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited" | "destination_budget_exhausted";
+                        code: "rate_limited" | "destination_budget_exhausted" | "api_key_budget_exhausted" | "too_many_requests";
                     } & {
                         [key: string]: unknown;
                     });
@@ -7089,6 +7474,24 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `too_many_requests` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "too_many_requests";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `headers_too_large` */
             431: {
                 headers: {
@@ -7150,6 +7553,9 @@ export interface operations {
                             requestsPerMinute: number;
                             perDestinationPerHour: number;
                             perDestinationPerDay: number;
+                            sendsPerHour: number;
+                            destinationsPerHour: number;
+                            linkOrigins: string[];
                             /** Format: uuid */
                             createdBy: string;
                             /** Format: date-time */
@@ -7302,6 +7708,21 @@ export interface operations {
                     perDestinationPerHour?: number;
                     /** @default 20 */
                     perDestinationPerDay?: number;
+                    /**
+                     * @description Messages the key may send in a clock hour; past it 429 `api_key_budget_exhausted` until the hour ends
+                     * @default 1000
+                     */
+                    sendsPerHour?: number;
+                    /**
+                     * @description Addresses the key may send to in a clock hour that it had not sent to within the hour (a leaked key cannot reach thousands)
+                     * @default 100
+                     */
+                    destinationsPerHour?: number;
+                    /**
+                     * @description Where its magic links may point: required for a key scoped to `magic_link` (none = no magic link)
+                     * @default []
+                     */
+                    linkOrigins?: string[];
                 };
             };
         };
@@ -7402,7 +7823,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request` */
+            /** @description Refused: `invalid_request`, `link_origins_required` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7412,7 +7833,190 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request";
+                        code: "invalid_request" | "link_origins_required";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `headers_too_large` */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 431;
+                        /** @enum {string} */
+                        code: "headers_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 503;
+                        /** @enum {string} */
+                        code: "service_unavailable";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+        };
+    };
+    changeApiKey: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The elevation token from POST /step-ups/confirmation (valid 5 minutes, bound to the session). */
+                "X-Elevation-Token": string;
+            };
+            path: {
+                /** @description The API key id (a uuid) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description Messages the key may send in a clock hour; past it 429 `api_key_budget_exhausted` until the hour ends */
+                    sendsPerHour?: number;
+                    /** @description Addresses the key may send to in a clock hour that it had not sent to within the hour (a leaked key cannot reach thousands) */
+                    destinationsPerHour?: number;
+                    /** @description Where its magic links may point: required for a key scoped to `magic_link` (none = no magic link) */
+                    linkOrigins?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description Changed */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 400;
+                        /** @enum {string} */
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `unauthenticated` */
+            401: {
+                headers: {
+                    /** @description The bearer scheme is expected */
+                    "WWW-Authenticate": "Bearer";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 401;
+                        /** @enum {string} */
+                        code: "unauthenticated";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `not_staff`, `elevation_required` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 403;
+                        /** @enum {string} */
+                        code: "not_staff" | "elevation_required";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `api_key_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 404;
+                        /** @enum {string} */
+                        code: "api_key_not_found";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 413;
+                        /** @enum {string} */
+                        code: "payload_too_large";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `bad_request` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 415;
+                        /** @enum {string} */
+                        code: "bad_request";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
+            /** @description Refused: `invalid_request`, `link_origins_required` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 422;
+                        /** @enum {string} */
+                        code: "invalid_request" | "link_origins_required";
                     } & {
                         [key: string]: unknown;
                     });
@@ -9613,6 +10217,24 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `too_many_requests` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "too_many_requests";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `headers_too_large` */
             431: {
                 headers: {
@@ -9791,6 +10413,24 @@ export interface operations {
                     });
                 };
             };
+            /** @description Refused: `too_many_requests` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & ({
+                        /** @constant */
+                        status: 429;
+                        /** @enum {string} */
+                        code: "too_many_requests";
+                    } & {
+                        [key: string]: unknown;
+                    });
+                };
+            };
             /** @description Refused: `headers_too_large` */
             431: {
                 headers: {
@@ -9962,7 +10602,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `rate_limited`, `destination_budget_exhausted` */
+            /** @description Refused: `rate_limited`, `destination_budget_exhausted`, `too_many_requests` */
             429: {
                 headers: {
                     /** @description Seconds to wait before trying again. */
@@ -9974,7 +10614,7 @@ export interface operations {
                         /** @constant */
                         status: 429;
                         /** @enum {string} */
-                        code: "rate_limited" | "destination_budget_exhausted";
+                        code: "rate_limited" | "destination_budget_exhausted" | "too_many_requests";
                     } & {
                         [key: string]: unknown;
                     });

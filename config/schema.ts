@@ -1,6 +1,7 @@
 import { isIP } from 'node:net'
 import { z } from 'zod'
 import { parseKeyRing, singleKeyRing, type KeyRing } from '../src/crypto/key-ring.ts'
+import { parseLinkOrigins } from './link-origins.ts'
 import { parseChannelCaps, parseCountryCaps } from './send-caps.ts'
 import {
   parseTemplateLanguages,
@@ -75,6 +76,14 @@ export function parseTrustProxy(text: string): boolean | number | string[] {
   if (entries.every((entry) => PROXY_PRESETS.has(entry) || isAddressOrRange(entry))) return entries
   throw new Error('must be false, true, a hop count (1 on Heroku) or a comma-separated list of proxy addresses or CIDR ranges')
 }
+/** TRACE_TRUSTED_CALLERS: client addresses, CIDR ranges and proxy-addr presets; empty = none. */
+export function parseTrustedCallers(text: string): string[] {
+  if (text.trim() === '') return []
+  const entries = text.split(',').map((entry) => entry.trim().toLowerCase())
+  if (entries.every((entry) => PROXY_PRESETS.has(entry) || isAddressOrRange(entry))) return entries
+  throw new Error('expected a comma-separated list of client addresses or CIDR ranges like 10.0.0.0/8')
+}
+
 const keyRing = (bytes: { min: number; max: number }) =>
   z.string().transform((text, ctx) => {
     try {
@@ -143,6 +152,12 @@ const smtpUrl = z.string().refine(
       'must be smtp://user:password@host:587 (STARTTLS) or smtps://user:password@host:465 (implicit TLS), reserved characters percent-encoded',
   },
 )
+
+/** A hook's per-address budget an hour when HOOK_DESTINATION_HOURLY_BUDGET is unset (docs/hooks.md "Budgets"). */
+export const DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET = 600
+
+/** The fewest random bytes a signing secret may carry: the Standard Webhooks specification's lower bound (24, up to 64). */
+const MIN_SIGNING_SECRET_BYTES = 24
 
 /** A Standard Webhooks signing secret as Supabase shows it: `v1,whsec_<base64>` (src/hooks/standard-webhooks.ts). */
 export const SIGNING_SECRET_FORM = /^v1,whsec_(?:[A-Za-z0-9+/]{4})+(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
@@ -283,6 +298,8 @@ export const envSchema = z.object({
   SMS_HOURLY_CAP: z.coerce.number().int().min(0).optional(),
   /** Fleet-wide SMS sends per number prefix (first 7 E.164 digits) per clock hour; unset = no cap (docs/delivery.md "SMS pumping"). */
   SMS_PREFIX_HOURLY_CAP: z.coerce.number().int().min(0).optional(),
+  /** The percent of each send cap courier and hook sends have to themselves; unset = they count with strangers' (docs/security.md). */
+  COURIER_CAP_SHARE: z.coerce.number().int().min(1).max(99).optional(),
   /** ISO 3166 alpha-2 countries SMS may carry codes to, `GB,IE,DE`; unset = every country. */
   SMS_ALLOWED_COUNTRIES: z
     .string()
@@ -318,6 +335,8 @@ export const envSchema = z.object({
         return z.NEVER
       }
     }),
+  /** The clients whose inbound W3C trace context the web continues; unset = none (docs/operations.md "Tracing"). */
+  TRACE_TRUSTED_CALLERS: countList(parseTrustedCallers),
   /** Requests per minute one client address may make to the public routes. */
   CLIENT_RATE_LIMIT_PER_MINUTE: positiveInt(60),
   EXPIRY_PURGE_CRON: z.string().min(1).default('* * * * *'),
@@ -376,7 +395,20 @@ export const envSchema = z.object({
   /** The token Meta's subscription handshake must present; unset = GET /webhooks/whatsapp-cloud refuses everything. */
   WHATSAPP_CLOUD_VERIFY_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   /** Supabase Auth's Send Email/SMS hook secret, as its dashboard shows it; unset = POST /hooks/supabase/* answer 404. */
-  SUPABASE_HOOK_SECRET: z.string().regex(SIGNING_SECRET_FORM, 'must be `v1,whsec_<base64>`, as the Supabase dashboard shows it').optional(),
+  SUPABASE_HOOK_SECRET: z
+    .string()
+    .regex(SIGNING_SECRET_FORM, 'must be `v1,whsec_<base64>`, as the Supabase dashboard shows it')
+    .refine(
+      (text) => Buffer.from(text.slice('v1,whsec_'.length), 'base64').length >= MIN_SIGNING_SECRET_BYTES,
+      `must carry at least ${MIN_SIGNING_SECRET_BYTES} random bytes (a Standard Webhooks secret is 24 to 64): generate it in the Supabase dashboard`,
+    )
+    .optional(),
+  /** The https origins a link through the Supabase hooks may point at (its project's auth URL); unset = its links are refused. */
+  SUPABASE_LINK_ORIGINS: countList(parseLinkOrigins),
+  /** The https origins a link through the Kratos courier may point at (Kratos' public URL); unset = its links are refused. */
+  KRATOS_LINK_ORIGINS: countList(parseLinkOrigins),
+  /** Messages a hook may send to one exact address an hour (ten times as many a day): a backstop far above the upstreams' own limits. */
+  HOOK_DESTINATION_HOURLY_BUDGET: positiveInt(DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET),
   /** Supabase Auth's MAILER_URLPATHS_* value (a path, or a whole URL), resolved against the hook's site_url as Supabase resolves it. */
   SUPABASE_VERIFY_PATH: z
     .string()

@@ -297,6 +297,12 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     meaning:
       'fleet-wide SMS sends per number prefix (the first 7 digits of the E.164 number, calling code included) per clock hour: a burst to a rented block of numbers is held, not sent (see [SMS pumping](delivery.md#sms-pumping))',
   },
+  COURIER_CAP_SHARE: {
+    usedBy: 'worker',
+    shownDefault: '– (counted with the identity flows)',
+    meaning:
+      "the percent (1–99) of every send cap that courier API and hook messages have to themselves, counted apart: a leaked key or an open sign-up behind a hook spends that share only, and the identity flows keep the rest. Owners' own codes never count against either (see [Caps from the owner's side](security.md#caps-from-the-owners-side))",
+  },
   SMS_ALLOWED_COUNTRIES: {
     usedBy: 'web, worker',
     shownDefault: '– (every country)',
@@ -325,6 +331,12 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     shownDefault: '`false`',
     meaning:
       'Express `trust proxy`: which hops in front of the web may name the client in `X-Forwarded-For`. `false` = the connecting address is the client; `1` behind one router (Heroku); a hop count; `true` (every hop: only if the router overwrites the header); or a comma-separated list of proxy addresses/CIDR ranges (`10.0.0.0/8,loopback`). Every per-client limit keys on the address this yields',
+  },
+  TRACE_TRUSTED_CALLERS: {
+    usedBy: 'web',
+    shownDefault: '– (none)',
+    meaning:
+      'the clients whose `traceparent` (and `tracestate`, `baggage`) the web continues with tracing on, as client addresses or CIDR ranges (`10.0.0.0/8`), the client being the address `TRUST_PROXY` yields; any other request starts a new trace, so no caller can hide its requests from sampling or carry a trace id of its choosing into the worker (see [Tracing](operations.md#tracing))',
   },
   CLIENT_RATE_LIMIT_PER_MINUTE: {
     usedBy: 'web',
@@ -433,7 +445,13 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     usedBy: 'web',
     shownDefault: '–',
     meaning:
-      "the secret of Supabase Auth's Send Email and Send SMS hooks, `v1,whsec_<base64>` as the dashboard generates it; unset = `POST /hooks/supabase/send-email` and `…/send-sms` answer 404. See [hooks.md](hooks.md)",
+      "the secret of Supabase Auth's Send Email and Send SMS hooks, `v1,whsec_<base64>` as the dashboard generates it, at least 24 random bytes (a shorter one stops the web at startup); unset = `POST /hooks/supabase/send-email` and `…/send-sms` answer 404. See [hooks.md](hooks.md)",
+  },
+  SUPABASE_LINK_ORIGINS: {
+    usedBy: 'web',
+    shownDefault: '– (links refused)',
+    meaning:
+      "the https origins a sign-in link through the Supabase hooks may point at, comma-separated (your project's auth URL, `https://<ref>.supabase.co`, or your custom domain): a link elsewhere, an IDN look-alike included, is refused `422 link_origin_not_allowed`, whatever the payload's `site_url` says. See [hooks.md](hooks.md#link-origins)",
   },
   SUPABASE_VERIFY_PATH: {
     usedBy: 'web',
@@ -460,6 +478,18 @@ export const VARIABLES: Readonly<Record<keyof EnvInput, VariableDoc>> = Object.f
     shownDefault: '–',
     meaning:
       "the key Ory Kratos' HTTP courier presents (`Authorization: Bearer <key>`, or as the basic-auth password; ≥ 32 printable characters); unset = `POST /hooks/kratos/courier` answers 404. See [hooks.md](hooks.md)",
+  },
+  KRATOS_LINK_ORIGINS: {
+    usedBy: 'web',
+    shownDefault: '– (links refused)',
+    meaning:
+      "the https origins a recovery or verification link through the Kratos courier may point at, comma-separated (Kratos' public URL): a link elsewhere is refused `422 link_origin_not_allowed`. See [hooks.md](hooks.md#link-origins)",
+  },
+  HOOK_DESTINATION_HOURLY_BUDGET: {
+    usedBy: 'web',
+    shownDefault: '`600`',
+    meaning:
+      "messages a hook may send to one exact address an hour (ten times as many a day; `alice+1@…` is another address): a backstop far above what Supabase (one message a minute per user and kind) and a sane Kratos send, so a stranger who makes the upstream ask for codes does not spend the owner's. See [hooks.md](hooks.md#budgets)",
   },
   DEFAULT_LOCALE: {
     usedBy: 'web, worker',

@@ -1,22 +1,9 @@
 import type { Claim, ClaimRequest } from '../src/outbox/claim.ts'
 import { unknownEnvelopeVersion } from '../src/crypto/envelope.ts'
 import type { Provider } from '../src/delivery/provider.ts'
-import type { MessageRow } from '../src/outbox/messages-sql.ts'
 import type { Channel } from '../src/outbox/constants.ts'
 import { PHONE_CHANNEL_ORDER, PHONE_CHANNELS } from '../src/outbox/destination.ts'
 import type { Route } from '../src/outbox/provider-health.ts'
-import {
-  channelScopeOf,
-  countryScopeOf,
-  crossedNearCap,
-  NEAR_CAP_RATIO,
-  prefixScopeOf,
-  sendCapsConfigured,
-  sendWindow,
-  smsCountryRefused,
-  type CapScope,
-} from '../src/outbox/send-caps.ts'
-import { reserveSends } from '../src/outbox/send-windows-sql.ts'
 import type { DeliveryFailureError } from '../src/delivery/provider.ts'
 import type { Outcome, Sent } from '../src/outbox/record.ts'
 import type { DeliveryDeps, PendingRecord } from './deliver.ts'
@@ -155,86 +142,6 @@ export function unreadableFormat(
       'MISCONFIGURATION: a message is sealed in an envelope version this worker does not open; it waits for a newer worker without spending an attempt',
     fields: { format },
   })
-}
-
-/** A cap's scope as a log line may show it: a prefix cut to its first four digits (a calling code and a little more), never a number. */
-function shownScope(kind: 'prefix' | 'country' | 'channel', scope: CapScope): Record<string, string> {
-  if (kind === 'country') return { callingCode: scope.scope }
-  if (kind === 'prefix') return { prefix: `${scope.scope.slice(1, 5)}•••` }
-  return {}
-}
-
-/**
- * The claimed messages a send cap holds back, each with the end of the hour it waits for: every
- * cap it counts against is asked for room in one statement per counter and batch (an SMS's number
- * prefix first, then its country's, then its channel's), in claim order. A message counts on the
- * channel its route sends it on (a phone message that falls back to SMS counts against the sms
- * caps), so only messages routed to a send count: suppressed ones, ones held for an outage, ones
- * this worker has no provider for and an SMS to a country SMS may not reach (dead-lettered unsent)
- * take no slot. A message a later cap then holds has taken a slot of the earlier ones that nobody
- * sends this hour; every counter ends with the same hour, and the later one is full until then,
- * so nothing is lost by it. The first refusal of an hour, fleet-wide, is logged (SEND CAP
- * REACHED), and so is the reservation that takes a counter to 80 % (SEND CAP NEAR): neither names
- * a destination, only the channel, the calling code or the first digits of a prefix. Every held
- * message is counted, and each reservation sets the fullest cap of its kind
- * (sealpost_send_cap_used_ratio).
- */
-export async function heldBySendCaps(
-  deps: Pick<DeliveryDeps, 'db' | 'clock' | 'logger' | 'metrics' | 'sendCaps' | 'providers' | 'phoneChannels'>,
-  claims: readonly (Claim | { kind: 'failed' })[],
-  suppressed: ReadonlySet<string>,
-  routes: ReadonlyMap<string, Route>,
-): Promise<Map<string, Date>> {
-  const held = new Map<string, Date>()
-  const caps = deps.sendCaps
-  if (!sendCapsConfigured(caps)) return held
-  const now = deps.clock()
-  const window = sendWindow(now)
-  let passing = claims.flatMap((claim) => {
-    if (claim.kind !== 'claimed' || suppressed.has(claim.message.id) || !canAttempt(deps, claim)) return []
-    const channel = routedChannel(deps, claim.message.channel, routes.get(claim.message.id))
-    return channel && !smsCountryRefused(caps, channel, claim.message.destination) ? [{ ...claim.message, channel }] : []
-  })
-  for (const [kind, scopeOf] of [
-    ['prefix', (message: MessageRow) => prefixScopeOf(caps, message.channel, message.destination)],
-    ['country', (message: MessageRow) => countryScopeOf(caps, message.channel, message.destination)],
-    ['channel', (message: MessageRow) => channelScopeOf(caps, message.channel)],
-  ] as const) {
-    const groups = new Map<string, { scope: CapScope; messages: MessageRow[] }>()
-    for (const message of passing) {
-      const scope = scopeOf(message)
-      if (!scope) continue
-      const key = `${scope.channel}:${scope.scope}`
-      const group = groups.get(key) ?? { scope, messages: [] }
-      group.messages.push(message)
-      groups.set(key, group)
-    }
-    for (const { scope, messages } of groups.values()) {
-      const { granted, firstHold, sent } = await reserveSends(deps.db, scope, window.start, messages.length, now)
-      const refused = messages.slice(granted)
-      for (const message of refused) held.set(message.id, window.end)
-      if (refused.length > 0) deps.metrics?.heldBySendCap(scope.channel, kind, refused.length)
-      deps.metrics?.sendCapUsed(scope.channel, kind, scope.cap > 0 ? Math.min(sent / scope.cap, 1) : 1, window.start)
-      if (crossedNearCap(scope.cap, sent - granted, sent))
-        deps.logger.warn(`SEND CAP NEAR: ${NEAR_CAP_RATIO * 100} % of this hour's sends are used`, {
-          channel: scope.channel,
-          cap: kind,
-          ...shownScope(kind, scope),
-          limitPerHour: scope.cap,
-          sent,
-        })
-      if (firstHold)
-        deps.logger.warn('SEND CAP REACHED: sends on this channel are held until the hour ends', {
-          channel: scope.channel,
-          cap: kind,
-          ...shownScope(kind, scope),
-          limitPerHour: scope.cap,
-          heldUntil: window.end.toISOString(),
-        })
-    }
-    passing = passing.filter((message) => !held.has(message.id))
-  }
-  return held
 }
 
 /**

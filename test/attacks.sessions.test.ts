@@ -143,4 +143,36 @@ describe('attacks on sessions', () => {
     expect(after.password_hash, 'the password is unchanged').to.equal(before.password_hash)
     expect(await liveSessions(owner.identityId), 'no session was revoked').to.equal(2)
   })
+
+  const trustedDevices = async (identityId: string) =>
+    Number((await f.db.owner('identity.trusted_devices').where({ identity_id: identityId }).count('* as count'))[0]!.count)
+
+  it("a stolen session signs out everywhere and strips the owner's trusted devices: not without a fresh step-up, and signing out forgets no device", async () => {
+    const password = 'the owner signs up with this'
+    const owner = await account(password)
+    const thief = await call('POST', '/sessions', { identifier: owner.email, password })
+    const stolen = f.stack.bearer(thief.body!.token)
+    const devices = await trustedDevices(owner.identityId)
+    expect(devices, 'the owner and the thief each signed in on a client of their own').to.equal(2)
+
+    const bare = await call('DELETE', '/sessions', undefined, stolen)
+    expect([bare.status, bare.body?.code]).to.deep.equal([403, 'elevation_required'])
+    expect(await liveSessions(owner.identityId), 'no session was revoked').to.equal(2)
+    expect(await trustedDevices(owner.identityId), 'no device was forgotten').to.equal(devices)
+
+    const everywhere = await call('DELETE', '/sessions', undefined, await elevate(owner))
+    expect(everywhere.status).to.equal(204)
+    expect(await liveSessions(owner.identityId), 'every session is over').to.equal(0)
+    expect(await trustedDevices(owner.identityId), "signing out everywhere keeps the owner's devices").to.equal(devices)
+  })
+
+  it('forgetting the trusted devices is a step-up action of its own', async () => {
+    const owner = await account('the owner forgets devices')
+    const bare = await call('DELETE', '/devices', undefined, owner.auth)
+    expect([bare.status, bare.body?.code]).to.deep.equal([403, 'elevation_required'])
+    expect(await trustedDevices(owner.identityId)).to.equal(1)
+    expect((await call('DELETE', '/devices', undefined, await elevate(owner))).status).to.equal(204)
+    expect(await trustedDevices(owner.identityId), 'forgotten').to.equal(0)
+    expect(await liveSessions(owner.identityId), 'the sessions go on').to.equal(1)
+  })
 })

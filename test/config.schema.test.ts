@@ -355,6 +355,36 @@ describe('configuration', () => {
     expect(refusal({ SMS_PREFIX_HOURLY_CAP: '-1' }, 'all-in-one').variables).to.deep.equal(['SMS_PREFIX_HOURLY_CAP'])
   })
 
+  it('reads the owner-side settings: the courier share of the caps, hook link origins and budget, trusted trace callers', () => {
+    const none = loadConfig({}, 'all-in-one')
+    expect(none.COURIER_CAP_SHARE).to.equal(undefined)
+    expect(none).to.deep.include({ SUPABASE_LINK_ORIGINS: [], KRATOS_LINK_ORIGINS: [], HOOK_DESTINATION_HOURLY_BUDGET: 600 })
+    expect(none.TRACE_TRUSTED_CALLERS).to.deep.equal([])
+    const set = loadConfig(
+      {
+        COURIER_CAP_SHARE: '30',
+        SUPABASE_LINK_ORIGINS: 'https://ref.supabase.co, https://Auth.Bücher.example/',
+        TRACE_TRUSTED_CALLERS: '10.0.0.0/8, loopback',
+      },
+      'all-in-one',
+    )
+    expect(set.COURIER_CAP_SHARE).to.equal(30)
+    expect(set.SUPABASE_LINK_ORIGINS, 'as a browser compares them').to.deep.equal([
+      'https://ref.supabase.co',
+      'https://auth.xn--bcher-kva.example',
+    ])
+    expect(set.TRACE_TRUSTED_CALLERS).to.deep.equal(['10.0.0.0/8', 'loopback'])
+    for (const [variable, bad] of [
+      ['COURIER_CAP_SHARE', '0'],
+      ['COURIER_CAP_SHARE', '100'],
+      ['SUPABASE_LINK_ORIGINS', 'http://ref.supabase.co'],
+      ['KRATOS_LINK_ORIGINS', 'https://auth.example.org/self-service'],
+      ['TRACE_TRUSTED_CALLERS', 'the office'],
+      ['HOOK_DESTINATION_HOURLY_BUDGET', '0'],
+    ] as const)
+      expect(refusal({ [variable]: bad }, 'all-in-one').variables, `${variable}=${bad}`).to.deep.equal([variable])
+  })
+
   it('reads PHONE_CHANNELS as the phone channels in fallback order (unset: the fleet decides, WhatsApp first) and refuses anything else', () => {
     expect(loadConfig({}, 'all-in-one').PHONE_CHANNELS).to.equal(undefined)
     expect(loadConfig({ PHONE_CHANNELS: 'sms, whatsapp' }, 'all-in-one').PHONE_CHANNELS).to.deep.equal(['sms', 'whatsapp'])

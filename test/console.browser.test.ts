@@ -412,7 +412,9 @@ describe('operator console in headless Chromium', function () {
     await page.reload()
     await signInThroughTheForm(page, staff)
     await page.waitForSelector('#api-keys:not([hidden])')
+    await page.waitForSelector('#send-caps:not([hidden])')
     await page.fill('#api-key-form input[name=name]', 'Acme auth')
+    await page.fill('#api-key-form input[name=linkOrigins]', 'https://auth.acme.example')
     await page.click('#api-key-form button[type=submit]')
     await page.click('#send-step-up')
     await page.fill('#step-up-form input[name=code]', await codeFor(staff, 2))
@@ -423,6 +425,8 @@ describe('operator console in headless Chromium', function () {
     expect(await page.textContent('#api-key-rows'))
       .to.include('Acme auth')
       .and.include('verification_code, magic_link · email')
+      .and.include('1000 sends · 100 new addresses')
+      .and.include('https://auth.acme.example')
     await shot('12-api-key-created')
     const send = () =>
       f.stack.call(

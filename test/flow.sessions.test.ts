@@ -79,11 +79,11 @@ describe('sessions and the password change, as their owner uses them', () => {
       for (const header of [owner.auth, second]) expect(raw).not.to.include(header.authorization.slice('Bearer '.length))
     })
 
-    it('signs out everywhere: every session of the caller stops working, the one that asked too, and nobody else’s', async () => {
+    it('signs out everywhere with a fresh step-up: every session of the caller stops working, the one that asked too, and nobody else’s', async () => {
       const owner = await account()
       const other = await signIn(owner)
       const stranger = await account()
-      const everywhere = await call('DELETE', '/sessions', undefined, owner.auth)
+      const everywhere = await call('DELETE', '/sessions', undefined, await elevate(owner))
       expect(everywhere.status).to.equal(204)
       for (const auth of [owner.auth, other]) expect((await call('GET', '/sessions', undefined, auth)).status).to.equal(401)
       expect((await call('GET', '/sessions', undefined, stranger.auth)).status, 'another identity is untouched').to.equal(200)

@@ -4,7 +4,7 @@ import { createWorkerMetrics } from '../src/metrics/worker-metrics.ts'
 import { QUEUES, type DeliveryJobData } from '../src/outbox/constants.ts'
 import { CAP_CHANNELS, callingCode, parseChannelCaps, parseCountryCaps } from '../config/send-caps.ts'
 import { CHANNELS } from '../src/outbox/constants.ts'
-import { sendWindow, type SendCaps } from '../src/outbox/send-caps.ts'
+import { capScopeOf, classCap, sendWindow, type SendCaps } from '../src/outbox/send-caps.ts'
 import { uniqueEmail } from './support/helpers.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
 import { scriptedProvider } from './support/scripted-provider.ts'
@@ -42,6 +42,33 @@ describe('send caps, as pure functions', () => {
     expect(() => parseChannelCaps('email:5,email:6')).to.throw()
     expect(() => parseCountryCaps('4:5')).to.throw(/calling codes/)
     expect(() => parseCountryCaps('44:-1')).to.throw()
+  })
+})
+
+describe('send caps per class of who asked, as pure functions', () => {
+  const caps: SendCaps = { perChannel: { sms: 100 }, perCountry: { '44': 50 }, smsPerPrefix: 20 }
+  const sms = { channel: 'sms' as const, destination: '+447700900123' }
+
+  it("gives owners a counter of their own as large as the cap, and courier sends the strangers' unless COURIER_CAP_SHARE sets them apart", () => {
+    expect(capScopeOf(caps, 'prefix', sms, 'stranger')).to.deep.equal({
+      channel: 'sms',
+      kind: 'prefix',
+      asked: 'stranger',
+      scope: 'p4477009',
+      cap: 20,
+    })
+    expect(capScopeOf(caps, 'prefix', sms, 'owner')).to.deep.include({ asked: 'owner', scope: 'op4477009', cap: 20 })
+    expect(capScopeOf(caps, 'country', sms, 'owner')).to.deep.include({ scope: 'o44', cap: 50 })
+    expect(capScopeOf(caps, 'channel', sms, 'courier'), 'with the strangers').to.deep.include({ asked: 'stranger', scope: '', cap: 100 })
+    const shared = { ...caps, courierShare: 30 }
+    expect(capScopeOf(shared, 'channel', sms, 'courier')).to.deep.include({ asked: 'courier', scope: 'c', cap: 30 })
+    expect(capScopeOf(shared, 'channel', sms, 'stranger'), 'the rest').to.deep.include({ scope: '', cap: 70 })
+    expect(capScopeOf(shared, 'channel', sms, 'owner'), 'owners keep the whole cap').to.deep.include({ scope: 'o', cap: 100 })
+    expect(classCap({ courierShare: 30 }, 3, 'courier'), 'rounded down').to.equal(0)
+    expect(capScopeOf(caps, 'prefix', { channel: 'whatsapp', destination: sms.destination }, 'stranger'), 'prefixes are SMS only').to.equal(
+      undefined,
+    )
+    expect(capScopeOf(caps, 'country', { channel: 'email', destination: 'a@example.com' }, 'owner')).to.equal(undefined)
   })
 })
 

@@ -97,6 +97,43 @@ describe('staff API keys: POST / GET /platform-admin/api-keys, rotation, DELETE'
     expect(again.status, 'a revoked key is not rotated twice').to.equal(404)
   })
 
+  it("changes a live key's hourly volume, new addresses an hour and link origins in place; a rotation keeps them; audited", async () => {
+    const member = await kit.staff()
+    const { id, key } = await kit.apiKey({ name: 'tuned', purposes: ['verification_code', 'magic_link'] }, member)
+    const changes = `/platform-admin/api-keys/${id}/changes`
+    const change = { sendsPerHour: 2, destinationsPerHour: 7, linkOrigins: ['https://bücher.example', 'https://login.example.org:8443/'] }
+    expect((await f.stack.call('POST', changes, change, member.headers)).status).to.equal(204)
+    const listed = (await f.stack.call('GET', '/platform-admin/api-keys', undefined, member.headers)).body!.items as Record<
+      string,
+      unknown
+    >[]
+    expect(listed.find((item) => item.id === id)).to.deep.include({
+      sendsPerHour: 2,
+      destinationsPerHour: 7,
+      linkOrigins: ['https://xn--bcher-kva.example', 'https://login.example.org:8443'],
+    })
+    for (let i = 0; i < 2; i++) expect((await kit.send(key, message())).status).to.equal(202)
+    const third = await kit.send(key, message())
+    expect([third.status, third.body?.code], 'the new hourly volume holds at once').to.deep.equal([429, 'api_key_budget_exhausted'])
+
+    const bare = await f.stack.call('POST', changes, { linkOrigins: [] }, member.headers)
+    expect([bare.status, bare.body?.code], 'a magic_link key keeps an origin').to.deep.equal([422, 'link_origins_required'])
+    const notOrigin = await f.stack.call('POST', changes, { linkOrigins: ['https://app.example.org/path'] }, member.headers)
+    expect(notOrigin.status, 'an origin, not a URL').to.equal(422)
+    const rotated = await f.stack.call('POST', `/platform-admin/api-keys/${id}/rotation`, undefined, member.headers)
+    const row = await f.db
+      .owner('platform.api_keys')
+      .where({ id: String(rotated.body!.id) })
+      .first()
+    expect(row).to.deep.include({
+      sends_per_hour: 2,
+      destinations_per_hour: 7,
+      link_origins: ['https://xn--bcher-kva.example', 'https://login.example.org:8443'],
+    })
+    expect((await f.stack.call('POST', changes, { sendsPerHour: 5 }, member.headers)).status, 'a revoked key').to.equal(404)
+    expect((await audit(id)).map((entry) => entry.action)).to.deep.equal(['api_key.created', 'api_key.changed'])
+  })
+
   it('revokes a key: it answers 401 from then on, a second revoke is 404; audited', async () => {
     const member = await kit.staff()
     const { id, key } = await kit.apiKey({}, member)

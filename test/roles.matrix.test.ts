@@ -75,6 +75,10 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
       `INSERT INTO outbox.delivery_channel_registrations (worker_id, channels, providers, started_at, seen_at) VALUES ('${ID}', '{whatsapp}', '{}', now(), now())`,
     ],
     ['read worker registrations', 'SELECT worker_id, providers FROM outbox.delivery_channel_registrations'],
+    // Who asked for a message is the worker's to judge, after the 202: the web cannot ask.
+    ['ask who each message is for (the worker’s function)', `SELECT * FROM outbox.message_askers(ARRAY['${ID}'::uuid])`],
+    ['write a send cap counter', `INSERT INTO outbox.send_windows (channel, scope, window_start) VALUES ('sms', 'o', now())`],
+    ['count a key’s hour directly past its budget', `UPDATE platform.api_keys SET sends_per_hour = 6000000`],
     ['forget worker registrations', 'DELETE FROM outbox.delivery_channel_registrations'],
     ['read the registrations behind the available channels', 'SELECT * FROM outbox.current_channel_registrations()'],
     ['create a table', 'CREATE TABLE outbox.sneaky (id int)'],
@@ -113,6 +117,8 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
     ['enqueue a message (the web’s function)', `SELECT outbox.enqueue_message('{}'::jsonb)`],
     ['insert a delivery job (the web’s function)', `SELECT outbox.insert_delivery_job('[]')`],
     ['read the staff backlog', `SELECT * FROM outbox.backlog_summary('${NO_SESSION}', now())`],
+    ['read identifiers to judge who asked', 'SELECT value FROM identity.login_identifiers'],
+    ['spend a courier key’s hour (the web’s function)', `SELECT platform.spend_api_key_hour('${ID}', now(), 1, 1, true)`],
     ['page dead letters', `SELECT * FROM outbox.dead_letter_page('${NO_SESSION}', now(), 50, NULL, NULL, NULL, NULL)`],
     [
       'record a delivery event (the web’s webhook function)',

@@ -35,6 +35,7 @@ const CALLS: [string, string][] = [
        'purposes', '["verification_code"]'::jsonb, 'channels', '["email"]'::jsonb, 'requests_per_minute', 60, 'per_destination_per_hour', 5, 'per_destination_per_day', 20))`,
   ],
   ['an API key revoked', `SELECT platform.revoke_api_key(?, now(), '${uuidv7()}')`],
+  ['an API key changed', `SELECT platform.change_api_key(?, now(), '${uuidv7()}', '{"sends_per_hour": 1}'::jsonb)`],
   ['the webhook endpoint list', 'SELECT * FROM platform.webhook_endpoint_list(?, now())'],
   [
     'a webhook endpoint created',

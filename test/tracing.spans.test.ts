@@ -1,10 +1,17 @@
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { expect } from 'chai'
-import { eventually, inbox, uniqueEmail } from './support/helpers.ts'
+import { readFileSync } from 'node:fs'
+import { Webhook } from 'standardwebhooks'
+import { signingKeyOf } from '../src/hooks/standard-webhooks.ts'
+import { startFakeTwilio, type FakeTwilio } from '../src/runtime/fake-twilio.ts'
+import { startFakePwnedPasswords } from './support/fake-pwned-passwords.ts'
+import { eventually, inbox, uniqueEmail, uniquePhone } from './support/helpers.ts'
 import { useProcessFixture } from './support/process-fixture.ts'
 import type { Spawned } from './support/processes.ts'
+
+const SMS_HOOK = JSON.parse(readFileSync(new URL('./fixtures/hooks/supabase-send-sms.json', import.meta.url), 'utf8'))
 
 /** One span as the OTLP/HTTP JSON exporter sends it, with the service that sent it. */
 type ExportedSpan = {
@@ -53,10 +60,17 @@ const readable = (span: ExportedSpan) =>
 describe('tracing (docs/operations.md "Tracing")', () => {
   const f = useProcessFixture()
   let collector: Awaited<ReturnType<typeof startCollector>>
+  let pwned: Awaited<ReturnType<typeof startFakePwnedPasswords>>
+  let twilio: FakeTwilio
   const running: Spawned[] = []
   const metricsToken = randomBytes(24).toString('hex')
+  const kratosKey = `kratos-${randomBytes(24).toString('hex')}`
+  const supabaseSecret = `v1,whsec_${randomBytes(32).toString('base64')}`
+  const twilioAccount = { accountSid: `AC${randomBytes(16).toString('hex')}`, authToken: randomBytes(16).toString('hex') }
   before(async () => {
     collector = await startCollector()
+    pwned = await startFakePwnedPasswords({ breached: [] })
+    twilio = await startFakeTwilio(twilioAccount)
   })
   after(async () => {
     for (const process of running) {
@@ -64,11 +78,32 @@ describe('tracing (docs/operations.md "Tracing")', () => {
       await process.exited
     }
     await collector?.stop()
+    await pwned?.stop()
+    await twilio?.stop()
   })
 
-  it('follows a sign-up and a recovery from the request through the enqueue and the job to the provider call, and no span holds a secret', async function () {
+  it('follows a sign-up and a recovery from the request through the enqueue and the job to the provider call, and no span holds a secret, with every optional integration on', async function () {
     this.timeout(120_000)
-    const tracing = { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '200', METRICS_TOKEN: metricsToken }
+    const tracing = {
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+      OTEL_BSP_SCHEDULE_DELAY: '200',
+      METRICS_TOKEN: metricsToken,
+      // Every optional integration: the breached-password lookup, both hooks, SMS by Twilio (status
+      // callbacks included), Wasender's webhook, inbound trace context from a trusted network.
+      BREACHED_PASSWORD_API_URL: pwned.url,
+      KRATOS_COURIER_API_KEY: kratosKey,
+      KRATOS_LINK_ORIGINS: 'https://auth.example.org',
+      SUPABASE_HOOK_SECRET: supabaseSecret,
+      SUPABASE_LINK_ORIGINS: 'https://project-ref.supabase.co',
+      TWILIO_ACCOUNT_SID: twilioAccount.accountSid,
+      TWILIO_AUTH_TOKEN: twilioAccount.authToken,
+      TWILIO_FROM_NUMBER: '+15005550006',
+      TWILIO_API_URL: twilio.url,
+      PUBLIC_BASE_URL: 'https://sealpost.example',
+      PHONE_CHANNELS: 'sms',
+      WASENDER_WEBHOOK_SECRET: randomBytes(16).toString('hex'),
+      TRACE_TRUSTED_CALLERS: '10.0.0.0/8',
+    }
     const worker = f.worker(tracing)
     running.push(worker)
     await worker.waitFor(/"message":"worker started"/, 'the worker to start')
@@ -111,6 +146,34 @@ describe('tracing (docs/operations.md "Tracing")', () => {
     expect(
       (await send('POST', '/password-recoveries/completion', { identifier: email, code: recoveryCode, newPassword })).status,
     ).to.be.within(200, 204)
+    // A phone sign-up by SMS (Twilio's path names the account) and a Kratos courier code.
+    const phone = uniquePhone()
+    expect((await send('POST', '/sign-ups', { identifier: phone, password })).status).to.equal(202)
+    const smsCode = await eventually(
+      async () => /\b(\d{6})\b/.exec(twilio.requests.find((request) => request.to === phone)?.body ?? '')?.[1],
+      'the SMS code',
+      30_000,
+    )
+    const kratosCode = String(10_000_000 + Math.floor(Math.random() * 80_000_000))
+    const kratosTo = uniqueEmail('kratos')
+    const kratosBody = { template_type: 'recovery_code_valid', to: kratosTo, recipient: kratosTo, recovery_code: kratosCode }
+    expect((await send('POST', '/hooks/kratos/courier', kratosBody, { authorization: `Bearer ${kratosKey}` })).status).to.equal(200)
+    await eventually(async () => ((await inbox(f.emulator.url, kratosTo)).length > 0 ? true : undefined), 'the Kratos code', 30_000)
+    // A Supabase Send SMS hook call, signed as Supabase signs it: its OTP goes out by Twilio too.
+    const hookPhone = uniquePhone()
+    const hookOtp = String(100_000 + Math.floor(Math.random() * 800_000))
+    const hookBody = JSON.stringify({ ...SMS_HOOK, user: { ...SMS_HOOK.user, phone: hookPhone }, sms: { otp: hookOtp } })
+    const [id, timestamp] = [crypto.randomUUID(), String(Math.floor(Date.now() / 1000))]
+    const signature = new Webhook(signingKeyOf(supabaseSecret)!, { format: 'raw' }).sign(id, new Date(Number(timestamp) * 1000), hookBody)
+    const hooked = await fetch(`${url}/hooks/supabase/send-sms`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': timestamp, 'webhook-signature': signature },
+      body: hookBody,
+    })
+    expect(hooked.status).to.equal(200)
+    await eventually(async () => (twilio.requests.some((request) => request.to === hookPhone) ? true : undefined), 'the hook SMS', 30_000)
+    const rangePrefixes = [password, newPassword].map((text) => createHash('sha1').update(text, 'utf8').digest('hex').slice(0, 5))
+    expect(pwned.requests.map((request) => request.url.slice('/range/'.length).toLowerCase())).to.include.members(rangePrefixes)
     const envelopes = (await f.db.owner('outbox.security_outbox_ciphertexts').select('envelope')).map((row) => String(row.envelope))
 
     // Each request's trace, once both processes have exported it (each in batches of its own).
@@ -150,6 +213,15 @@ describe('tracing (docs/operations.md "Tracing")', () => {
       ['the destination’s local part', new RegExp(email.split('@')[0]!.replace(/[.+]/g, '\\$&'))],
       ['an envelope', /v\d+\.[^".]+\.[A-Za-z0-9+/=_-]{24,}/],
       ['an authorization header', /authorization|bearer/i],
+      ['the SMS code', new RegExp(`(?<!\\d)${smsCode}(?!\\d)`)],
+      ['the Kratos code', new RegExp(kratosCode)],
+      ['the Kratos key', new RegExp(kratosKey)],
+      ['the Supabase hook OTP', new RegExp(`(?<!\\d)${hookOtp}(?!\\d)`)],
+      ['the Supabase hook secret', new RegExp(supabaseSecret.slice(10, 40).replace(/[+/]/g, '\\$&'))],
+      ['the Twilio auth token', new RegExp(twilioAccount.authToken)],
+      ["the Twilio account in a provider call's path", new RegExp(twilioAccount.accountSid)],
+      ['the phone number', new RegExp(phone.slice(1))],
+      ...rangePrefixes.map((prefix): [string, RegExp] => ['a breached-password range prefix', new RegExp(`/range/${prefix}`, 'i')]),
       ...envelopes.map((envelope): [string, RegExp] => ['a stored envelope', new RegExp(envelope.slice(-32).replace(/[+/=.]/g, '\\$&'))]),
     ]
     expect(spans.length).to.be.greaterThan(20)

@@ -463,6 +463,8 @@ async function loadApiKeys() {
     cell(row, when(item.createdAt))
     cell(row, item.name, 'text')
     cell(row, `${item.purposes.join(', ')} · ${item.channels.join(', ')}`, 'text')
+    cell(row, `${item.sendsPerHour} sends · ${item.destinationsPerHour} new addresses`)
+    cell(row, item.linkOrigins.length > 0 ? item.linkOrigins.join(', ') : '—', 'text')
     cell(row, item.lastUsedAt ? when(item.lastUsedAt) : '—')
     cell(row, item.revokedAt ? `revoked ${when(item.revokedAt)}` : 'live')
     const actions = cell(row, '')
@@ -515,6 +517,33 @@ function revokeApiKey(id) {
     await loadApiKeys()
     notify('API key revoked.')
   })
+}
+
+// The send caps this hour by who asked, and the last hour's conversion per prefix (docs/security.md "Caps from the owner's side").
+async function loadSendCaps() {
+  const { status, body } = await api('GET', '/platform-admin/security-outbox/send-caps')
+  if (status !== 200) return show('send-caps', false)
+  const rows = body.scopes.map((scope) => {
+    const row = document.createElement('tr')
+    for (const text of [scope.channel, scope.kind, scope.kind === 'prefix' ? `${scope.scope}•••` : scope.scope || '—', scope.asked])
+      cell(row, text)
+    cell(row, String(scope.sent))
+    cell(row, scope.cap === null ? '?' : String(scope.cap))
+    return row
+  })
+  $('send-cap-rows').replaceChildren(...rows)
+  show('send-caps-empty', rows.length === 0)
+  $('conversion-rows').replaceChildren(
+    ...body.conversion.map((entry) => {
+      const row = document.createElement('tr')
+      cell(row, entry.channel)
+      cell(row, entry.prefix ?? 'all')
+      cell(row, String(entry.sent))
+      cell(row, `${entry.confirmed} (${entry.ratio === null ? '—' : `${Math.round(entry.ratio * 100)} %`})`)
+      return row
+    }),
+  )
+  show('send-caps')
 }
 
 // Webhook endpoints: shown only when the server has the route; dead-lettered deliveries are redriven after a step-up.
@@ -599,7 +628,15 @@ async function enter() {
   try {
     await loadBacklog()
     show('console')
-    await Promise.all([loadDeadLetters('limit=10', 1), loadSuppressions(), loadApiKeys(), loadEventCounts(), loadAudit(), loadWebhooks()])
+    await Promise.all([
+      loadDeadLetters('limit=10', 1),
+      loadSuppressions(),
+      loadApiKeys(),
+      loadEventCounts(),
+      loadAudit(),
+      loadWebhooks(),
+      loadSendCaps(),
+    ])
   } catch {
     // api() has already ended the session and said why.
   }
@@ -680,7 +717,18 @@ document.addEventListener('DOMContentLoaded', () => {
     event.preventDefault()
     const form = event.target
     const checked = (name) => [...form.elements[name]].filter((box) => box.checked).map((box) => box.value)
-    createApiKey({ name: form.elements.name.value.trim(), purposes: checked('purposes'), channels: checked('channels') })
+    const origins = form.elements.linkOrigins.value
+      .split(',')
+      .map((origin) => origin.trim())
+      .filter((origin) => origin !== '')
+    createApiKey({
+      name: form.elements.name.value.trim(),
+      purposes: checked('purposes'),
+      channels: checked('channels'),
+      linkOrigins: origins,
+      sendsPerHour: Number(form.elements.sendsPerHour.value),
+      destinationsPerHour: Number(form.elements.destinationsPerHour.value),
+    })
   })
   if (store.get('session')) enter()
 })

@@ -1,3 +1,4 @@
+import { DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET } from '../../config/schema.ts'
 import type { Locale } from '../delivery/locales.ts'
 import { ConflictError, type DomainError } from '../identity/errors.ts'
 import { acceptCourierMessage, type CourierDeps, type CourierSender } from '../platform/courier.ts'
@@ -8,10 +9,15 @@ import { KRATOS_CODE_TTL_SECONDS } from './kratos.ts'
 export type HookName = 'supabase-email' | 'supabase-sms' | 'kratos'
 
 /**
- * Each adapter is a courier caller with a fixed scope and limits. Its id is an `platform.api_keys`
- * row the migration 20261202002800_hook_callers made, so its messages are attributed to it as an
- * API key's are; that row's secret hash has no known preimage, so no request can present it.
- * Unlike an API key, an adapter relays its identity system's security notices too.
+ * Each adapter is a courier caller with a fixed scope and limits. Its id is a `platform.api_keys`
+ * row (kind `hook`) the migration 20261202002800_hook_callers made, so its messages are attributed
+ * to it as an API key's are; that row is no key: no request authenticates as it, and the console
+ * neither lists, rotates nor revokes it. Its per-destination budget counts the exact address the
+ * upstream named, far above what the upstream itself sends (docs/hooks.md "Budgets"): the
+ * upstream owns its anti-automation, and a stranger who makes it ask for codes for alice+1…alice+20,
+ * or for alice twenty times, must not spend alice's own. No hourly volume: COURIER_CAP_SHARE
+ * bounds the hooks' share of the fleet's sends. Unlike an API key, an adapter relays its identity
+ * system's security notices too.
  */
 export const HOOK_CALLERS: Readonly<Record<'supabase' | 'kratos', CourierSender>> = Object.freeze({
   supabase: {
@@ -20,8 +26,10 @@ export const HOOK_CALLERS: Readonly<Record<'supabase' | 'kratos', CourierSender>
     purposes: ['magic_link', 'verification_code', 'step_up'],
     channels: ['email', 'sms', 'whatsapp'],
     requestsPerMinute: 6_000,
-    perDestinationPerHour: 20,
-    perDestinationPerDay: 100,
+    perDestinationPerHour: DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET,
+    perDestinationPerDay: DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET * 10,
+    exactDestination: true,
+    linkOrigins: [],
   },
   kratos: {
     securityNotices: true,
@@ -29,10 +37,26 @@ export const HOOK_CALLERS: Readonly<Record<'supabase' | 'kratos', CourierSender>
     purposes: ['password_recovery', 'verification_code', 'sign_up', 'magic_link'],
     channels: ['email', 'sms', 'whatsapp'],
     requestsPerMinute: 6_000,
-    perDestinationPerHour: 20,
-    perDestinationPerDay: 100,
+    perDestinationPerHour: DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET,
+    perDestinationPerDay: DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET * 10,
+    exactDestination: true,
+    linkOrigins: [],
   },
 })
+
+/**
+ * What the deployment's settings give a hook (docs/hooks.md): the origins its links may point at
+ * (SUPABASE_LINK_ORIGINS, KRATOS_LINK_ORIGINS: from configuration, never from the payload) and its
+ * per-address budget (HOOK_DESTINATION_HOURLY_BUDGET).
+ */
+export type HookCallerSettings = { linkOrigins?: readonly string[]; perDestinationPerHour?: number }
+
+/** A hook's courier caller under this deployment's settings. */
+export function hookCaller(name: 'supabase' | 'kratos', settings: HookCallerSettings = {}): CourierSender {
+  const base = HOOK_CALLERS[name]
+  const perHour = settings.perDestinationPerHour ?? base.perDestinationPerHour
+  return { ...base, linkOrigins: settings.linkOrigins ?? [], perDestinationPerHour: perHour, perDestinationPerDay: perHour * 10 }
+}
 
 /**
  * How long a message lives when the payload does not say: Supabase's default OTP expiries (its
@@ -45,8 +69,12 @@ const DEFAULT_TTL_SECONDS: Readonly<Record<HookName, number>> = Object.freeze({
   kratos: KRATOS_CODE_TTL_SECONDS,
 })
 
-/** The courier's dependencies, the locale of every hook message (neither hook tells the recipient's) and the deployment's lifetimes. */
-export type HookDeliveryDeps = CourierDeps & { defaultLocale: Locale; ttlSeconds?: Partial<Record<HookName, number>> }
+/** The courier's dependencies, the locale of every hook message (neither hook tells the recipient's), each hook's settings and the deployment's lifetimes. */
+export type HookDeliveryDeps = CourierDeps & {
+  defaultLocale: Locale
+  hookSettings?: Partial<Record<'supabase' | 'kratos', HookCallerSettings>>
+  ttlSeconds?: Partial<Record<HookName, number>>
+}
 
 /** Every message committed (or found committed by an earlier delivery of the same hook call), or the first refusal. */
 export type HookAcceptance = { accepted: number } | { refused: DomainError }
@@ -65,7 +93,8 @@ export async function acceptHookMessages(
   hook: HookName,
   messages: readonly HookMessage[],
 ): Promise<HookAcceptance> {
-  const caller = HOOK_CALLERS[hook === 'kratos' ? 'kratos' : 'supabase']
+  const name = hook === 'kratos' ? 'kratos' : 'supabase'
+  const caller = hookCaller(name, deps.hookSettings?.[name])
   const now = deps.clock()
   for (const message of messages) {
     const outcome = await acceptCourierMessage(deps, caller, {

@@ -4,6 +4,7 @@ import type { Knex } from 'knex'
 import type { ChallengeDeps } from '../identity/challenges.ts'
 import type { BreachedPasswordCheck } from '../identity/password-policy.ts'
 import type { Logger } from '../logging/logger.ts'
+import { limitPerClient } from './client-limit.ts'
 import { HttpProblemError, problemHandler, sendProblem } from './problem.ts'
 import { requestId } from './request-id.ts'
 import { healthRoutes } from './routes/health.ts'
@@ -24,6 +25,7 @@ import type { WebhookDeps } from '../delivery/webhooks.ts'
 import { fallBackToNextPhoneChannel } from '../identity/phone-fallback.ts'
 import { webhookRoutes } from './routes/webhooks.ts'
 import { hookRoutes, unmountedHookPaths, type HookRouteDeps } from './routes/hooks.ts'
+import { sendCapRoutes } from './routes/send-caps.ts'
 import { suppressionRoutes } from './routes/suppressions.ts'
 import { auditRecordRoutes } from './routes/audit-records.ts'
 import { peopleRoutes } from './routes/people.ts'
@@ -48,7 +50,7 @@ export type WebDeps = {
   /** Provider webhooks; each refuses everything while unconfigured. */
   webhooks?: Pick<WebhookDeps, 'ses' | 'wasender' | 'whatsappCloud' | 'twilio'>
   /** Identity systems' hooks (docs/hooks.md); each one unset is not mounted (404). */
-  hooks?: Pick<HookRouteDeps, 'supabase' | 'kratos'>
+  hooks?: Pick<HookRouteDeps, 'supabase' | 'kratos' | 'hookSettings'>
   /** The locale of messages whose request's Accept-Language names none we ship. */
   defaultLocale?: Locale
   /** Cookies carry `Secure` (staging and production: the client reaches us over HTTPS). */
@@ -115,6 +117,14 @@ export function createApp(deps: WebDeps): express.Express {
     next()
   })
   app.use(documentedMethodsOnly(API_REGISTRIES, unmountedHookPaths(deps.hooks)))
+  // A refused API key or hook credential spends the client's per-client limit, as a public route's request does.
+  const failedAuthentication = limitPerClient(
+    deps.db,
+    deps.challenges.codeHashKeys ?? [deps.challenges.codeHashKey],
+    deps.clientLimitPerMinute,
+    deps.challenges.clock,
+    deps.logger,
+  )
   // Before the JSON parser: the webhooks read their bodies as their providers send them.
   app.use(
     webhookRoutes({
@@ -136,6 +146,7 @@ export function createApp(deps: WebDeps): express.Express {
       defaultLocale: deps.defaultLocale ?? 'en',
       logger: deps.logger,
       count: metrics.webhook,
+      failedAuthentication,
       ...deps.hooks,
     }),
   )
@@ -175,6 +186,7 @@ export function createApp(deps: WebDeps): express.Express {
       ...(deps.challenges.codeHashKeys ? { codeHashKeys: deps.challenges.codeHashKeys } : {}),
     }),
   )
+  app.use(sendCapRoutes({ db: deps.db, clock: deps.challenges.clock }))
   app.use(suppressionRoutes({ db: deps.db, clock: deps.challenges.clock }))
   app.use(auditRecordRoutes({ db: deps.db, clock: deps.challenges.clock }))
   app.use(
@@ -197,6 +209,7 @@ export function createApp(deps: WebDeps): express.Express {
       ...deps.challenges,
       db: deps.db,
       logger: deps.logger,
+      failedAuthentication,
     }),
   )
   app.get('/metrics', async (req, res) => {

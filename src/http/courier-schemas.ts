@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { parseLinkOrigin } from '../../config/link-origins.ts'
 import { COURIER_PURPOSES } from '../platform/api-keys.ts'
 import { ATTEMPT_OUTCOMES, CHANNELS, DEAD_LETTER_REASONS, FAILURE_CLASSES, MESSAGE_STATES } from '../outbox/constants.ts'
 
@@ -69,6 +70,28 @@ export const CourierMessage = z.object({
   ),
 })
 
+const linkOrigin = z
+  .string()
+  .max(300)
+  .refine((text) => parseLinkOrigin(text) !== undefined, 'an https origin, `https://host[:port]`, without a path')
+  .meta({
+    description:
+      'An https origin (`https://app.example.org`) a magic link may point at; compared exactly, IDN hosts in their punycode form',
+  })
+const sendsPerHour = z
+  .int()
+  .min(1)
+  .max(6_000_000)
+  .meta({ description: 'Messages the key may send in a clock hour; past it 429 `api_key_budget_exhausted` until the hour ends' })
+const destinationsPerHour = z.int().min(1).max(6_000_000).meta({
+  description:
+    'Addresses the key may send to in a clock hour that it had not sent to within the hour (a leaked key cannot reach thousands)',
+})
+const linkOrigins = z
+  .array(linkOrigin)
+  .max(20)
+  .meta({ description: 'Where its magic links may point: required for a key scoped to `magic_link` (none = no magic link)' })
+
 export const NewApiKeyBody = z.strictObject({
   name: z.string().trim().min(1).max(100),
   purposes: z.array(purpose).min(1).max(COURIER_PURPOSES.length),
@@ -76,7 +99,19 @@ export const NewApiKeyBody = z.strictObject({
   requestsPerMinute: z.int().min(1).max(100_000).default(600),
   perDestinationPerHour: z.int().min(1).max(1_000).default(5),
   perDestinationPerDay: z.int().min(1).max(10_000).default(20),
+  sendsPerHour: sendsPerHour.default(1_000),
+  destinationsPerHour: destinationsPerHour.default(100),
+  linkOrigins: linkOrigins.default([]),
 })
+
+/** `POST /platform-admin/api-keys/{id}/changes`: a live key's budgets and link origins (at least one of them). */
+export const ApiKeyChangeBody = z
+  .strictObject({
+    sendsPerHour: sendsPerHour.optional(),
+    destinationsPerHour: destinationsPerHour.optional(),
+    linkOrigins: linkOrigins.optional(),
+  })
+  .refine((body) => Object.keys(body).length > 0, 'name at least one of sendsPerHour, destinationsPerHour, linkOrigins')
 
 export const ApiKeyPath = z.object({ id: z.string().meta({ description: 'The API key id (a uuid)' }) })
 
@@ -95,6 +130,9 @@ export const ApiKeyList = z.object({
       requestsPerMinute: z.int(),
       perDestinationPerHour: z.int(),
       perDestinationPerDay: z.int(),
+      sendsPerHour: z.int(),
+      destinationsPerHour: z.int(),
+      linkOrigins: z.array(z.string()),
       createdBy: z.uuid(),
       createdAt: at,
       revokedAt: at.nullable(),

@@ -15,6 +15,7 @@ import { platformAdminApi } from './routes/platform-admin.ts'
 import { serviceApi } from './routes/service.ts'
 import { apiKeyApi } from './routes/api-keys.ts'
 import { courierApi } from './routes/courier.ts'
+import { sendCapApi } from './routes/send-caps.ts'
 
 /**
  * Every route module's registry, in the order the document lists their tags. A route is described
@@ -26,6 +27,7 @@ export const API_REGISTRIES: readonly ApiRegistry[] = [
   organizationApi,
   platformAdminApi,
   outboxControlsApi,
+  sendCapApi,
   suppressionApi,
   auditRecordApi,
   peopleApi,

@@ -1,6 +1,8 @@
 import type { Knex } from 'knex'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import { gauges } from '../platform/outbox-admin.ts'
+import { sendCapReport } from '../platform/send-cap-report.ts'
+import { sendCapGauges } from './send-cap-gauges.ts'
 import { PROVIDER_VIEW_GAUGE } from '../outbox/provider-health.ts'
 
 /** Methods counted by name; any other (Node parses dozens) is `OTHER`. */
@@ -67,6 +69,7 @@ export function createWebMetrics(db: Knex, clock: () => Date) {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   })
+  const sendCaps = sendCapGauges(registry)
   const scrapeOk = new Gauge({
     name: 'sealpost_outbox_metrics_scrape_ok',
     help: '1 when the last scrape could read the database',
@@ -101,6 +104,7 @@ export function createWebMetrics(db: Knex, clock: () => Date) {
     async render(): Promise<string> {
       try {
         backlogOf(await gauges(db, clock()))
+        sendCaps.update(await sendCapReport(db, clock()))
         scrapeOk.set(1)
       } catch {
         scrapeOk.set(0)

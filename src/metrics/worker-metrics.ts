@@ -2,6 +2,7 @@ import { decideMetricsAccess, type MetricsAccess } from './access.ts'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { Asked, CapKind } from '../outbox/send-caps.ts'
 
 /**
  * What a worker process counts as it works (served on WORKER_METRICS_PORT): attempts by outcome
@@ -44,14 +45,14 @@ export function createWorkerMetrics() {
   })
   const heldByCap = new Counter({
     name: 'sealpost_send_cap_held_total',
-    help: 'Messages a send cap held back to the next hour (no attempt spent), by channel and cap (channel or country)',
-    labelNames: ['channel', 'cap'],
+    help: 'Messages a send cap held back to the next hour (no attempt spent), by channel, cap (prefix, country or channel) and who asked (owner, stranger, courier)',
+    labelNames: ['channel', 'cap', 'asked'],
     registers: [registry],
   })
   const capUsed = new Gauge({
     name: 'sealpost_send_cap_used_ratio',
-    help: "The fullest send cap of each kind (channel, country or prefix) this hour, as the fleet's counter stood when this worker last reserved in it: sent / cap",
-    labelNames: ['channel', 'scope_kind'],
+    help: "The fullest send cap of each kind (channel, country or prefix) and class (owner, stranger, courier) this hour, as the fleet's counter stood when this worker last reserved in it: sent / the class's cap",
+    labelNames: ['channel', 'scope_kind', 'asked'],
     registers: [registry],
   })
   // Each gauge's hour and value: a new hour starts from its first reading, not from the last hour's peak.
@@ -94,17 +95,17 @@ export function createWorkerMetrics() {
     sendStarted(channel: string) {
       sends.inc({ channel })
     },
-    heldBySendCap(channel: string, cap: 'channel' | 'country' | 'prefix', count: number) {
-      heldByCap.inc({ channel, cap }, count)
+    heldBySendCap(channel: string, cap: CapKind, asked: Asked, count: number) {
+      heldByCap.inc({ channel, cap, asked }, count)
     },
     /** One reservation's reading of a cap (no scope in the labels: a prefix or a calling code would be unbounded). */
-    sendCapUsed(channel: string, scopeKind: 'channel' | 'country' | 'prefix', ratio: number, windowStart: Date) {
-      const key = `${channel}:${scopeKind}`
+    sendCapUsed(channel: string, scopeKind: CapKind, asked: Asked, ratio: number, windowStart: Date) {
+      const key = `${channel}:${scopeKind}:${asked}`
       const hour = windowStart.getTime()
       const last = capUsedNow.get(key)
       const peak = last?.hour === hour ? Math.max(last.ratio, ratio) : ratio
       capUsedNow.set(key, { hour, ratio: peak })
-      capUsed.set({ channel, scope_kind: scopeKind }, peak)
+      capUsed.set({ channel, scope_kind: scopeKind, asked }, peak)
     },
     unreadableFormat(format: string) {
       unreadableFormat.inc({ format })

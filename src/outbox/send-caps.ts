@@ -9,7 +9,8 @@ import { numberPrefix, smsAllowedFor } from './phone-numbers.ts'
  * and per-destination budget is passed by a pump spread over thousands of networks and addresses;
  * only a ceiling on the sends themselves bounds the bill and keeps the sender account in good
  * standing. A cap never loses a message or spends an attempt: what it holds back waits for the next
- * hour (or expires unsent, as any late code does).
+ * hour (or expires unsent, as any late code does). A cap counts what strangers can aim at any
+ * number; owners' own codes have a counter of their own (`classCap`).
  */
 export type SendCaps = {
   /** Sends per channel per hour; a channel not named is not capped. */
@@ -20,6 +21,8 @@ export type SendCaps = {
   smsPerPrefix?: number
   /** SMS_ALLOWED_COUNTRIES: the countries SMS may carry a code to; undefined = every country. */
   smsCountries?: readonly string[]
+  /** COURIER_CAP_SHARE: the percent of each cap courier and hook sends have to themselves; undefined = they count with strangers'. */
+  courierShare?: number
 }
 
 export const NO_SEND_CAPS: SendCaps = Object.freeze({ perChannel: Object.freeze({}), perCountry: Object.freeze({}) })
@@ -30,27 +33,77 @@ export function sendWindow(now: Date): { start: Date; end: Date } {
   return { start: new Date(start), end: new Date(start + 3_600_000) }
 }
 
-/** One counter a message must find room in: its channel's (`scope` '') or its country's (`scope` the calling code). */
-export type CapScope = { channel: Channel; scope: string; cap: number }
+/**
+ * Who asked for a message, as the worker judges it after the 202
+ * (docs/security.md "Caps from the owner's side"): `owner` when its destination is an identifier
+ * somebody verified (a person proved it is theirs: recovery, step-up, notices, a sign-up notice to
+ * an existing account), `courier`
+ * when an API key or a hook sent it, else `stranger` (a sign-up or a new method to a number nobody
+ * verified: what a pump can aim anywhere).
+ */
+export type Asked = 'owner' | 'stranger' | 'courier'
 
-/** The country cap a phone message counts against, if any. */
-export function countryScopeOf(caps: SendCaps, channel: Channel, destination: string): CapScope | undefined {
-  if (!PHONE_CHANNELS.has(channel)) return undefined
-  // A number we cannot read a code from counts under `*` (scope '0': no calling code starts with 0).
-  const code = callingCode(destination) ?? '0'
-  const cap = caps.perCountry[code] ?? caps.perCountry['*']
-  return cap === undefined ? undefined : { channel, scope: code, cap }
+/** The kinds of cap, in the order a message asks them for room. */
+export const CAP_KINDS = Object.freeze(['prefix', 'country', 'channel'] as const)
+export type CapKind = (typeof CAP_KINDS)[number]
+
+/**
+ * One counter a message must find room in: its kind, the class it counts for, and `scope`, the
+ * counter's key in send-windows-sql.ts — the class letter (none for strangers, `o` owners, `c`
+ * courier) before the channel's '' , the calling code or `p` and the prefix's seven digits.
+ */
+export type CapScope = { channel: Channel; kind: CapKind; asked: Asked; scope: string; cap: number }
+
+const CLASS_LETTER: Readonly<Record<Asked, string>> = Object.freeze({ stranger: '', owner: 'o', courier: 'c' })
+
+/** The configured cap of a kind a message counts against, and its scope without the class, if any. */
+function baseScopeOf(caps: SendCaps, kind: CapKind, channel: Channel, destination: string): { scope: string; cap: number } | undefined {
+  if (kind === 'channel') {
+    const cap = caps.perChannel[channel]
+    return cap === undefined ? undefined : { scope: '', cap }
+  }
+  if (kind === 'country') {
+    if (!PHONE_CHANNELS.has(channel)) return undefined
+    // A number we cannot read a code from counts under `*` (scope '0': no calling code starts with 0).
+    const code = callingCode(destination) ?? '0'
+    const cap = caps.perCountry[code] ?? caps.perCountry['*']
+    return cap === undefined ? undefined : { scope: code, cap }
+  }
+  // Only SMS has prefix caps: its per-message price and premium ranges are what a pump earns from;
+  // a WhatsApp template is billed per conversation to a number WhatsApp knows. A number without a
+  // prefix (not E.164) counts under `p0000000`: no prefix starts with 0.
+  if (channel !== 'sms' || caps.smsPerPrefix === undefined) return undefined
+  return { scope: `p${numberPrefix(destination) ?? '0000000'}`, cap: caps.smsPerPrefix }
 }
 
 /**
- * The prefix cap an SMS counts against, if any (scope `p` and the prefix's seven digits). Only SMS:
- * its per-message price and premium ranges are what a pump earns from; a WhatsApp template is
- * billed per conversation to a number WhatsApp knows.
+ * What of a configured cap a class may send an hour. Owners have a counter of their own as large as
+ * the cap: what strangers spent never holds them. Courier and hook sends count with strangers', or,
+ * with COURIER_CAP_SHARE, in a share of their own that the strangers' counter no longer has.
  */
-export function prefixScopeOf(caps: SendCaps, channel: Channel, destination: string): CapScope | undefined {
-  if (channel !== 'sms' || caps.smsPerPrefix === undefined) return undefined
-  // A number without a prefix (not E.164) counts under `p0000000`: no prefix starts with 0.
-  return { channel, scope: `p${numberPrefix(destination) ?? '0000000'}`, cap: caps.smsPerPrefix }
+export function classCap(caps: Pick<SendCaps, 'courierShare'>, cap: number, asked: Asked): number {
+  if (asked === 'owner' || caps.courierShare === undefined) return cap
+  const courier = Math.floor((cap * caps.courierShare) / 100)
+  return asked === 'courier' ? courier : cap - courier
+}
+
+/** The counter of a kind a message counts against, for the class that asked for it; undefined when no cap of that kind applies. */
+export function capScopeOf(
+  caps: SendCaps,
+  kind: CapKind,
+  message: { channel: Channel; destination: string },
+  asked: Asked,
+): CapScope | undefined {
+  const base = baseScopeOf(caps, kind, message.channel, message.destination)
+  if (!base) return undefined
+  const counted: Asked = asked === 'courier' && caps.courierShare === undefined ? 'stranger' : asked
+  return {
+    channel: message.channel,
+    kind,
+    asked: counted,
+    scope: `${CLASS_LETTER[counted]}${base.scope}`,
+    cap: classCap(caps, base.cap, counted),
+  }
 }
 
 /** Whether this message may not go by SMS: its channel is `sms` and its number is outside SMS_ALLOWED_COUNTRIES. */
@@ -67,12 +120,6 @@ export function crossedNearCap(cap: number, sentBefore: number, sentAfter: numbe
   return cap > 0 && sentBefore < near && sentAfter >= near
 }
 
-/** The channel cap a message counts against, if any. */
-export function channelScopeOf(caps: SendCaps, channel: Channel): CapScope | undefined {
-  const cap = caps.perChannel[channel]
-  return cap === undefined ? undefined : { channel, scope: '', cap }
-}
-
 export const sendCapsConfigured = (caps: SendCaps | undefined): caps is SendCaps =>
   caps !== undefined &&
   (Object.keys(caps.perChannel).length > 0 || Object.keys(caps.perCountry).length > 0 || caps.smsPerPrefix !== undefined)
@@ -87,6 +134,7 @@ export function sendCapsFrom(config: {
   SMS_HOURLY_CAP?: number
   SMS_PREFIX_HOURLY_CAP?: number
   SMS_ALLOWED_COUNTRIES?: readonly string[]
+  COURIER_CAP_SHARE?: number
 }): SendCaps {
   const perChannel = { ...config.SEND_CAP_PER_HOUR }
   if (config.SMS_HOURLY_CAP !== undefined) perChannel.sms = Math.min(perChannel.sms ?? Infinity, config.SMS_HOURLY_CAP)
@@ -95,5 +143,6 @@ export function sendCapsFrom(config: {
     perCountry: config.PHONE_CAP_PER_COUNTRY_PER_HOUR ?? {},
     ...(config.SMS_PREFIX_HOURLY_CAP !== undefined ? { smsPerPrefix: config.SMS_PREFIX_HOURLY_CAP } : {}),
     ...(config.SMS_ALLOWED_COUNTRIES ? { smsCountries: config.SMS_ALLOWED_COUNTRIES } : {}),
+    ...(config.COURIER_CAP_SHARE !== undefined ? { courierShare: config.COURIER_CAP_SHARE } : {}),
   }
 }

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex'
-import type { CapScope } from './send-caps.ts'
+import type { Asked, CapScope } from './send-caps.ts'
 
 const WINDOWS = 'outbox.send_windows'
 
@@ -15,10 +15,11 @@ export type Reservation = { granted: number; firstHold: boolean; sent: number }
  */
 export async function reserveSends(db: Knex, scope: CapScope, windowStart: Date, wanted: number, now: Date): Promise<Reservation> {
   const { rows } = await db.raw<{ rows: { granted: number; first_hold: boolean; sent: number; inserted: boolean }[] }>(
-    `INSERT INTO ${WINDOWS} AS w (channel, scope, window_start, sent, granted, first_hold, held_at)
+    `INSERT INTO ${WINDOWS} AS w (channel, scope, window_start, sent, granted, first_hold, held_at, cap)
      VALUES (:channel, :scope, :windowStart, LEAST(:wanted::int, :cap::int), LEAST(:wanted::int, :cap::int), :wanted::int > :cap::int,
-             CASE WHEN :wanted::int > :cap::int THEN :now::timestamptz END)
+             CASE WHEN :wanted::int > :cap::int THEN :now::timestamptz END, :cap::int)
      ON CONFLICT (channel, scope, window_start) DO UPDATE SET
+       cap = :cap::int,
        sent = LEAST(w.sent + :wanted::int, GREATEST(w.sent, :cap::int)),
        granted = LEAST(w.sent + :wanted::int, GREATEST(w.sent, :cap::int)) - w.sent,
        first_hold = w.held_at IS NULL AND w.sent + :wanted::int > :cap::int,
@@ -33,4 +34,17 @@ export async function reserveSends(db: Knex, scope: CapScope, windowStart: Date,
       .andWhere('window_start', '<', new Date(windowStart.getTime() - 3_600_000))
       .delete()
   return { granted: row.granted, firstHold: row.first_hold, sent: row.sent }
+}
+
+/**
+ * Who asked for each message (`outbox.message_askers`, migration 20261206004000): the worker reads
+ * no identifier table, the function answers ids and classes only. A message it does not name (gone
+ * meanwhile) counts as a stranger's.
+ */
+export async function messageAskers(db: Knex, ids: readonly string[]): Promise<Map<string, Asked>> {
+  if (ids.length === 0) return new Map()
+  const { rows } = await db.raw<{ rows: { message_id: string; asked: Asked }[] }>('SELECT * FROM outbox.message_askers(?::uuid[])', [
+    ids as string[],
+  ])
+  return new Map(rows.map((row) => [row.message_id, row.asked]))
 }

@@ -9,11 +9,16 @@ export type ApiKeyRow = {
   requests_per_minute: number
   per_destination_per_hour: number
   per_destination_per_day: number
+  sends_per_hour: number
+  destinations_per_hour: number
+  link_origins: string[]
+  /** `hook`: the row a hook adapter's messages are attributed to (migration 20261206004100), never a key. */
+  kind: 'key' | 'hook'
   revoked_at: Date | null
 }
 
 /** A key as staff see it (`platform.api_key_list`): no hash, no secret. */
-export type ApiKeyListRow = Omit<ApiKeyRow, 'secret_hash'> & {
+export type ApiKeyListRow = Omit<ApiKeyRow, 'secret_hash' | 'kind'> & {
   name: string
   created_by: string
   created_at: Date
@@ -31,8 +36,14 @@ export type NewApiKey = {
   requestsPerMinute?: number
   perDestinationPerHour?: number
   perDestinationPerDay?: number
+  sendsPerHour?: number
+  destinationsPerHour?: number
+  linkOrigins?: readonly string[]
   replaces?: string
 }
+
+/** What `platform.change_api_key` sets on a live key (unset members stay as they are). */
+export type ApiKeyChange = { sendsPerHour?: number; destinationsPerHour?: number; linkOrigins?: readonly string[] }
 
 /** The key an id names, whatever its state (the caller compares the hash and reads `revoked_at`). */
 export async function selectApiKey(db: Knex, id: string): Promise<ApiKeyRow | undefined> {
@@ -46,6 +57,10 @@ export async function selectApiKey(db: Knex, id: string): Promise<ApiKeyRow | un
       'requests_per_minute',
       'per_destination_per_hour',
       'per_destination_per_day',
+      'sends_per_hour',
+      'destinations_per_hour',
+      'link_origins',
+      'kind',
       'revoked_at',
     )
 }
@@ -73,6 +88,9 @@ export async function createApiKeyTx(trx: Knex.Transaction, sessionHash: Buffer,
       requests_per_minute: key.requestsPerMinute,
       per_destination_per_hour: key.perDestinationPerHour,
       per_destination_per_day: key.perDestinationPerDay,
+      sends_per_hour: key.sendsPerHour,
+      destinations_per_hour: key.destinationsPerHour,
+      link_origins: key.linkOrigins,
       replaces: key.replaces,
     }),
   ])
@@ -100,6 +118,48 @@ export async function spendApiKeyRequest(db: Knex, id: string, now: Date, max: n
     id,
     now,
     max,
+  ])
+  return rows[0]?.wait ?? undefined
+}
+
+/** Sets a live key's budgets and link origins and audits it; false when no live key (of kind `key`) has this id. */
+export async function changeApiKeyTx(
+  trx: Knex.Transaction,
+  sessionHash: Buffer,
+  now: Date,
+  id: string,
+  change: ApiKeyChange,
+): Promise<boolean> {
+  const { rows } = await trx.raw<{ rows: { changed: boolean }[] }>('SELECT platform.change_api_key(?, ?, ?, ?::jsonb) AS changed', [
+    sessionHash,
+    now,
+    id,
+    JSON.stringify({
+      sends_per_hour: change.sendsPerHour,
+      destinations_per_hour: change.destinationsPerHour,
+      link_origins: change.linkOrigins,
+    }),
+  ])
+  return rows[0]?.changed === true
+}
+
+/**
+ * Counts one send of a key in its clock hour, and one new address with `newDestination`: undefined
+ * while both fit under the key's budgets, else the seconds until the next hour (nothing counted).
+ * In the caller's transaction: a send it rolls back is not counted.
+ */
+export async function spendApiKeyHourTx(
+  trx: Knex.Transaction,
+  id: string,
+  now: Date,
+  budget: { sendsPerHour: number; destinationsPerHour: number; newDestination: boolean },
+): Promise<number | undefined> {
+  const { rows } = await trx.raw<{ rows: { wait: number | null }[] }>('SELECT platform.spend_api_key_hour(?, ?, ?, ?, ?) AS wait', [
+    id,
+    now,
+    budget.sendsPerHour,
+    budget.destinationsPerHour,
+    budget.newDestination,
   ])
   return rows[0]?.wait ?? undefined
 }

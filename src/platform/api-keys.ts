@@ -2,9 +2,17 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
 import { requireElevationTx } from '../identity/elevation.ts'
-import { NotFoundError } from '../identity/errors.ts'
+import { NotFoundError, UnprocessableError } from '../identity/errors.ts'
 import type { Channel } from '../outbox/constants.ts'
-import { apiKeyListRows, createApiKeyTx, revokeApiKeyTx, selectApiKey, type ApiKeyRow } from './api-keys-sql.ts'
+import {
+  apiKeyListRows,
+  changeApiKeyTx,
+  createApiKeyTx,
+  revokeApiKeyTx,
+  selectApiKey,
+  type ApiKeyChange,
+  type ApiKeyRow,
+} from './api-keys-sql.ts'
 import type { StaffSession } from './outbox-admin.ts'
 
 /** The purposes a courier key may be scoped to (mirrored by the CHECK on `platform.api_keys.purposes`). */
@@ -25,10 +33,19 @@ export type ApiKeyScope = {
   requestsPerMinute: number
   perDestinationPerHour: number
   perDestinationPerDay: number
+  /** What it may send in a clock hour, and to how many addresses it had not sent to within the hour; unset (a hook) = no such bound. */
+  sendsPerHour?: number
+  destinationsPerHour?: number
+  /** The https origins its `magic_link` may point at (config/link-origins.ts); none = no magic link. */
+  linkOrigins: readonly string[]
 }
 
-/** An authenticated courier caller: the key's id and what it may do (adapters name their own). */
-export type CourierCaller = { apiKeyId: string } & ApiKeyScope
+/**
+ * An authenticated courier caller: the key's id and what it may do (adapters name their own).
+ * `exactDestination`: its per-destination budget counts the exact address it named (the hooks:
+ * their upstream owns its own anti-automation), not the canonical mailbox (`+tag` variants folded).
+ */
+export type CourierCaller = { apiKeyId: string; exactDestination?: boolean } & ApiKeyScope
 
 // `sp_live_<id, 32 hex>_<secret, 32 random bytes base64url>`: the id finds the row, the secret is only ever hashed.
 const KEY_FORMAT = /^sp_live_([0-9a-f]{32})_([A-Za-z0-9_-]{43})$/
@@ -54,7 +71,8 @@ export async function authenticateApiKey(db: Knex, presented: string): Promise<C
   const row: ApiKeyRow | undefined = await selectApiKey(db, match ? idOf(match[1]!) : NO_KEY)
   const presentedHash = hashSecret(match?.[2] ?? presented)
   const same = timingSafeEqual(presentedHash, row?.secret_hash.length === 32 ? row.secret_hash : DECOY_HASH)
-  if (!match || !row || !same || row.revoked_at !== null) return undefined
+  // A hook's row (kind `hook`) is no key: its hash has no preimage, and it is refused here as well.
+  if (!match || !row || !same || row.revoked_at !== null || row.kind !== 'key') return undefined
   return {
     apiKeyId: row.id,
     purposes: row.purposes as CourierPurpose[],
@@ -62,13 +80,26 @@ export async function authenticateApiKey(db: Knex, presented: string): Promise<C
     requestsPerMinute: row.requests_per_minute,
     perDestinationPerHour: row.per_destination_per_hour,
     perDestinationPerDay: row.per_destination_per_day,
+    sendsPerHour: row.sends_per_hour,
+    destinationsPerHour: row.destinations_per_hour,
+    linkOrigins: row.link_origins,
   }
 }
 
 type StaffInput = { staff: StaffSession; elevationToken: string | undefined; now: Date }
 
+/** A key scoped to `magic_link` must name where its links may point: without origins it could send none. */
+function refuseLinkWithoutOrigins(purposes: readonly CourierPurpose[], linkOrigins: readonly string[]): void {
+  if (purposes.includes('magic_link') && linkOrigins.length === 0)
+    throw new UnprocessableError(
+      'link_origins_required',
+      'A key scoped to magic_link needs linkOrigins: the origins its links may point at.',
+    )
+}
+
 /** `POST /platform-admin/api-keys` (fresh elevation, audited): the clear key is in this answer only. */
 export async function createApiKey(db: Knex, input: StaffInput & { name: string } & ApiKeyScope): Promise<{ id: string; key: string }> {
+  refuseLinkWithoutOrigins(input.purposes, input.linkOrigins)
   const minted = mintKey()
   await db.transaction(async (trx) => {
     await requireElevationTx(trx, input.staff, input.elevationToken, input.now)
@@ -106,6 +137,24 @@ export async function revokeApiKey(db: Knex, input: StaffInput & { id: string })
   })
 }
 
+/**
+ * `POST /platform-admin/api-keys/{id}/changes` (fresh elevation, audited): a live key's hourly volume, new
+ * addresses an hour and link origins, changed in place (the key itself stays). Refused for a hook
+ * caller (not a key) as for an unknown or revoked id, and when it would leave a `magic_link` key
+ * without origins.
+ */
+export async function changeApiKey(db: Knex, input: StaffInput & { id: string; change: ApiKeyChange }): Promise<void> {
+  await db.transaction(async (trx) => {
+    await requireElevationTx(trx, input.staff, input.elevationToken, input.now)
+    const row = await selectApiKey(trx, input.id)
+    if (!row || row.kind !== 'key' || row.revoked_at !== null)
+      throw new NotFoundError('api_key_not_found', 'There is no such live API key.')
+    refuseLinkWithoutOrigins(row.purposes as CourierPurpose[], input.change.linkOrigins ?? row.link_origins)
+    if (!(await changeApiKeyTx(trx, input.staff.tokenHash, input.now, input.id, input.change)))
+      throw new NotFoundError('api_key_not_found', 'There is no such live API key.')
+  })
+}
+
 /** `GET /platform-admin/api-keys`: every key, newest first, without key material. */
 export async function listApiKeys(db: Knex, input: { staff: Pick<StaffSession, 'tokenHash'>; now: Date }) {
   const rows = await apiKeyListRows(db, input.staff.tokenHash, input.now)
@@ -118,6 +167,9 @@ export async function listApiKeys(db: Knex, input: { staff: Pick<StaffSession, '
       requestsPerMinute: row.requests_per_minute,
       perDestinationPerHour: row.per_destination_per_hour,
       perDestinationPerDay: row.per_destination_per_day,
+      sendsPerHour: row.sends_per_hour,
+      destinationsPerHour: row.destinations_per_hour,
+      linkOrigins: row.link_origins,
       createdBy: row.created_by,
       createdAt: row.created_at.toISOString(),
       revokedAt: row.revoked_at?.toISOString() ?? null,

@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto'
 import type { Knex } from 'knex'
+import { linkOriginAllowed } from '../../config/link-origins.ts'
 import {
   ChannelUnavailableError,
   ConflictError,
@@ -19,7 +20,7 @@ import { canonicalDestination, PHONE_CHANNELS } from '../outbox/destination.ts'
 import { enqueueSecurityMessageTx, type EnqueueDeps } from '../outbox/enqueue.ts'
 import { DEFAULT_PHONE_NUMBER_POLICY, type PhoneNumberPolicy } from '../outbox/phone-numbers.ts'
 import type { CourierCaller, CourierPurpose } from './api-keys.ts'
-import { spendApiKeyRequest } from './api-keys-sql.ts'
+import { spendApiKeyHourTx, spendApiKeyRequest } from './api-keys-sql.ts'
 import { claimIdempotencyKeyTx, lockIdempotencyKeyTx, storeIdempotentResponseTx } from './idempotency-keys-sql.ts'
 
 /** What the courier core needs: the enqueue's, the clock, the fleet's channels, every CODE_HASH_KEYS key. */
@@ -87,15 +88,12 @@ export async function acceptCourierMessage(deps: CourierDeps, caller: CourierSen
           return { refused: new ConflictError('idempotency_key_reused', 'This Idempotency-Key was used for a different request.') }
         return { messageId: taken.response.messageId, replayed: true }
       }
-      // Counted on the canonical mailbox or number, per key: `+tag` variants buy no extra codes.
-      const owner = `${caller.apiKeyId}:${canonicalDestination(input.channel, destination)}`
-      const tiers: Tier[] = [
-        { bucket: bucketKeys(deps, 'courier-destination-hour', owner), limit: { max: caller.perDestinationPerHour, windowSeconds: 3_600 } },
-        { bucket: bucketKeys(deps, 'courier-destination-day', owner), limit: { max: caller.perDestinationPerDay, windowSeconds: 86_400 } },
-      ]
+      const tiers = destinationTiers(deps, caller, input.channel, destination)
       const wait = await tiersWait(trx, tiers, now)
       // Thrown, not returned: the key's claim rolls back with it, so a retry after the wait is sent.
       if (wait !== undefined) throw new RateLimitedError(wait, 'destination_budget_exhausted')
+      // A new address for the key's hourly count: none sent to within the hour (asked before this send counts).
+      const newDestination = (await tiersWait(trx, [{ ...tiers[0]!, limit: { max: 1, windowSeconds: 3_600 } }], now)) === undefined
       await spendTiersTx(trx, tiers, now)
       const { messageId } = await enqueueSecurityMessageTx(
         trx,
@@ -110,6 +108,7 @@ export async function acceptCourierMessage(deps: CourierDeps, caller: CourierSen
         },
         secretBytes(input, now),
       )
+      await spendKeyHourTx(trx, caller, now, newDestination)
       await storeIdempotentResponseTx(trx, key, { messageId })
       return { messageId, replayed: false }
     })
@@ -117,6 +116,31 @@ export async function acceptCourierMessage(deps: CourierDeps, caller: CourierSen
     if (error instanceof RateLimitedError) return { refused: error }
     throw error
   }
+}
+
+/**
+ * The per-destination budgets of a caller: a key's count the canonical mailbox or number (`+tag`
+ * variants buy no extra codes); a hook's count the exact address its upstream named
+ * (`exactDestination`, docs/hooks.md "Budgets").
+ */
+function destinationTiers(deps: CourierDeps, caller: CourierCaller, channel: Channel, destination: string): Tier[] {
+  const owner = `${caller.apiKeyId}:${caller.exactDestination ? destination : canonicalDestination(channel, destination)}`
+  return [
+    { bucket: bucketKeys(deps, 'courier-destination-hour', owner), limit: { max: caller.perDestinationPerHour, windowSeconds: 3_600 } },
+    { bucket: bucketKeys(deps, 'courier-destination-day', owner), limit: { max: caller.perDestinationPerDay, windowSeconds: 86_400 } },
+  ]
+}
+
+/**
+ * A key's send this clock hour against its hourly volume and its new addresses (docs/courier.md
+ * "Keys"): past either, the request is refused 429 `api_key_budget_exhausted` until the hour ends.
+ * Last in the transaction, so the key's counter row is held only to the commit.
+ */
+async function spendKeyHourTx(trx: Knex.Transaction, caller: CourierCaller, now: Date, newDestination: boolean): Promise<void> {
+  if (caller.sendsPerHour === undefined || caller.destinationsPerHour === undefined) return
+  const budget = { sendsPerHour: caller.sendsPerHour, destinationsPerHour: caller.destinationsPerHour, newDestination }
+  const wait = await spendApiKeyHourTx(trx, caller.apiKeyId, now, budget)
+  if (wait !== undefined) throw new RateLimitedError(wait, 'api_key_budget_exhausted')
 }
 
 /** The rules a message must meet before anything is written; undefined when it meets them all. */
@@ -139,6 +163,9 @@ function refusalOf(deps: CourierDeps, caller: CourierSender, input: CourierInput
     return new UnprocessableError('invalid_secret', 'A magic_link carries {link}; every other purpose carries {code}.')
   if ('link' in input.secret && !isAcceptableLink(input.secret.link))
     return new UnprocessableError('invalid_link', `The link must be an absolute https URL of at most ${MAX_LINK_LENGTH} characters.`)
+  // Exactly one of the caller's configured origins (config/link-origins.ts): another host, port or an IDN look-alike is refused.
+  if ('link' in input.secret && !linkOriginAllowed(input.secret.link, caller.linkOrigins))
+    return new UnprocessableError('link_origin_not_allowed', 'The link must point at an origin allowed for this caller.')
   const lifetime = (input.expiresAt.getTime() - now.getTime()) / 1000
   if (!(lifetime > 0 && lifetime <= MAX_COURIER_LIFETIME_SECONDS))
     return new UnprocessableError('invalid_expiry', 'expiresAt must be in the future and at most 24 hours away.')

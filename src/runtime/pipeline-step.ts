@@ -9,7 +9,8 @@ import {
   type DeliveryJob,
   type PendingRecord,
 } from '../../jobs/deliver.ts'
-import { deferClaimed, heldBySendCaps, routedChannel } from '../../jobs/deliver-holds.ts'
+import { heldBySendCaps } from '../../jobs/deliver-caps.ts'
+import { deferClaimed, routedChannel } from '../../jobs/deliver-holds.ts'
 import { describeError } from '../logging/logger.ts'
 import { inSpan } from '../logging/trace-context.ts'
 import { claimMessages } from '../outbox/claim.ts'

@@ -8,6 +8,7 @@ import { PgInstrumentation } from '@opentelemetry/instrumentation-pg'
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici'
 import { WinstonInstrumentation } from '@opentelemetry/instrumentation-winston'
 import { resourceFromAttributes } from '@opentelemetry/resources'
+import { SpanKind } from '@opentelemetry/api'
 import { BatchSpanProcessor, NodeTracerProvider, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-node'
 import { createAddHookMessageChannel } from 'import-in-the-middle'
 
@@ -22,42 +23,65 @@ const SERVICE_BY_ENTRY: Readonly<Record<string, string>> = Object.freeze({
 const URL_ATTRIBUTES = new Set(['url.full', 'http.url', 'http.target', 'url.original'])
 /** Attributes never exported: the query itself, and any header an instrumentation was told to copy. */
 const dropped = (key: string) => key === 'url.query' || key.startsWith('http.request.header.') || key.startsWith('http.response.header.')
+/**
+ * Of an outgoing call, the attributes that hold its path: dropped. A path we call can carry what
+ * must never leave (the breached-password range prefix of a new password, a provider account id,
+ * a webhook endpoint's token); the host and the method are what an operator needs.
+ */
+const OUTGOING_PATH_ATTRIBUTES = new Set(['url.path', 'http.target', 'url.template', 'http.route'])
 
 function withoutQuery(value: unknown): unknown {
   return typeof value === 'string' && value.includes('?') ? value.slice(0, value.indexOf('?')) : value
 }
 
-function redactedAttributes(attributes: ReadableSpan['attributes']): ReadableSpan['attributes'] {
+/** An outgoing call's URL down to its origin (`https://api.pwnedpasswords.com`). */
+function originOnly(value: unknown): unknown {
+  if (typeof value !== 'string') return value
+  try {
+    return new URL(value).origin
+  } catch {
+    return '[url]'
+  }
+}
+
+function redactedAttributes(attributes: ReadableSpan['attributes'], outgoing = false): ReadableSpan['attributes'] {
   const kept: Record<string, ReadableSpan['attributes'][string]> = {}
   for (const [key, value] of Object.entries(attributes)) {
-    if (dropped(key)) continue
-    kept[key] = URL_ATTRIBUTES.has(key) ? (withoutQuery(value) as typeof value) : value
+    if (dropped(key) || (outgoing && OUTGOING_PATH_ATTRIBUTES.has(key))) continue
+    if (!URL_ATTRIBUTES.has(key)) kept[key] = value
+    else kept[key] = (outgoing ? originOnly(value) : withoutQuery(value)) as typeof value
   }
   return kept
 }
 
+/** A SQL statement's span (pg): its statement is what an operator reads, never a URL. */
+const isDatabaseCall = (span: ReadableSpan) => 'db.system' in span.attributes || 'db.system.name' in span.attributes
+
 /**
  * The last word on what leaves the process in a span, whatever an instrumentation recorded: no
- * query string (a URL may carry a token), no header, and no error text (a library's message may
- * quote a value; as in the logs, failures travel by type only: `exception.type`, the status code).
+ * query string (a URL may carry a token), no path of an outgoing call (only its origin), no header,
+ * and no error text (a library's message may quote a value; as in the logs, failures travel by
+ * type only: `exception.type`, the status code).
  */
 export function redactedSpan(span: ReadableSpan): ReadableSpan {
+  const outgoing = span.kind === SpanKind.CLIENT && span.instrumentationScope.name !== 'sealpost' && !isDatabaseCall(span)
   return {
-    name: span.name,
+    // An outgoing call's name, as its method alone: some instrumentations name it after the path.
+    name: outgoing ? span.name.split(' ')[0]! : span.name,
     kind: span.kind,
     spanContext: () => span.spanContext(),
     parentSpanContext: span.parentSpanContext,
     startTime: span.startTime,
     endTime: span.endTime,
     status: { code: span.status.code },
-    attributes: redactedAttributes(span.attributes),
+    attributes: redactedAttributes(span.attributes, outgoing),
     links: span.links,
     events: span.events.map((event) => ({
       ...event,
       attributes:
         event.name === 'exception'
           ? { 'exception.type': event.attributes?.['exception.type'] ?? 'Error' }
-          : redactedAttributes(event.attributes ?? {}),
+          : redactedAttributes(event.attributes ?? {}, outgoing),
     })),
     duration: span.duration,
     ended: span.ended,

@@ -20,6 +20,8 @@ import { fetchedCertificates, fileCertificate } from '../delivery/sns-verifier.t
 import { twilioStatusCallbackUrl } from '../delivery/twilio-signature.ts'
 import { createBreachedPasswordCheck } from '../identity/breached-passwords.ts'
 import { signingKeyOf } from '../hooks/standard-webhooks.ts'
+import { traceContextOnlyFrom } from '../http/trace-context-guard.ts'
+import { hookSettings } from './web-hooks.ts'
 
 export type RunningWeb = {
   /** A URL that reaches the web from this machine. */
@@ -45,7 +47,9 @@ export async function startWeb(options: {
     Partial<Pick<Config, 'PHONE_ALLOW_FIXED_LINE' | 'PHONE_ALLOW_VOIP' | 'SMS_ALLOWED_COUNTRIES'>> &
     Partial<Pick<Config, 'TWILIO_AUTH_TOKEN' | 'PUBLIC_BASE_URL'>> &
     Partial<Pick<Config, 'WEBHOOK_ALLOWED_HOSTS'>> &
-    Partial<Pick<Config, 'SUPABASE_HOOK_SECRET' | 'KRATOS_COURIER_API_KEY' | 'SUPABASE_VERIFY_PATH' | 'SUPABASE_EMAIL_CONTENT'>> &
+    Partial<Pick<Config, 'SUPABASE_HOOK_SECRET' | 'KRATOS_COURIER_API_KEY' | 'TRACE_TRUSTED_CALLERS'>> &
+    Partial<Pick<Config, 'SUPABASE_LINK_ORIGINS' | 'KRATOS_LINK_ORIGINS' | 'HOOK_DESTINATION_HOURLY_BUDGET'>> &
+    Partial<Pick<Config, 'SUPABASE_VERIFY_PATH' | 'SUPABASE_EMAIL_CONTENT'>> &
     Partial<Pick<Config, 'SUPABASE_EMAIL_OTP_EXPIRY_SECONDS' | 'SUPABASE_SMS_OTP_EXPIRY_SECONDS'>>
   apiUrl: string
   keys: Keys
@@ -142,20 +146,10 @@ export async function startWeb(options: {
           ? { authToken: config.TWILIO_AUTH_TOKEN, callbackUrl: twilioStatusCallbackUrl(publicBaseUrl(config)) }
           : undefined,
       },
-      hooks: {
-        supabase: supabaseSigningKey
-          ? {
-              signingKey: supabaseSigningKey,
-              content: config.SUPABASE_EMAIL_CONTENT ?? 'both',
-              emailOtpExpirySeconds: config.SUPABASE_EMAIL_OTP_EXPIRY_SECONDS ?? 3_600,
-              smsOtpExpirySeconds: config.SUPABASE_SMS_OTP_EXPIRY_SECONDS ?? 60,
-              ...(config.SUPABASE_VERIFY_PATH ? { verifyPath: config.SUPABASE_VERIFY_PATH } : {}),
-            }
-          : undefined,
-        kratos: config.KRATOS_COURIER_API_KEY ? { apiKey: config.KRATOS_COURIER_API_KEY } : undefined,
-      },
+      hooks: hookSettings(config, supabaseSigningKey, logger),
     })
     const listening = createServer(app).on('connection', rememberPeerAddress).on('clientError', answerClientError(logger))
+    traceContextOnlyFrom(listening, { trusted: config.TRACE_TRUSTED_CALLERS ?? [], trustProxy: config.TRUST_PROXY })
     server = await new Promise<Server>((resolve, reject) => {
       listening.once('error', reject).listen(config.PORT, options.host ?? '0.0.0.0', () => {
         listening.off('error', reject)

@@ -65,6 +65,7 @@ type WorkerConfig = Pick<
       | 'PHONE_CAP_PER_COUNTRY_PER_HOUR'
       | 'SMS_HOURLY_CAP'
       | 'SMS_PREFIX_HOURLY_CAP'
+      | 'COURIER_CAP_SHARE'
       | 'SMS_ALLOWED_COUNTRIES'
     >
   >

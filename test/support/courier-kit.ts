@@ -12,6 +12,9 @@ export type KeyRequest = {
   requestsPerMinute?: number
   perDestinationPerHour?: number
   perDestinationPerDay?: number
+  sendsPerHour?: number
+  destinationsPerHour?: number
+  linkOrigins?: string[]
 }
 
 /** Staff members and API keys made through the real routes, and courier calls with a key. */
@@ -29,7 +32,13 @@ export function courierKit(f: ReturnType<typeof useWebStack>) {
     const created = await f.stack.call(
       'POST',
       '/platform-admin/api-keys',
-      { name: 'test app', purposes: ['verification_code', 'magic_link', 'sign_up'], channels: ['email', 'whatsapp'], ...request },
+      {
+        name: 'test app',
+        purposes: ['verification_code', 'magic_link', 'sign_up'],
+        channels: ['email', 'whatsapp'],
+        linkOrigins: ['https://app.example.test'],
+        ...request,
+      },
       member.headers,
     )
     expect(created.status, JSON.stringify(created.body)).to.equal(201)

@@ -62,6 +62,9 @@ export async function startWebStack(
         | 'SUPABASE_EMAIL_OTP_EXPIRY_SECONDS'
         | 'SUPABASE_SMS_OTP_EXPIRY_SECONDS'
         | 'KRATOS_COURIER_API_KEY'
+        | 'SUPABASE_LINK_ORIGINS'
+        | 'KRATOS_LINK_ORIGINS'
+        | 'HOOK_DESTINATION_HOURLY_BUDGET'
       >
     >
     confirmSubscription?: (url: string) => Promise<void>

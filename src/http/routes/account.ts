@@ -3,7 +3,7 @@ import type { Knex } from 'knex'
 import type { ChallengeDeps } from '../../identity/challenges.ts'
 import { changePassword } from '../../identity/password-change.ts'
 import { acceptNewPassword, type BreachedPasswordCheck } from '../../identity/password-policy.ts'
-import { listSessions, signOutEverywhere } from '../../identity/sessions.ts'
+import { forgetDevices, listSessions, signOutEverywhere } from '../../identity/sessions.ts'
 import { requireSession, sessionOf } from '../auth.ts'
 import { setDeviceCookie } from '../device-cookie.ts'
 import { DeviceCookieHeaders } from '../openapi/common.ts'
@@ -26,9 +26,19 @@ const api = {
     operationId: 'signOutEverywhere',
     method: 'delete',
     path: '/sessions',
-    auth: 'bearer',
-    summary: 'Sign out everywhere: every session of the caller stops working, this one too',
+    auth: 'elevated',
+    summary: 'Sign out everywhere (a fresh step-up of this session): every session of the caller stops working, this one too',
+    description: 'The trusted devices stay trusted: forgetting them is DELETE /devices, a step-up action of its own.',
     success: { status: 204, description: 'Signed out everywhere' },
+  }),
+  forgetDevices: accountApi.add({
+    operationId: 'forgetDevices',
+    method: 'delete',
+    path: '/devices',
+    auth: 'elevated',
+    summary:
+      "Forget every trusted device (a fresh step-up of this session): the caller's clients spend the budgets strangers share until they sign in again; the sessions go on",
+    success: { status: 204, description: 'Forgotten' },
   }),
   changePassword: accountApi.add({
     operationId: 'changePassword',
@@ -78,8 +88,13 @@ export function accountRoutes({
     })
   })
 
-  route(router, api.signOutEverywhere, signedIn, async (_req, res) => {
-    await signOutEverywhere(db, sessionOf(res), deps.clock())
+  route(router, api.signOutEverywhere, signedIn, async (req, res) => {
+    await signOutEverywhere(db, sessionOf(res), req.get('x-elevation-token'), deps.clock())
+    res.status(204).end()
+  })
+
+  route(router, api.forgetDevices, signedIn, async (req, res) => {
+    await forgetDevices(db, sessionOf(res), req.get('x-elevation-token'), deps.clock())
     res.status(204).end()
   })
 

@@ -2,9 +2,10 @@ import type { Router } from 'express'
 import type { Knex } from 'knex'
 import { z } from 'zod'
 import { NotFoundError } from '../../identity/errors.ts'
-import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '../../platform/api-keys.ts'
+import { parseLinkOrigin } from '../../../config/link-origins.ts'
+import { changeApiKey, createApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '../../platform/api-keys.ts'
 import { requireSession, requireStaff, staffSessionOf } from '../auth.ts'
-import { ApiKeyList, ApiKeyPath, CreatedApiKey, NewApiKeyBody } from '../courier-schemas.ts'
+import { ApiKeyChangeBody, ApiKeyList, ApiKeyPath, CreatedApiKey, NewApiKeyBody } from '../courier-schemas.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
 
 /** The API document's description of each route below, in the same order. */
@@ -24,8 +25,22 @@ const api = {
     path: '/platform-admin/api-keys',
     auth: 'staff-elevated',
     summary: 'Issue an API key (audited): the key is in this answer only',
+    description:
+      'A key scoped to `magic_link` needs `linkOrigins`. `sendsPerHour` and `destinationsPerHour` bound what a leaked key can do (docs/courier.md "Keys").',
     body: NewApiKeyBody,
     success: { status: 201, description: 'Created', body: CreatedApiKey },
+    problems: { 422: ['link_origins_required'] },
+  }),
+  change: apiKeyApi.add({
+    operationId: 'changeApiKey',
+    method: 'post',
+    path: '/platform-admin/api-keys/:id/changes',
+    auth: 'staff-elevated',
+    summary: "Change a live key's hourly volume, new addresses an hour or link origins (audited): the key itself stays",
+    params: ApiKeyPath,
+    body: ApiKeyChangeBody,
+    success: { status: 204, description: 'Changed' },
+    problems: { 404: ['api_key_not_found'], 422: ['link_origins_required'] },
   }),
   rotate: apiKeyApi.add({
     operationId: 'rotateApiKey',
@@ -50,6 +65,8 @@ const api = {
 }
 
 const notFound = () => new NotFoundError('api_key_not_found', 'There is no such live API key.')
+// Each as a browser compares it (punycode host, no default port), each once.
+const originsOf = (written: readonly string[]) => [...new Set(written.map((origin) => parseLinkOrigin(origin)!))]
 
 /** Staff management of courier API keys (docs/courier.md); every change needs a fresh step-up. */
 export function apiKeyRoutes({ db, clock }: { db: Knex; clock: () => Date }): Router {
@@ -69,8 +86,18 @@ export function apiKeyRoutes({ db, clock }: { db: Knex; clock: () => Date }): Ro
       ...body,
       purposes: [...new Set(body.purposes)],
       channels: [...new Set(body.channels)],
+      linkOrigins: originsOf(body.linkOrigins),
     })
     res.status(201).json(created)
+  })
+
+  route(router, api.change, ...staff, async (req, res) => {
+    const id = String(req.params.id ?? '')
+    if (!z.uuid().safeParse(id).success) throw notFound()
+    const body = ApiKeyChangeBody.parse(req.body)
+    const change = { ...body, ...(body.linkOrigins ? { linkOrigins: originsOf(body.linkOrigins) } : {}) }
+    await changeApiKey(db, { staff: staffSessionOf(res), elevationToken: req.get('x-elevation-token'), now: clock(), id, change })
+    res.status(204).end()
   })
 
   route(router, api.rotate, ...staff, async (req, res) => {

@@ -1,4 +1,4 @@
-import type { Router } from 'express'
+import type { Request, Router } from 'express'
 import { z } from 'zod'
 import { isLocale } from '../../delivery/locales.ts'
 import { NotFoundError, UnprocessableError } from '../../identity/errors.ts'
@@ -42,11 +42,12 @@ const api = {
         'unsupported_phone_number',
         'invalid_secret',
         'invalid_link',
+        'link_origin_not_allowed',
         'invalid_expiry',
         'invalid_data',
         'channel_unavailable',
       ],
-      429: ['rate_limited', 'destination_budget_exhausted'],
+      429: ['rate_limited', 'destination_budget_exhausted', 'api_key_budget_exhausted', 'too_many_requests'],
     },
   }),
   get: courierApi.add({
@@ -57,14 +58,17 @@ const api = {
     summary: "A message's state and attempts (destination masked), to the key that sent it",
     params: CourierMessagePath,
     success: { status: 200, description: 'The message', body: CourierMessage },
-    problems: { 404: ['message_not_found'] },
+    problems: { 404: ['message_not_found'], 429: ['too_many_requests'] },
   }),
 }
 
-/** `POST /v1/messages` and `GET /v1/messages/{id}` over the courier core (src/platform/courier.ts). */
-export function courierRoutes(deps: CourierDeps): Router {
+/**
+ * `POST /v1/messages` and `GET /v1/messages/{id}` over the courier core (src/platform/courier.ts).
+ * `failedAuthentication`: counts a refused key against the client's per-client limit.
+ */
+export function courierRoutes(deps: CourierDeps & { failedAuthentication?: (req: Request) => Promise<unknown> }): Router {
   const router = apiRouter()
-  const caller = requireApiKey(deps.db, deps.clock)
+  const caller = requireApiKey(deps.db, deps.clock, deps.failedAuthentication)
 
   route(router, api.send, caller, async (req, res) => {
     const key = IdempotencyKeyHeader.safeParse(req.get('idempotency-key'))

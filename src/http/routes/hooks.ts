@@ -11,6 +11,7 @@ import {
   SupabaseSmsHookPayload,
   type SupabaseEmailOptions,
 } from '../../hooks/supabase.ts'
+import { DomainError } from '../../identity/errors.ts'
 import type { Logger } from '../../logging/logger.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
 import { HttpProblemError, problemOfDomain } from '../problem.ts'
@@ -47,7 +48,8 @@ const DELIBERATE = {
   429: ['rate_limited', 'destination_budget_exhausted'],
 } as const
 // The hook is not configured here: its route is not mounted and answers as an unknown one.
-const NOT_DELIBERATE = { 400: ['malformed'], 401: ['invalid_signature'], 404: ['not_found'] } as const
+// too_many_requests: past the client's limit of failed authentications (a caller that authenticates is never refused for it).
+const NOT_DELIBERATE = { 400: ['malformed'], 401: ['invalid_signature'], 404: ['not_found'], 429: ['too_many_requests'] } as const
 const SUPABASE_DESCRIPTION =
   'A deliberate refusal (a budget, a number that cannot receive codes, an unavailable channel, an unknown kind) answers **200** with `{code, error: {http_code, message}}`, the only refusal Supabase shows its user (docs/hooks.md). A retry of the same message sends nothing twice.'
 
@@ -92,7 +94,7 @@ const api = {
     }),
     body: KratosCourierBody,
     success: { status: 200, description: 'Accepted', body: HookAnswer },
-    problems: { ...NOT_DELIBERATE, ...DELIBERATE },
+    problems: { ...NOT_DELIBERATE, ...DELIBERATE, 429: [...DELIBERATE[429], ...NOT_DELIBERATE[429]] },
   }),
 }
 
@@ -112,6 +114,8 @@ export type HookRouteDeps = HookDeliveryDeps & {
   kratos?: { apiKey: string }
   /** Counts each outcome for /metrics (`sealpost_webhook_events_total{provider="supabase"|"kratos"}`). */
   count: (provider: string, outcome: string, reason?: string) => void
+  /** Counts a refused credential against the client's per-client limit (429 past it). */
+  failedAuthentication?: (req: express.Request) => Promise<unknown>
 }
 
 const TITLES: Record<string, string> = {
@@ -173,14 +177,24 @@ export function hookRoutes(deps: HookRouteDeps): Router {
     deps.count(provider(hook), 'accepted')
     return undefined
   }
+  // A refused credential is counted against the client's per-client limit first (429 past it).
+  const unauthenticated = async (hook: HookName, req: express.Request, reason?: string): Promise<never> => {
+    try {
+      await deps.failedAuthentication?.(req)
+    } catch (error) {
+      if (error instanceof DomainError) throw refused(hook, problemOfDomain(error))
+      throw error
+    }
+    return refuse(hook, 401, 'invalid_signature', reason)
+  }
 
   if (supabase) {
-    const verified = (hook: HookName, req: express.Request): unknown => {
+    const verified = async (hook: HookName, req: express.Request): Promise<unknown> => {
       const raw = bodyOf(req.body)
       const headers = { id: req.get('webhook-id'), timestamp: req.get('webhook-timestamp'), signature: req.get('webhook-signature') }
       const verdict = verifyWebhook(supabase.signingKey, headers, raw, deps.clock())
       // One answer for every reason (missing, stale, wrong): the reason is logged and counted.
-      if (!verdict.verified) return refuse(hook, 401, 'invalid_signature', verdict.refusal)
+      if (!verdict.verified) return await unauthenticated(hook, req, verdict.refusal)
       return parsed(raw)
     }
     // Accepted `{}`, or the deliberate refusal as Supabase reads one: 200, `application/json`, `{error: {http_code, message}}`.
@@ -190,17 +204,17 @@ export function hookRoutes(deps: HookRouteDeps): Router {
       res.status(200).json({ code: refusal.code, error: { http_code: refusal.status, message: refusal.message } })
     }
     route(router, api.supabaseEmail, supabaseBody, async (req, res) => {
-      answer(res, await accept('supabase-email', readSupabaseEmailHook(verified('supabase-email', req), supabase)))
+      answer(res, await accept('supabase-email', readSupabaseEmailHook(await verified('supabase-email', req), supabase)))
     })
     route(router, api.supabaseSms, supabaseBody, async (req, res) => {
-      answer(res, await accept('supabase-sms', readSupabaseSmsHook(verified('supabase-sms', req))))
+      answer(res, await accept('supabase-sms', readSupabaseSmsHook(await verified('supabase-sms', req))))
     })
   }
 
   const kratos = deps.kratos
   if (kratos) {
     route(router, api.kratos, kratosBody, async (req, res) => {
-      if (!kratosAuthorized(kratos.apiKey, req.get('authorization'))) refuse('kratos', 401, 'invalid_signature')
+      if (!kratosAuthorized(kratos.apiKey, req.get('authorization'))) await unauthenticated('kratos', req)
       // Kratos retries any non-2xx (courier/http_channel.go): a refusal keeps its status.
       const refusal = await accept('kratos', readKratosCourier(parsed(bodyOf(req.body))))
       if (refusal) throw refusal
