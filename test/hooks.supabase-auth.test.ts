@@ -130,7 +130,9 @@ describe('Supabase Auth hook bodies as supabase/auth sends them', () => {
 
 describe('Supabase Auth hooks end to end, signed with the standardwebhooks library', () => {
   const secret = `whsec_${randomBytes(32).toString('base64')}`
-  const f = useWebStack({ webhooks: { SUPABASE_HOOK_SECRET: `v1,${secret}` } })
+  const f = useWebStack({
+    webhooks: { SUPABASE_HOOK_SECRET: `v1,${secret}`, SUPABASE_LINK_ORIGINS: [new URL(SITE).origin], HOOK_DESTINATION_HOURLY_BUDGET: 20 },
+  })
 
   /** A delivery as supabase/auth's hookshttp.go sends it: the body signed by standard-webhooks' own Webhook.sign. */
   function signed(body: unknown) {
@@ -245,7 +247,13 @@ describe('Supabase Auth hooks end to end, signed with the standardwebhooks libra
 
 describe('Supabase Auth hooks on a self-hosted docker deployment (SUPABASE_VERIFY_PATH)', () => {
   const secret = `whsec_${randomBytes(32).toString('base64')}`
-  const f = useWebStack({ webhooks: { SUPABASE_HOOK_SECRET: `v1,${secret}`, SUPABASE_VERIFY_PATH: '/auth/v1/verify' } })
+  const f = useWebStack({
+    webhooks: {
+      SUPABASE_HOOK_SECRET: `v1,${secret}`,
+      SUPABASE_VERIFY_PATH: '/auth/v1/verify',
+      SUPABASE_LINK_ORIGINS: ['https://supabase.example.org'],
+    },
+  })
 
   it('links to <API_EXTERNAL_URL>/auth/v1/verify, where docker’s gateway serves verify (item 3)', async () => {
     const to = uniqueEmail('supabase-docker')

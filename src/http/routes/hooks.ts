@@ -42,6 +42,7 @@ const DELIBERATE = {
     'unsupported_phone_number',
     'invalid_secret',
     'invalid_link',
+    'link_origin_not_allowed',
     'invalid_expiry',
     'channel_unavailable',
   ],
