@@ -1,36 +1,37 @@
+import { randomUUID } from 'node:crypto'
 import type { Knex } from 'knex'
+import { fromKnex, type Job, type PgBoss } from 'pg-boss'
 import { EnvelopeError, open } from '../src/crypto/envelope.ts'
 import type { KeyRing } from '../src/crypto/key-ring.ts'
 import { signWebhook } from '../src/crypto/webhook-signature.ts'
+import { QUEUES } from '../src/db/queues.ts'
 import { parseRetryAfter } from '../src/delivery/retry-after.ts'
 import type { WebhookPost } from '../src/delivery/webhook-sender.ts'
 import { describeError, type Logger } from '../src/logging/logger.ts'
+import { completeJobTx, LeaseLostError } from '../src/outbox/settle.ts'
 import { WEBHOOK_FAILURES } from '../src/platform/event-types.ts'
 import { checkWebhookUrlShape, WebhookUrlRefusedError, type AddressPolicy } from '../src/platform/webhook-address-guard.ts'
-import {
-  claimDueDeliveries,
-  recordDeliveryAttempts,
-  type ClaimedDelivery,
-  type DeliveryRecord,
-} from '../src/platform/webhook-deliveries-sql.ts'
+import { claimDelivery, recordDeliveryTx, type ClaimedDelivery, type DeliveryRecord } from '../src/platform/webhook-deliveries-sql.ts'
 import { secretContext } from '../src/platform/webhook-endpoints.ts'
 import { decideWebhook, type WebhookOutcome, type WebhookRetrySettings } from '../src/platform/webhook-retry.ts'
 
+/** A `webhook-delivery` job's data: the delivery row's id, nothing else (its event may name a person). */
+export type WebhookJobData = { deliveryId: string }
+
 export type WebhookDeliverDeps = {
   db: Knex
+  boss: PgBoss
   outboxKey: KeyRing
   /** The POST, through agents whose connections resolve with the SSRF guard (src/delivery/webhook-sender.ts). */
   post: WebhookPost
   addresses: Pick<AddressPolicy, 'production' | 'allowedHosts'>
   settings: WebhookRetrySettings
-  /** Above the send timeout: a delivery whose worker died goes out again once this lapses. */
-  leaseSeconds: number
-  batchSize: number
   clock: () => Date
   logger: Logger
 }
 
-export type WebhookPassCounts = { claimed: number; delivered: number; retried: number; deadLettered: number; leaseLost: number }
+/** What one job came to: `stale` when it owned nothing to send, `lease_lost` when its record was refused. */
+export type WebhookJobOutcome = 'delivered' | 'retried' | 'dead_lettered' | 'stale' | 'lease_lost'
 
 /** The signing secrets in force: the current one, and the rotated-out one during its overlap. */
 function secretsOf(delivery: ClaimedDelivery, outboxKey: KeyRing, now: Date): string[] {
@@ -81,52 +82,76 @@ async function attempt(deps: WebhookDeliverDeps, delivery: ClaimedDelivery): Pro
         : answer
   const decision = decideWebhook(deps.settings, delivery.attempt_count, outcome, answeredAt)
   if (decision.kind === 'delivered') return { state: 'delivered', status: decision.status }
-  if (decision.kind === 'retry') return { state: 'pending', nextAttemptAt: decision.at, status: decision.status, failure: decision.failure }
+  if (decision.kind === 'retry')
+    return { state: 'pending', nextAttemptAt: decision.at, nextJobId: randomUUID(), status: decision.status, failure: decision.failure }
   return { state: 'dead_lettered', status: decision.status, failure: decision.failure }
 }
 
 /**
- * One pass (docs/events.md "Delivery"): lease the due deliveries, send each outside any
- * transaction, record the pass in one short statement. A failure between send and record (a
- * crash, a lost database) records nothing: the lease lapses and the delivery goes out again with
- * the same `webhook-id`, a duplicate only where the outcome was never recorded.
+ * Records the attempt and settles the job in one short transaction: the delivery's row, the job of
+ * its next attempt (`startAfter` from the retry policy, in the endpoint's group) and the job's
+ * completion under the attempt it was fetched at. If pg-boss gave that attempt to another worker
+ * meanwhile, nothing is recorded (`lease_lost`); if the row changed (disabled, deleted) the job just ends.
  */
-export async function deliverWebhooksOnce(deps: WebhookDeliverDeps): Promise<WebhookPassCounts> {
-  const now = deps.clock()
-  const claimed = await claimDueDeliveries(deps.db, now, new Date(now.getTime() + deps.leaseSeconds * 1000), deps.batchSize)
-  const counts: WebhookPassCounts = { claimed: claimed.length, delivered: 0, retried: 0, deadLettered: 0, leaseLost: 0 }
-  // Sent side by side; a failure before the record (a crash, a lost database) records nothing for that delivery.
-  const attempts = (
-    await Promise.all(
-      claimed.map(async (delivery) => {
-        try {
-          return { delivery, record: await attempt(deps, delivery) }
-        } catch (error) {
-          deps.logger.error('webhook delivery not recorded; it goes out again when its lease lapses', {
-            endpointId: delivery.endpoint_id,
-            webhookId: delivery.event_id,
-            ...describeError(error),
-          })
-          return undefined
-        }
-      }),
-    )
-  ).filter((entry) => entry !== undefined)
-  // One short statement records the whole pass.
-  const recorded = await recordDeliveryAttempts(deps.db, attempts, deps.clock())
-  for (const { delivery, record } of attempts) {
-    if (!recorded.has(delivery.id)) counts.leaseLost += 1
-    else if (record.state === 'delivered') counts.delivered += 1
-    else if (record.state === 'pending') counts.retried += 1
-    else {
-      counts.deadLettered += 1
-      deps.logger.warn('webhook delivery dead-lettered', {
-        endpointId: delivery.endpoint_id,
-        webhookId: delivery.event_id,
-        failure: record.failure,
-        status: record.status,
+async function recordAttempt(
+  deps: WebhookDeliverDeps,
+  job: Job<WebhookJobData>,
+  delivery: ClaimedDelivery,
+  record: DeliveryRecord,
+): Promise<boolean> {
+  return await deps.db.transaction(async (trx) => {
+    const recorded = await recordDeliveryTx(trx, delivery, record, deps.clock())
+    if (recorded && record.state === 'pending') {
+      const data: WebhookJobData = { deliveryId: delivery.id }
+      await deps.boss.send(QUEUES.webhookDelivery, data, {
+        db: fromKnex(trx),
+        id: record.nextJobId,
+        startAfter: record.nextAttemptAt,
+        group: { id: delivery.endpoint_id },
       })
     }
+    await completeJobTx(trx, deps.boss, { jobId: job.id, retryCount: job.retryCount }, QUEUES.webhookDelivery)
+    return recorded
+  })
+}
+
+/**
+ * One `webhook-delivery` job (docs/events.md "Delivery"): claim its delivery (the attempt counted),
+ * post it with no transaction open, record the outcome and settle the job. A job whose delivery
+ * is gone, finished or owned by a newer job ends without a send. An error escaping here fails
+ * the job back to pg-boss: its retry sends again with the same `webhook-id`, a duplicate only
+ * where the outcome was never recorded.
+ */
+export async function deliverWebhookJob(deps: WebhookDeliverDeps, job: Job<WebhookJobData>): Promise<WebhookJobOutcome> {
+  const deliveryId = typeof job.data?.deliveryId === 'string' && /^\d{1,18}$/.test(job.data.deliveryId) ? job.data.deliveryId : undefined
+  const delivery = deliveryId ? await claimDelivery(deps.db, deliveryId, job.id) : undefined
+  if (!delivery) {
+    await deps.boss.complete(QUEUES.webhookDelivery, { id: job.id, retryCount: job.retryCount })
+    return 'stale'
   }
-  return counts
+  const record = await attempt(deps, delivery)
+  let recorded: boolean
+  try {
+    recorded = await recordAttempt(deps, job, delivery, record)
+  } catch (error) {
+    if (!(error instanceof LeaseLostError)) throw error
+    deps.logger.warn('webhook delivery lease lost; its newer attempt records it', { endpointId: delivery.endpoint_id, jobId: job.id })
+    return 'lease_lost'
+  }
+  if (!recorded) return 'stale'
+  if (record.state === 'dead_lettered')
+    deps.logger.warn('webhook delivery dead-lettered', {
+      endpointId: delivery.endpoint_id,
+      webhookId: delivery.event_id,
+      failure: record.failure,
+      status: record.status,
+    })
+  return record.state === 'pending' ? 'retried' : record.state
+}
+
+/** The `webhook-delivery` handler `boss.work` runs, one job per call (a slow endpoint holds only its own slots). */
+export function createWebhookDeliveryHandler(deps: WebhookDeliverDeps) {
+  return async (jobs: Job<WebhookJobData>[]): Promise<void> => {
+    for (const job of jobs) await deliverWebhookJob(deps, job)
+  }
 }

@@ -28,6 +28,15 @@ export function deliveryQueueOptions(config: Pick<Config, 'LEASE_SECONDS'>) {
 }
 
 /**
+ * The events-out delivery queue (docs/events.md "Delivery"): the same lease, crash retries and
+ * crash-loop queue as message delivery. Its jobs carry the endpoint as their pg-boss group, so a
+ * worker's fetch caps how many of one endpoint's deliveries are in flight across the fleet.
+ */
+export function webhookDeliveryQueueOptions(config: Pick<Config, 'LEASE_SECONDS'>) {
+  return { ...deliveryQueueOptions(config), deadLetter: QUEUES.webhookCrashLoop }
+}
+
+/**
  * pg-boss's own INSERT of one job into `queue`, and its JSON parameter, exactly as `boss.send`
  * would run them: captured instead of sent (no I/O beyond pg-boss's cached queue settings). The
  * release builds `outbox.insert_delivery_job` from the statement; the web passes the JSON to it.
@@ -118,14 +127,21 @@ export function createBoss(
 export async function installQueues(boss: PgBoss, config: Pick<Config, 'LEASE_SECONDS'>): Promise<void> {
   // Schedule ticks are never retried by pg-boss: the next tick is the retry (jobs/tick.ts).
   const maintenance = { retryLimit: 0, expireInSeconds: 15 * 60, deleteAfterSeconds: 7 * 24 * 3600 }
+  const crashLoop = { retryLimit: CRASH_RETRY_LIMIT, expireInSeconds: config.LEASE_SECONDS, deleteAfterSeconds: 30 * 24 * 3600 }
   const queues: [string, Omit<Queue, 'name'>][] = [
-    [QUEUES.crashLoop, { retryLimit: CRASH_RETRY_LIMIT, expireInSeconds: config.LEASE_SECONDS, deleteAfterSeconds: 30 * 24 * 3600 }],
+    [QUEUES.crashLoop, crashLoop],
     [QUEUES.delivery, deliveryQueueOptions(config)],
     [QUEUES.expiryPurge, maintenance],
     [QUEUES.retentionSweep, maintenance],
+    [QUEUES.webhookCrashLoop, crashLoop],
+    [QUEUES.webhookDelivery, webhookDeliveryQueueOptions(config)],
+    // A fan-out finds every event not fanned out yet: one waiting job covers any number of wake-ups.
+    [QUEUES.webhookFanOut, { policy: 'stately', retryLimit: 0, expireInSeconds: 5 * 60, notify: true, deleteAfterSeconds: 3600 }],
   ]
   for (const [name, options] of queues) {
-    if (await boss.getQueue(name)) await boss.updateQueue(name, options)
-    else await boss.createQueue(name, options)
+    // A queue's policy is fixed when it is created (pg-boss refuses to change it).
+    const { policy, ...updatable } = options
+    if (await boss.getQueue(name)) await boss.updateQueue(name, updatable)
+    else await boss.createQueue(name, policy ? { ...updatable, policy } : updatable)
   }
 }

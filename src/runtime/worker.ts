@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { PgBoss } from 'pg-boss'
 import { resolveWithDns, type Resolve } from '../platform/webhook-address-guard.ts'
-import { startWebhooks, stopWebhooks, type RunningWebhooks } from './webhook-dispatcher.ts'
+import { startWebhooks, type RunningWebhooks } from './events-out.ts'
 import { ConfigError, type Config } from '../../config/schema.ts'
 import { createExpiryPurgeHandler } from '../../jobs/expiry-purge.ts'
 import { createRetentionSweepHandler } from '../../jobs/retention-sweep.ts'
@@ -245,7 +245,6 @@ export async function startWorker(options: {
       clock,
       logger,
       resolve: options.resolve ?? resolveWithDns,
-      leaseSeconds,
     })
     await boss.work<DeliveryJobData>(QUEUES.crashLoop, { batchSize: 10 }, createCrashLoopQueueHandler({ db, boss, clock, logger }))
     // Registered by every worker; pg-boss sends each tick once for the whole fleet (UTC).
@@ -268,7 +267,7 @@ export async function startWorker(options: {
     )
   } catch (error) {
     registration?.stop()
-    await Promise.allSettled([listener?.close(), pipeline?.stop(), stopWebhooks(webhooks)])
+    await Promise.allSettled([listener?.close(), pipeline?.stop(), webhooks?.stop()])
     await Promise.allSettled([boss.stop({ graceful: false }), db.destroy(), metricsServer?.stop()])
     throw error
   }
@@ -286,7 +285,7 @@ export async function startWorker(options: {
       // then pg-boss's own handlers drain.
       await listener?.close()
       await pipeline?.stop()
-      await stopWebhooks(webhooks)
+      await webhooks?.stop()
       await boss.stop({ graceful: true, timeout: config.SEND_TIMEOUT_MS + 5_000 })
       await db.destroy()
       logger.info('worker stopped')
