@@ -46,7 +46,7 @@ export async function eventFanOut(
     ids.push(id)
   }
   const logger = createLogger({ level: 'error' })
-  const db = createKnex(stack.workerUrl, { applicationName: 'bench-events-worker', max: WEBHOOK_WORK.localConcurrency + 4, logger })
+  const db = createKnex(stack.workerUrl, { applicationName: 'bench-events-worker', max: WEBHOOK_WORK.concurrency + 4, logger })
   const boss = createBoss(stack.workerUrl, 'worker', logger)
   await boss.start()
   const webhooks = await startWebhooks({

@@ -8,10 +8,11 @@ import { QUEUES } from '../src/db/queues.ts'
 import { parseRetryAfter } from '../src/delivery/retry-after.ts'
 import type { WebhookPost } from '../src/delivery/webhook-sender.ts'
 import { describeError, type Logger } from '../src/logging/logger.ts'
-import { completeJobTx, LeaseLostError } from '../src/outbox/settle.ts'
+import { batchOrEach, type Failed } from '../src/outbox/batch-or-each.ts'
+import { completeJobsTx, LeaseLostError } from '../src/outbox/settle.ts'
 import { WEBHOOK_FAILURES } from '../src/platform/event-types.ts'
 import { checkWebhookUrlShape, WebhookUrlRefusedError, type AddressPolicy } from '../src/platform/webhook-address-guard.ts'
-import { claimDelivery, recordDeliveryTx, type ClaimedDelivery, type DeliveryRecord } from '../src/platform/webhook-deliveries-sql.ts'
+import { claimDeliveriesTx, recordDeliveriesTx, type ClaimedDelivery, type DeliveryRecord } from '../src/platform/webhook-deliveries-sql.ts'
 import { secretContext } from '../src/platform/webhook-endpoints.ts'
 import { decideWebhook, type WebhookOutcome, type WebhookRetrySettings } from '../src/platform/webhook-retry.ts'
 
@@ -43,7 +44,7 @@ function secretsOf(delivery: ClaimedDelivery, outboxKey: KeyRing, now: Date): st
 }
 
 /** Sends one claimed delivery (no transaction open) and says what its attempt came to. */
-async function attempt(deps: WebhookDeliverDeps, delivery: ClaimedDelivery): Promise<DeliveryRecord> {
+export async function sendWebhook(deps: WebhookDeliverDeps, delivery: ClaimedDelivery): Promise<DeliveryRecord> {
   const now = deps.clock()
   let url: URL
   let secrets: string[]
@@ -87,71 +88,75 @@ async function attempt(deps: WebhookDeliverDeps, delivery: ClaimedDelivery): Pro
   return { state: 'dead_lettered', status: decision.status, failure: decision.failure }
 }
 
+/** A fetched job and the delivery its claim counted an attempt of (none: the job owned nothing to send). */
+export type ClaimedJob = { job: Job<WebhookJobData>; delivery: ClaimedDelivery | undefined }
+
+const deliveryIdOf = (job: Job<WebhookJobData>) =>
+  typeof job.data?.deliveryId === 'string' && /^\d{1,18}$/.test(job.data.deliveryId) ? job.data.deliveryId : undefined
+
+/** Claims the deliveries of fetched jobs in the caller's transaction (the fetch's own, in the worker): one statement for all. */
+export async function claimWebhookJobsTx(trx: Knex.Transaction, jobs: readonly Job<WebhookJobData>[]): Promise<ClaimedJob[]> {
+  const wanted = jobs.flatMap((job) => {
+    const deliveryId = deliveryIdOf(job)
+    return deliveryId ? [{ deliveryId, jobId: job.id }] : []
+  })
+  const claimed = new Map((await claimDeliveriesTx(trx, wanted)).map((delivery) => [delivery.job_id, delivery]))
+  return jobs.map((job) => ({ job, delivery: claimed.get(job.id) }))
+}
+
+/** A job ready to record: its claim and, if it had a delivery, what the send came to. */
+export type PendingWebhookRecord = ClaimedJob & { record?: DeliveryRecord }
+
 /**
- * Records the attempt and settles the job in one short transaction: the delivery's row, the job of
- * its next attempt (`startAfter` from the retry policy, in the endpoint's group) and the job's
- * completion under the attempt it was fetched at. If pg-boss gave that attempt to another worker
- * meanwhile, nothing is recorded (`lease_lost`); if the row changed (disabled, deleted) the job just ends.
+ * Records a group of attempts and settles their jobs in one transaction: the deliveries' rows, the
+ * jobs of their next attempts (`startAfter` from the retry policy, in the endpoint's group) and
+ * every job's completion under the attempt it was fetched at, which throws `LeaseLostError` if
+ * pg-boss gave one of them to another worker meanwhile (the group rolls back). A job whose
+ * delivery changed meanwhile (disabled, deleted) just ends.
  */
-async function recordAttempt(
-  deps: WebhookDeliverDeps,
-  job: Job<WebhookJobData>,
-  delivery: ClaimedDelivery,
-  record: DeliveryRecord,
-): Promise<boolean> {
-  return await deps.db.transaction(async (trx) => {
-    const recorded = await recordDeliveryTx(trx, delivery, record, deps.clock())
-    if (recorded && record.state === 'pending') {
-      const data: WebhookJobData = { deliveryId: delivery.id }
-      await deps.boss.send(QUEUES.webhookDelivery, data, {
-        db: fromKnex(trx),
-        id: record.nextJobId,
-        startAfter: record.nextAttemptAt,
-        group: { id: delivery.endpoint_id },
-      })
-    }
-    await completeJobTx(trx, deps.boss, { jobId: job.id, retryCount: job.retryCount }, QUEUES.webhookDelivery)
-    return recorded
+async function recordGroupTx(trx: Knex.Transaction, deps: WebhookDeliverDeps, entries: readonly PendingWebhookRecord[]) {
+  const sent = entries.flatMap((entry) =>
+    entry.delivery && entry.record ? [{ ...entry, delivery: entry.delivery, record: entry.record }] : [],
+  )
+  const recorded = await recordDeliveriesTx(trx, sent, deps.clock())
+  const next = sent.flatMap(({ delivery, record }) => {
+    if (!recorded.has(delivery.id) || record.state !== 'pending') return []
+    const data: WebhookJobData = { deliveryId: delivery.id }
+    return [{ id: record.nextJobId, data, startAfter: record.nextAttemptAt, group: { id: delivery.endpoint_id } }]
+  })
+  if (next.length > 0) await deps.boss.insert(QUEUES.webhookDelivery, next, { db: fromKnex(trx) })
+  const leases = entries.map(({ job }) => ({ jobId: job.id, retryCount: job.retryCount }))
+  await completeJobsTx(trx, deps.boss, leases, QUEUES.webhookDelivery)
+  return entries.map(({ delivery, record }): WebhookJobOutcome => {
+    if (!delivery || !record || !recorded.has(delivery.id)) return 'stale'
+    return record.state === 'pending' ? 'retried' : record.state
   })
 }
 
 /**
- * One `webhook-delivery` job (docs/events.md "Delivery"): claim its delivery (the attempt counted),
- * post it with no transaction open, record the outcome and settle the job. A job whose delivery
- * is gone, finished or owned by a newer job ends without a send. An error escaping here fails
- * the job back to pg-boss: its retry sends again with the same `webhook-id`, a duplicate only
- * where the outcome was never recorded.
+ * The record step (docs/events.md "Delivery"): a group in one transaction, or, when that cannot
+ * commit, each entry alone (`batchOrEach`), so one lost lease costs only its own record. An entry
+ * that fails even alone for another reason comes back failed, for its job to be failed back to pg-boss.
  */
-export async function deliverWebhookJob(deps: WebhookDeliverDeps, job: Job<WebhookJobData>): Promise<WebhookJobOutcome> {
-  const deliveryId = typeof job.data?.deliveryId === 'string' && /^\d{1,18}$/.test(job.data.deliveryId) ? job.data.deliveryId : undefined
-  const delivery = deliveryId ? await claimDelivery(deps.db, deliveryId, job.id) : undefined
-  if (!delivery) {
-    await deps.boss.complete(QUEUES.webhookDelivery, { id: job.id, retryCount: job.retryCount })
-    return 'stale'
-  }
-  const record = await attempt(deps, delivery)
-  let recorded: boolean
-  try {
-    recorded = await recordAttempt(deps, job, delivery, record)
-  } catch (error) {
-    if (!(error instanceof LeaseLostError)) throw error
-    deps.logger.warn('webhook delivery lease lost; its newer attempt records it', { endpointId: delivery.endpoint_id, jobId: job.id })
-    return 'lease_lost'
-  }
-  if (!recorded) return 'stale'
-  if (record.state === 'dead_lettered')
-    deps.logger.warn('webhook delivery dead-lettered', {
-      endpointId: delivery.endpoint_id,
-      webhookId: delivery.event_id,
-      failure: record.failure,
-      status: record.status,
-    })
-  return record.state === 'pending' ? 'retried' : record.state
-}
-
-/** The `webhook-delivery` handler `boss.work` runs, one job per call (a slow endpoint holds only its own slots). */
-export function createWebhookDeliveryHandler(deps: WebhookDeliverDeps) {
-  return async (jobs: Job<WebhookJobData>[]): Promise<void> => {
-    for (const job of jobs) await deliverWebhookJob(deps, job)
-  }
+export async function recordWebhookOutcomes(
+  deps: WebhookDeliverDeps,
+  entries: readonly PendingWebhookRecord[],
+): Promise<(WebhookJobOutcome | Failed)[]> {
+  const results = await batchOrEach(entries, (group) => deps.db.transaction((trx) => recordGroupTx(trx, deps, group)))
+  return results.map((result, index) => {
+    const { job, delivery, record } = entries[index]!
+    if (typeof result !== 'string') {
+      if (!(result.error instanceof LeaseLostError)) return result
+      deps.logger.warn('webhook delivery lease lost; its newer attempt records it', { endpointId: delivery?.endpoint_id, jobId: job.id })
+      return 'lease_lost'
+    }
+    if (result === 'dead_lettered' && record?.state === 'dead_lettered')
+      deps.logger.warn('webhook delivery dead-lettered', {
+        endpointId: delivery?.endpoint_id,
+        webhookId: delivery?.event_id,
+        failure: record.failure,
+        status: record.status,
+      })
+    return result
+  })
 }

@@ -61,13 +61,21 @@ describe('events out on pg-boss jobs', () => {
       await endpoint(fast.url, ['identity.created'])
       await identityCreated()
       await eventually(async () => (slow.open() >= 1 && fast.received.length >= 1 ? true : undefined), 'the first event at both', 30_000)
-      // The slow endpoint holds its request open; the next events must not wait for it.
-      const later = [await identityCreated(), await identityCreated(), await identityCreated(), await identityCreated()]
-      await eventually(async () => (fast.received.length >= 5 ? true : undefined), 'every event at the fast endpoint', 60_000)
+      // The slow endpoint holds its request open; the next events must not wait for it, and more of
+      // them than its cap lets it hold in flight.
+      const later: string[] = []
+      for (let n = 0; n < WEBHOOK_WORK.groupConcurrency + 4; n++) later.push(await identityCreated())
+      const all = later.length + 1
+      await eventually(async () => (fast.received.length >= all ? true : undefined), 'every event at the fast endpoint', 60_000)
       expect(fast.events().map((event) => event.data.identityId)).to.include.members(later)
-      expect(abandonedAtArrival, 'each fast delivery arrived while the slow endpoint still hung').to.deep.equal([0, 0, 0, 0, 0])
-      expect(slow.abandoned()).to.equal(0)
+      expect(abandonedAtArrival, 'each fast delivery arrived while the slow endpoint still hung').to.deep.equal(Array(all).fill(0))
+      await eventually(
+        async () => (slow.open() >= WEBHOOK_WORK.groupConcurrency ? true : undefined),
+        'the slow endpoint at its cap',
+        30_000,
+      )
       expect(slow.open(), "the slow endpoint's deliveries in flight, capped across the fleet").to.equal(WEBHOOK_WORK.groupConcurrency)
+      expect(slow.abandoned()).to.equal(0)
     } finally {
       slow.release()
       await worker.stop()
@@ -103,6 +111,7 @@ describe('events out on pg-boss jobs', () => {
         await worker.stop()
       }
       expect(receiver.events().map((event) => event.data.identityId)).to.deep.equal([identityId])
+      expect(f.logs.text(), 'the queues, handlers and schedule started cleanly').not.to.match(/pg-boss (error|warning)/)
     } finally {
       await receiver.stop()
     }

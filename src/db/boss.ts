@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { PgBoss, type Queue } from 'pg-boss'
 import type { Config } from '../../config/schema.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
@@ -66,6 +67,25 @@ export function notificationOf(insertSql: string, queue: string): { call: string
   const end = insertSql.indexOf(`, '${queue}')`, start)
   if (start < 0 || end < 0) throw new Error(`pg-boss’s job insert sends no notification for ${queue} (is its queue notify-enabled?)`)
   return { call: `${insertSql.slice(start, end)}, '${queue}')`, channel: insertSql.slice(start + 'pg_notify('.length, end) }
+}
+
+/**
+ * Wakes each queue's fetch loop when pg-boss's own job insert notifies for it (its channel, cut from
+ * the statement by `notificationOf`, carries the queue's name): a commit anywhere in the fleet
+ * wakes this worker. A reconnect wakes every loop once for what it missed.
+ */
+export async function listenForJobs(
+  boss: PgBoss,
+  wakes: Readonly<Record<string, () => void>>,
+): Promise<{ close: () => Promise<void> } | undefined> {
+  const queue = Object.keys(wakes)[0]!
+  const { sql } = await captureJobInsert(boss, queue, {}, randomUUID())
+  const { rows } = await boss.getDb().executeSql(`SELECT ${notificationOf(sql, queue).channel} AS channel`)
+  return await boss.getDb().listen?.(
+    String(rows[0].channel),
+    (payload) => wakes[payload]?.(),
+    () => Object.values(wakes).forEach((wake) => wake()),
+  )
 }
 
 type BossRole = 'release' | 'web' | 'worker'

@@ -73,24 +73,30 @@ export type ClaimedDelivery = {
 }
 
 /**
- * Counts the attempt of a pending delivery its job `jobId` still owns, in one statement, and reads
- * what the send needs; undefined when the job is stale (the delivery finished, was disabled,
- * deleted, or belongs to a newer job). The attempt is counted before the send: a worker that dies
- * after it leaves the job to pg-boss, whose retry claims again with the same event id.
+ * Counts the attempt of each pending delivery its job still owns, in one statement in the caller's
+ * transaction (the one that fetched the jobs), and reads what the sends need; a job that owns
+ * nothing (its delivery finished, was disabled, deleted, or belongs to a newer job) gets no row.
+ * The attempt is counted before the send: a worker that dies after it leaves the job to pg-boss,
+ * whose retry claims again with the same event id.
  */
-export async function claimDelivery(db: Knex, deliveryId: string, jobId: string): Promise<ClaimedDelivery | undefined> {
-  const { rows } = await db.raw<{ rows: ClaimedDelivery[] }>(
+export async function claimDeliveriesTx(
+  trx: Knex.Transaction,
+  jobs: readonly { deliveryId: string; jobId: string }[],
+): Promise<ClaimedDelivery[]> {
+  if (jobs.length === 0) return []
+  const { rows } = await trx.raw<{ rows: ClaimedDelivery[] }>(
     `WITH claimed AS (
        UPDATE platform.webhook_deliveries d SET attempt_count = d.attempt_count + 1, leased_until = 'infinity'
-        WHERE d.id = ? AND d.job_id = ? AND d.state = 'pending'
+         FROM jsonb_to_recordset(?::jsonb) AS w (delivery_id bigint, job_id uuid)
+        WHERE d.id = w.delivery_id AND d.job_id = w.job_id AND d.state = 'pending'
        RETURNING d.id, d.job_id, d.event_id, d.endpoint_id, d.attempt_count
      )
      SELECT c.id::text, c.job_id, c.event_id, ev.type, ev.occurred_at, ev.payload, c.endpoint_id, e.url, e.secret_envelope,
             e.previous_secret_envelope, e.previous_secret_until, c.attempt_count
        FROM claimed c JOIN platform.events ev ON ev.id = c.event_id JOIN platform.webhook_endpoints e ON e.id = c.endpoint_id`,
-    [deliveryId, jobId],
+    [JSON.stringify(jobs.map((job) => ({ delivery_id: job.deliveryId, job_id: job.jobId })))],
   )
-  return rows[0]
+  return rows
 }
 
 /** What the record step writes for one attempt; a retry names the job that carries it. */
@@ -100,37 +106,39 @@ export type DeliveryRecord =
   | { state: 'dead_lettered'; status: number | null; failure: string }
 
 /**
- * Records one attempt in the caller's transaction, only while the claiming job still owns the
- * delivery at the attempt it counted; false when it no longer does (staff disabled the endpoint,
- * retention or an erasure deleted it, or a later claim of the same job counted another attempt).
+ * Records attempts in one statement in the caller's transaction, each only while the claiming job
+ * still owns its delivery at the attempt it counted; returns the ids recorded. A missing id no
+ * longer belonged to its job (staff disabled the endpoint, retention or an erasure deleted it).
  */
-export async function recordDeliveryTx(
+export async function recordDeliveriesTx(
   trx: Knex.Transaction,
-  delivery: Pick<ClaimedDelivery, 'id' | 'job_id' | 'attempt_count'>,
-  record: DeliveryRecord,
+  attempts: readonly { delivery: Pick<ClaimedDelivery, 'id' | 'job_id' | 'attempt_count'>; record: DeliveryRecord }[],
   now: Date,
-): Promise<boolean> {
-  const pending = record.state === 'pending'
-  const { rowCount } = await trx.raw<{ rowCount: number }>(
-    `UPDATE platform.webhook_deliveries
-        SET state = ?, last_status_code = ?, last_failure = ?, finished_at = ?::timestamptz,
-            next_attempt_at = coalesce(?::timestamptz, next_attempt_at), job_id = coalesce(?::uuid, job_id),
-            leased_until = CASE WHEN ? THEN 'infinity'::timestamptz END
-      WHERE id = ? AND job_id = ? AND attempt_count = ? AND state = 'pending'`,
-    [
-      record.state,
-      record.status,
-      record.state === 'delivered' ? null : record.failure,
-      pending ? null : now,
-      pending ? record.nextAttemptAt : null,
-      pending ? record.nextJobId : null,
-      pending,
-      delivery.id,
-      delivery.job_id,
-      delivery.attempt_count,
-    ],
+): Promise<Set<string>> {
+  if (attempts.length === 0) return new Set()
+  const rows = attempts.map(({ delivery, record }) => ({
+    id: delivery.id,
+    job_id: delivery.job_id,
+    attempt_count: delivery.attempt_count,
+    state: record.state,
+    next_attempt_at: record.state === 'pending' ? record.nextAttemptAt.toISOString() : null,
+    next_job_id: record.state === 'pending' ? record.nextJobId : null,
+    status: record.status,
+    failure: record.state === 'delivered' ? null : record.failure,
+  }))
+  const { rows: recorded } = await trx.raw<{ rows: { id: string }[] }>(
+    `UPDATE platform.webhook_deliveries d
+        SET state = v.state, last_status_code = v.status, last_failure = v.failure,
+            finished_at = CASE WHEN v.state = 'pending' THEN NULL ELSE ?::timestamptz END,
+            next_attempt_at = coalesce(v.next_attempt_at, d.next_attempt_at), job_id = coalesce(v.next_job_id, d.job_id),
+            leased_until = CASE WHEN v.state = 'pending' THEN 'infinity'::timestamptz END
+       FROM jsonb_to_recordset(?::jsonb) AS v (id bigint, job_id uuid, attempt_count integer, state text, next_attempt_at timestamptz,
+                                                next_job_id uuid, status integer, failure text)
+      WHERE d.id = v.id AND d.job_id = v.job_id AND d.attempt_count = v.attempt_count AND d.state = 'pending'
+      RETURNING d.id::text`,
+    [now, JSON.stringify(rows)],
   )
-  return rowCount > 0
+  return new Set(recorded.map((row) => row.id))
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
 import { createWebhookCrashLoopHandler } from '../../jobs/webhook-crash-loop.ts'
-import { createWebhookDeliveryHandler, type WebhookDeliverDeps } from '../../jobs/webhook-deliver.ts'
+import type { WebhookDeliverDeps } from '../../jobs/webhook-deliver.ts'
 import { createWebhookFanOutHandler } from '../../jobs/webhook-fan-out.ts'
 import type { Config } from '../../config/schema.ts'
 import type { KeyRing } from '../crypto/key-ring.ts'
@@ -9,18 +9,19 @@ import { QUEUES } from '../db/queues.ts'
 import { createWebhookPost } from '../delivery/webhook-sender.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
 import { guardedLookup, type Resolve } from '../platform/webhook-address-guard.ts'
+import { startWebhookLoop, type WebhookLoop, type WebhookLoopOptions } from './webhook-loop.ts'
 
 /** The channel `platform.append_event` and the redrive notify at commit when there is something to fan out. */
 export const WEBHOOK_WAKE_CHANNEL = 'sealpost_webhook_deliveries'
 
 /**
- * How a worker works `webhook-delivery` (docs/events.md "Delivery"): up to `localConcurrency`
- * deliveries in flight, each its own job (a slow receiver holds only its own slots, never a batch);
- * at most `groupConcurrency` of one endpoint's deliveries in flight across the whole fleet (pg-boss
- * group concurrency), so one endpoint hanging until the send timeout leaves the other slots to the
- * others; retries that come due are fetched within `pollingIntervalSeconds`.
+ * How a worker works `webhook-delivery` (docs/events.md "Delivery"): up to 64 deliveries in flight,
+ * each sent on its own (a slow receiver holds only its own slots, never a batch); at most 16 of one
+ * endpoint's deliveries in flight across the whole fleet (pg-boss group concurrency), so one
+ * endpoint hanging until the send timeout leaves most slots to the others; retries that come due
+ * are fetched within a second.
  */
-export const WEBHOOK_WORK = Object.freeze({ localConcurrency: 8, groupConcurrency: 4, pollingIntervalSeconds: 2 })
+export const WEBHOOK_WORK: Readonly<WebhookLoopOptions> = Object.freeze({ concurrency: 64, groupConcurrency: 16, pollMs: 1_000 })
 
 /** Every fan-out this long at most after a missed wake-up (pg-boss schedules run at most once a minute). */
 const FAN_OUT_FLOOR_CRON = '* * * * *'
@@ -58,8 +59,9 @@ function fanOutRequests(boss: PgBoss, logger: Logger) {
 
 /**
  * Signed events out on pg-boss (docs/events.md "Delivery"): the fan-out queue (woken by the
- * triggers' NOTIFY, floored by a schedule), the delivery queue and its crash-loop queue, posting
- * through agents whose connections resolve with the SSRF guard.
+ * triggers' NOTIFY, floored by a schedule), the delivery loop (woken through `wake` by the
+ * worker's listener on pg-boss's channel) and the crash-loop queue, posting through agents whose
+ * connections resolve with the SSRF guard.
  */
 export async function startWebhooks(input: {
   db: Knex
@@ -95,30 +97,30 @@ export async function startWebhooks(input: {
     clock,
     logger,
   }
-  const { pollingIntervalSeconds, ...concurrency } = WEBHOOK_WORK
+  let loop: WebhookLoop | undefined
   try {
-    await boss.work(
-      QUEUES.webhookDelivery,
-      { batchSize: 1, ...concurrency, pollingIntervalSeconds, notifyPollingIntervalSeconds: pollingIntervalSeconds },
-      createWebhookDeliveryHandler(deps),
-    )
     await boss.work(QUEUES.webhookCrashLoop, { batchSize: 10 }, createWebhookCrashLoopHandler({ db, boss, clock, logger }))
     await boss.work(QUEUES.webhookFanOut, createWebhookFanOutHandler({ db, boss, clock, logger }))
     await boss.schedule(QUEUES.webhookFanOut, FAN_OUT_FLOOR_CRON, null, { tz: 'UTC' })
+    loop = startWebhookLoop(deps, WEBHOOK_WORK)
   } catch (error) {
     post.close()
     throw error
   }
+  const delivery = loop
   const fanOut = fanOutRequests(boss, logger)
   const listener = await boss.getDb().listen?.(WEBHOOK_WAKE_CHANNEL, fanOut.request, fanOut.request)
   // What was committed while no worker listened goes out now, not at the next schedule tick.
   fanOut.request()
   return {
-    /** No more wake-ups; the handlers in flight finish their sends and records; then the agents close. */
+    /** A `webhook-delivery` job was sent (pg-boss's NOTIFY for the queue): fetch now. */
+    wake: delivery.wake,
+    /** No more wake-ups; the deliveries in flight finish their sends and records; then the agents close. */
     async stop() {
       await listener?.close()
       await fanOut.settled()
-      for (const queue of [QUEUES.webhookFanOut, QUEUES.webhookDelivery, QUEUES.webhookCrashLoop]) await boss.offWork(queue, { wait: true })
+      await delivery.stop()
+      for (const queue of [QUEUES.webhookFanOut, QUEUES.webhookCrashLoop]) await boss.offWork(queue, { wait: true })
       post.close()
     },
   }

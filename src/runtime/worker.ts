@@ -6,7 +6,7 @@ import { ConfigError, type Config } from '../../config/schema.ts'
 import { createExpiryPurgeHandler } from '../../jobs/expiry-purge.ts'
 import { createRetentionSweepHandler } from '../../jobs/retention-sweep.ts'
 import { createCrashLoopQueueHandler } from '../../jobs/crash-loop-queue.ts'
-import { captureJobInsert, createBoss, notificationOf } from '../db/boss.ts'
+import { createBoss, listenForJobs } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
 import { checkQueueLease } from '../db/queue-lease.ts'
 import { createKnex } from '../db/knex.ts'
@@ -227,24 +227,11 @@ export async function startWorker(options: {
       },
       deliveryPipelineOptions(config),
     )
-    // A commit anywhere in the fleet wakes this worker; a reconnect fetches once for what it missed.
-    // The channel is the one pg-boss's own job insert notifies (no copy of its naming to drift).
-    const running = pipeline
-    const { sql: insertSql } = await captureJobInsert(boss, QUEUES.delivery, {}, randomUUID())
-    const { rows } = await boss.getDb().executeSql(`SELECT ${notificationOf(insertSql, QUEUES.delivery).channel} AS channel`)
-    listener = await boss.getDb().listen?.(
-      rows[0].channel,
-      (payload) => payload === QUEUES.delivery && running.wake(),
-      () => running.wake(),
-    )
-    webhooks = await startWebhooks({
-      db,
-      boss,
-      config,
-      keys: options.keys,
-      clock,
-      logger,
-      resolve: options.resolve ?? resolveWithDns,
+    webhooks = await startWebhooks({ db, boss, config, keys: options.keys, clock, logger, resolve: options.resolve ?? resolveWithDns })
+    const running = { messages: pipeline, events: webhooks }
+    listener = await listenForJobs(boss, {
+      [QUEUES.delivery]: () => running.messages.wake(),
+      [QUEUES.webhookDelivery]: () => running.events.wake(),
     })
     await boss.work<DeliveryJobData>(QUEUES.crashLoop, { batchSize: 10 }, createCrashLoopQueueHandler({ db, boss, clock, logger }))
     // Registered by every worker; pg-boss sends each tick once for the whole fleet (UTC).

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
-import { deliverWebhookJob, type WebhookDeliverDeps, type WebhookJobData, type WebhookJobOutcome } from '../../jobs/webhook-deliver.ts'
+import type { WebhookDeliverDeps, WebhookJobData } from '../../jobs/webhook-deliver.ts'
 import { fanOutWebhooksOnce } from '../../jobs/webhook-fan-out.ts'
 import { createBoss } from '../../src/db/boss.ts'
 import { createKnex } from '../../src/db/knex.ts'
@@ -9,22 +9,24 @@ import { createWebhookPost } from '../../src/delivery/webhook-sender.ts'
 import type { Logger } from '../../src/logging/logger.ts'
 import { guardedLookup, resolveWithDns, type Resolve } from '../../src/platform/webhook-address-guard.ts'
 import type { Keys } from '../../src/runtime/dev-keys.ts'
+import { runWebhookJobsOnce, type WebhookRunOutcome } from '../../src/runtime/webhook-loop.ts'
 import type { TestDatabase } from './database.ts'
 
 /** What one step of the worker came to, job by job (`failed`: the handler threw, and the job went back to pg-boss). */
 export type WebhookStep = Record<'delivered' | 'retried' | 'deadLettered' | 'stale' | 'leaseLost' | 'failed' | 'jobs' | 'claimed', number>
 
-const COUNTED: Record<WebhookJobOutcome, keyof WebhookStep> = {
+const COUNTED: Record<WebhookRunOutcome, keyof WebhookStep> = {
   delivered: 'delivered',
   retried: 'retried',
   dead_lettered: 'deadLettered',
   stale: 'stale',
   lease_lost: 'leaseLost',
+  failed: 'failed',
 }
 
 /**
  * Events out one step at a time, with the clock in the test's hands: the worker's own fan-out and
- * delivery handler (`deliverWebhookJob`) over the worker login, on jobs the test fetches itself. A
+ * delivery loop (`runWebhookJobsOnce`) over the worker login, on jobs the test fetches itself. A
  * job due by the test's clock is made due by the database's before the fetch (pg-boss compares
  * `start_after` with the database's now). Registers its own before/after hooks.
  */
@@ -74,7 +76,7 @@ export function useWebhookKit(
     },
     /** The fan-out job's run: new events' deliveries and their jobs, and jobs for redriven deliveries. */
     fanOut: () => fanOutWebhooksOnce({ db, boss, clock, logger: f.logs.logger }),
-    /** The fan-out, then every delivery job due by the test's clock through the worker's handler, side by side. */
+    /** The fan-out, then every delivery job due by the test's clock through the worker's loop, side by side. */
     async deliverDue(overrides: Partial<WebhookDeliverDeps> = {}): Promise<WebhookStep> {
       await kit.fanOut()
       await boss
@@ -94,17 +96,7 @@ export function useWebhookKit(
         leaseLost: 0,
         failed: 0,
       }
-      await Promise.all(
-        jobs.map(async (job) => {
-          try {
-            step[COUNTED[await deliverWebhookJob(kit.deps(overrides), job)]] += 1
-          } catch {
-            // As boss.work does with a handler that throws.
-            await boss.fail(QUEUES.webhookDelivery, { id: job.id, retryCount: job.retryCount })
-            step.failed += 1
-          }
-        }),
-      )
+      for (const outcome of await runWebhookJobsOnce(kit.deps(overrides), jobs)) step[COUNTED[outcome]] += 1
       step.claimed = step.jobs - step.stale
       return step
     },
