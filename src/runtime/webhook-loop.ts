@@ -1,5 +1,4 @@
-import type { Job } from 'pg-boss'
-import { fromKnex } from 'pg-boss'
+import { fromKnex, type Job } from 'pg-boss'
 import {
   claimWebhookJobsTx,
   recordWebhookOutcomes,
@@ -12,6 +11,7 @@ import {
 } from '../../jobs/webhook-deliver.ts'
 import { QUEUES } from '../db/queues.ts'
 import { describeError } from '../logging/logger.ts'
+import { waiter } from './delivery-pipeline.ts'
 import { groupCommit } from './group-commit.ts'
 
 /** How the events-out loop paces itself (docs/events.md "Delivery"). */
@@ -49,41 +49,20 @@ export type WebhookLoop = {
  */
 export function startWebhookLoop(deps: WebhookDeliverDeps, options: WebhookLoopOptions): WebhookLoop {
   const state = { stopping: false, wanted: true, inFlight: 0 }
-  let signal: (() => void) | undefined
+  const waits = waiter()
   const wake = () => {
     state.wanted = true
-    const resolve = signal
-    signal = undefined
-    resolve?.()
+    waits.kick()
   }
-  const pause = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, Math.max(1, ms))
-      signal = () => {
-        clearTimeout(timer)
-        resolve()
-      }
-    })
   const recorder = groupCommit<PendingWebhookRecord, WebhookJobOutcome>((entries) => recordWebhookOutcomes(deps, entries), {
     windowMs: 2,
     maxGroup: 128,
     maxCommits: 2,
   })
   const running = new Set<Promise<WebhookRunOutcome>>()
-  const deliver = async (claimed: ClaimedJob): Promise<WebhookRunOutcome> => {
-    try {
-      const record = claimed.delivery ? await sendWebhook(deps, claimed.delivery) : undefined
-      return await recorder.add({ ...claimed, ...(record ? { record } : {}) })
-    } catch (error) {
-      const { job } = claimed
-      deps.logger.error('webhook delivery failed; pg-boss retries its job', { jobId: job.id, ...describeError(error) })
-      await deps.boss.fail(QUEUES.webhookDelivery, { id: job.id, retryCount: job.retryCount }).catch(() => undefined)
-      return 'failed'
-    }
-  }
   const handle = (claimed: ClaimedJob): Promise<WebhookRunOutcome> => {
     state.inFlight += 1
-    const task = deliver(claimed)
+    const task = deliverClaimed(deps, claimed, (entry) => recorder.add(entry))
     running.add(task)
     void task.finally(() => {
       state.inFlight -= 1
@@ -92,39 +71,7 @@ export function startWebhookLoop(deps: WebhookDeliverDeps, options: WebhookLoopO
     })
     return task
   }
-  const fetchAndClaim = (free: number) =>
-    deps.db.transaction(async (trx) => {
-      const jobs = await deps.boss.fetch<WebhookJobData>(QUEUES.webhookDelivery, {
-        batchSize: free,
-        groupConcurrency: options.groupConcurrency,
-        db: fromKnex(trx),
-      })
-      return { asked: free, claimed: await claimWebhookJobsTx(trx, jobs) }
-    })
-  const loop = (async () => {
-    let lastFetch = 0
-    while (options.fetch !== false && !state.stopping) {
-      const free = options.concurrency - state.inFlight
-      const sincePoll = performance.now() - lastFetch
-      if (sincePoll >= options.pollMs) state.wanted = true
-      if (!state.wanted || free <= 0) {
-        await pause(options.pollMs - sincePoll)
-        continue
-      }
-      state.wanted = false
-      lastFetch = performance.now()
-      try {
-        const { asked, claimed } = await fetchAndClaim(free)
-        // A full fetch: more are probably waiting.
-        if (claimed.length >= asked) state.wanted = true
-        for (const entry of claimed) void handle(entry)
-      } catch (error) {
-        deps.logger.error('webhook delivery fetch failed; retrying in 1 s', describeError(error))
-        await pause(1_000)
-        state.wanted = true
-      }
-    }
-  })()
+  const loop = options.fetch === false ? Promise.resolve() : fetchLoop(deps, options, { state, waits }, handle)
   return {
     wake,
     async run(jobs) {
@@ -138,6 +85,65 @@ export function startWebhookLoop(deps: WebhookDeliverDeps, options: WebhookLoopO
       while (running.size > 0) await Promise.allSettled([...running])
       await recorder.drain()
     },
+  }
+}
+
+/** One claimed job: its send (if it owns a delivery), then its record; a throw fails the job back to pg-boss. */
+async function deliverClaimed(
+  deps: WebhookDeliverDeps,
+  claimed: ClaimedJob,
+  record: (entry: PendingWebhookRecord) => Promise<WebhookJobOutcome>,
+): Promise<WebhookRunOutcome> {
+  try {
+    const sent = claimed.delivery ? await sendWebhook(deps, claimed.delivery) : undefined
+    return await record({ ...claimed, ...(sent ? { record: sent } : {}) })
+  } catch (error) {
+    const { job } = claimed
+    deps.logger.error('webhook delivery failed; pg-boss retries its job', { jobId: job.id, ...describeError(error) })
+    await deps.boss.fail(QUEUES.webhookDelivery, { id: job.id, retryCount: job.retryCount }).catch(() => undefined)
+    return 'failed'
+  }
+}
+
+/**
+ * Fetches while not stopping, for the free slots, whenever something may be fetchable (a wake, a
+ * job that ended, a full fetch, the poll floor), and claims what came back in the fetch's own
+ * transaction: one commit for the batch. Each claimed job goes to `handle` without waiting.
+ */
+async function fetchLoop(
+  deps: WebhookDeliverDeps,
+  options: WebhookLoopOptions,
+  { state, waits }: { state: { stopping: boolean; wanted: boolean; inFlight: number }; waits: ReturnType<typeof waiter> },
+  handle: (claimed: ClaimedJob) => Promise<WebhookRunOutcome>,
+): Promise<void> {
+  let lastFetch = 0
+  while (!state.stopping) {
+    const free = options.concurrency - state.inFlight
+    const sincePoll = performance.now() - lastFetch
+    if (sincePoll >= options.pollMs) state.wanted = true
+    if (!state.wanted || free <= 0) {
+      await waits.pause(options.pollMs - sincePoll)
+      continue
+    }
+    state.wanted = false
+    lastFetch = performance.now()
+    try {
+      const claimed = await deps.db.transaction(async (trx) => {
+        const jobs = await deps.boss.fetch<WebhookJobData>(QUEUES.webhookDelivery, {
+          batchSize: free,
+          groupConcurrency: options.groupConcurrency,
+          db: fromKnex(trx),
+        })
+        return await claimWebhookJobsTx(trx, jobs)
+      })
+      // A full fetch: more are probably waiting.
+      if (claimed.length >= free) state.wanted = true
+      for (const entry of claimed) void handle(entry)
+    } catch (error) {
+      deps.logger.error('webhook delivery fetch failed; retrying in 1 s', describeError(error))
+      await waits.pause(1_000)
+      state.wanted = true
+    }
   }
 }
 
