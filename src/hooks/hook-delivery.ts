@@ -1,7 +1,8 @@
 import type { Locale } from '../delivery/locales.ts'
-import { ConflictError, type DomainError } from '../identity/errors.ts'
+import type { DomainError } from '../identity/errors.ts'
 import type { CourierCaller } from '../platform/api-keys.ts'
 import { acceptCourierMessage, type CourierDeps } from '../platform/courier.ts'
+import { IdempotencyKeyReusedError } from '../platform/idempotency.ts'
 import { hookIdempotencyKey, type HookMessage } from './hook-message.ts'
 
 /** The three hook routes; the first word names the caller. */
@@ -52,7 +53,7 @@ export type HookAcceptance = { accepted: number } | { refused: DomainError }
  * idempotency key derived from the message itself (hook-message.ts): a retry of the call, which
  * Supabase sends with a new `webhook-id` and Kratos after any non-2xx, finds its messages
  * committed and sends nothing twice. A retry computes a later expiry, which the courier sees as
- * another request under the same key (409); for a hook that can only be the same message again.
+ * another request under the same key (`idempotency_key_reused`); for a hook that can only be the same message again.
  * Two messages (a secure email change) are two commits: a refusal of the second leaves the first
  * committed, and the hook's retry completes the pair without sending the first twice.
  */
@@ -73,8 +74,7 @@ export async function acceptHookMessages(
       locale: deps.defaultLocale,
       idempotencyKey: hookIdempotencyKey(hook, deps.codeHashKey, message),
     })
-    if ('refused' in outcome && !(outcome.refused instanceof ConflictError && outcome.refused.code === 'idempotency_key_reused'))
-      return { refused: outcome.refused }
+    if ('refused' in outcome && !(outcome.refused instanceof IdempotencyKeyReusedError)) return { refused: outcome.refused }
   }
   return { accepted: messages.length }
 }

@@ -1,13 +1,6 @@
 import { createHmac } from 'node:crypto'
 import type { Knex } from 'knex'
-import {
-  ChannelUnavailableError,
-  ConflictError,
-  ForbiddenError,
-  RateLimitedError,
-  UnprocessableError,
-  type DomainError,
-} from '../identity/errors.ts'
+import { ChannelUnavailableError, ForbiddenError, RateLimitedError, UnprocessableError, type DomainError } from '../identity/errors.ts'
 import { parseIdentifier, phoneRefusal } from '../identity/identifiers.ts'
 import { spendTiersTx, tiersWait, type Tier } from '../identity/rate-limits.ts'
 import { bucketKeys } from '../identity/secrets.ts'
@@ -19,7 +12,7 @@ import { enqueueSecurityMessageTx, type EnqueueDeps } from '../outbox/enqueue.ts
 import { DEFAULT_PHONE_NUMBER_POLICY, type PhoneNumberPolicy } from '../outbox/phone-numbers.ts'
 import type { CourierCaller, CourierPurpose } from './api-keys.ts'
 import { spendApiKeyRequest } from './api-keys-sql.ts'
-import { claimIdempotencyKeyTx, lockIdempotencyKeyTx, storeIdempotentResponseTx } from './idempotency-keys-sql.ts'
+import { IdempotencyKeyInUseError, IdempotencyKeyReusedError, useIdempotencyKeyTx } from './idempotency.ts'
 
 /** What the courier core needs: the enqueue's, the clock, the fleet's channels, every CODE_HASH_KEYS key. */
 export type CourierDeps = EnqueueDeps & {
@@ -73,12 +66,8 @@ export async function acceptCourierMessage(deps: CourierDeps, caller: CourierCal
     return await deps.db.transaction(async (trx) => {
       const key = { identityId: caller.apiKeyId, scope: IDEMPOTENCY_SCOPE, key: input.idempotencyKey }
       const requestHash = requestHashOf(deps.codeHashKey, { ...input, destination })
-      if (!(await claimIdempotencyKeyTx(trx, key, requestHash, now))) {
-        const taken = await lockIdempotencyKeyTx<{ messageId: string }>(trx, key)
-        if (!taken.request_hash.equals(requestHash) || !taken.response)
-          return { refused: new ConflictError('idempotency_key_reused', 'This Idempotency-Key was used for a different request.') }
-        return { messageId: taken.response.messageId, replayed: true }
-      }
+      const { claim, remember } = await useIdempotencyKeyTx<{ messageId: string }>(trx, key, requestHash, now)
+      if (!claim.claimed) return { messageId: claim.response.messageId, replayed: true }
       // Counted on the canonical mailbox or number, per key: `+tag` variants buy no extra codes.
       const owner = `${caller.apiKeyId}:${canonicalDestination(input.channel, destination)}`
       const tiers: Tier[] = [
@@ -102,11 +91,12 @@ export async function acceptCourierMessage(deps: CourierDeps, caller: CourierCal
         },
         secretBytes(input),
       )
-      await storeIdempotentResponseTx(trx, key, { messageId })
+      await remember({ messageId })
       return { messageId, replayed: false }
     })
   } catch (error) {
-    if (error instanceof RateLimitedError) return { refused: error }
+    if (error instanceof RateLimitedError || error instanceof IdempotencyKeyReusedError || error instanceof IdempotencyKeyInUseError)
+      return { refused: error }
     throw error
   }
 }
