@@ -9,7 +9,7 @@ import { QUEUES } from '../db/queues.ts'
 import { createWebhookPost } from '../delivery/webhook-sender.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
 import { guardedLookup, type Resolve } from '../platform/webhook-address-guard.ts'
-import { startWebhookLoop, type WebhookLoop, type WebhookLoopOptions } from './webhook-loop.ts'
+import { startWebhookLoop, type WebhookLoopOptions } from './webhook-loop.ts'
 
 /** The channel `platform.append_event` and the redrive notify at commit when there is something to fan out. */
 export const WEBHOOK_WAKE_CHANNEL = 'sealpost_webhook_deliveries'
@@ -97,19 +97,18 @@ export async function startWebhooks(input: {
     clock,
     logger,
   }
-  let loop: WebhookLoop | undefined
+  const fanOut = fanOutRequests(boss, logger)
+  let listener: { close: () => Promise<void> } | undefined
   try {
     await boss.work(QUEUES.webhookCrashLoop, { batchSize: 10 }, createWebhookCrashLoopHandler({ db, boss, clock, logger }))
     await boss.work(QUEUES.webhookFanOut, createWebhookFanOutHandler({ db, boss, clock, logger }))
     await boss.schedule(QUEUES.webhookFanOut, FAN_OUT_FLOOR_CRON, null, { tz: 'UTC' })
-    loop = startWebhookLoop(deps, WEBHOOK_WORK)
+    listener = await boss.getDb().listen?.(WEBHOOK_WAKE_CHANNEL, fanOut.request, fanOut.request)
   } catch (error) {
     post.close()
     throw error
   }
-  const delivery = loop
-  const fanOut = fanOutRequests(boss, logger)
-  const listener = await boss.getDb().listen?.(WEBHOOK_WAKE_CHANNEL, fanOut.request, fanOut.request)
+  const delivery = startWebhookLoop(deps, WEBHOOK_WORK)
   // What was committed while no worker listened goes out now, not at the next schedule tick.
   fanOut.request()
   return {
