@@ -52,6 +52,10 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
     // Events out are the worker's: the web files no job of theirs and writes no event or delivery itself.
     ['enqueue a webhook delivery job', `INSERT INTO pgboss.job (name, data) VALUES ('webhook-delivery', '{"deliveryId": "1"}')`],
     ['enqueue a webhook fan-out', `INSERT INTO pgboss.job (name, data) VALUES ('webhook-fan-out', '{}')`],
+    [
+      'enqueue into the webhook crash-loop queue',
+      `INSERT INTO pgboss.job (name, data) VALUES ('webhook-delivery-dlq', '{"deliveryId": "1"}')`,
+    ],
     ['read events', 'SELECT payload FROM platform.events'],
     ['append an event directly', `SELECT platform.append_event('identity.created', '{}')`],
     [

@@ -86,10 +86,15 @@ export async function startHangingReceiver() {
   const open = new Set<ServerResponse>()
   let received = 0
   let abandoned = 0
+  let released = false
   const server = createServer((req, res) => {
     received += 1
-    open.add(res)
     req.resume()
+    if (released) {
+      res.writeHead(204).end()
+      return
+    }
+    open.add(res)
     res.on('close', () => {
       if (open.delete(res) && !res.writableEnded) abandoned += 1
     })
@@ -102,8 +107,9 @@ export async function startHangingReceiver() {
     open: () => open.size,
     /** Requests the sender closed before any answer came (its send timeout). */
     abandoned: () => abandoned,
-    /** Answers every open request 204 now. */
+    /** Answers every open request 204 now, and every later one at once. */
     release() {
+      released = true
       for (const res of [...open]) {
         open.delete(res)
         res.writeHead(204).end()
