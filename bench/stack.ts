@@ -100,6 +100,7 @@ export async function startBenchStack() {
     wasender,
     sms,
     ownerUrl: embedded.ownerUrl,
+    workerUrl,
     environment,
     /** CPU seconds PostgreSQL has used so far: the postmaster, its reaped children and its live ones. */
     async postgresCpuSeconds(): Promise<number> {

@@ -385,7 +385,7 @@ export interface paths {
         put?: never;
         /**
          * Send a dead-lettered code again with a fresh code (audited, idempotent)
-         * @description Needs a fresh elevation token of this staff session and an Idempotency-Key. The key remembers the first answer once the request reached it — the reissue (201) or its refusal (404, 409) — and a repeat answers it again with `Idempotent-Replayed: true` and does nothing; answers given before the key is read (401, 403, 422) and failures on our side (503) are not remembered, so the repeat is tried afresh.
+         * @description Needs a fresh elevation token of this staff session and an Idempotency-Key. The key remembers the first answer once the request reached it — the reissue (201) or its refusal (404, 409) — and a repeat answers it again with `Idempotent-Replayed: true` and does nothing; answers given before the key is read (401, 403, 400 `idempotency_key_required`, 422 `idempotency_key_reused` for a key used on another dead letter) and failures on our side (503) are not remembered, so the repeat is tried afresh.
          */
         post: operations["reissueDeadLetter"];
         delete?: never;
@@ -621,7 +621,7 @@ export interface paths {
         put?: never;
         /**
          * Deliver a one-time code or sign-in link (sealed on arrival, idempotent)
-         * @description Needs an Idempotency-Key: a repeat with the same body answers the first `messageId` with `Idempotent-Replayed: true` and sends nothing more; the same key with another body is 409. Keys are remembered for 24 hours. 202 means accepted for delivery, never delivered: follow it with GET /v1/messages/{messageId}.
+         * @description Needs an Idempotency-Key: a repeat with the same body answers the first `messageId` with `Idempotent-Replayed: true` and sends nothing more; the same key with another body is 422 `idempotency_key_reused` (docs/api.md "Idempotency-Key"). Keys are remembered for 24 hours. 202 means accepted for delivery, never delivered: follow it with GET /v1/messages/{messageId}.
          */
         post: operations["sendCourierMessage"];
         delete?: never;
@@ -4940,10 +4940,10 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description Any 1–200 printable characters chosen by the caller; a repeat of the same key answers the first result without doing the work again. */
-                "Idempotency-Key": string;
                 /** @description The elevation token from POST /step-ups/confirmation (valid 5 minutes, bound to the session). */
                 "X-Elevation-Token": string;
+                /** @description Any 1–200 printable characters chosen by the caller; a repeat of the same key answers the first result without doing the work again. */
+                "Idempotency-Key": string;
             };
             path: {
                 /** @description The message id (a uuid) */
@@ -4963,7 +4963,7 @@ export interface operations {
                     "application/json": components["schemas"]["Reissued"];
                 };
             };
-            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request`, `idempotency_key_reused` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request`, `idempotency_key_required` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4973,7 +4973,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request" | "idempotency_key_reused";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request" | "idempotency_key_required";
                     } & {
                         [key: string]: unknown;
                     });
@@ -5029,7 +5029,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invitation_message`, `security_notice_message`, `reissue_refused_provider_rejected`, `reissue_refused_decryption_failed`, `reissue_destination_mismatch`, `superseded_by_resend`, `challenge_expired`, `challenge_consumed`, `own_message`, `challenge_revoked`, `challenge_out_of_attempts`, `newer_message_exists`, `destination_suppressed`, `idempotency_key_in_use` */
+            /** @description Refused: `idempotency_key_in_use`, `invitation_message`, `security_notice_message`, `reissue_refused_provider_rejected`, `reissue_refused_decryption_failed`, `reissue_destination_mismatch`, `superseded_by_resend`, `challenge_expired`, `challenge_consumed`, `own_message`, `challenge_revoked`, `challenge_out_of_attempts`, `newer_message_exists`, `destination_suppressed` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5039,7 +5039,7 @@ export interface operations {
                         /** @constant */
                         status: 409;
                         /** @enum {string} */
-                        code: "invitation_message" | "security_notice_message" | "reissue_refused_provider_rejected" | "reissue_refused_decryption_failed" | "reissue_destination_mismatch" | "superseded_by_resend" | "challenge_expired" | "challenge_consumed" | "own_message" | "challenge_revoked" | "challenge_out_of_attempts" | "newer_message_exists" | "destination_suppressed" | "idempotency_key_in_use";
+                        code: "idempotency_key_in_use" | "invitation_message" | "security_notice_message" | "reissue_refused_provider_rejected" | "reissue_refused_decryption_failed" | "reissue_destination_mismatch" | "superseded_by_resend" | "challenge_expired" | "challenge_consumed" | "own_message" | "challenge_revoked" | "challenge_out_of_attempts" | "newer_message_exists" | "destination_suppressed";
                     } & {
                         [key: string]: unknown;
                     });
@@ -5077,7 +5077,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `idempotency_key_required` */
+            /** @description Refused: `idempotency_key_reused` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5087,7 +5087,7 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "idempotency_key_required";
+                        code: "idempotency_key_reused";
                     } & {
                         [key: string]: unknown;
                     });
@@ -5454,10 +5454,10 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description Any 1–200 printable characters chosen by the caller; a repeat of the same key answers the first result without doing the work again. */
-                "Idempotency-Key": string;
                 /** @description The elevation token from POST /step-ups/confirmation (valid 5 minutes, bound to the session). */
                 "X-Elevation-Token": string;
+                /** @description Any 1–200 printable characters chosen by the caller; a repeat of the same key answers the first result without doing the work again. */
+                "Idempotency-Key": string;
             };
             path?: never;
             cookie?: never;
@@ -5488,7 +5488,7 @@ export interface operations {
                     "application/json": components["schemas"]["Redriven"];
                 };
             };
-            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request`, `idempotency_key_reused` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request`, `idempotency_key_required` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5498,7 +5498,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request" | "idempotency_key_reused";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request" | "idempotency_key_required";
                     } & {
                         [key: string]: unknown;
                     });
@@ -5586,7 +5586,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request`, `idempotency_key_required` */
+            /** @description Refused: `invalid_request`, `idempotency_key_reused` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5596,7 +5596,7 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request" | "idempotency_key_required";
+                        code: "invalid_request" | "idempotency_key_reused";
                     } & {
                         [key: string]: unknown;
                     });
@@ -7177,7 +7177,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request` */
+            /** @description Refused: `malformed_json`, `malformed_encoding`, `malformed_path`, `bad_request`, `idempotency_key_required` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7187,7 +7187,7 @@ export interface operations {
                         /** @constant */
                         status: 400;
                         /** @enum {string} */
-                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request";
+                        code: "malformed_json" | "malformed_encoding" | "malformed_path" | "bad_request" | "idempotency_key_required";
                     } & {
                         [key: string]: unknown;
                     });
@@ -7227,7 +7227,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `idempotency_key_reused` */
+            /** @description Refused: `idempotency_key_in_use` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7237,7 +7237,7 @@ export interface operations {
                         /** @constant */
                         status: 409;
                         /** @enum {string} */
-                        code: "idempotency_key_reused";
+                        code: "idempotency_key_in_use";
                     } & {
                         [key: string]: unknown;
                     });
@@ -7275,7 +7275,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request`, `idempotency_key_required`, `invalid_destination`, `unsupported_phone_number`, `invalid_secret`, `invalid_link`, `link_origin_not_allowed`, `invalid_expiry`, `invalid_data`, `channel_unavailable` */
+            /** @description Refused: `invalid_request`, `idempotency_key_reused`, `invalid_destination`, `unsupported_phone_number`, `invalid_secret`, `invalid_link`, `link_origin_not_allowed`, `invalid_expiry`, `invalid_data`, `channel_unavailable` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7285,7 +7285,7 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request" | "idempotency_key_required" | "invalid_destination" | "unsupported_phone_number" | "invalid_secret" | "invalid_link" | "link_origin_not_allowed" | "invalid_expiry" | "invalid_data" | "channel_unavailable";
+                        code: "invalid_request" | "idempotency_key_reused" | "invalid_destination" | "unsupported_phone_number" | "invalid_secret" | "invalid_link" | "link_origin_not_allowed" | "invalid_expiry" | "invalid_data" | "channel_unavailable";
                     } & {
                         [key: string]: unknown;
                     });
@@ -10586,7 +10586,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `invalid_request`, `unsupported_kind`, `invalid_destination`, `unsupported_phone_number`, `invalid_secret`, `invalid_link`, `invalid_expiry`, `channel_unavailable` */
+            /** @description Refused: `invalid_request`, `unsupported_kind`, `invalid_destination`, `unsupported_phone_number`, `invalid_secret`, `invalid_link`, `link_origin_not_allowed`, `invalid_expiry`, `channel_unavailable` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10596,7 +10596,7 @@ export interface operations {
                         /** @constant */
                         status: 422;
                         /** @enum {string} */
-                        code: "invalid_request" | "unsupported_kind" | "invalid_destination" | "unsupported_phone_number" | "invalid_secret" | "invalid_link" | "invalid_expiry" | "channel_unavailable";
+                        code: "invalid_request" | "unsupported_kind" | "invalid_destination" | "unsupported_phone_number" | "invalid_secret" | "invalid_link" | "link_origin_not_allowed" | "invalid_expiry" | "channel_unavailable";
                     } & {
                         [key: string]: unknown;
                     });

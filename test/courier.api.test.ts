@@ -112,7 +112,7 @@ describe('courier API: POST /v1/messages and GET /v1/messages/{id}', () => {
     expect((await kit.send(key, body, 'order-43')).status).to.equal(202)
     const before = await written()
     const changed = await kit.send(key, { ...body, secret: { code: uniqueCode() } }, 'order-43')
-    expect(changed.status).to.equal(409)
+    expect(changed.status).to.equal(422)
     expect(changed.body!.code).to.equal('idempotency_key_reused')
     expect(changed.headers.get('content-type')).to.match(/^application\/problem\+json/)
     expect(await written()).to.deep.equal(before)
@@ -200,7 +200,7 @@ describe('courier API: POST /v1/messages and GET /v1/messages/{id}', () => {
       expect(answer.headers.get('content-type'), what).to.match(/^application\/problem\+json/)
     }
     const noKey = await f.stack.call('POST', '/v1/messages', good, { authorization: `Bearer ${key}` })
-    expect(noKey.status, 'no Idempotency-Key').to.equal(422)
+    expect(noKey.status, 'no Idempotency-Key').to.equal(400)
     expect(noKey.body!.code).to.equal('idempotency_key_required')
     const malformed = await f.stack.rawCall('POST', '/v1/messages', '{"purpose":', {
       authorization: `Bearer ${key}`,

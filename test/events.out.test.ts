@@ -1,13 +1,11 @@
 import { readFile } from 'node:fs/promises'
 import { expect } from 'chai'
-import type { Knex } from 'knex'
-import { deliverWebhooksOnce, type WebhookDeliverDeps } from '../jobs/webhook-deliver.ts'
+import type { WebhookPost } from '../src/delivery/webhook-sender.ts'
 import { receiveOnce, verifyDelivery } from '../client/events-consumer.ts'
-import { createKnex } from '../src/db/knex.ts'
-import { createWebhookPost, type WebhookPost } from '../src/delivery/webhook-sender.ts'
-import { guardedLookup, type Resolve } from '../src/platform/webhook-address-guard.ts'
+import type { Resolve } from '../src/platform/webhook-address-guard.ts'
 import { columnsContaining, eventually, uniqueEmail } from './support/helpers.ts'
 import { staffKit } from './support/staff-kit.ts'
+import { useWebhookKit } from './support/webhook-kit.ts'
 import { useWebStack } from './support/web-stack.ts'
 import { standardWebhooksVerify, startConnectionCounter, startWebhookReceiver } from './support/webhook-receiver.ts'
 
@@ -24,20 +22,14 @@ describe('signed events out', () => {
   }
   const f = useWebStack({ worker: false, events: { allowedHosts: ALLOWED, resolve } })
   const kit = staffKit(f)
-  let workerDb: Knex
-  let post: ReturnType<typeof createWebhookPost>
   let offsetMs = 0
   const clock = () => new Date(Date.now() + offsetMs)
+  const worker = useWebhookKit(f, { allowedHosts: ALLOWED, resolve, clock })
+  const deliverDue = (...args: Parameters<typeof worker.deliverDue>) => worker.deliverDue(...args)
   let staff: Awaited<ReturnType<typeof kit.staffMember>>
 
   before(async () => {
-    workerDb = createKnex(f.db.workerUrl, { applicationName: 'events-test-worker', max: 4 })
-    post = createWebhookPost({ lookup: guardedLookup({ allowedHosts: ALLOWED, resolve }), timeoutMs: 2_000 })
     staff = await kit.staffMember()
-  })
-  after(async () => {
-    post.close()
-    await workerDb?.destroy()
   })
   afterEach(async () => {
     offsetMs = 0
@@ -48,21 +40,6 @@ describe('signed events out', () => {
       .where({ state: 'pending' })
       .update({ state: 'dead_lettered', finished_at: new Date(), leased_until: null })
   })
-
-  function deps(overrides: Partial<WebhookDeliverDeps> = {}): WebhookDeliverDeps {
-    return {
-      db: workerDb,
-      outboxKey: f.keys.outboxKey,
-      post,
-      addresses: { production: false, allowedHosts: ALLOWED },
-      settings: { maxAttempts: 3, retrySchedule: [5_000, 60_000], maxRetryAfterSeconds: 300 },
-      leaseSeconds: 30,
-      batchSize: 50,
-      clock,
-      logger: f.logs.logger,
-      ...overrides,
-    }
-  }
 
   async function subscribe(url: string, events: string[]) {
     const answer = await f.stack.call('POST', BASE, { url, events }, { ...staff.auth, 'x-elevation-token': await kit.elevate(staff) })
@@ -84,7 +61,7 @@ describe('signed events out', () => {
       const endpointC = await endpoint(c.url, ['password.changed'])
       const person = await kit.account(uniqueEmail('after'))
 
-      const first = await deliverWebhooksOnce(deps())
+      const first = await deliverDue()
       expect(first).to.include({ claimed: 3, delivered: 3, retried: 0, deadLettered: 0 })
       expect(a.events().map((event) => event.type)).to.have.members(['identity.created', 'sign_in_method.added'])
       expect(b.events().map((event) => [event.type, event.data.identityId])).to.deep.equal([['identity.created', person.identityId]])
@@ -99,7 +76,7 @@ describe('signed events out', () => {
           expect(standardWebhooksVerify(secret, received), 'Standard Webhooks signature').to.equal(true)
       expect(a.received.find((entry) => entry.body.includes('identity.created'))!.id).to.equal(b.received[0]!.id)
 
-      expect(await deliverWebhooksOnce(deps()), 'delivered means not again').to.include({ claimed: 0 })
+      expect(await deliverDue(), 'delivered means not again').to.include({ claimed: 0 })
       expect((await deliveriesOf(endpointA.id)).map((row) => row.state)).to.deep.equal(['delivered', 'delivered'])
       expect(await deliveriesOf(endpointC.id)).to.have.length(0)
     } finally {
@@ -159,17 +136,21 @@ describe('signed events out', () => {
       return { status: 204 }
     })
     try {
-      secret = (await endpoint(receiver.url, ['identity.created'])).secret
+      const created = await endpoint(receiver.url, ['identity.created'])
+      secret = created.secret
       await kit.account(uniqueEmail('crash'))
       // The process dies after the receiver answered and before the record step ran.
       const crashing: WebhookPost = async (request) => {
-        await post(request)
+        await worker.post(request)
         throw Object.assign(new Error('worker killed'), { code: 'SIGKILL' })
       }
-      expect(await deliverWebhooksOnce(deps({ post: crashing }))).to.include({ claimed: 1, delivered: 0 })
-      expect(await deliverWebhooksOnce(deps()), 'the lease still holds').to.include({ claimed: 0 })
+      expect(await deliverDue({ post: crashing })).to.include({ claimed: 1, delivered: 0, failed: 1 })
+      // Nothing was recorded: the attempt counted at the claim, the job back with pg-boss for its retry.
+      const [unrecorded] = await deliveriesOf(created.id)
+      expect(unrecorded).to.include({ state: 'pending', attempt_count: 1, last_status_code: null })
+      expect((await f.db.owner('pgboss.job').where({ id: unrecorded.job_id }).first()).state).to.equal('retry')
       offsetMs = 31_000
-      expect(await deliverWebhooksOnce(deps())).to.include({ claimed: 1, delivered: 1 })
+      expect(await deliverDue()).to.include({ claimed: 1, delivered: 1 })
 
       expect(receiver.received).to.have.length(2)
       expect(receiver.received[1]!.id, 'the same webhook-id on the retry').to.equal(receiver.received[0]!.id)
@@ -185,21 +166,21 @@ describe('signed events out', () => {
     try {
       const { id } = await endpoint(receiver.url, ['sign_in_method.added'])
       await kit.account(uniqueEmail('retry'))
-      expect(await deliverWebhooksOnce(deps())).to.include({ retried: 1 })
+      expect(await deliverDue()).to.include({ retried: 1 })
       const [afterFirst] = await deliveriesOf(id)
       expect(afterFirst).to.include({ state: 'pending', attempt_count: 1, last_status_code: 503, last_failure: 'retryable_status' })
       expect(afterFirst.next_attempt_at.getTime() - clock().getTime()).to.be.within(3_000, 5_100)
 
-      expect(await deliverWebhooksOnce(deps()), 'not before its time').to.include({ claimed: 0 })
+      expect(await deliverDue(), 'not before its time').to.include({ claimed: 0 })
       offsetMs = 5_100
-      expect(await deliverWebhooksOnce(deps())).to.include({ retried: 1 })
+      expect(await deliverDue()).to.include({ retried: 1 })
       const [afterSecond] = await deliveriesOf(id)
       // The schedule says 60 s; the receiver asked for 120 s and the later one wins.
       expect(afterSecond.next_attempt_at.getTime() - clock().getTime()).to.be.within(118_000, 120_100)
       offsetMs += 61_000
-      expect(await deliverWebhooksOnce(deps())).to.include({ claimed: 0 })
+      expect(await deliverDue()).to.include({ claimed: 0 })
       offsetMs += 60_000
-      expect(await deliverWebhooksOnce(deps())).to.include({ delivered: 1 })
+      expect(await deliverDue()).to.include({ delivered: 1 })
       expect(new Set(receiver.received.map((entry) => entry.id)).size).to.equal(1)
       expect(receiver.received).to.have.length(3)
     } finally {
@@ -213,7 +194,7 @@ describe('signed events out', () => {
     try {
       const { id } = await endpoint(receiver.url, ['identity.created'])
       await kit.account(uniqueEmail('rejected'))
-      expect(await deliverWebhooksOnce(deps())).to.include({ deadLettered: 1 })
+      expect(await deliverDue()).to.include({ deadLettered: 1 })
       expect((await deliveriesOf(id))[0]).to.include({ state: 'dead_lettered', last_status_code: 400, last_failure: 'rejected' })
 
       const page = await f.stack.call('GET', `${BASE}/${id}/deliveries`, undefined, staff.auth)
@@ -236,13 +217,13 @@ describe('signed events out', () => {
       expect(redrive.body).to.deep.equal({ redriven: 1 })
       for (const step of [0, 5_100, 60_100]) {
         offsetMs += step
-        await deliverWebhooksOnce(deps())
+        await deliverDue()
       }
       expect((await deliveriesOf(id))[0]).to.include({ state: 'dead_lettered', attempt_count: 3, last_failure: 'retries_exhausted' })
 
       status = 204
       await f.stack.call('POST', `${BASE}/${id}/redrives`, undefined, { ...staff.auth, 'x-elevation-token': await kit.elevate(staff) })
-      expect(await deliverWebhooksOnce(deps())).to.include({ delivered: 1 })
+      expect(await deliverDue()).to.include({ delivered: 1 })
       expect(new Set(receiver.received.map((entry) => entry.id)).size, 'one webhook-id through both redrives').to.equal(1)
       expect(receiver.received).to.have.length(5)
     } finally {
@@ -283,7 +264,7 @@ describe('signed events out', () => {
       // The attacker's DNS now answers with an address inside our network.
       dns.set('moving.example.test', '127.0.0.1')
       await kit.account(uniqueEmail('rebind'))
-      const counts = await deliverWebhooksOnce(deps())
+      const counts = await deliverDue()
       expect(target.connections(), 'no connection reached the private address').to.equal(0)
       expect(counts).to.include({ claimed: 1, deadLettered: 1 })
       expect((await deliveriesOf(id))[0]).to.include({ state: 'dead_lettered', last_failure: 'address_refused', last_status_code: null })
@@ -297,7 +278,7 @@ describe('signed events out', () => {
     const { id } = await endpoint('https://blip.example.test/hooks', ['identity.created'])
     dns.delete('blip.example.test')
     await kit.account(uniqueEmail('blip'))
-    const counts = await deliverWebhooksOnce(deps())
+    const counts = await deliverDue()
     expect(counts).to.include({ claimed: 1, deadLettered: 0 })
     expect((await deliveriesOf(id))[0]).to.include({ state: 'pending', last_failure: 'connection_failed' })
   })
@@ -310,7 +291,7 @@ describe('signed events out', () => {
       await kit.account(email)
       const message = await f.db.owner('outbox.security_outbox_messages').where({ destination: email }).first()
       const code = await kit.sealedCode(message.id).catch(() => undefined)
-      await deliverWebhooksOnce(deps())
+      await deliverDue()
       const bodies = receiver.received.map((entry) => entry.body).join('\n')
       expect(bodies).to.include('maskedDestination').and.to.include('maskedIdentifier')
       for (const secretValue of [email, email.split('@')[0]!, secret, secret.slice(6), 'correct horse battery', ...(code ? [code] : [])])
@@ -318,7 +299,7 @@ describe('signed events out', () => {
       for (const needle of [email, secret.slice(6)]) {
         const columns = await columnsContaining(f.db.owner, needle)
         expect(
-          columns.filter((column) => column.startsWith('platform.')),
+          columns.filter((column) => column.startsWith('platform.') || column.startsWith('pgboss.')),
           needle === email ? 'address' : 'secret',
         ).to.deep.equal([])
       }

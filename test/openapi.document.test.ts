@@ -116,7 +116,9 @@ describe('the OpenAPI document', () => {
       reissue.responses[status]!.content!['application/problem+json']!.schema.allOf[1]!.properties!.code!.enum
     expect(codes('403')).to.have.members(['not_staff', 'elevation_required'])
     expect(codes('409')).to.include.members(['newer_message_exists', 'own_message'])
-    expect(codes('422')).to.include('idempotency_key_required')
+    expect(codes('400')).to.include('idempotency_key_required')
+    expect(codes('422')).to.include('idempotency_key_reused')
+    expect(codes('409')).to.include('idempotency_key_in_use')
     expect(doc.paths['/sign-ups']!.post!.responses['429']).to.have.nested.property('headers.Retry-After.required', true)
   })
 

@@ -198,7 +198,7 @@ describe('staff console: redrive the dead letters of one reason', () => {
     expect([noStepUp.status, noStepUp.body!.code]).to.deep.equal([403, 'elevation_required'])
     const elevated = { ...staff.auth, 'x-elevation-token': await kit.elevate(staff) }
     const noKey = await redrive(elevated, { reason: 'worker_crash_loop' })
-    expect([noKey.status, noKey.body!.code]).to.deep.equal([422, 'idempotency_key_required'])
+    expect([noKey.status, noKey.body!.code]).to.deep.equal([400, 'idempotency_key_required'])
     const tooMany = await redrive({ ...elevated, 'idempotency-key': uuidv7() }, { reason: 'worker_crash_loop', limit: 51 })
     expect([tooMany.status, tooMany.body!.code]).to.deep.equal([422, 'invalid_request'])
     expect(await messages()).to.equal(before)

@@ -259,7 +259,7 @@ describe('staff: reissue of a dead letter', () => {
     })
     const other = await kit.deadSignUp()
     const reused = await f.stack.call('POST', `${BASE}/dead-letters/${other.messageId}/reissues`, undefined, headers('reissue-1'))
-    expect(reused.status, 'one key, another dead letter').to.equal(400)
+    expect(reused.status, 'one key, another dead letter').to.equal(422)
     expect(reused.body).to.include({ code: 'idempotency_key_reused' })
     expect(await f.db.owner('outbox.security_outbox_messages').where({ challenge_id: other.challengeId })).to.have.length(1)
 

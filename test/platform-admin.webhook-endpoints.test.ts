@@ -1,11 +1,7 @@
 import { expect } from 'chai'
-import type { Knex } from 'knex'
-import { deliverWebhooksOnce } from '../jobs/webhook-deliver.ts'
-import { createKnex } from '../src/db/knex.ts'
-import { createWebhookPost } from '../src/delivery/webhook-sender.ts'
-import { guardedLookup, resolveWithDns } from '../src/platform/webhook-address-guard.ts'
 import { columnsContaining, uniqueEmail } from './support/helpers.ts'
 import { staffKit } from './support/staff-kit.ts'
+import { useWebhookKit } from './support/webhook-kit.ts'
 import { useWebStack } from './support/web-stack.ts'
 import { standardWebhooksVerify, startWebhookReceiver } from './support/webhook-receiver.ts'
 
@@ -15,29 +11,11 @@ const ALLOWED = ['127.0.0.1']
 describe('staff: webhook endpoints', () => {
   const f = useWebStack({ worker: false, events: { allowedHosts: ALLOWED } })
   const kit = staffKit(f)
+  const worker = useWebhookKit(f, { allowedHosts: ALLOWED })
   let staff: Awaited<ReturnType<typeof kit.staffMember>>
-  let workerDb: Knex
-  const post = createWebhookPost({ lookup: guardedLookup({ allowedHosts: ALLOWED, resolve: resolveWithDns }), timeoutMs: 2_000 })
-  const deliverOnce = () =>
-    deliverWebhooksOnce({
-      db: workerDb,
-      outboxKey: f.keys.outboxKey,
-      post,
-      addresses: { production: false, allowedHosts: ALLOWED },
-      settings: { maxAttempts: 3, retrySchedule: [5_000], maxRetryAfterSeconds: 300 },
-      leaseSeconds: 30,
-      batchSize: 50,
-      clock: () => new Date(),
-      logger: f.logs.logger,
-    })
 
   before(async () => {
     staff = await kit.staffMember()
-    workerDb = createKnex(f.db.workerUrl, { applicationName: 'webhook-endpoints-test-worker', max: 2 })
-  })
-  after(async () => {
-    post.close()
-    await workerDb?.destroy()
   })
 
   const elevated = async () => ({ ...staff.auth, 'x-elevation-token': await kit.elevate(staff) })
@@ -100,7 +78,7 @@ describe('staff: webhook endpoints', () => {
       const newSecret = String(rotated.body!.secret)
       expect(newSecret).not.to.equal(oldSecret)
       await kit.account(uniqueEmail('rotation'))
-      await deliverOnce()
+      await worker.deliverDue()
       const delivery = receiver.received.find((entry) => entry.body.includes('identity.created'))!
       expect(delivery.signature.split(' ')).to.have.length(2)
       expect(standardWebhooksVerify(newSecret, delivery)).to.equal(true)
@@ -115,10 +93,12 @@ describe('staff: webhook endpoints', () => {
     const created = await f.stack.call('POST', BASE, { url: 'http://127.0.0.1:9/hooks', events: ['identity.created'] }, await elevated())
     const id = String(created.body!.id)
     await kit.account(uniqueEmail('pending'))
+    await worker.fanOut()
     expect(await f.db.owner('platform.webhook_deliveries').where({ endpoint_id: id, state: 'pending' })).to.have.length(1)
     expect((await f.stack.call('DELETE', `${BASE}/${id}`, undefined, await elevated())).status).to.equal(204)
     expect(await f.db.owner('platform.webhook_deliveries').where({ endpoint_id: id, state: 'pending' })).to.have.length(0)
     await kit.account(uniqueEmail('after-disable'))
+    await worker.fanOut()
     expect(await f.db.owner('platform.webhook_deliveries').where({ endpoint_id: id })).to.have.length(1)
     for (const [method, path] of [
       ['DELETE', `${BASE}/00000000-0000-4000-8000-000000000000`],

@@ -49,6 +49,19 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
       'forge an active delivery job',
       `INSERT INTO pgboss.job_common (name, data, state) VALUES ('security-outbox', '{"messageId": "${ID}"}', 'active')`,
     ],
+    // Events out are the worker's: the web files no job of theirs and writes no event or delivery itself.
+    ['enqueue a webhook delivery job', `INSERT INTO pgboss.job (name, data) VALUES ('webhook-delivery', '{"deliveryId": "1"}')`],
+    ['enqueue a webhook fan-out', `INSERT INTO pgboss.job (name, data) VALUES ('webhook-fan-out', '{}')`],
+    [
+      'enqueue into the webhook crash-loop queue',
+      `INSERT INTO pgboss.job (name, data) VALUES ('webhook-delivery-dlq', '{"deliveryId": "1"}')`,
+    ],
+    ['read events', 'SELECT payload FROM platform.events'],
+    ['append an event directly', `SELECT platform.append_event('identity.created', '{}')`],
+    [
+      'write a webhook delivery directly',
+      `INSERT INTO platform.webhook_deliveries (event_id, endpoint_id, next_attempt_at) VALUES ('${ID}', '${ID}', now())`,
+    ],
     // The staff functions without a live staff session (a made-up token hash).
     ['read the backlog without a staff session', `SELECT * FROM outbox.backlog_summary('${NO_SESSION}', now())`],
     [
@@ -116,6 +129,14 @@ const FORBIDDEN: Record<'api' | 'worker', [string, string][]> = {
     ['issue a challenge (the web’s function)', `SELECT identity.issue_challenge('{}'::jsonb)`],
     ['enqueue a message (the web’s function)', `SELECT outbox.enqueue_message('{}'::jsonb)`],
     ['insert a delivery job (the web’s function)', `SELECT outbox.insert_delivery_job('[]')`],
+    // Events out: the worker fans out and delivers what the triggers appended, and changes no fact of it.
+    ['append an event', `SELECT platform.append_event('identity.created', '{}')`],
+    ['write an event', `INSERT INTO platform.events (type, payload) VALUES ('identity.created', '{}')`],
+    ['rewrite an event', `UPDATE platform.events SET payload = '{}'`],
+    ['point a webhook endpoint at another URL', `UPDATE platform.webhook_endpoints SET url = 'https://attacker.example.com/hooks'`],
+    ['send a delivery to another endpoint', `UPDATE platform.webhook_deliveries SET endpoint_id = '${ID}'`],
+    ['give a delivery another event', `UPDATE platform.webhook_deliveries SET event_id = '${ID}'`],
+    ['redrive webhook deliveries (the staff function)', `SELECT platform.redrive_webhook_deliveries('${NO_SESSION}', now(), '${ID}')`],
     ['read the staff backlog', `SELECT * FROM outbox.backlog_summary('${NO_SESSION}', now())`],
     ['read identifiers to judge who asked', 'SELECT value FROM identity.login_identifiers'],
     ['spend a courier key’s hour (the web’s function)', `SELECT platform.spend_api_key_hour('${ID}', now(), 1, 1, true)`],

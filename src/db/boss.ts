@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import { PgBoss, type Queue } from 'pg-boss'
 import type { Config } from '../../config/schema.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
@@ -25,6 +26,15 @@ export function deliveryQueueOptions(config: Pick<Config, 'LEASE_SECONDS'>) {
     deleteAfterSeconds: 7 * 24 * 3600,
     retentionSeconds: 14 * 24 * 3600,
   }
+}
+
+/**
+ * The events-out delivery queue (docs/events.md "Delivery"): the same lease, crash retries and
+ * crash-loop queue as message delivery. Its jobs carry the endpoint as their pg-boss group, so a
+ * worker's fetch caps how many of one endpoint's deliveries are in flight across the fleet.
+ */
+export function webhookDeliveryQueueOptions(config: Pick<Config, 'LEASE_SECONDS'>) {
+  return { ...deliveryQueueOptions(config), deadLetter: QUEUES.webhookCrashLoop }
 }
 
 /**
@@ -57,6 +67,25 @@ export function notificationOf(insertSql: string, queue: string): { call: string
   const end = insertSql.indexOf(`, '${queue}')`, start)
   if (start < 0 || end < 0) throw new Error(`pg-boss’s job insert sends no notification for ${queue} (is its queue notify-enabled?)`)
   return { call: `${insertSql.slice(start, end)}, '${queue}')`, channel: insertSql.slice(start + 'pg_notify('.length, end) }
+}
+
+/**
+ * Wakes each queue's fetch loop when pg-boss's own job insert notifies for it (its channel, cut from
+ * the statement by `notificationOf`, carries the queue's name): a commit anywhere in the fleet
+ * wakes this worker. A reconnect wakes every loop once for what it missed.
+ */
+export async function listenForJobs(
+  boss: PgBoss,
+  wakes: Readonly<Record<string, () => void>>,
+): Promise<{ close: () => Promise<void> } | undefined> {
+  const queue = Object.keys(wakes)[0]!
+  const { sql } = await captureJobInsert(boss, queue, {}, randomUUID())
+  const { rows } = await boss.getDb().executeSql(`SELECT ${notificationOf(sql, queue).channel} AS channel`)
+  return await boss.getDb().listen?.(
+    String(rows[0].channel),
+    (payload) => wakes[payload]?.(),
+    () => Object.values(wakes).forEach((wake) => wake()),
+  )
 }
 
 type BossRole = 'release' | 'web' | 'worker'
@@ -118,14 +147,21 @@ export function createBoss(
 export async function installQueues(boss: PgBoss, config: Pick<Config, 'LEASE_SECONDS'>): Promise<void> {
   // Schedule ticks are never retried by pg-boss: the next tick is the retry (jobs/tick.ts).
   const maintenance = { retryLimit: 0, expireInSeconds: 15 * 60, deleteAfterSeconds: 7 * 24 * 3600 }
+  const crashLoop = { retryLimit: CRASH_RETRY_LIMIT, expireInSeconds: config.LEASE_SECONDS, deleteAfterSeconds: 30 * 24 * 3600 }
   const queues: [string, Omit<Queue, 'name'>][] = [
-    [QUEUES.crashLoop, { retryLimit: CRASH_RETRY_LIMIT, expireInSeconds: config.LEASE_SECONDS, deleteAfterSeconds: 30 * 24 * 3600 }],
+    [QUEUES.crashLoop, crashLoop],
     [QUEUES.delivery, deliveryQueueOptions(config)],
     [QUEUES.expiryPurge, maintenance],
     [QUEUES.retentionSweep, maintenance],
+    [QUEUES.webhookCrashLoop, crashLoop],
+    [QUEUES.webhookDelivery, webhookDeliveryQueueOptions(config)],
+    // A fan-out finds every event not fanned out yet: one waiting job covers any number of wake-ups.
+    [QUEUES.webhookFanOut, { policy: 'stately', retryLimit: 0, expireInSeconds: 5 * 60, notify: true, deleteAfterSeconds: 3600 }],
   ]
   for (const [name, options] of queues) {
-    if (await boss.getQueue(name)) await boss.updateQueue(name, options)
-    else await boss.createQueue(name, options)
+    // A queue's policy is fixed when it is created (pg-boss refuses to change it).
+    const { policy, ...updatable } = options
+    if (await boss.getQueue(name)) await boss.updateQueue(name, updatable)
+    else await boss.createQueue(name, policy ? { ...updatable, policy } : updatable)
   }
 }

@@ -46,6 +46,7 @@ import * as sendWindowPrefixes from '../../migrations/20261202002400_send_window
 import * as courier from '../../migrations/20261202002600_courier.ts'
 import * as events from '../../migrations/20261202002700_events.ts'
 import * as hookCallers from '../../migrations/20261202002800_hook_callers.ts'
+import * as webhookJobs from '../../migrations/20261206002000_webhook_jobs.ts'
 import * as hookSecurityNotices from '../../migrations/20261206003000_hook_security_notices.ts'
 import * as ownerCaps from '../../migrations/20261206004000_owner_caps.ts'
 import * as courierKeyBudgets from '../../migrations/20261206004100_courier_key_budgets.ts'
@@ -100,6 +101,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261202002600_courier': courier,
   '20261202002700_events': events,
   '20261202002800_hook_callers': hookCallers,
+  '20261206002000_webhook_jobs': webhookJobs,
   '20261206003000_hook_security_notices': hookSecurityNotices,
   '20261206004000_owner_caps': ownerCaps,
   '20261206004100_courier_key_budgets': courierKeyBudgets,

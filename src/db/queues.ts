@@ -10,4 +10,10 @@ export const QUEUES = Object.freeze({
   crashLoop: 'security-outbox-dlq',
   expiryPurge: 'security-outbox-expiry-purge',
   retentionSweep: 'security-outbox-retention-sweep',
+  /** One job per (event, endpoint) attempt of events out (docs/events.md "Delivery"). */
+  webhookDelivery: 'webhook-delivery',
+  /** The crash-loop queue of `webhook-delivery`, named as `security-outbox-dlq` is. */
+  webhookCrashLoop: 'webhook-delivery-dlq',
+  /** Writes new events' delivery rows and their jobs; at most one waiting and one running (policy `stately`). */
+  webhookFanOut: 'webhook-fan-out',
 } as const)

@@ -1,7 +1,8 @@
 import { DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET } from '../../config/schema.ts'
 import type { Locale } from '../delivery/locales.ts'
-import { ConflictError, type DomainError } from '../identity/errors.ts'
+import type { DomainError } from '../identity/errors.ts'
 import { acceptCourierMessage, type CourierDeps, type CourierSender } from '../platform/courier.ts'
+import { IdempotencyKeyReusedError } from '../platform/idempotency.ts'
 import { hookIdempotencyKey, type HookMessage } from './hook-message.ts'
 import { KRATOS_CODE_TTL_SECONDS } from './kratos.ts'
 
@@ -84,7 +85,7 @@ export type HookAcceptance = { accepted: number } | { refused: DomainError }
  * idempotency key derived from the message itself (hook-message.ts): a retry of the call, which
  * Supabase sends with a new `webhook-id` and Kratos after any non-2xx, finds its messages
  * committed and sends nothing twice. A retry computes a later expiry, which the courier sees as
- * another request under the same key (409); for a hook that can only be the same message again.
+ * another request under the same key (`idempotency_key_reused`); for a hook that can only be the same message again.
  * Two messages (a secure email change) are two commits: a refusal of the second leaves the first
  * committed, and the hook's retry completes the pair without sending the first twice.
  */
@@ -106,8 +107,7 @@ export async function acceptHookMessages(
       locale: deps.defaultLocale,
       idempotencyKey: hookIdempotencyKey(hook, deps.codeHashKey, message),
     })
-    if ('refused' in outcome && !(outcome.refused instanceof ConflictError && outcome.refused.code === 'idempotency_key_reused'))
-      return { refused: outcome.refused }
+    if ('refused' in outcome && !(outcome.refused instanceof IdempotencyKeyReusedError)) return { refused: outcome.refused }
   }
   return { accepted: messages.length }
 }

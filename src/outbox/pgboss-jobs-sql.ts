@@ -50,6 +50,25 @@ export async function isRealCrashLoopTx(trx: Knex.Transaction, crashLoopJobId: s
 }
 
 /**
+ * The job of `sourceQueue` whose failure past its retries the crash-loop job `crashLoopJobId` of
+ * `crashLoopQueue` records, if pg-boss filed it (`source_name`/`source_id`) for a job that really is
+ * `failed` and carries `data[key] = value`; undefined for a row anyone else put in the queue.
+ */
+export async function crashLoopSourceTx(
+  trx: Knex.Transaction,
+  queues: { crashLoop: string; source: string },
+  crashLoopJobId: string,
+  data: { key: string; value: string },
+): Promise<string | undefined> {
+  const { rows } = await trx.raw<{ rows: { id: string }[] }>(
+    `SELECT src.id FROM pgboss.job d JOIN pgboss.job src ON src.name = d.source_name AND src.id = d.source_id
+      WHERE d.name = ? AND d.id = ? AND src.name = ? AND src.state = 'failed' AND src.data->>? = ?`,
+    [queues.crashLoop, crashLoopJobId, queues.source, data.key, data.value],
+  )
+  return rows[0]?.id
+}
+
+/**
  * A provider is back: the channel's held messages go out at once, soonest expiry first. Every
  * pending message of the channel still waiting for a later moment (held by the outage hold, or
  * waiting out a retry the outage caused) has its job's start moved to now and a priority above

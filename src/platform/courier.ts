@@ -1,14 +1,7 @@
 import { createHmac } from 'node:crypto'
 import type { Knex } from 'knex'
 import { linkOriginAllowed } from '../../config/link-origins.ts'
-import {
-  ChannelUnavailableError,
-  ConflictError,
-  ForbiddenError,
-  RateLimitedError,
-  UnprocessableError,
-  type DomainError,
-} from '../identity/errors.ts'
+import { ChannelUnavailableError, ForbiddenError, RateLimitedError, UnprocessableError, type DomainError } from '../identity/errors.ts'
 import { parseIdentifier, phoneRefusal } from '../identity/identifiers.ts'
 import { spendTiersTx, tiersWait, type Tier } from '../identity/rate-limits.ts'
 import { bucketKeys } from '../identity/secrets.ts'
@@ -21,7 +14,7 @@ import { enqueueSecurityMessageTx, type EnqueueDeps } from '../outbox/enqueue.ts
 import { DEFAULT_PHONE_NUMBER_POLICY, type PhoneNumberPolicy } from '../outbox/phone-numbers.ts'
 import type { CourierCaller, CourierPurpose } from './api-keys.ts'
 import { spendApiKeyHourTx, spendApiKeyRequest } from './api-keys-sql.ts'
-import { claimIdempotencyKeyTx, lockIdempotencyKeyTx, storeIdempotentResponseTx } from './idempotency-keys-sql.ts'
+import { IdempotencyKeyInUseError, IdempotencyKeyReusedError, useIdempotencyKeyTx } from './idempotency.ts'
 
 /** What the courier core needs: the enqueue's, the clock, the fleet's channels, every CODE_HASH_KEYS key. */
 export type CourierDeps = EnqueueDeps & {
@@ -82,12 +75,8 @@ export async function acceptCourierMessage(deps: CourierDeps, caller: CourierSen
     return await deps.db.transaction(async (trx) => {
       const key = { identityId: caller.apiKeyId, scope: IDEMPOTENCY_SCOPE, key: input.idempotencyKey }
       const requestHash = requestHashOf(deps.codeHashKey, { ...input, destination })
-      if (!(await claimIdempotencyKeyTx(trx, key, requestHash, now))) {
-        const taken = await lockIdempotencyKeyTx<{ messageId: string }>(trx, key)
-        if (!taken.request_hash.equals(requestHash) || !taken.response)
-          return { refused: new ConflictError('idempotency_key_reused', 'This Idempotency-Key was used for a different request.') }
-        return { messageId: taken.response.messageId, replayed: true }
-      }
+      const { claim, remember } = await useIdempotencyKeyTx<{ messageId: string }>(trx, key, requestHash, now)
+      if (!claim.claimed) return { messageId: claim.response.messageId, replayed: true }
       const tiers = destinationTiers(deps, caller, input.channel, destination)
       const wait = await tiersWait(trx, tiers, now)
       // Thrown, not returned: the key's claim rolls back with it, so a retry after the wait is sent.
@@ -109,11 +98,12 @@ export async function acceptCourierMessage(deps: CourierDeps, caller: CourierSen
         secretBytes(input, now),
       )
       await spendKeyHourTx(trx, caller, now, newDestination)
-      await storeIdempotentResponseTx(trx, key, { messageId })
+      await remember({ messageId })
       return { messageId, replayed: false }
     })
   } catch (error) {
-    if (error instanceof RateLimitedError) return { refused: error }
+    if (error instanceof RateLimitedError || error instanceof IdempotencyKeyReusedError || error instanceof IdempotencyKeyInUseError)
+      return { refused: error }
     throw error
   }
 }

@@ -1,8 +1,7 @@
-import { createHash } from 'node:crypto'
 import type { Knex } from 'knex'
 import { generateCode, hashCode } from '../crypto/codes.ts'
 import { requireElevationTx } from '../identity/elevation.ts'
-import { ConflictError, DomainError, ForbiddenError, NotFoundError } from '../identity/errors.ts'
+import { ConflictError, ForbiddenError, NotFoundError, type DomainError } from '../identity/errors.ts'
 import type { SessionContext } from '../identity/sessions.ts'
 import { DEAD_LETTER_REASONS, DELIVERY_EVENTS } from '../outbox/constants.ts'
 import { deliveryEventsSince } from '../outbox/delivery-events-sql.ts'
@@ -13,7 +12,7 @@ import { backlogSummary, deadLetterPageRows, gaugeSummary, reissueCandidateTx, t
 import { encodePageCursor, type PageCursor } from './page-cursor.ts'
 import { replaceChallengeCodeTx } from '../identity/challenges-sql.ts'
 import { insertAuditRecordTx } from './staff-sql.ts'
-import { claimIdempotencyKeyTx, lockIdempotencyKeyTx, storeIdempotentResponseTx } from './idempotency-keys-sql.ts'
+import { requestDigest, useIdempotencyKeyTx } from './idempotency.ts'
 
 /** A signed-in staff caller: the session's ids and the SHA-256 of its bearer token. */
 export type StaffSession = SessionContext & { tokenHash: Buffer }
@@ -138,31 +137,6 @@ export type ReissueOutcome = ({ reissued: Reissued } | { refused: DomainError })
 const refusalOf = (stored: StoredRefusal): DomainError =>
   stored.kind === 'not_found' ? new NotFoundError(stored.code, stored.message) : new ConflictError(stored.code, stored.message)
 
-/** What an Idempotency-Key found: this request claimed it, or an earlier one with the same request left its answer. */
-export type KeyClaim<T> = { claimed: true } | { claimed: false; response: T }
-
-/**
- * Claims a staff member's Idempotency-Key for one request in the caller's transaction, or finds the
- * answer an earlier request with the same key and the same request left (docs/operations.md, the
- * idempotency rule): another request under the key is `idempotency_key_reused`, one that did not
- * finish `idempotency_key_in_use`. `remember` stores the answer; a refusal commits with it.
- */
-export async function useIdempotencyKeyTx<T>(
-  trx: Knex.Transaction,
-  input: { identityId: string; scope: string; key: string; request: string; now: Date },
-): Promise<{ claim: KeyClaim<T>; remember: (response: T) => Promise<void> }> {
-  const key = { identityId: input.identityId, scope: input.scope, key: input.key }
-  const remember = (response: T) => storeIdempotentResponseTx(trx, key, response)
-  const requestHash = createHash('sha256').update(input.request).digest()
-  if (await claimIdempotencyKeyTx(trx, key, requestHash, input.now)) return { claim: { claimed: true }, remember }
-  const stored = await lockIdempotencyKeyTx<T>(trx, key)
-  if (!stored.request_hash.equals(requestHash))
-    throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used for another request.')
-  if (!stored.response)
-    throw new ConflictError('idempotency_key_in_use', 'A request with this Idempotency-Key did not finish; use a new key.')
-  return { claim: { claimed: false, response: stored.response }, remember }
-}
-
 /** What one reissue came to in its transaction: the new message, or the refusal as a key remembers it. */
 export type OneReissue = { reissued: Reissued } | { refused: StoredRefusal }
 
@@ -257,13 +231,12 @@ export async function reissueDeadLetter(
   const now = deps.clock()
   return await db.transaction(async (trx) => {
     await requireElevationTx(trx, input.staff, input.elevationToken, now)
-    const { claim, remember } = await useIdempotencyKeyTx<Reissued | { refused: StoredRefusal }>(trx, {
-      identityId: input.staff.identityId,
-      scope: 'reissue',
-      key: input.idempotencyKey,
-      request: `reissue:${input.messageId}`,
+    const { claim, remember } = await useIdempotencyKeyTx<Reissued | { refused: StoredRefusal }>(
+      trx,
+      { identityId: input.staff.identityId, scope: 'reissue', key: input.idempotencyKey },
+      requestDigest(`reissue:${input.messageId}`),
       now,
-    })
+    )
     if (!claim.claimed) {
       if ('refused' in claim.response) return { refused: refusalOf(claim.response.refused), replayed: true }
       return { reissued: claim.response, replayed: true }

@@ -1,7 +1,8 @@
 import type { Knex } from 'knex'
 import { requireElevationTx } from '../identity/elevation.ts'
 import { redriveCandidatesTx } from '../outbox/console-functions-sql.ts'
-import { asStaff, useIdempotencyKeyTx, reissueOneTx, type ReissueDeps, type StaffSession } from './outbox-admin.ts'
+import { requestDigest, useIdempotencyKeyTx } from './idempotency.ts'
+import { asStaff, reissueOneTx, type ReissueDeps, type StaffSession } from './outbox-admin.ts'
 import { insertAuditRecordTx } from './staff-sql.ts'
 
 /** The most dead letters one redrive reissues: one transaction holds their locks, and one click must not flood a provider. */
@@ -41,13 +42,12 @@ export async function redriveDeadLetters(
   const now = deps.clock()
   return await db.transaction(async (trx) => {
     await requireElevationTx(trx, input.staff, input.elevationToken, now)
-    const { claim, remember } = await useIdempotencyKeyTx<Redriven>(trx, {
-      identityId: input.staff.identityId,
-      scope: 'redrive',
-      key: input.idempotencyKey,
-      request: `redrive:${input.reason}:${input.limit}:${input.after ?? ''}`,
+    const { claim, remember } = await useIdempotencyKeyTx<Redriven>(
+      trx,
+      { identityId: input.staff.identityId, scope: 'redrive', key: input.idempotencyKey },
+      requestDigest(`redrive:${input.reason}:${input.limit}:${input.after ?? ''}`),
       now,
-    })
+    )
     if (!claim.claimed) return { redriven: claim.response, replayed: true }
     const ids = await asStaff(() =>
       redriveCandidatesTx(trx, input.staff.tokenHash, now, {

@@ -112,7 +112,7 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
 }
 
 /** Where the fetch loop waits: `pause` until a timeout or a `kick`, whichever comes first. */
-function waiter() {
+export function waiter() {
   let signal: (() => void) | undefined
   return {
     kick: () => {

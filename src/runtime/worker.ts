@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import { PgBoss } from 'pg-boss'
 import { resolveWithDns, type Resolve } from '../platform/webhook-address-guard.ts'
-import { startWebhooks, stopWebhooks, type RunningWebhooks } from './webhook-dispatcher.ts'
+import { startWebhooks, type RunningWebhooks } from './events-out.ts'
 import { ConfigError, type Config } from '../../config/schema.ts'
 import { createExpiryPurgeHandler } from '../../jobs/expiry-purge.ts'
 import { createRetentionSweepHandler } from '../../jobs/retention-sweep.ts'
 import { createCrashLoopQueueHandler } from '../../jobs/crash-loop-queue.ts'
-import { captureJobInsert, createBoss, notificationOf } from '../db/boss.ts'
+import { createBoss, listenForJobs } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
 import { checkQueueLease } from '../db/queue-lease.ts'
 import { createKnex } from '../db/knex.ts'
@@ -228,25 +228,11 @@ export async function startWorker(options: {
       },
       deliveryPipelineOptions(config),
     )
-    // A commit anywhere in the fleet wakes this worker; a reconnect fetches once for what it missed.
-    // The channel is the one pg-boss's own job insert notifies (no copy of its naming to drift).
-    const running = pipeline
-    const { sql: insertSql } = await captureJobInsert(boss, QUEUES.delivery, {}, randomUUID())
-    const { rows } = await boss.getDb().executeSql(`SELECT ${notificationOf(insertSql, QUEUES.delivery).channel} AS channel`)
-    listener = await boss.getDb().listen?.(
-      rows[0].channel,
-      (payload) => payload === QUEUES.delivery && running.wake(),
-      () => running.wake(),
-    )
-    webhooks = await startWebhooks({
-      db,
-      boss,
-      config,
-      keys: options.keys,
-      clock,
-      logger,
-      resolve: options.resolve ?? resolveWithDns,
-      leaseSeconds,
+    webhooks = await startWebhooks({ db, boss, config, keys: options.keys, clock, logger, resolve: options.resolve ?? resolveWithDns })
+    const running = { messages: pipeline, events: webhooks }
+    listener = await listenForJobs(boss, {
+      [QUEUES.delivery]: () => running.messages.wake(),
+      [QUEUES.webhookDelivery]: () => running.events.wake(),
     })
     await boss.work<DeliveryJobData>(QUEUES.crashLoop, { batchSize: 10 }, createCrashLoopQueueHandler({ db, boss, clock, logger }))
     // Registered by every worker; pg-boss sends each tick once for the whole fleet (UTC).
@@ -269,7 +255,7 @@ export async function startWorker(options: {
     )
   } catch (error) {
     registration?.stop()
-    await Promise.allSettled([listener?.close(), pipeline?.stop(), stopWebhooks(webhooks)])
+    await Promise.allSettled([listener?.close(), pipeline?.stop(), webhooks?.stop()])
     await Promise.allSettled([boss.stop({ graceful: false }), db.destroy(), metricsServer?.stop()])
     throw error
   }
@@ -287,7 +273,7 @@ export async function startWorker(options: {
       // then pg-boss's own handlers drain.
       await listener?.close()
       await pipeline?.stop()
-      await stopWebhooks(webhooks)
+      await webhooks?.stop()
       await boss.stop({ graceful: true, timeout: config.SEND_TIMEOUT_MS + 5_000 })
       await db.destroy()
       logger.info('worker stopped')

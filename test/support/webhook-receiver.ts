@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import { createServer, type IncomingHttpHeaders } from 'node:http'
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http'
 import { createServer as createTcpServer, type AddressInfo } from 'node:net'
 
 /** One POST a receiver got: the Standard Webhooks headers and the raw body. */
@@ -75,4 +75,46 @@ export function standardWebhooksVerify(secret: string, received: Pick<Received, 
     const given = Buffer.from(value ?? '', 'base64')
     return version === 'v1' && given.length === expected.length && timingSafeEqual(given, expected)
   })
+}
+
+/**
+ * A receiver on 127.0.0.1 that answers nothing until `release()`: every POST stays open, as with a
+ * receiver that hangs until the sender's timeout. Counts the requests still open and those the
+ * sender closed (gave up on) before an answer.
+ */
+export async function startHangingReceiver() {
+  const open = new Set<ServerResponse>()
+  let received = 0
+  let abandoned = 0
+  let released = false
+  const server = createServer((req, res) => {
+    received += 1
+    req.resume()
+    if (released) {
+      res.writeHead(204).end()
+      return
+    }
+    open.add(res)
+    res.on('close', () => {
+      if (open.delete(res) && !res.writableEnded) abandoned += 1
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}/hooks`,
+    received: () => received,
+    open: () => open.size,
+    /** Requests the sender closed before any answer came (its send timeout). */
+    abandoned: () => abandoned,
+    /** Answers every open request 204 now, and every later one at once. */
+    release() {
+      released = true
+      for (const res of [...open]) {
+        open.delete(res)
+        res.writeHead(204).end()
+      }
+    },
+    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  }
 }

@@ -60,5 +60,16 @@ export const EVERY_ROUTE_PROBLEMS = {
   503: ['service_unavailable'],
 } as const satisfies Record<number, readonly string[]>
 
+/**
+ * What every idempotent operation can answer about its key, as draft-ietf-httpapi-idempotency-key-header
+ * assigns the statuses (docs/api.md "Idempotency-Key"): none or a malformed one, another request
+ * under it (retrying unchanged cannot succeed), and one still in progress (retry unchanged).
+ */
+export const IDEMPOTENCY_PROBLEMS = {
+  400: ['idempotency_key_required'],
+  409: ['idempotency_key_in_use'],
+  422: ['idempotency_key_reused'],
+} as const satisfies Record<number, readonly string[]>
+
 /** Statuses whose answers carry Retry-After. */
 export const RETRY_AFTER_STATUSES = new Set([429, 503])

@@ -1,6 +1,15 @@
 import { z } from 'zod'
 import { createDocument, type ZodOpenApiOperationObject, type ZodOpenApiPathsObject, type ZodOpenApiResponsesObject } from 'zod-openapi'
-import { EVERY_ROUTE_PROBLEMS, ElevationTokenHeader, RETRY_AFTER_STATUSES, RetryAfterHeader, problemSchema } from './common.ts'
+import {
+  EVERY_ROUTE_PROBLEMS,
+  ElevationTokenHeader,
+  IDEMPOTENCY_PROBLEMS,
+  IdempotencyKeyHeader,
+  IdempotentReplayedHeader,
+  RETRY_AFTER_STATUSES,
+  RetryAfterHeader,
+  problemSchema,
+} from './common.ts'
 import { openApiPath, type ApiOperation, type ApiRegistry, type Problems } from './registry.ts'
 
 const SECURITY: Record<ApiOperation['auth'], Record<string, string[]>[]> = {
@@ -44,16 +53,21 @@ export function problemsOf(operation: ApiOperation): Map<number, string[]> {
     AUTH_PROBLEMS[operation.auth],
     operation.body || operation.query ? { 422: ['invalid_request'] } : {},
     operation.clientLimited ? { 429: ['too_many_requests'] } : {},
+    operation.idempotent ? IDEMPOTENCY_PROBLEMS : {},
     operation.problems ?? {},
   )
 }
 
 function responsesOf(operation: ApiOperation): ZodOpenApiResponsesObject {
   const { success } = operation
+  const successHeaders = {
+    ...(success.headers?.shape ?? {}),
+    ...(operation.idempotent ? { 'Idempotent-Replayed': IdempotentReplayedHeader.optional() } : {}),
+  }
   const responses: ZodOpenApiResponsesObject = {
     [success.status]: {
       description: success.description,
-      ...(success.headers ? { headers: success.headers } : {}),
+      ...(Object.keys(successHeaders).length > 0 ? { headers: z.object(successHeaders) } : {}),
       ...(success.body ? { content: { [success.contentType ?? 'application/json']: { schema: success.body } } } : {}),
     },
   }
@@ -73,7 +87,11 @@ function responsesOf(operation: ApiOperation): ZodOpenApiResponsesObject {
 
 function operationObject(operation: ApiOperation, tag: string): ZodOpenApiOperationObject {
   const elevated = operation.auth === 'elevated' || operation.auth === 'staff-elevated'
-  const headerShape = { ...(operation.headers?.shape ?? {}), ...(elevated ? { 'X-Elevation-Token': ElevationTokenHeader } : {}) }
+  const headerShape = {
+    ...(operation.headers?.shape ?? {}),
+    ...(elevated ? { 'X-Elevation-Token': ElevationTokenHeader } : {}),
+    ...(operation.idempotent ? { 'Idempotency-Key': IdempotencyKeyHeader } : {}),
+  }
   const requestParams = {
     ...(operation.params ? { path: operation.params } : {}),
     ...(operation.query ? { query: operation.query } : {}),

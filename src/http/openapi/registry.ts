@@ -18,8 +18,8 @@ export type Problems = Partial<Record<number, readonly string[]>>
  *   route(router, api.lift, ...staff, handler)
  *
  * and, for a new route module, its registry in API_REGISTRIES (src/http/openapi.ts). Credentials
- * imply their problems and headers (`elevated` adds X-Elevation-Token and 403 elevation_required);
- * list only the route's own `problems`. Then `npm run client:generate`.
+ * imply their problems and headers (`elevated` adds X-Elevation-Token and 403 elevation_required),
+ * and so does `idempotent`; list only the route's own `problems`. Then `npm run client:generate`.
  */
 export type ApiOperation = {
   operationId: string
@@ -42,6 +42,11 @@ export type ApiOperation = {
   problems?: Problems
   /** Public routes that count against the per-client limit (429 too_many_requests). */
   clientLimited?: true
+  /**
+   * Takes an Idempotency-Key (src/http/idempotency-key.ts, src/platform/idempotency.ts): implies the
+   * request header, `Idempotent-Replayed` on the success and IDEMPOTENCY_PROBLEMS.
+   */
+  idempotent?: true
 }
 
 /** The operations of one route module under one tag; the document is built from every registry. */

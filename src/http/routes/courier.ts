@@ -7,9 +7,9 @@ import { acceptCourierMessage, courierMessage, type CourierDeps } from '../../pl
 import { courierCallerOf, requireApiKey } from '../api-key-auth.ts'
 import { CourierAccepted, CourierMessage, CourierMessageBody, CourierMessagePath } from '../courier-schemas.ts'
 import { localeOf } from '../locale.ts'
-import { IdempotencyKeyHeader, IdempotentReplayedHeader } from '../openapi/common.ts'
+import { idempotencyKeyOf, replayedHeaders } from '../idempotency-key.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
-import { HttpProblemError, problemOfDomain } from '../problem.ts'
+import { problemOfDomain } from '../problem.ts'
 
 /** The API document's description of each route below, in the same order. */
 export const courierApi = apiRegistry(
@@ -24,20 +24,17 @@ const api = {
     auth: 'api-key',
     summary: 'Deliver a one-time code or sign-in link (sealed on arrival, idempotent)',
     description:
-      'Needs an Idempotency-Key: a repeat with the same body answers the first `messageId` with `Idempotent-Replayed: true` and sends nothing more; the same key with another body is 409. Keys are remembered for 24 hours. 202 means accepted for delivery, never delivered: follow it with GET /v1/messages/{messageId}.',
-    headers: z.object({ 'Idempotency-Key': IdempotencyKeyHeader }),
+      'Needs an Idempotency-Key: a repeat with the same body answers the first `messageId` with `Idempotent-Replayed: true` and sends nothing more; the same key with another body is 422 `idempotency_key_reused` (docs/api.md "Idempotency-Key"). Keys are remembered for 24 hours. 202 means accepted for delivery, never delivered: follow it with GET /v1/messages/{messageId}.',
+    idempotent: true,
     body: CourierMessageBody,
     success: {
       status: 202,
       description: 'Accepted (or the replay of an earlier request with this key)',
       body: CourierAccepted,
-      headers: z.object({ 'Idempotent-Replayed': IdempotentReplayedHeader.optional() }),
     },
     problems: {
       403: ['api_key_scope'],
-      409: ['idempotency_key_reused'],
       422: [
-        'idempotency_key_required',
         'invalid_destination',
         'unsupported_phone_number',
         'invalid_secret',
@@ -71,9 +68,7 @@ export function courierRoutes(deps: CourierDeps & { failedAuthentication?: (req:
   const caller = requireApiKey(deps.db, deps.clock, deps.failedAuthentication)
 
   route(router, api.send, caller, async (req, res) => {
-    const key = IdempotencyKeyHeader.safeParse(req.get('idempotency-key'))
-    if (!key.success)
-      throw new HttpProblemError(422, 'idempotency_key_required', 'An Idempotency-Key header (1–200 printable characters) is required.')
+    const idempotencyKey = idempotencyKeyOf(req)
     const body = CourierMessageBody.parse(req.body)
     // The organization-name rule, in its one home: a display name carries no link, address or line break.
     const appName = body.data?.appName === undefined ? undefined : checkOrganizationName(body.data.appName)
@@ -87,13 +82,10 @@ export function courierRoutes(deps: CourierDeps & { failedAuthentication?: (req:
       expiresAt: new Date(body.expiresAt),
       locale: body.locale && isLocale(body.locale) ? body.locale : localeOf(res),
       ...(appName?.ok ? { appName: appName.name } : {}),
-      idempotencyKey: key.data,
+      idempotencyKey,
     })
     if ('refused' in outcome) throw problemOfDomain(outcome.refused)
-    res
-      .status(202)
-      .set(outcome.replayed ? { 'Idempotent-Replayed': 'true' } : {})
-      .json({ messageId: outcome.messageId })
+    res.status(202).set(replayedHeaders(outcome.replayed)).json({ messageId: outcome.messageId })
   })
 
   route(router, api.get, caller, async (req, res) => {

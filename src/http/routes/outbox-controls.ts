@@ -18,9 +18,8 @@ import {
   Redriven,
   Released,
 } from '../console-schemas.ts'
-import { IdempotencyKeyHeader, IdempotentReplayedHeader } from '../openapi/common.ts'
+import { idempotencyKeyOf, replayedHeaders } from '../idempotency-key.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
-import { HttpProblemError } from '../problem.ts'
 
 const BASE = '/platform-admin/security-outbox'
 
@@ -59,15 +58,13 @@ const api = {
     summary: 'Reissue up to 50 dead letters of one reason at once (audited, idempotent); those that cannot be reissued are counted',
     description:
       'Each dead letter goes through the single reissue (same checks, same audit record); one that it would refuse is skipped and counted by that refusal code. Go on with `after` = the answer’s `endCursor` while `hasMore`. The Idempotency-Key remembers the answer; a repeat answers it again with `Idempotent-Replayed: true` and does nothing.',
-    headers: z.object({ 'Idempotency-Key': IdempotencyKeyHeader }),
+    idempotent: true,
     body: Redrive,
     success: {
       status: 200,
       description: 'What the redrive did (or the replay of an earlier one with this key)',
       body: Redriven,
-      headers: z.object({ 'Idempotent-Replayed': IdempotentReplayedHeader.optional() }),
     },
-    problems: { 400: ['idempotency_key_reused'], 409: ['idempotency_key_in_use'], 422: ['idempotency_key_required'] },
   }),
   pauses: outboxControlsApi.add({
     operationId: 'listChannelPauses',
@@ -135,19 +132,17 @@ export function outboxControlRoutes({
   })
 
   route(router, api.redrive, ...staff, async (req, res) => {
-    const key = IdempotencyKeyHeader.safeParse(req.get('idempotency-key'))
-    if (!key.success)
-      throw new HttpProblemError(422, 'idempotency_key_required', 'An Idempotency-Key header (1–200 printable characters) is required.')
+    const idempotencyKey = idempotencyKeyOf(req)
     const body = Redrive.parse(req.body ?? {})
     const result = await redriveDeadLetters(db, deps, {
       staff: staffSessionOf(res),
       elevationToken: req.get('x-elevation-token'),
-      idempotencyKey: key.data,
+      idempotencyKey,
       reason: body.reason,
       limit: body.limit,
       ...(body.after ? { after: body.after } : {}),
     })
-    res.set(result.replayed ? { 'Idempotent-Replayed': 'true' } : {}).json(result.redriven)
+    res.set(replayedHeaders(result.replayed)).json(result.redriven)
   })
 
   route(router, api.pauses, ...staff, async (_req, res) => {

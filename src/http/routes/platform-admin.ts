@@ -5,7 +5,7 @@ import { NotFoundError } from '../../identity/errors.ts'
 import { messageHistory } from '../../platform/message-history.ts'
 import { backlog, deadLetterPage, reissueDeadLetter, type ReissueDeps } from '../../platform/outbox-admin.ts'
 import { requireSession, requireStaff, staffSessionOf } from '../auth.ts'
-import { IdempotencyKeyHeader, IdempotentReplayedHeader } from '../openapi/common.ts'
+import { idempotencyKeyOf, replayedHeaders } from '../idempotency-key.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
 import { HttpProblemError, problemOfDomain } from '../problem.ts'
 import { Backlog, DeadLetterPage, DeadLetterQuery, MessageHistory, MessagePath, Reissued } from '../staff-schemas.ts'
@@ -25,7 +25,6 @@ const REISSUE_REFUSALS = [
   'challenge_out_of_attempts',
   'newer_message_exists',
   'destination_suppressed',
-  'idempotency_key_in_use',
 ] as const
 
 /** The API document's description of each route below, in the same order. */
@@ -69,16 +68,15 @@ const api = {
     auth: 'staff-elevated',
     summary: 'Send a dead-lettered code again with a fresh code (audited, idempotent)',
     description:
-      'Needs a fresh elevation token of this staff session and an Idempotency-Key. The key remembers the first answer once the request reached it — the reissue (201) or its refusal (404, 409) — and a repeat answers it again with `Idempotent-Replayed: true` and does nothing; answers given before the key is read (401, 403, 422) and failures on our side (503) are not remembered, so the repeat is tried afresh.',
+      'Needs a fresh elevation token of this staff session and an Idempotency-Key. The key remembers the first answer once the request reached it — the reissue (201) or its refusal (404, 409) — and a repeat answers it again with `Idempotent-Replayed: true` and does nothing; answers given before the key is read (401, 403, 400 `idempotency_key_required`, 422 `idempotency_key_reused` for a key used on another dead letter) and failures on our side (503) are not remembered, so the repeat is tried afresh.',
     params: MessagePath,
-    headers: z.object({ 'Idempotency-Key': IdempotencyKeyHeader }),
+    idempotent: true,
     success: {
       status: 201,
       description: 'Reissued (or the replay of an earlier reissue with this key)',
       body: Reissued,
-      headers: z.object({ 'Idempotent-Replayed': IdempotentReplayedHeader.optional() }),
     },
-    problems: { 400: ['idempotency_key_reused'], 404: ['dead_letter_not_found'], 409: REISSUE_REFUSALS, 422: ['idempotency_key_required'] },
+    problems: { 404: ['dead_letter_not_found'], 409: REISSUE_REFUSALS },
   }),
 }
 
@@ -118,16 +116,14 @@ export function platformAdminRoutes({ db, reissue: deps }: { db: Knex; reissue: 
   route(router, api.reissue, ...staff, async (req, res) => {
     const messageId = String(req.params.messageId ?? '')
     if (!z.uuid().safeParse(messageId).success) throw new NotFoundError('dead_letter_not_found', 'There is no such dead letter.')
-    const key = IdempotencyKeyHeader.safeParse(req.get('idempotency-key'))
-    if (!key.success)
-      throw new HttpProblemError(422, 'idempotency_key_required', 'An Idempotency-Key header (1–200 printable characters) is required.')
+    const idempotencyKey = idempotencyKeyOf(req)
     const result = await reissueDeadLetter(db, deps, {
       staff: staffSessionOf(res),
       elevationToken: req.get('x-elevation-token'),
-      idempotencyKey: key.data,
+      idempotencyKey,
       messageId,
     })
-    const replayed: Record<string, string> = result.replayed ? { 'Idempotent-Replayed': 'true' } : {}
+    const replayed = replayedHeaders(result.replayed)
     if ('refused' in result) {
       const problem = problemOfDomain(result.refused)
       throw new HttpProblemError(problem.status, problem.code, problem.message, { headers: { ...problem.headers, ...replayed } })
