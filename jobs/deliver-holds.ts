@@ -1,6 +1,6 @@
 import type { Claim, ClaimRequest } from '../src/outbox/claim.ts'
 import { unknownEnvelopeVersion } from '../src/crypto/envelope.ts'
-import type { Provider } from '../src/delivery/provider.ts'
+import type { Provider } from '../src/providers/provider.ts'
 import type { MessageRow } from '../src/outbox/messages-sql.ts'
 import type { Channel } from '../src/outbox/constants.ts'
 import { PHONE_CHANNEL_ORDER, PHONE_CHANNELS } from '../src/outbox/destination.ts'
@@ -17,7 +17,7 @@ import {
   type CapScope,
 } from '../src/outbox/send-caps.ts'
 import { reserveSends } from '../src/outbox/send-windows-sql.ts'
-import type { DeliveryFailureError } from '../src/delivery/provider.ts'
+import type { DeliveryFailureError } from '../src/providers/provider.ts'
 import type { Outcome, Sent } from '../src/outbox/record.ts'
 import type { DeliveryDeps, PendingRecord } from './deliver.ts'
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { deliverOne } from './support/run-once.ts'
-import { createSmtpConnector } from '../src/delivery/smtp-connector.ts'
+import { createSmtpConnector } from '../src/providers/smtp/connector.ts'
 import { DEFAULT_HEALTH_POLICY } from '../src/outbox/provider-health.ts'
 import { uniqueEmail } from './support/helpers.ts'
 import { startFakeSmtp, type FakeSmtp } from './support/fake-smtp.ts'

@@ -1,11 +1,11 @@
 import { expect } from 'chai'
 import { freePort } from '../src/db/embedded.ts'
-import { DeliveryFailureError, type Provider } from '../src/delivery/provider.ts'
-import { createSesConnector } from '../src/delivery/ses-connector.ts'
-import { createWasenderConnector } from '../src/delivery/wasender-connector.ts'
-import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
-import { startFakeWasender, type WasenderBehavior } from './support/fake-wasender.ts'
-import { startFaultySes, type SesFault } from './support/faulty-ses.ts'
+import { DeliveryFailureError, type Provider } from '../src/providers/provider.ts'
+import { createSesConnector } from '../src/providers/ses/connector.ts'
+import { createWasenderConnector } from '../src/providers/wasender/connector.ts'
+import { startSesEmulator } from '../src/providers/ses/emulator.ts'
+import { startFakeWasender, type WasenderBehavior } from '../src/providers/wasender/fake.ts'
+import { startFaultySes, type SesFault } from '../src/providers/ses/fake.ts'
 import { capturingLogger } from './support/helpers.ts'
 
 const MESSAGE = { messageId: 'm-1', destination: '+5491155554455', subject: 'Your code', text: 'Your code is 123456.' }

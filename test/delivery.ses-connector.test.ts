@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { classifySesError, createSesConnector, fromHeader } from '../src/delivery/ses-connector.ts'
+import { classifySesError, createSesConnector, fromHeader } from '../src/providers/ses/connector.ts'
 
 describe('SES failure classification', () => {
   const cases: [string, unknown, string][] = [

@@ -1,8 +1,8 @@
 import { expect } from 'chai'
-import { DeliveryFailureError } from '../src/delivery/provider.ts'
-import { createTwilioConnector, type TwilioSettings } from '../src/delivery/twilio-connector.ts'
-import { startFakeTwilio, type FakeTwilio, type TwilioBehavior } from '../src/runtime/fake-twilio.ts'
-import { createPhoneInbox } from '../src/runtime/phone-inbox.ts'
+import { DeliveryFailureError } from '../src/providers/provider.ts'
+import { createTwilioConnector, type TwilioSettings } from '../src/providers/twilio/connector.ts'
+import { startFakeTwilio, type FakeTwilio, type TwilioBehavior } from '../src/providers/twilio/fake.ts'
+import { createPhoneInbox } from '../src/providers/phone-inbox.ts'
 import { capturingLogger } from './support/helpers.ts'
 
 const ACCOUNT_SID = `AC${'1'.repeat(32)}`

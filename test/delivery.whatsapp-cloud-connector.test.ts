@@ -1,9 +1,9 @@
 import { expect } from 'chai'
 import { freePort } from '../src/db/embedded.ts'
-import { DeliveryFailureError, type OutgoingMessage } from '../src/delivery/provider.ts'
-import { createWhatsAppCloudConnector } from '../src/delivery/whatsapp-cloud-connector.ts'
-import { startFakeWhatsAppCloud, type CloudApiBehavior } from '../src/runtime/fake-whatsapp-cloud.ts'
-import { createPhoneInbox } from '../src/runtime/phone-inbox.ts'
+import { DeliveryFailureError, type OutgoingMessage } from '../src/providers/provider.ts'
+import { createWhatsAppCloudConnector } from '../src/providers/whatsapp-cloud/connector.ts'
+import { startFakeWhatsAppCloud, type CloudApiBehavior } from '../src/providers/whatsapp-cloud/fake.ts'
+import { createPhoneInbox } from '../src/providers/phone-inbox.ts'
 import { capturingLogger } from './support/helpers.ts'
 
 const TOKEN = 'cloud-access-token-not-secret'

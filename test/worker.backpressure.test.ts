@@ -1,8 +1,8 @@
 import { expect } from 'chai'
-import { createWasenderConnector } from '../src/delivery/wasender-connector.ts'
+import { createWasenderConnector } from '../src/providers/wasender/connector.ts'
 import { startWorker, type RunningWorker } from '../src/runtime/worker.ts'
 import { createTestDatabase, type TestDatabase } from './support/database.ts'
-import { startFakeWasender } from './support/fake-wasender.ts'
+import { startFakeWasender } from '../src/providers/wasender/fake.ts'
 import { capturingLogger, eventually, testKeys, uniquePhone, workerConfig } from './support/helpers.ts'
 import { outboxHarness } from './support/outbox-harness.ts'
 

@@ -1,6 +1,6 @@
 import express, { type Router } from 'express'
 import { z } from 'zod'
-import { TWILIO_WEBHOOK_PATH } from '../../delivery/twilio-signature.ts'
+import { TWILIO_WEBHOOK_PATH } from '../../providers/twilio/signature.ts'
 import {
   receiveSesWebhook,
   receiveTwilioWebhook,
@@ -9,8 +9,8 @@ import {
   type TwilioDelivery,
   type WasenderDelivery,
   type WebhookDeps,
-} from '../../delivery/webhooks.ts'
-import { receiveWhatsAppCloudWebhook, verifyWhatsAppCloudSubscription } from '../../delivery/whatsapp-cloud-webhook.ts'
+} from '../../providers/webhooks.ts'
+import { receiveWhatsAppCloudWebhook, verifyWhatsAppCloudSubscription } from '../../providers/whatsapp-cloud/webhook.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
 import { HttpProblemError } from '../problem.ts'
 import {

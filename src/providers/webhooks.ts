@@ -6,9 +6,9 @@ import { recordDeliveryEvent, type ProviderEvent } from '../outbox/delivery-even
 import type { Channel } from '../outbox/constants.ts'
 import { destinationHmac } from '../outbox/destination.ts'
 import { sesEventFrom, twilioEventFrom, wasenderEventsFrom } from './provider-events.ts'
-import { assertSubscribeUrl, parseSnsEnvelope, SnsRefusedError, verifySnsEnvelope, type CertificateSource } from './sns-verifier.ts'
+import { assertSubscribeUrl, parseSnsEnvelope, SnsRefusedError, verifySnsEnvelope, type CertificateSource } from './ses/sns-verifier.ts'
 import { SealpostError } from '../errors/sealpost-error.ts'
-import { twilioSignatureValid } from './twilio-signature.ts'
+import { twilioSignatureValid } from './twilio/signature.ts'
 
 /** What one webhook delivery came to, per event: a metric label each. */
 export type WebhookOutcome = 'stored' | 'duplicate' | 'unknown_message' | 'ignored' | 'subscription_confirmed' | 'refused'

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { createServer as createTcpServer, type Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
-import { twilioSignature } from '../delivery/twilio-signature.ts'
-import type { PhoneInbox } from './phone-inbox.ts'
+import { twilioSignature } from './signature.ts'
+import type { PhoneInbox } from '../phone-inbox.ts'
 
 /** What the fake answers to one Messages request that passed its checks. */
 export type TwilioBehavior =

@@ -1,8 +1,8 @@
 import { Agent, request, type Dispatcher } from 'undici'
-import type { Logger } from '../logging/logger.ts'
-import type { FailureClass } from '../outbox/constants.ts'
-import { DeliveryFailureError, type FailureEffect, type OutgoingMessage, type Provider } from './provider.ts'
-import { providerRetryAt } from './retry-after.ts'
+import type { Logger } from '../../logging/logger.ts'
+import type { FailureClass } from '../../outbox/constants.ts'
+import { DeliveryFailureError, type FailureEffect, type OutgoingMessage, type Provider } from '../provider.ts'
+import { providerRetryAt } from '../retry-after.ts'
 
 type Classified = { failureClass: FailureClass; providerCode: string; effect?: FailureEffect }
 

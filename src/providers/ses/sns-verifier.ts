@@ -1,7 +1,7 @@
 import { verify as verifySignature, X509Certificate } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { request } from 'undici'
-import { SealpostError } from '../errors/sealpost-error.ts'
+import { SealpostError } from '../../errors/sealpost-error.ts'
 
 /** The fields of an Amazon SNS HTTP(S) delivery this project reads (all strings, as SNS sends them). */
 export type SnsEnvelope = {

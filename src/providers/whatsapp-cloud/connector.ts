@@ -1,10 +1,10 @@
 import { Agent, request } from 'undici'
-import { parseTemplateLanguages } from '../../config/whatsapp-cloud.ts'
-import type { Logger } from '../logging/logger.ts'
-import type { FailureClass } from '../outbox/constants.ts'
-import { DeliveryFailureError, type FailureEffect, type OutgoingMessage, type Provider } from './provider.ts'
-import { providerRetryAt } from './retry-after.ts'
-import { classifyWasenderError } from './wasender-connector.ts'
+import { parseTemplateLanguages } from '../../../config/whatsapp-cloud.ts'
+import type { Logger } from '../../logging/logger.ts'
+import type { FailureClass } from '../../outbox/constants.ts'
+import { DeliveryFailureError, type FailureEffect, type OutgoingMessage, type Provider } from '../provider.ts'
+import { providerRetryAt } from '../retry-after.ts'
+import { classifyWasenderError } from '../wasender/connector.ts'
 
 type Classified = { failureClass: FailureClass; providerCode: string; effect: FailureEffect | null; recipientOnly: boolean }
 

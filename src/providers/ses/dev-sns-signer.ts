@@ -1,7 +1,7 @@
 import { createPrivateKey, sign, type KeyObject } from 'node:crypto'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { snsStringToSign, type SnsEnvelope } from '../delivery/sns-verifier.ts'
+import { snsStringToSign, type SnsEnvelope } from './sns-verifier.ts'
 
 /** The topic `npm start` accepts SES events from when SES_EVENTS_TOPIC_ARN is unset (development only). */
 export const DEV_TOPIC_ARN = 'arn:aws:sns:us-east-1:000000000000:sealpost-dev-ses-events'

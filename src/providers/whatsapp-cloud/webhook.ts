@@ -1,8 +1,8 @@
 import { createHmac } from 'node:crypto'
-import { describeError } from '../logging/logger.ts'
-import { whatsAppCloudStatusesFrom } from './provider-events.ts'
-import { isChannelUnreachableCode } from './whatsapp-cloud-connector.ts'
-import { sameSecret, storeEvent, WebhookRefusedError, type WebhookDeps, type WebhookOutcome } from './webhooks.ts'
+import { describeError } from '../../logging/logger.ts'
+import { whatsAppCloudStatusesFrom } from '../provider-events.ts'
+import { isChannelUnreachableCode } from './connector.ts'
+import { sameSecret, storeEvent, WebhookRefusedError, type WebhookDeps, type WebhookOutcome } from '../webhooks.ts'
 
 /**
  * Meta retries an unanswered webhook for up to seven days; a signed status older than that is a

@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream'
 import nodemailer from 'nodemailer'
-import type { Logger } from '../logging/logger.ts'
-import type { FailureClass } from '../outbox/constants.ts'
-import { DeliveryFailureError, type OutgoingMessage, type Provider } from './provider.ts'
+import type { Logger } from '../../logging/logger.ts'
+import type { FailureClass } from '../../outbox/constants.ts'
+import { DeliveryFailureError, type OutgoingMessage, type Provider } from '../provider.ts'
 
 /** `recipientOnly`: a temporary refusal of this recipient, which says nothing about the relay (the outage hold ignores it). */
 type Classified = { failureClass: FailureClass; providerCode: string; recipientOnly?: true }

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { PhoneInbox } from './phone-inbox.ts'
+import type { PhoneInbox } from '../phone-inbox.ts'
 
 /** What the fake answers to one send; `error` is Meta's error object with the given code. */
 export type CloudApiBehavior =

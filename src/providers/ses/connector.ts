@@ -1,7 +1,7 @@
 import { SendEmailCommand, SESv2Client } from '@aws-sdk/client-sesv2'
-import { DeliveryFailureError, type OutgoingMessage, type Provider } from './provider.ts'
-import { providerRetryAt } from './retry-after.ts'
-import type { FailureClass } from '../outbox/constants.ts'
+import { DeliveryFailureError, type OutgoingMessage, type Provider } from '../provider.ts'
+import { providerRetryAt } from '../retry-after.ts'
+import type { FailureClass } from '../../outbox/constants.ts'
 
 const REJECTED_NAMES = new Set([
   'BadRequestException',
