@@ -1,5 +1,6 @@
 import type { Channel, FailureClass, ProviderId } from '../outbox/constants.ts'
 import { SealpostError } from '../errors/sealpost-error.ts'
+import type { Fault } from './faults.ts'
 
 /** What a connector is asked to deliver; the text holds the secret and lives in memory only. */
 export type OutgoingMessage = {
@@ -60,12 +61,15 @@ export class DeliveryFailureError extends SealpostError {
   readonly recipientOnly: boolean
   /** What the failure does beyond its class (see `FailureEffect`); null for most failures. */
   readonly effect: FailureEffect | null
+  /** The row of the fault table (src/providers/faults.ts) a connector classified it as; null for a worker's own. */
+  readonly fault: Fault | null
   constructor(
     failureClass: FailureClass,
     providerCode: string,
     retryAfterAt: Date | null = null,
     recipientOnly = false,
     effect: FailureEffect | null = null,
+    fault: Fault | null = null,
   ) {
     super(`delivery failed: ${failureClass}`)
     this.failureClass = failureClass
@@ -73,5 +77,6 @@ export class DeliveryFailureError extends SealpostError {
     this.retryAfterAt = retryAfterAt
     this.recipientOnly = recipientOnly
     this.effect = effect
+    this.fault = fault
   }
 }

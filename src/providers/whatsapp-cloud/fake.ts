@@ -12,6 +12,8 @@ export type CloudApiBehavior =
   | { kind: 'accept-then-hang' }
   | { kind: 'hang' }
   | { kind: 'reset' }
+  /** A 200 that is no JSON (a proxy's maintenance page). */
+  | { kind: 'garbage' }
 
 export type CloudApiRequest = { to: string; body: unknown; authorization: string | undefined; accepted: boolean; id?: string }
 
@@ -22,9 +24,12 @@ export type CloudApiStatus = { id: string; status: 'sent' | 'delivered' | 'read'
 const PRESET_TEXT = (code: string) => `${code} is your verification code. For your security, do not share this code.`
 
 /** Meta's error body: `{error: {message, type, code, error_subcode, fbtrace_id}}` (the text is the fake's own). */
-const metaError = (code: number) => ({
-  error: { message: `(#${code}) fake Cloud API error`, type: 'OAuthException', code, error_subcode: 2494010, fbtrace_id: 'AFakeTraceId' },
+const metaError = (code: number, subcode = 2494010) => ({
+  error: { message: `(#${code}) fake Cloud API error`, type: 'OAuthException', code, error_subcode: subcode, fbtrace_id: 'AFakeTraceId' },
 })
+
+/** The Graph API's answer to a POST on an object id it does not know (a wrong phone number id): 400, code 100, subcode 33. */
+const UNKNOWN_OBJECT = metaError(100, 33)
 
 /** The code of a documented authentication-template send, or why it is not one (Meta's 132000 / 132001 / 100). */
 function templateCode(body: unknown, template: string): { code: string } | { error: number } {
@@ -73,7 +78,7 @@ export async function startFakeWhatsAppCloud(options: {
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = []
     for await (const chunk of req) chunks.push(chunk as Buffer)
-    if (req.method !== 'POST' || req.url !== `/${options.phoneNumberId}/messages`) return answer(res, 404, metaError(100))
+    if (req.method !== 'POST' || req.url !== `/${options.phoneNumberId}/messages`) return answer(res, 400, UNKNOWN_OBJECT)
     let body: unknown
     try {
       body = JSON.parse(Buffer.concat(chunks).toString('utf8'))
@@ -126,6 +131,8 @@ export async function startFakeWhatsAppCloud(options: {
       case 'reset':
         req.socket.destroy()
         return
+      case 'garbage':
+        return void res.writeHead(200, { 'content-type': 'text/html' }).end('<html>maintenance</html>')
     }
   }
 
