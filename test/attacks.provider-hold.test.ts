@@ -27,7 +27,6 @@ describe('attacks on the outage hold', () => {
     const connector = createSmtpConnector({
       url: `smtp://127.0.0.1:${smtp.port}`,
       fromAddress: 'no-reply@sealpost.test',
-      logger: f.logs.logger,
       timeoutMs: 2_000,
       allowPlain: true,
     })

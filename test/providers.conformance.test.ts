@@ -62,6 +62,7 @@ describe('the fault table, held to every provider (src/providers/faults.ts)', ()
             effect,
             recipientOnly,
           })
+          expect(failure.fault, 'the row the connector named').to.equal(definition.fault)
           if (hint === undefined) expect(failure.retryAfterAt).to.equal(null)
           else {
             expect(hintAt, 'the fixture names the hint it gave').to.be.instanceOf(Date)

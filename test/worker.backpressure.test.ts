@@ -30,7 +30,7 @@ describe('provider back-pressure', () => {
     this.timeout(60_000)
     fake.behave((call) => (call === 1 ? { kind: 'status', status: 429, headers: { 'retry-after': '30' } } : { kind: 'accept' }))
     await harness.enqueueMany(Array.from({ length: 100 }, () => uniquePhone()))
-    const connector = createWasenderConnector({ apiUrl: fake.url, apiKey: 'key', logger: logs.logger })
+    const connector = createWasenderConnector({ apiUrl: fake.url, apiKey: 'key' })
     worker = await startWorker({
       config: workerConfig(),
       workerUrl: db.workerUrl,

@@ -43,7 +43,6 @@ describe('email failover, SES to SMTP, through the delivery pipeline', () => {
     const relay = createSmtpConnector({
       url: `smtp://127.0.0.1:${smtp.port}`,
       fromAddress: 'no-reply@sealpost.test',
-      logger: f.logs.logger,
       timeoutMs: 2_000,
       allowPlain: true,
     })

@@ -75,7 +75,7 @@ describe('delivery outcomes by failure class and attempt', () => {
     let connector: ReturnType<typeof createWasenderConnector>
     beforeEach(async () => {
       fake = await startFakeWasender('key')
-      connector = createWasenderConnector({ apiUrl: fake.url, apiKey: 'key', logger: f.logs.logger, clock: () => f.now })
+      connector = createWasenderConnector({ apiUrl: fake.url, apiKey: 'key', clock: () => f.now })
     })
     afterEach(async () => {
       connector.close()

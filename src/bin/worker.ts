@@ -7,7 +7,7 @@ import { main, required } from './main.ts'
 
 await main('worker', async (config, logger) => {
   const signals = handleSignals(logger)
-  const providers = providersFromConfig(config, logger)
+  const providers = providersFromConfig(config)
   const worker = await startWorker({
     config,
     workerUrl: required(

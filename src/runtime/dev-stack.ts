@@ -134,7 +134,7 @@ export async function startDevStack(config: Config, logger: Logger): Promise<Dev
     const whatsApp = await devWhatsApp(config, phoneInbox)
     stops.push(whatsApp.stop)
     const twilio = await devTwilio(config, phoneInbox, stops)
-    const providers = providersFromConfig({ ...config, ...whatsApp.worker, ...twilio }, logger, inboxUrl ?? undefined)
+    const providers = providersFromConfig({ ...config, ...whatsApp.worker, ...twilio }, inboxUrl ?? undefined)
     stops.push(async () => providers.forEach((provider) => provider.close()))
     const worker = await startWorker({ config: { ...config, ...twilio }, workerUrl, keys, providers, logger })
     stops.push(worker.stop)

@@ -7,7 +7,6 @@ import { twilioStatusCallbackUrl } from '../providers/twilio/signature.ts'
 import { createWasenderConnector } from '../providers/wasender/connector.ts'
 import { createWhatsAppCloudConnector } from '../providers/whatsapp-cloud/connector.ts'
 import { WHATSAPP_CLOUD_DEFAULT_API_URL, WHATSAPP_CLOUD_DEFAULT_LANGUAGES, whatsAppProvider } from '../../config/whatsapp-cloud.ts'
-import type { Logger } from '../logging/logger.ts'
 
 const DEV_FROM_ADDRESS = 'no-reply@sealpost.test'
 
@@ -51,7 +50,6 @@ export function providersFromConfig(
     > &
     Partial<Pick<Config, 'TWILIO_ACCOUNT_SID' | 'TWILIO_AUTH_TOKEN' | 'TWILIO_API_KEY_SID' | 'TWILIO_API_KEY_SECRET'>> &
     Partial<Pick<Config, 'TWILIO_MESSAGING_SERVICE_SID' | 'TWILIO_FROM_NUMBER' | 'TWILIO_API_URL' | 'PUBLIC_BASE_URL'>>,
-  logger: Logger,
   emulatorEndpoint?: string,
 ): Connector[] {
   const local = config.NODE_ENV === 'development' || config.NODE_ENV === 'test'
@@ -75,7 +73,6 @@ export function providersFromConfig(
         url: config.SMTP_URL,
         fromAddress: config.SMTP_FROM_ADDRESS ?? config.SES_FROM_ADDRESS ?? DEV_FROM_ADDRESS,
         fromName,
-        logger,
         timeoutMs: config.SEND_TIMEOUT_MS,
         concurrency: config.WORKER_CONCURRENCY,
         allowPlain: smtpPlainAllowed(config),
@@ -91,7 +88,6 @@ export function providersFromConfig(
       createWasenderConnector({
         apiUrl: config.WASENDER_API_URL,
         apiKey: config.WASENDER_API_KEY,
-        logger,
         concurrency: config.WORKER_CONCURRENCY,
       }),
     )
@@ -103,15 +99,14 @@ export function providersFromConfig(
         phoneNumberId: config.WHATSAPP_CLOUD_PHONE_NUMBER_ID,
         template: config.WHATSAPP_CLOUD_TEMPLATE,
         languages: config.WHATSAPP_CLOUD_TEMPLATE_LANGUAGES ?? WHATSAPP_CLOUD_DEFAULT_LANGUAGES,
-        logger,
         concurrency: config.WORKER_CONCURRENCY,
       }),
     )
-  return [...email, ...whatsapp, ...(twilioConfigured(config) ? [twilioFromConfig(config, logger)] : [])]
+  return [...email, ...whatsapp, ...(twilioConfigured(config) ? [twilioFromConfig(config)] : [])]
 }
 
 /** The Twilio connector of a complete TWILIO_* set (loadConfig refuses half of one). */
-function twilioFromConfig(config: Parameters<typeof providersFromConfig>[0], logger: Logger): Connector {
+function twilioFromConfig(config: Parameters<typeof providersFromConfig>[0]): Connector {
   const { TWILIO_ACCOUNT_SID: accountSid, TWILIO_AUTH_TOKEN: authToken } = config
   if (!accountSid || !authToken) throw new Error('TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN are required when any TWILIO_* is set')
   const apiKey =
@@ -128,7 +123,6 @@ function twilioFromConfig(config: Parameters<typeof providersFromConfig>[0], log
     statusCallbackUrl: twilioStatusCallbackUrl(
       publicBaseUrl({ NODE_ENV: config.NODE_ENV, PORT: config.PORT ?? 3000, PUBLIC_BASE_URL: config.PUBLIC_BASE_URL }),
     ),
-    logger,
     concurrency: config.WORKER_CONCURRENCY,
   })
 }

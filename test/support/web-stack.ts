@@ -88,9 +88,8 @@ export async function startWebStack(
         phoneNumberId: '1055500000',
         template: 'stack_code',
         languages: 'en:en_US,de:de,es:es',
-        logger: options.logger,
       })
-    : createWasenderConnector({ apiUrl: wasender.url, apiKey: 'stack-key', logger: options.logger })
+    : createWasenderConnector({ apiUrl: wasender.url, apiKey: 'stack-key' })
   const connectors = [
     emulatorSesConnector(emulator.url),
     ...(whatsapp ? [whatsappConnector] : []),
@@ -102,7 +101,6 @@ export async function startWebStack(
             credentials: { username: TWILIO_STACK.accountSid, password: TWILIO_STACK.authToken },
             sender: { from: '+15005550006' },
             statusCallbackUrl: twilioStatusCallbackUrl(TWILIO_STACK.publicBaseUrl),
-            logger: options.logger,
           }),
         ]
       : []),

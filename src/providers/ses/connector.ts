@@ -1,40 +1,10 @@
 import { SendEmailCommand, SESv2Client } from '@aws-sdk/client-sesv2'
+import { providerFault } from '../faults.ts'
+import { transportFault, TransportFailure } from '../http.ts'
 import { DeliveryFailureError, type OutgoingMessage, type Provider } from '../provider.ts'
 import { providerRetryAt } from '../retry-after.ts'
-import type { FailureClass } from '../../outbox/constants.ts'
-
-const REJECTED_NAMES = new Set([
-  'BadRequestException',
-  'MessageRejected',
-  'NotFoundException',
-  'MailFromDomainNotVerifiedException',
-  'AccountSuspendedException',
-  'SendingPausedException',
-])
-const THROTTLED_NAMES = new Set(['TooManyRequestsException', 'LimitExceededException', 'ThrottlingException'])
-const ABORTED_NAMES = new Set(['AbortError', 'TimeoutError', 'RequestTimeout'])
-const REFUSED_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'])
-
-/** Maps an SES SDK error to our taxonomy (docs/architecture.md §4, step 5): pure, table-tested. */
-export function classifySesError(error: unknown): { failureClass: FailureClass; providerCode: string } {
-  const { name, code, $metadata } = (error ?? {}) as { name?: string; code?: string; $metadata?: { httpStatusCode?: number } }
-  const status = $metadata?.httpStatusCode
-  const providerCode = name ?? code ?? 'unknown'
-  if (name && ABORTED_NAMES.has(name)) return { failureClass: 'INDETERMINATE', providerCode }
-  if (name && THROTTLED_NAMES.has(name)) return { failureClass: 'THROTTLED', providerCode }
-  if (name && REJECTED_NAMES.has(name)) {
-    // Account-level refusals are ours to fix, not the destination's fault.
-    const accountLevel =
-      name === 'MailFromDomainNotVerifiedException' || name === 'AccountSuspendedException' || name === 'SendingPausedException'
-    return { failureClass: accountLevel ? 'UNAVAILABLE' : 'REJECTED', providerCode }
-  }
-  if (code && REFUSED_CODES.has(code)) return { failureClass: 'UNAVAILABLE', providerCode }
-  if (status === 429) return { failureClass: 'THROTTLED', providerCode }
-  if (status === 401 || status === 403) return { failureClass: 'UNAVAILABLE', providerCode }
-  if (status === 400 || status === 404 || status === 422) return { failureClass: 'REJECTED', providerCode }
-  if (status === 500 || status === 502 || status === 503) return { failureClass: 'UNAVAILABLE', providerCode }
-  return { failureClass: 'INDETERMINATE', providerCode }
-}
+import { classifySesError } from './faults.ts'
+import { sesRequestHandler } from './transport.ts'
 
 export type SesSettings = {
   region: string
@@ -45,7 +15,7 @@ export type SesSettings = {
   configurationSet?: string
   endpoint?: string
   credentials?: { accessKeyId: string; secretAccessKey: string }
-  /** WORKER_CONCURRENCY: sends in flight at once; the SDK's own default of 50 sockets would queue the rest. */
+  /** WORKER_CONCURRENCY: sends in flight at once, one connection each (the SDK's own default of 50 sockets would queue the rest). */
   concurrency?: number
 }
 
@@ -59,17 +29,14 @@ export function fromHeader(address: string, name: string | undefined): string {
   return `=?UTF-8?B?${Buffer.from(name, 'utf8').toString('base64')}?= <${address}>`
 }
 
-/** Email through SES v2 `SendEmail`, one provider request per attempt (SDK retries off). */
+/** Email through SES v2 `SendEmail`, one provider request per attempt (SDK retries off); its answers map to the fault table in faults.ts. */
 export function createSesConnector(settings: SesSettings): Provider & { close(): void } {
-  const sockets = Math.max(64, settings.concurrency ?? 0)
   const client = new SESv2Client({
     region: settings.region,
     endpoint: settings.endpoint,
     credentials: settings.credentials,
     maxAttempts: 1,
-    // One socket per send slot (as the Wasender connector has), so no send waits for a socket and
-    // spends its SEND_TIMEOUT_MS queued inside the SDK.
-    requestHandler: { httpAgent: { maxSockets: sockets }, httpsAgent: { maxSockets: sockets } },
+    requestHandler: sesRequestHandler(settings.concurrency),
   })
   return {
     id: 'ses',
@@ -98,15 +65,17 @@ export function createSesConnector(settings: SesSettings): Provider & { close():
           }),
           { abortSignal: signal },
         )
-        if (!result.MessageId) throw new DeliveryFailureError('INDETERMINATE', 'MissingMessageId')
+        if (!result.MessageId) throw providerFault('indeterminate', 'MissingMessageId')
         return { providerMessageId: result.MessageId }
       } catch (error) {
+        if (error instanceof TransportFailure) throw transportFault(error)
         if (error instanceof DeliveryFailureError) throw error
-        if (signal.aborted) throw new DeliveryFailureError('INDETERMINATE', 'Timeout')
-        const { failureClass, providerCode } = classifySesError(error)
+        // The SDK checks the signal itself before a request goes out: nothing was written then.
+        if (signal.aborted) throw providerFault('unavailable', 'Timeout')
+        const { fault, providerCode } = classifySesError(error)
         const headers = (error as { $response?: { headers?: Record<string, string | undefined> } }).$response?.headers ?? {}
-        const retryAt = failureClass === 'THROTTLED' ? providerRetryAt({ retryAfter: headers['retry-after'] }, new Date()) : null
-        throw new DeliveryFailureError(failureClass, providerCode, retryAt)
+        const retryAt = fault === 'throttled' ? providerRetryAt({ retryAfter: headers['retry-after'] }, new Date()) : null
+        throw providerFault(fault, providerCode, retryAt)
       }
     },
     close: () => client.destroy(),

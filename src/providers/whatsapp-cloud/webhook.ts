@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto'
 import { describeError } from '../../logging/logger.ts'
 import { whatsAppCloudStatusesFrom } from '../provider-events.ts'
-import { isChannelUnreachableCode } from './connector.ts'
+import { isChannelUnreachableCode } from './faults.ts'
 import { sameSecret, storeEvent, WebhookRefusedError, type WebhookDeps, type WebhookOutcome } from '../webhooks.ts'
 
 /**

@@ -4,7 +4,6 @@ import { FAULT_ANSWERS } from '../../../src/providers/smtp/faults.ts'
 import type { FaultCaseId } from '../../../src/providers/faults.ts'
 import { closedPort } from '../dead-ends.ts'
 import { startFakeSmtp, type SmtpFault, type SmtpStep } from '../fake-smtp.ts'
-import { capturingLogger } from '../helpers.ts'
 import { makeCertificates } from '../tls.ts'
 import { EMAIL, SEND_MS, TIMEOUT_MS, type Arranged, type ConformanceFixture } from './fixture.ts'
 
@@ -45,7 +44,6 @@ export const smtpFixture: ConformanceFixture = {
       const smtp = createSmtpConnector({
         url: `smtp://${USER}:${password}@127.0.0.1:${port}`,
         fromAddress: 'no-reply@sealpost.test',
-        logger: capturingLogger().logger,
         timeoutMs: SEND_MS,
         tls: { ca },
       })

@@ -3,7 +3,6 @@ import { startFakeTwilio, type TwilioBehavior } from '../../../src/providers/twi
 import { FAULT_ANSWERS } from '../../../src/providers/twilio/faults.ts'
 import type { FaultCaseId } from '../../../src/providers/faults.ts'
 import { closedPort } from '../dead-ends.ts'
-import { capturingLogger } from '../helpers.ts'
 import { PHONE, retryAfter, SEND_MS, TIMEOUT_MS, type Arranged, type ConformanceFixture } from './fixture.ts'
 
 const ACCOUNT_SID = `AC${'a'.repeat(32)}`
@@ -46,7 +45,6 @@ export const twilioFixture: ConformanceFixture = {
         credentials: overrides.credentials ?? { username: ACCOUNT_SID, password: AUTH_TOKEN },
         sender: { from: '+15005550006' },
         statusCallbackUrl: 'https://sealpost.example.com/webhooks/twilio',
-        logger: capturingLogger().logger,
       })
       connectors.push(twilio)
       return twilio

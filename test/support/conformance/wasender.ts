@@ -3,7 +3,6 @@ import { startFakeWasender, type WasenderBehavior } from '../../../src/providers
 import { FAULT_ANSWERS } from '../../../src/providers/wasender/faults.ts'
 import type { FaultCaseId } from '../../../src/providers/faults.ts'
 import { closedPort, startStalledTls } from '../dead-ends.ts'
-import { capturingLogger } from '../helpers.ts'
 import { PHONE, retryAfter, SEND_MS, TIMEOUT_MS, type Arranged, type ConformanceFixture } from './fixture.ts'
 
 const KEY = 'wasender-api-key'
@@ -45,7 +44,7 @@ export const wasenderFixture: ConformanceFixture = {
     const stalled = await startStalledTls()
     const connectors: { close(): void }[] = []
     const connector = (apiUrl = fake.url, apiKey = KEY) => {
-      const wasender = createWasenderConnector({ apiUrl, apiKey, logger: capturingLogger().logger })
+      const wasender = createWasenderConnector({ apiUrl, apiKey })
       connectors.push(wasender)
       return wasender
     }

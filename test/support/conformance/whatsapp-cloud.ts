@@ -3,7 +3,6 @@ import { startFakeWhatsAppCloud, type CloudApiBehavior } from '../../../src/prov
 import { FAULT_ANSWERS } from '../../../src/providers/whatsapp-cloud/faults.ts'
 import type { FaultCaseId } from '../../../src/providers/faults.ts'
 import { closedPort, startStalledTls } from '../dead-ends.ts'
-import { capturingLogger } from '../helpers.ts'
 import { PHONE, retryAfter, SEND_MS, TIMEOUT_MS, type Arranged, type ConformanceFixture } from './fixture.ts'
 
 const ACCOUNT = { accessToken: 'cloud-access-token', phoneNumberId: '1055500000', template: 'sealpost_code' }
@@ -44,7 +43,6 @@ export const whatsAppCloudFixture: ConformanceFixture = {
         apiUrl: fake.url,
         ...ACCOUNT,
         languages: 'en:en_US',
-        logger: capturingLogger().logger,
         ...overrides,
       })
       connectors.push(cloud)
