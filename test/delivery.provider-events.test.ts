@@ -1,5 +1,6 @@
 import { expect } from 'chai'
-import { sesEventFrom, wasenderEventsFrom } from '../src/providers/provider-events.ts'
+import { sesEventFrom } from '../src/providers/ses/events.ts'
+import { wasenderEventsFrom } from '../src/providers/wasender/events.ts'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'

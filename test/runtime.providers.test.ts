@@ -1,8 +1,8 @@
 import { expect } from 'chai'
-import { loadConfig } from '../config/schema.ts'
 import { DeliveryFailureError } from '../src/providers/provider.ts'
 import { startFakeTwilio } from '../src/providers/twilio/fake.ts'
-import { providersFromConfig } from '../src/runtime/providers.ts'
+import { loadConfig } from '../src/providers/config.ts'
+import { providersFromConfig } from '../src/providers/wiring.ts'
 import { startFakeSmtp, type FakeSmtp } from './support/fake-smtp.ts'
 
 describe('providers from configuration', () => {

@@ -1,5 +1,5 @@
 import path from 'node:path'
-import { loadConfig } from '../../config/schema.ts'
+import { loadConfig } from '../providers/config.ts'
 import { writePreviews } from '../delivery/preview.ts'
 
 // `npm run preview [-- <dir>]`: renders every template with sample values (default: ./preview).

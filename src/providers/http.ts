@@ -7,8 +7,8 @@ import type { DeliveryFailureError } from './provider.ts'
  * A provider request that failed before an answer came: `written` says whether it had reached a
  * connected socket (the provider may then have acted on it). Its message is fixed text.
  */
-export class TransportFailure extends SealpostError {
-  override name = 'TransportFailure'
+export class TransportFailureError extends SealpostError {
+  override name = 'TransportFailureError'
   readonly written: boolean
   readonly code: string
   constructor(written: boolean, code: string) {
@@ -19,7 +19,7 @@ export class TransportFailure extends SealpostError {
 }
 
 /** A transport failure as a row of the fault table: the provider cannot have acted before the write, may have after it. */
-export const transportFault = (failure: TransportFailure): DeliveryFailureError =>
+export const transportFault = (failure: TransportFailureError): DeliveryFailureError =>
   providerFault(failure.written ? 'indeterminate' : 'unavailable', failure.code)
 
 /** One connection per send slot (WORKER_CONCURRENCY, at least 64), so no send waits for a socket and spends its timeout queued. */
@@ -58,7 +58,7 @@ export type ProviderRequest = {
 
 /**
  * Sends one provider request through `agent`, bounded by `signal`. A failure before any answer is
- * a TransportFailure that knows whether the request had reached a connected socket: a refused
+ * a TransportFailureError that knows whether the request had reached a connected socket: a refused
  * connection or a TLS handshake that never ends is before (the send's own bound wins over undici's
  * 10 s connect timeout, which is the only time it notices an abort during a handshake); a reset or
  * a timeout while waiting for the answer is after.
@@ -83,7 +83,7 @@ export async function sendProviderRequest(
     return await Promise.race([sent, abortOf(signal)])
   } catch (error) {
     const { name, code } = (error ?? {}) as { name?: string; code?: string }
-    throw new TransportFailure(written, signal.aborted ? 'Timeout' : (code ?? name ?? 'unknown'))
+    throw new TransportFailureError(written, signal.aborted ? 'Timeout' : (code ?? name ?? 'unknown'))
   }
 }
 

@@ -1,44 +1,39 @@
-import { timingSafeEqual, createHash } from 'node:crypto'
+import { createHash, timingSafeEqual } from 'node:crypto'
 import type { Knex } from 'knex'
-import { request } from 'undici'
-import type { Logger } from '../logging/logger.ts'
-import { recordDeliveryEvent, type ProviderEvent } from '../outbox/delivery-events-sql.ts'
-import type { Channel } from '../outbox/constants.ts'
-import { destinationHmac } from '../outbox/destination.ts'
-import { sesEventFrom, twilioEventFrom, wasenderEventsFrom } from './provider-events.ts'
-import { assertSubscribeUrl, parseSnsEnvelope, SnsRefusedError, verifySnsEnvelope, type CertificateSource } from './ses/sns-verifier.ts'
+import { z } from 'zod'
 import { SealpostError } from '../errors/sealpost-error.ts'
-import { twilioSignatureValid } from './twilio/signature.ts'
+import type { Logger } from '../logging/logger.ts'
+import type { Channel, ProviderId } from '../outbox/constants.ts'
+import { recordDeliveryEvent, type ProviderEvent } from '../outbox/delivery-events-sql.ts'
+import { destinationHmac } from '../outbox/destination.ts'
 
 /** What one webhook delivery came to, per event: a metric label each. */
 export type WebhookOutcome = 'stored' | 'duplicate' | 'unknown_message' | 'ignored' | 'subscription_confirmed' | 'refused'
 
-/** The providers whose webhooks the web takes (a metric label). */
-export type WebhookProvider = 'ses' | 'wasender' | 'whatsapp_cloud' | 'twilio'
+/** The outcomes an answer reports (a refusal is a problem answer instead). */
+export const WebhookOutcomeSchema = z.enum(['stored', 'duplicate', 'unknown_message', 'ignored', 'subscription_confirmed'])
 
+/** What every provider's webhook needs from the web, whichever provider it is. */
 export type WebhookDeps = {
   db: Knex
   clock: () => Date
   logger: Logger
   /** Counts every outcome (and each refusal by reason) for the web's /metrics. */
-  count: (provider: WebhookProvider, outcome: WebhookOutcome, reason?: string) => void
+  count: (provider: ProviderId, outcome: WebhookOutcome, reason?: string) => void
   /** CODE_HASH_KEYS, current first: an event's recipients are matched under each, as a message's HMAC may predate a rotation. */
   codeHashKeys: readonly Buffer[]
-  ses?: { topicArn: string; certificates: CertificateSource; confirmSubscription?: (url: string) => Promise<void> }
-  wasender?: { secret: string }
-  /** WHATSAPP_CLOUD_APP_SECRET (signs status webhooks) and WHATSAPP_CLOUD_VERIFY_TOKEN (the subscription handshake). */
-  whatsappCloud?: { appSecret?: string; verifyToken?: string }
   /**
    * A status event said the phone channel a published code went out on cannot reach its number:
    * the web's asynchronous phone fallback (src/identity/phone-fallback.ts), called with the message
    * id after the event is stored. It does nothing for a message that does not qualify, and never throws for one.
    */
   onChannelUnreachable?: (messageId: string) => Promise<void>
-  /** The account's auth token (it signs every callback) and the callback URL messages were sent with (from PUBLIC_BASE_URL). */
-  twilio?: { authToken: string; callbackUrl: string }
 }
 
-/** A refusal the route answers 4xx; `status` is decided in src/http. */
+/**
+ * Why a delivery was refused; the web answers each with a problem (its status is decided in
+ * src/http: `malformed` 400, `unsupported_media_type` 415, `certificate_unavailable` 503, any other 403).
+ */
 export class WebhookRefusedError extends SealpostError {
   override name = 'WebhookRefusedError'
   readonly reason: string
@@ -48,17 +43,17 @@ export class WebhookRefusedError extends SealpostError {
   }
 }
 
-/** GETs a SubscribeURL (already checked to be SNS's own ConfirmSubscription endpoint). */
-export async function confirmSnsSubscription(url: string): Promise<void> {
-  const response = await request(url, { method: 'GET', signal: AbortSignal.timeout(5_000) })
-  await response.body.dump()
-  if (response.statusCode !== 200) throw new Error(`ConfirmSubscription answered ${response.statusCode}`)
+/** Counts and logs a refusal, then throws it. */
+export function refuseWebhook(deps: WebhookDeps, provider: ProviderId, title: string, reason: string): never {
+  deps.count(provider, 'refused', reason)
+  deps.logger.warn(`${title} webhook refused`, { reason })
+  throw new WebhookRefusedError(reason)
 }
 
 /** Stores one event (matched on the channel, suppressing only what it proves), counts and logs its outcome. */
 export async function storeEvent(
   deps: WebhookDeps,
-  provider: WebhookProvider,
+  provider: ProviderId,
   channel: Channel,
   event: ProviderEvent,
 ): Promise<{ outcome: WebhookOutcome; messageId?: string }> {
@@ -79,108 +74,70 @@ export async function storeEvent(
     : { outcome: recorded.outcome, messageId: recorded.messageId }
 }
 
-/**
- * `POST /webhooks/ses`: an SNS delivery of the SES event topic, verified before anything is read
- * from it (sns-verifier.ts). A SubscriptionConfirmation for our topic is confirmed; a
- * Notification's SES event is stored (or ignored when it is a kind we do not record).
- */
-export async function receiveSesWebhook(deps: WebhookDeps, body: string, messageType: string | undefined): Promise<WebhookOutcome> {
-  try {
-    if (!deps.ses) throw new SnsRefusedError('unknown_topic')
-    const envelope = parseSnsEnvelope(body, messageType)
-    await verifySnsEnvelope(envelope, { topicArn: deps.ses.topicArn, certificates: deps.ses.certificates, now: deps.clock() })
-    if (envelope.Type === 'SubscriptionConfirmation') {
-      const url = assertSubscribeUrl(envelope)
-      await (deps.ses.confirmSubscription ?? confirmSnsSubscription)(url)
-      deps.logger.info('SNS subscription confirmed', { topicArn: envelope.TopicArn })
-      deps.count('ses', 'subscription_confirmed')
-      return 'subscription_confirmed'
-    }
-    if (envelope.Type !== 'Notification') {
-      deps.count('ses', 'ignored')
-      return 'ignored'
-    }
-    let message: unknown
-    try {
-      message = JSON.parse(envelope.Message)
-    } catch {
-      message = undefined
-    }
-    const event = sesEventFrom(message, new Date(envelope.Timestamp))
-    if (!event) {
-      deps.count('ses', 'ignored')
-      return 'ignored'
-    }
-    return (await storeEvent(deps, 'ses', 'email', event)).outcome
-  } catch (error) {
-    if (!(error instanceof SnsRefusedError)) throw error
-    deps.count('ses', 'refused', error.reason)
-    deps.logger.warn('SES webhook refused', { reason: error.reason })
-    throw new WebhookRefusedError(error.reason)
-  }
-}
-
 const digest = (text: string) => createHash('sha256').update(text).digest()
 /** Whether a presented secret equals ours, in time that depends on neither (both hashed to one length first). */
 export const sameSecret = (presented: string, ours: string): boolean => timingSafeEqual(digest(presented), digest(ours))
 
-/** How the route read a Wasender delivery: its body, or why it could not (refused only once the signature holds). */
-export type WasenderDelivery = { body: unknown } | { unreadable: 'unsupported_media_type' | 'malformed' }
+/** A JSON body as the web read it: parsed and as the route's schema documents it, or why not (refused only once the signature holds). */
+export type JsonDelivery = { body: unknown } | { unreadable: 'unsupported_media_type' | 'malformed' }
+/** A form body as the web read it: its pairs in order (a signature may cover each), or why not. */
+export type FormDelivery = { params: [string, string][] } | { unreadable: 'unsupported_media_type' }
 
 /**
- * `POST /webhooks/wasender`: Wasender's documented check is that the `X-Webhook-Signature` header
- * equals the webhook secret configured for the session (compared here in constant time); then a
- * body the route could not read as documented is refused, and each message status update is stored.
+ * How the web reads each kind of webhook body before a provider's code sees it: `text` of any media
+ * type (SNS posts JSON as text/plain), `raw` bytes (a signature over the body as sent), `json` and
+ * `form` read as their media type only, `none` for a GET.
  */
-export async function receiveWasenderWebhook(
-  deps: WebhookDeps,
-  delivery: WasenderDelivery,
-  signature: string | undefined,
-): Promise<WebhookOutcome[]> {
-  const refuse = (reason: string): never => {
-    deps.count('wasender', 'refused', reason)
-    deps.logger.warn('Wasender webhook refused', { reason })
-    throw new WebhookRefusedError(reason)
-  }
-  if (!deps.wasender || signature === undefined || !sameSecret(signature, deps.wasender.secret)) refuse('invalid_signature')
-  if ('unreadable' in delivery) return refuse(delivery.unreadable)
-  const body = delivery.body
-  const events = wasenderEventsFrom(body, deps.clock())
-  if (events.length === 0) {
-    deps.count('wasender', 'ignored')
-    return ['ignored']
-  }
-  const outcomes: WebhookOutcome[] = []
-  for (const event of events) outcomes.push((await storeEvent(deps, 'wasender', 'whatsapp', event)).outcome)
-  return outcomes
+export type Readings = { text: string; raw: Buffer; json: JsonDelivery; form: FormDelivery; none: undefined }
+
+/** One inbound request as a provider's webhook sees it: the body as read, its headers and query. */
+export type InboundRequest<B> = { body: B; header(name: string): string | undefined; query(name: string): string | undefined }
+
+type RouteOf<S, R extends keyof Readings> = {
+  operationId: string
+  method: R extends 'none' ? 'get' : 'post'
+  path: string
+  summary: string
+  description?: string
+  read: R
+  /** The largest body the web reads (express's `limit`). */
+  limit?: string
+  /** The body as the provider documents it (the API document; a `json` body is checked against it). */
+  body?: z.ZodType
+  bodyContentType?: string
+  query?: z.ZodObject
+  answer: { body: z.ZodType; description: string; contentType?: 'text/plain' }
+  /** Every reason the route may refuse with (WebhookRefusedError). */
+  refusals: readonly string[]
+  handle(deps: WebhookDeps, settings: S | undefined, request: InboundRequest<Readings[R]>): Promise<unknown>
 }
 
-/** How the route read a Twilio callback: its form parameters in order, or why it could not. */
-export type TwilioDelivery = { params: [string, string][] } | { unreadable: 'unsupported_media_type' }
+/** One webhook route of a provider, handled with its settings (undefined while unconfigured: it refuses everything). */
+export type WebhookRoute<S> = { [R in keyof Readings]: RouteOf<S, R> }[keyof Readings]
 
-/**
- * `POST /webhooks/twilio`: a message status callback. The `X-Twilio-Signature` must be Twilio's
- * over the callback URL messages were sent with (never one built from the request's Host) and
- * every parameter received; then the status is stored once per message, status and error code
- * (Twilio sends no time: a replay is a duplicate, which is the only replay defence it leaves).
- */
-export async function receiveTwilioWebhook(
-  deps: WebhookDeps,
-  delivery: TwilioDelivery,
-  signature: string | undefined,
-): Promise<WebhookOutcome> {
-  const refuse = (reason: string): never => {
-    deps.count('twilio', 'refused', reason)
-    deps.logger.warn('Twilio webhook refused', { reason })
-    throw new WebhookRefusedError(reason)
+/** What the web seams a test may replace (how a confirmed SNS subscription's SubscribeURL is visited). */
+export type WebhookSeams = { confirmSubscription?: (url: string) => Promise<void> }
+
+/** A provider's inbound webhook: its routes, and its settings from the configuration (signing secrets, topics). */
+export interface WebhookRoutes<C> {
+  readonly routes: readonly WebhookRoute<never>[]
+  bind(config: C | undefined, seams: WebhookSeams): BoundWebhook[]
+}
+
+/** A route with its provider's settings, as the web mounts it. */
+export type BoundWebhook = { provider: ProviderId; route: WebhookRoute<unknown>; settings: unknown }
+
+/** A provider's webhook: `settings` reads its slice of the configuration; each route is bound to what it returned. */
+export function providerWebhook<C, S>(
+  provider: ProviderId,
+  settings: (config: C, seams: WebhookSeams) => S | undefined,
+  routes: readonly WebhookRoute<S>[],
+): WebhookRoutes<C> {
+  return {
+    routes,
+    bind: (config, seams) => {
+      const bound = config === undefined ? undefined : settings(config, seams)
+      return routes.map((route) => ({ provider, route, settings: bound }))
+    },
   }
-  const params = 'params' in delivery ? delivery.params : []
-  if (!deps.twilio || !twilioSignatureValid(deps.twilio.authToken, deps.twilio.callbackUrl, params, signature)) refuse('invalid_signature')
-  if ('unreadable' in delivery) return refuse(delivery.unreadable)
-  const event = twilioEventFrom(new Map(params))
-  if (!event) {
-    deps.count('twilio', 'ignored')
-    return 'ignored'
-  }
-  return (await storeEvent(deps, 'twilio', 'sms', event)).outcome
 }

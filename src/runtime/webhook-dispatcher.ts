@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
 import { deliverWebhooksOnce, type WebhookDeliverDeps } from '../../jobs/webhook-deliver.ts'
-import type { Config } from '../../config/schema.ts'
+import type { CoreConfig as Config } from '../../config/schema.ts'
 import type { KeyRing } from '../crypto/key-ring.ts'
 import { createWebhookPost } from '../delivery/webhook-sender.ts'
 import { describeError, type Logger } from '../logging/logger.ts'

@@ -1,5 +1,5 @@
 import { assertDocumentedAnswer } from './api-check.ts'
-import type { Config } from '../../config/schema.ts'
+import type { Config } from '../../src/providers/config.ts'
 import { createSesConnector } from '../../src/providers/ses/connector.ts'
 import { createTwilioConnector } from '../../src/providers/twilio/connector.ts'
 import { twilioStatusCallbackUrl } from '../../src/providers/twilio/signature.ts'

@@ -1,6 +1,6 @@
 import { SendEmailCommand, SESv2Client } from '@aws-sdk/client-sesv2'
 import { providerFault } from '../faults.ts'
-import { transportFault, TransportFailure } from '../http.ts'
+import { transportFault, TransportFailureError } from '../http.ts'
 import { DeliveryFailureError, type OutgoingMessage, type Provider } from '../provider.ts'
 import { providerRetryAt } from '../retry-after.ts'
 import { classifySesError } from './faults.ts'
@@ -68,7 +68,7 @@ export function createSesConnector(settings: SesSettings): Provider & { close():
         if (!result.MessageId) throw providerFault('indeterminate', 'MissingMessageId')
         return { providerMessageId: result.MessageId }
       } catch (error) {
-        if (error instanceof TransportFailure) throw transportFault(error)
+        if (error instanceof TransportFailureError) throw transportFault(error)
         if (error instanceof DeliveryFailureError) throw error
         // The SDK checks the signal itself before a request goes out: nothing was written then.
         if (signal.aborted) throw providerFault('unavailable', 'Timeout')

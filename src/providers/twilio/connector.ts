@@ -1,5 +1,5 @@
 import { providerFault } from '../faults.ts'
-import { headerOf, jsonOf, providerAgent, sendProviderRequest, transportFault, TransportFailure } from '../http.ts'
+import { headerOf, jsonOf, providerAgent, sendProviderRequest, transportFault, TransportFailureError } from '../http.ts'
 import type { OutgoingMessage, Provider } from '../provider.ts'
 import { providerRetryAt } from '../retry-after.ts'
 import { classifyTwilioAnswer } from './faults.ts'
@@ -54,7 +54,7 @@ export function createTwilioConnector(settings: TwilioSettings): Provider & { cl
           signal,
         )
       } catch (error) {
-        throw error instanceof TransportFailure ? transportFault(error) : error
+        throw error instanceof TransportFailureError ? transportFault(error) : error
       }
       const { statusCode, headers } = response
       const { code, sid } = ((await jsonOf(response)) ?? {}) as { code?: unknown; sid?: unknown }

@@ -1,5 +1,5 @@
 import { providerFault } from '../faults.ts'
-import { headerOf, jsonOf, providerAgent, sendProviderRequest, transportFault, TransportFailure } from '../http.ts'
+import { headerOf, jsonOf, providerAgent, sendProviderRequest, transportFault, TransportFailureError } from '../http.ts'
 import type { OutgoingMessage, Provider } from '../provider.ts'
 import { providerRetryAt } from '../retry-after.ts'
 import { classifyWasenderAnswer } from './faults.ts'
@@ -38,7 +38,7 @@ export function createWasenderConnector(settings: WasenderSettings): Provider & 
           signal,
         )
       } catch (error) {
-        throw error instanceof TransportFailure ? transportFault(error) : error
+        throw error instanceof TransportFailureError ? transportFault(error) : error
       }
       const { statusCode, headers } = response
       const body = await jsonOf(response)

@@ -1,6 +1,6 @@
-import { parseTemplateLanguages } from '../../../config/whatsapp-cloud.ts'
+import { parseTemplateLanguages } from './settings.ts'
 import { providerFault } from '../faults.ts'
-import { headerOf, jsonOf, providerAgent, sendProviderRequest, transportFault, TransportFailure } from '../http.ts'
+import { headerOf, jsonOf, providerAgent, sendProviderRequest, transportFault, TransportFailureError } from '../http.ts'
 import type { OutgoingMessage, Provider } from '../provider.ts'
 import { providerRetryAt } from '../retry-after.ts'
 import { classifyCloudApiAnswer } from './faults.ts'
@@ -67,7 +67,7 @@ export function createWhatsAppCloudConnector(settings: WhatsAppCloudSettings): P
           signal,
         )
       } catch (error) {
-        throw error instanceof TransportFailure ? transportFault(error) : error
+        throw error instanceof TransportFailureError ? transportFault(error) : error
       }
       const body = await jsonOf(response)
       // Meta's error text is never copied: it may echo the number or the template's parameters.

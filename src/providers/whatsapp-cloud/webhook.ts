@@ -1,8 +1,14 @@
 import { createHmac } from 'node:crypto'
 import { describeError } from '../../logging/logger.ts'
-import { whatsAppCloudStatusesFrom } from '../provider-events.ts'
+import { whatsAppCloudStatusesFrom } from './events.ts'
 import { isChannelUnreachableCode } from './faults.ts'
 import { sameSecret, storeEvent, WebhookRefusedError, type WebhookDeps, type WebhookOutcome } from '../webhooks.ts'
+
+/** WHATSAPP_CLOUD_APP_SECRET (signs status webhooks) and WHATSAPP_CLOUD_VERIFY_TOKEN (the subscription handshake). */
+export type WhatsAppCloudWebhookSettings = { appSecret?: string; verifyToken?: string }
+
+/** The web's webhook dependencies with this provider's settings. */
+type CloudWebhookDeps = WebhookDeps & { whatsappCloud?: WhatsAppCloudWebhookSettings }
 
 /**
  * Meta retries an unanswered webhook for up to seven days; a signed status older than that is a
@@ -24,7 +30,7 @@ const refuse = (deps: WebhookDeps, reason: string): never => {
  * `hub.verify_token` = WHATSAPP_CLOUD_VERIFY_TOKEN) answered with `hub.challenge`.
  */
 export function verifyWhatsAppCloudSubscription(
-  deps: WebhookDeps,
+  deps: CloudWebhookDeps,
   query: { mode?: string; verifyToken?: string; challenge?: string },
 ): string {
   const ours = deps.whatsappCloud?.verifyToken
@@ -43,7 +49,7 @@ export function verifyWhatsAppCloudSubscription(
  * the number cannot get WhatsApp goes to the phone fallback. Nothing is ever suppressed.
  */
 export async function receiveWhatsAppCloudWebhook(
-  deps: WebhookDeps,
+  deps: CloudWebhookDeps,
   raw: Buffer,
   signature: string | undefined,
 ): Promise<WebhookOutcome[]> {

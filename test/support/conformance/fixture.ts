@@ -1,4 +1,4 @@
-import type { FaultAnswers, FaultCaseId } from '../../../src/providers/faults.ts'
+import type { FaultCaseId } from '../../../src/providers/faults.ts'
 import type { OutgoingMessage, Provider } from '../../../src/providers/provider.ts'
 import type { ProviderId } from '../../../src/outbox/constants.ts'
 
@@ -17,8 +17,6 @@ export type RunningFixture = {
 /** How the conformance test drives one provider: through its real fake, never a mock of the connector. */
 export type ConformanceFixture = {
   id: ProviderId
-  /** What the provider's folder says it answers in each case. */
-  answers: FaultAnswers
   /** Whether its protocol carries a retry hint (Retry-After): SMTP's does not. */
   hints: boolean
   start(): Promise<RunningFixture>

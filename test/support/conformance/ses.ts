@@ -1,7 +1,6 @@
 import { createSesConnector } from '../../../src/providers/ses/connector.ts'
 import { startSesEmulator } from '../../../src/providers/ses/emulator.ts'
 import { startFaultySes, type SesFault } from '../../../src/providers/ses/fake.ts'
-import { FAULT_ANSWERS } from '../../../src/providers/ses/faults.ts'
 import type { FaultCaseId } from '../../../src/providers/faults.ts'
 import { closedPort, startStalledTls } from '../dead-ends.ts'
 import { EMAIL, retryAfter, SEND_MS, TIMEOUT_MS, type Arranged, type ConformanceFixture } from './fixture.ts'
@@ -11,7 +10,6 @@ const throttle = (headers: Record<string, string> = {}): SesFault => ({ status: 
 /** SES v2 through the real SDK client, against the faulty endpoint in front of the SES emulator. */
 export const sesFixture: ConformanceFixture = {
   id: 'ses',
-  answers: FAULT_ANSWERS,
   hints: true,
   async start() {
     const emulator = await startSesEmulator(0)

@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises'
 import { createSmtpConnector } from '../../../src/providers/smtp/connector.ts'
-import { FAULT_ANSWERS } from '../../../src/providers/smtp/faults.ts'
 import type { FaultCaseId } from '../../../src/providers/faults.ts'
 import { closedPort } from '../dead-ends.ts'
 import { startFakeSmtp, type SmtpFault, type SmtpStep } from '../fake-smtp.ts'
@@ -33,7 +32,6 @@ const ANSWERS: Record<Exclude<FaultCaseId, 'not_on_channel' | 'unauthorized' | '
 /** SMTP through nodemailer's pool, against a real SMTP server (STARTTLS, AUTH) that fails on demand. */
 export const smtpFixture: ConformanceFixture = {
   id: 'smtp',
-  answers: FAULT_ANSWERS,
   hints: false,
   async start() {
     const certificates = await makeCertificates()

@@ -1,6 +1,5 @@
 import { createTwilioConnector } from '../../../src/providers/twilio/connector.ts'
 import { startFakeTwilio, type TwilioBehavior } from '../../../src/providers/twilio/fake.ts'
-import { FAULT_ANSWERS } from '../../../src/providers/twilio/faults.ts'
 import type { FaultCaseId } from '../../../src/providers/faults.ts'
 import { closedPort } from '../dead-ends.ts'
 import { PHONE, retryAfter, SEND_MS, TIMEOUT_MS, type Arranged, type ConformanceFixture } from './fixture.ts'
@@ -33,7 +32,6 @@ const BEHAVIORS: Partial<Record<FaultCaseId, TwilioBehavior>> = {
 /** Twilio's Messages API through undici, against the fake Twilio (basic auth, form body, status callbacks). */
 export const twilioFixture: ConformanceFixture = {
   id: 'twilio',
-  answers: FAULT_ANSWERS,
   hints: true,
   async start() {
     const fake = await startFakeTwilio({ accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN, apiKey: API_KEY })

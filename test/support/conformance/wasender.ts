@@ -1,6 +1,5 @@
 import { createWasenderConnector } from '../../../src/providers/wasender/connector.ts'
 import { startFakeWasender, type WasenderBehavior } from '../../../src/providers/wasender/fake.ts'
-import { FAULT_ANSWERS } from '../../../src/providers/wasender/faults.ts'
 import type { FaultCaseId } from '../../../src/providers/faults.ts'
 import { closedPort, startStalledTls } from '../dead-ends.ts'
 import { PHONE, retryAfter, SEND_MS, TIMEOUT_MS, type Arranged, type ConformanceFixture } from './fixture.ts'
@@ -37,7 +36,6 @@ const BEHAVIORS: Partial<Record<FaultCaseId, WasenderBehavior>> = {
 /** Wasender through undici, against the fake Wasender that speaks its API. */
 export const wasenderFixture: ConformanceFixture = {
   id: 'wasender',
-  answers: FAULT_ANSWERS,
   hints: true,
   async start() {
     const fake = await startFakeWasender(KEY)

@@ -1,6 +1,5 @@
 import { createWhatsAppCloudConnector } from '../../../src/providers/whatsapp-cloud/connector.ts'
 import { startFakeWhatsAppCloud, type CloudApiBehavior } from '../../../src/providers/whatsapp-cloud/fake.ts'
-import { FAULT_ANSWERS } from '../../../src/providers/whatsapp-cloud/faults.ts'
 import type { FaultCaseId } from '../../../src/providers/faults.ts'
 import { closedPort, startStalledTls } from '../dead-ends.ts'
 import { PHONE, retryAfter, SEND_MS, TIMEOUT_MS, type Arranged, type ConformanceFixture } from './fixture.ts'
@@ -32,7 +31,6 @@ const BEHAVIORS: Partial<Record<FaultCaseId, CloudApiBehavior>> = {
 /** Meta's Cloud API through undici, against the fake Cloud API that checks the token, the path and the template. */
 export const whatsAppCloudFixture: ConformanceFixture = {
   id: 'whatsapp_cloud',
-  answers: FAULT_ANSWERS,
   hints: true,
   async start() {
     const fake = await startFakeWhatsAppCloud(ACCOUNT)
