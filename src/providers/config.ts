@@ -27,9 +27,6 @@ export const envSchema = coreSchema.extend({
   ...(Object.assign({}, ...PROVIDERS.map((provider) => provider.settings.shape)) as ProviderShapes),
 })
 
-/** The environment as written (strings), before parsing. */
-export type EnvInput = z.input<typeof envSchema>
-
 /** The validated configuration of a process: keys are Buffers so they never print by accident as text. */
 export type Config = CoreConfig & ChannelSettings & SettingsOf<ProviderShapes>
 
@@ -44,11 +41,10 @@ function missing(config: Config, role: ProcessRole): Problem[] {
   const isSelected = selected(config)
   const unset = (variable: string) => (config as Readonly<Record<string, unknown>>)[variable] === undefined
   const core = REQUIRED_IN_PRODUCTION[role].filter(unset)
-  const providers = PROVIDERS.flatMap(({ settings }, index) =>
-    settings.requiredWhenSelected?.role === role && isSelected(PROVIDERS[index]!)
-      ? settings.requiredWhenSelected.variables.filter(unset)
-      : [],
-  )
+  const providers = PROVIDERS.flatMap((provider) => {
+    const required = provider.settings.requiredWhenSelected
+    return required?.role === role && isSelected(provider) ? required.variables.filter(unset) : []
+  })
   return [...core, ...providers].map((variable) => missingInProduction(variable, role, config.NODE_ENV))
 }
 
