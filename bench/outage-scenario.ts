@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
+import { startSesEmulator } from '../src/providers/ses/emulator.ts'
 import { startFakeSmtp, type FakeSmtp } from '../test/support/fake-smtp.ts'
 import { makeCertificates } from '../test/support/tls.ts'
 import { loopbackClients } from './measure.ts'

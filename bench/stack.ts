@@ -19,9 +19,9 @@ import { createLogger, type Logger } from '../src/logging/logger.ts'
 import { registerDeliveryChannels } from '../src/outbox/channel-registrations-sql.ts'
 import { enqueueSecurityMessageTx } from '../src/outbox/enqueue.ts'
 import { keysFromRings, type Keys } from '../src/runtime/dev-keys.ts'
-import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
-import { startFakeTwilio } from '../src/runtime/fake-twilio.ts'
-import { startFakeWasender } from '../test/support/fake-wasender.ts'
+import { startSesEmulator } from '../src/providers/ses/emulator.ts'
+import { startFakeTwilio } from '../src/providers/twilio/fake.ts'
+import { startFakeWasender } from '../src/providers/wasender/fake.ts'
 
 export const WASENDER_KEY = 'bench-wasender-key'
 const TWILIO_ACCOUNT_SID = `AC${'b'.repeat(32)}`

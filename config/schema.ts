@@ -3,23 +3,7 @@ import { z } from 'zod'
 import { parseKeyRing, singleKeyRing, type KeyRing } from '../src/crypto/key-ring.ts'
 import { parseLinkOrigins } from './link-origins.ts'
 import { parseChannelCaps, parseCountryCaps } from './send-caps.ts'
-import {
-  parseTemplateLanguages,
-  WHATSAPP_CLOUD_DEFAULT_API_URL,
-  WHATSAPP_CLOUD_DEFAULT_LANGUAGES,
-  whatsAppProblems,
-} from './whatsapp-cloud.ts'
-import { SealpostError } from '../src/errors/sealpost-error.ts'
-
-/** Raised when the environment cannot start a process; its message names variables, never values. */
-export class ConfigError extends SealpostError {
-  override name = 'ConfigError'
-  readonly variables: string[]
-  constructor(problems: { variable: string; problem: string }[]) {
-    super('Invalid configuration:\n' + problems.map((p) => `  - ${p.variable}: ${p.problem}`).join('\n'))
-    this.variables = problems.map((p) => p.variable)
-  }
-}
+import { ConfigError, isLoopback, positiveInt, url, type ProcessRole } from './fields.ts'
 
 const DURATION = /^(\d+)(ms|s|m|h)$/
 const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const
@@ -124,35 +108,6 @@ export function parsePhoneChannels(text: string): PhoneChannelId[] {
   return ids
 }
 
-/** The email providers Sealpost can drive; EMAIL_PROVIDERS orders some of them. */
-export const EMAIL_PROVIDER_IDS = Object.freeze(['ses', 'smtp'] as const)
-export type EmailProviderId = (typeof EMAIL_PROVIDER_IDS)[number]
-
-/** Parses `ses,smtp` into the order providers are tried; pure so it can be table-tested. */
-export function parseEmailProviders(text: string): EmailProviderId[] {
-  const ids = text.split(',').map((part) => part.trim())
-  const known = (id: string): id is EmailProviderId => (EMAIL_PROVIDER_IDS as readonly string[]).includes(id)
-  if (ids.length === 0 || !ids.every(known) || new Set(ids).size !== ids.length)
-    throw new Error(`must be an ordered comma-separated list of ${EMAIL_PROVIDER_IDS.join(', ')}, each at most once`)
-  return ids
-}
-
-/** `smtp://` or `smtps://` with a host; the value holds a password, so the problem never quotes it. */
-const smtpUrl = z.string().refine(
-  (text) => {
-    try {
-      const url = new URL(text)
-      return (url.protocol === 'smtp:' || url.protocol === 'smtps:') && url.hostname !== ''
-    } catch {
-      return false
-    }
-  },
-  {
-    message:
-      'must be smtp://user:password@host:587 (STARTTLS) or smtps://user:password@host:465 (implicit TLS), reserved characters percent-encoded',
-  },
-)
-
 /** A hook's per-address budget an hour when HOOK_DESTINATION_HOURLY_BUDGET is unset (docs/hooks.md "Budgets"). */
 export const DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET = 600
 
@@ -176,10 +131,11 @@ const schedule = (fallback: string) =>
       }
     })
 
-const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback)
-const url = z.url({ protocol: /^(postgres|postgresql|https?)$/ })
-
-export const envSchema = z.object({
+/**
+ * The settings that are no provider's (each provider's are its folder's `settings.ts`, composed
+ * with these by src/providers/config.ts): the processes, the database, keys, limits, schedules.
+ */
+export const coreSchema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'staging', 'production']).default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   LOG_LEVEL: z.enum(['error', 'warn', 'info', 'debug']).default('info'),
@@ -197,72 +153,8 @@ export const envSchema = z.object({
   /** Existing roles the release step grants to instead of creating sealpost_api / sealpost_worker. */
   SEALPOST_API_ROLE: roleName.optional(),
   SEALPOST_WORKER_ROLE: roleName.optional(),
-  SES_REGION: z.string().min(1).optional(),
-  SES_FROM_ADDRESS: z.email().optional(),
-  SES_ENDPOINT: url.optional(),
-  WASENDER_API_URL: url.optional(),
-  WASENDER_API_KEY: z.string().min(1).optional(),
-  /** Which WhatsApp provider sends (default: the configured one; both configured = refused without it). */
-  WHATSAPP_PROVIDER: z.enum(['cloud', 'wasender']).optional(),
-  WHATSAPP_CLOUD_API_URL: url.default(WHATSAPP_CLOUD_DEFAULT_API_URL),
-  WHATSAPP_CLOUD_ACCESS_TOKEN: z.string().min(1).optional(),
-  WHATSAPP_CLOUD_PHONE_NUMBER_ID: z
-    .string()
-    .regex(/^\d{1,32}$/, 'the numeric phone number id')
-    .optional(),
-  /** The approved authentication template's name. */
-  WHATSAPP_CLOUD_TEMPLATE: z
-    .string()
-    .regex(/^[a-z0-9_]{1,512}$/, 'a template name: lowercase letters, digits and _')
-    .optional(),
-  /** Our locale → the template's language code, `en:en_US,de:de`; the first is the fallback. */
-  WHATSAPP_CLOUD_TEMPLATE_LANGUAGES: z
-    .string()
-    .default(WHATSAPP_CLOUD_DEFAULT_LANGUAGES)
-    .refine((text) => {
-      try {
-        return parseTemplateLanguages(text).fallback !== ''
-      } catch {
-        return false
-      }
-    }, 'expected locale:language pairs like en:en_US,de:de,es:es'),
-  /** Twilio (SMS, docs/delivery.md "Channels"): all of its settings or none (loadConfig checks the set). */
-  TWILIO_ACCOUNT_SID: z
-    .string()
-    .regex(/^AC[0-9a-fA-F]{32}$/, 'must be an account SID (AC followed by 32 hex digits)')
-    .optional(),
-  TWILIO_AUTH_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
-  TWILIO_API_KEY_SID: z
-    .string()
-    .regex(/^SK[0-9a-fA-F]{32}$/, 'must be an API key SID (SK followed by 32 hex digits)')
-    .optional(),
-  TWILIO_API_KEY_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
-  TWILIO_MESSAGING_SERVICE_SID: z
-    .string()
-    .regex(/^MG[0-9a-fA-F]{32}$/, 'must be a Messaging Service SID (MG followed by 32 hex digits)')
-    .optional(),
-  TWILIO_FROM_NUMBER: z
-    .string()
-    .regex(
-      /^(\+[1-9]\d{7,14}|\d{3,8}|(?=.*[A-Za-z])[A-Za-z0-9 ]{1,11})$/,
-      'must be an E.164 number, a short code or an alphanumeric sender ID',
-    )
-    .optional(),
-  TWILIO_API_URL: url.default('https://api.twilio.com'),
-  /** The web's public https origin, as the internet reaches it (Twilio's status callbacks are built from it and signed over it). */
+  /** The web's public https origin, as the internet reaches it (a provider's status callbacks are built from it and signed over it). */
   PUBLIC_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
-  /** The email providers in the order they are tried, `ses,smtp` (docs/configuration.md). */
-  EMAIL_PROVIDERS: z
-    .string()
-    .default('ses')
-    .transform((text, ctx) => {
-      try {
-        return parseEmailProviders(text)
-      } catch (error) {
-        ctx.addIssue({ code: 'custom', message: (error as Error).message })
-        return z.NEVER
-      }
-    }),
   /** The phone channels in fallback order, `whatsapp,sms`; unset = those the fleet has, WhatsApp first (docs/delivery.md "Phone channels"). */
   PHONE_CHANNELS: z
     .string()
@@ -276,10 +168,6 @@ export const envSchema = z.object({
         return z.NEVER
       }
     }),
-  /** The relay of the `smtp` email provider, credentials in the URL. */
-  SMTP_URL: smtpUrl.optional(),
-  /** The sender address of mail through SMTP (default: SES_FROM_ADDRESS). */
-  SMTP_FROM_ADDRESS: z.email().optional(),
   INVITATION_LINK_BASE_URL: url.optional(),
   CHALLENGE_TTL_SECONDS: positiveInt(600),
   INVITATION_TTL_SECONDS: positiveInt(7 * 24 * 3600),
@@ -372,28 +260,8 @@ export const envSchema = z.object({
   WEBHOOK_MAX_ATTEMPTS: positiveInt(7),
   /** `GET /docs` (the rendered API reference): on in development and test, off in staging and production unless `on`. */
   API_DOCS: z.enum(['on', 'off']).optional(),
-  /** Development only: where the in-process SES emulator listens (0 = any free port). */
-  SES_EMULATOR_PORT: z.coerce.number().int().min(0).max(65535).default(8005),
   /** Development only: where `.data/` (embedded PostgreSQL, generated keys) lives. */
   SEALPOST_DATA_DIR: z.string().min(1).default('.data'),
-  /** SES configuration set named on every SendEmail (its event destination publishes to the SNS topic). */
-  SES_CONFIGURATION_SET: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - (at most 64)')
-    .optional(),
-  /** The SNS topic whose deliveries POST /webhooks/ses accepts; unset = the route refuses everything. */
-  SES_EVENTS_TOPIC_ARN: z
-    .string()
-    .regex(/^arn:aws:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$/, 'an SNS topic ARN')
-    .optional(),
-  /** Tests and local runs only: a PEM certificate that replaces the fetch of SNS signing certificates. */
-  SNS_TEST_SIGNING_CERT: z.string().min(1).optional(),
-  /** The webhook secret of the Wasender session; unset = POST /webhooks/wasender refuses everything. */
-  WASENDER_WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
-  /** The Meta app's secret, which signs WhatsApp Cloud API webhooks; unset = POST /webhooks/whatsapp-cloud refuses everything. */
-  WHATSAPP_CLOUD_APP_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
-  /** The token Meta's subscription handshake must present; unset = GET /webhooks/whatsapp-cloud refuses everything. */
-  WHATSAPP_CLOUD_VERIFY_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   /** Supabase Auth's Send Email/SMS hook secret, as its dashboard shows it; unset = POST /hooks/supabase/* answer 404. */
   SUPABASE_HOOK_SECRET: z
     .string()
@@ -438,14 +306,6 @@ export const envSchema = z.object({
     .max(60)
     .regex(/^[^\p{Cc}\p{Cf}]+$/u, 'must not contain control characters')
     .default('Sealpost'),
-  /** The sender's display name in the From header (default: PRODUCT_NAME). */
-  SES_FROM_NAME: z
-    .string()
-    .trim()
-    .min(1)
-    .max(60)
-    .regex(/^[^\p{Cc}\p{Cf}]+$/u, 'must not contain control characters')
-    .optional(),
   /** Shown as plain text in every message ("contact support"); unset = the sentence is left out. */
   SUPPORT_URL: z.url({ protocol: /^https?$/ }).optional(),
   /**
@@ -472,23 +332,18 @@ export const envSchema = z.object({
   OTEL_SDK_DISABLED: z.enum(['true', 'false']).optional(),
 })
 
-type Env = z.output<typeof envSchema>
-/** The environment as written (strings), before parsing: what docs/configuration.md documents. */
-export type EnvInput = z.input<typeof envSchema>
+type CoreEnv = z.output<typeof coreSchema>
 
-/**
- * The validated configuration; keys are Buffers so they never print by accident as text. The
- * `…_KEYS` rings are the ones to use: a single `…_KEY` is read as a one-entry ring.
- */
-export type Config = Omit<Env, 'OUTBOX_ENCRYPTION_KEY' | 'CODE_HASH_KEY' | 'OUTBOX_ENCRYPTION_KEYS' | 'CODE_HASH_KEYS'> & {
-  OUTBOX_ENCRYPTION_KEY?: Buffer
-  CODE_HASH_KEY?: Buffer
-  OUTBOX_ENCRYPTION_KEYS?: KeyRing
-  CODE_HASH_KEYS?: KeyRing
-}
+/** The key rings as the processes use them: a single `…_KEY` is read as a one-entry ring. */
+type Rings = { OUTBOX_ENCRYPTION_KEY?: Buffer; CODE_HASH_KEY?: Buffer; OUTBOX_ENCRYPTION_KEYS?: KeyRing; CODE_HASH_KEYS?: KeyRing }
+
+/** The validated core configuration; keys are Buffers so they never print by accident as text. */
+export type CoreConfig = Omit<CoreEnv, keyof Rings> & Rings
+
+export { ConfigError, type ProcessRole } from './fields.ts'
 
 /** Whether the web serves `GET /docs`: `API_DOCS` when set, else only outside staging and production. */
-export function apiDocsEnabled(config: { NODE_ENV?: Config['NODE_ENV']; API_DOCS?: Config['API_DOCS'] }): boolean {
+export function apiDocsEnabled(config: { NODE_ENV?: CoreConfig['NODE_ENV']; API_DOCS?: CoreConfig['API_DOCS'] }): boolean {
   if (config.API_DOCS !== undefined) return config.API_DOCS === 'on'
   return config.NODE_ENV !== 'staging' && config.NODE_ENV !== 'production'
 }
@@ -502,28 +357,33 @@ export function minimumLeaseSeconds(sendTimeoutMs: number): number {
   return (2 * sendTimeoutMs + 5_000) / 1000
 }
 
-/** The process roles of the Procfile plus the CLI; each needs different settings in production. */
-export type ProcessRole = 'release' | 'web' | 'worker' | 'cli' | 'all-in-one'
-
 // The worker never hashes a code or counts a budget, so it holds no CODE_HASH_KEYS (least privilege: docs/architecture.md §6).
-export const REQUIRED_IN_PRODUCTION: Record<ProcessRole, (keyof Config)[]> = {
+/** The core settings each process needs in staging and production (a provider adds its own: src/providers/definition.ts). */
+export const REQUIRED_IN_PRODUCTION: Record<ProcessRole, (keyof CoreConfig)[]> = {
   release: ['DATABASE_URL'],
   cli: ['DATABASE_URL', 'OUTBOX_ENCRYPTION_KEYS', 'CODE_HASH_KEYS'],
   web: ['API_DATABASE_URL', 'OUTBOX_ENCRYPTION_KEYS', 'CODE_HASH_KEYS'],
-  worker: ['WORKER_DATABASE_URL', 'OUTBOX_ENCRYPTION_KEYS', 'SES_REGION', 'SES_FROM_ADDRESS', 'INVITATION_LINK_BASE_URL'],
+  worker: ['WORKER_DATABASE_URL', 'OUTBOX_ENCRYPTION_KEYS', 'INVITATION_LINK_BASE_URL'],
   'all-in-one': [],
 }
 
-/** Settings of REQUIRED_IN_PRODUCTION that only some configurations use. */
-/** Required in production only under a condition (docs/configuration.md: EMAIL_PROVIDERS lists ses). */
-export const REQUIRED_ONLY_WHEN: Partial<Record<keyof Config, (config: Config) => boolean>> = {
-  SES_REGION: (config) => config.EMAIL_PROVIDERS.includes('ses'),
-  SES_FROM_ADDRESS: (config) => config.EMAIL_PROVIDERS.includes('ses'),
-}
-
-const SINGLE_KEY_OF: Partial<Record<keyof Config, string>> = {
+const SINGLE_KEY_OF: Partial<Record<string, string>> = {
   OUTBOX_ENCRYPTION_KEYS: 'OUTBOX_ENCRYPTION_KEY',
   CODE_HASH_KEYS: 'CODE_HASH_KEY',
+}
+
+/** The problem of a setting a process needs in staging and production but lacks (naming the single-key form where there is one). */
+export function missingInProduction(
+  variable: string,
+  role: ProcessRole,
+  nodeEnv: string,
+  condition = '',
+): { variable: string; problem: string } {
+  const single = SINGLE_KEY_OF[variable]
+  return {
+    variable,
+    problem: `is required for the ${role} process in ${nodeEnv}${condition}${single ? ` (or the single-key ${single})` : ''}`,
+  }
 }
 
 /**
@@ -543,89 +403,49 @@ function resolveRing(ring: KeyRing | undefined, single: Buffer | undefined, vari
   return ring ?? (single ? singleKeyRing(single) : undefined)
 }
 
-/** Provider endpoints may speak plain HTTP only to this machine (a local relay); links never. */
-const HTTPS_ONLY_IN_PRODUCTION = {
-  SES_ENDPOINT: 'loopback',
-  WASENDER_API_URL: 'loopback',
-  WHATSAPP_CLOUD_API_URL: 'loopback',
-  TWILIO_API_URL: 'loopback',
+/** Core URLs that must be https:// in staging and production: links never plain, a local mirror may be. */
+export const HTTPS_ONLY_IN_PRODUCTION: Readonly<Record<string, 'loopback' | 'never'>> = {
   INVITATION_LINK_BASE_URL: 'never',
   PUBLIC_BASE_URL: 'never',
   // A self-hosted copy of the range API may listen on this machine; a remote one only over TLS.
   BREACHED_PASSWORD_API_URL: 'loopback',
-} as const
-
-function isLoopback(url: URL): boolean {
-  return url.hostname === 'localhost' || url.hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(url.hostname)
 }
 
-/**
- * Whether the SMTP connector may send without TLS when the relay offers no STARTTLS: only an
- * `smtp://` relay on this machine, and only in development and test. Everywhere else `smtp://`
- * requires STARTTLS and `smtps://` is TLS from the first byte.
- */
-export function smtpPlainAllowed(config: Pick<Config, 'NODE_ENV' | 'SMTP_URL'>): boolean {
-  if (config.NODE_ENV !== 'development' && config.NODE_ENV !== 'test') return false
-  if (!config.SMTP_URL) return false
-  const url = new URL(config.SMTP_URL)
-  return url.protocol === 'smtp:' && isLoopback(url)
-}
-
-const TWILIO_SETTINGS = [
-  'TWILIO_ACCOUNT_SID',
-  'TWILIO_AUTH_TOKEN',
-  'TWILIO_API_KEY_SID',
-  'TWILIO_API_KEY_SECRET',
-  'TWILIO_MESSAGING_SERVICE_SID',
-  'TWILIO_FROM_NUMBER',
-] as const
-
-/** Whether Twilio is configured (SMS): any of its settings set (loadConfig refuses half a set). */
-export function twilioConfigured(config: Partial<Pick<Config, (typeof TWILIO_SETTINGS)[number]>>): boolean {
-  return TWILIO_SETTINGS.some((name) => config[name] !== undefined)
-}
-
-/**
- * Twilio is optional, but half of it is a typo, never a choice: the account SID and its auth
- * token (which signs every status callback, even when an API key sends), an API key's SID and
- * secret both or neither, exactly one sender, and outside development the public origin its
- * callbacks go to.
- */
-function assertTwilioComplete(config: Config, deployed: boolean): void {
-  if (!twilioConfigured(config)) return
-  const problems: { variable: string; problem: string }[] = []
-  for (const variable of ['TWILIO_ACCOUNT_SID', 'TWILIO_AUTH_TOKEN'] as const)
-    if (config[variable] === undefined)
-      problems.push({ variable, problem: 'is required when any TWILIO_* is set (the auth token also signs the status callbacks)' })
-  if ((config.TWILIO_API_KEY_SID === undefined) !== (config.TWILIO_API_KEY_SECRET === undefined))
-    for (const variable of ['TWILIO_API_KEY_SID', 'TWILIO_API_KEY_SECRET'])
-      problems.push({ variable, problem: 'set both TWILIO_API_KEY_SID and TWILIO_API_KEY_SECRET, or neither to send with the auth token' })
-  if ((config.TWILIO_MESSAGING_SERVICE_SID === undefined) === (config.TWILIO_FROM_NUMBER === undefined))
-    for (const variable of ['TWILIO_MESSAGING_SERVICE_SID', 'TWILIO_FROM_NUMBER'])
-      problems.push({ variable, problem: 'set exactly one of TWILIO_MESSAGING_SERVICE_SID and TWILIO_FROM_NUMBER (the SMS sender)' })
-  if (deployed && config.PUBLIC_BASE_URL === undefined)
-    problems.push({
-      variable: 'PUBLIC_BASE_URL',
-      problem: `is required in ${config.NODE_ENV} when Twilio is configured (its status callbacks go there)`,
-    })
-  if (problems.length > 0) throw new ConfigError(problems)
+/** The problems of URL settings that are not https:// in staging and production (plain http only to this machine where allowed). */
+export function insecureUrls(
+  config: Readonly<Record<string, unknown>>,
+  rules: Readonly<Record<string, 'loopback' | 'never'>>,
+  nodeEnv: string,
+): { variable: string; problem: string }[] {
+  return Object.entries(rules).flatMap(([variable, allowed]) => {
+    const value = config[variable]
+    if (typeof value !== 'string') return []
+    const link = new URL(value)
+    if (link.protocol === 'https:' || (allowed === 'loopback' && isLoopback(link))) return []
+    return [
+      {
+        variable,
+        problem: `must be an https:// URL in ${nodeEnv}${allowed === 'loopback' ? ' (plain http only to a relay on this machine: localhost, 127.x, [::1])' : ''}`,
+      },
+    ]
+  })
 }
 
 /**
  * The web's public origin: PUBLIC_BASE_URL without a trailing slash, or in development and test
  * this machine's web (`http://localhost:$PORT`).
  */
-export function publicBaseUrl(config: Pick<Config, 'NODE_ENV' | 'PORT'> & Partial<Pick<Config, 'PUBLIC_BASE_URL'>>): string {
+export function publicBaseUrl(config: Pick<CoreConfig, 'NODE_ENV' | 'PORT'> & Partial<Pick<CoreConfig, 'PUBLIC_BASE_URL'>>): string {
   return (config.PUBLIC_BASE_URL ?? `http://localhost:${config.PORT}`).replace(/\/+$/, '')
 }
 
 /**
- * Reads the environment once. Invalid values always stop the process; in staging and production a
- * missing setting the given process needs does too, since neither embedded fallback exists there.
+ * Parses the environment with `schema` (the core and every provider's slice): blank values are
+ * unset, an invalid value is a ConfigError naming the variable, and the key rings are resolved.
  */
-export function loadConfig(env: NodeJS.ProcessEnv, role: ProcessRole): Config {
+export function parseEnvironment<T extends z.ZodObject>(schema: T, env: NodeJS.ProcessEnv): Omit<z.output<T>, keyof Rings> & Rings {
   const blankless = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ''))
-  const parsed = envSchema.safeParse(blankless)
+  const parsed = schema.safeParse(blankless)
   if (!parsed.success) {
     throw new ConfigError(
       parsed.error.issues.map((issue) => ({
@@ -634,8 +454,13 @@ export function loadConfig(env: NodeJS.ProcessEnv, role: ProcessRole): Config {
       })),
     )
   }
-  const data = parsed.data
-  const config: Config = {
+  const data = parsed.data as z.output<T> & {
+    OUTBOX_ENCRYPTION_KEY?: Buffer
+    CODE_HASH_KEY?: Buffer
+    OUTBOX_ENCRYPTION_KEYS?: KeyRing
+    CODE_HASH_KEYS?: KeyRing
+  }
+  return {
     ...data,
     OUTBOX_ENCRYPTION_KEYS: resolveRing(
       data.OUTBOX_ENCRYPTION_KEYS,
@@ -645,6 +470,10 @@ export function loadConfig(env: NodeJS.ProcessEnv, role: ProcessRole): Config {
     ),
     CODE_HASH_KEYS: resolveRing(data.CODE_HASH_KEYS, data.CODE_HASH_KEY, 'CODE_HASH_KEYS', 'CODE_HASH_KEY'),
   }
+}
+
+/** The core's checks that need more than one variable: the role names, and the rules of staging and production. */
+export function checkRoleNames(config: CoreConfig): void {
   if ((config.SEALPOST_API_ROLE === undefined) !== (config.SEALPOST_WORKER_ROLE === undefined)) {
     const missing = config.SEALPOST_API_ROLE === undefined ? 'SEALPOST_API_ROLE' : 'SEALPOST_WORKER_ROLE'
     throw new ConfigError([
@@ -662,78 +491,12 @@ export function loadConfig(env: NodeJS.ProcessEnv, role: ProcessRole): Config {
       },
     ])
   }
-  const sends = role === 'worker' || role === 'all-in-one'
-  if (sends && config.EMAIL_PROVIDERS.includes('smtp') && config.SMTP_URL === undefined) {
-    throw new ConfigError([{ variable: 'SMTP_URL', problem: 'is required when EMAIL_PROVIDERS lists smtp' }])
-  }
-  // WhatsApp is optional (no WASENDER_* = no phone channel, docs/delivery.md "Channels"), but half a provider is a typo, never a choice.
-  if ((config.WASENDER_API_URL === undefined) !== (config.WASENDER_API_KEY === undefined)) {
-    throw new ConfigError(
-      (['WASENDER_API_URL', 'WASENDER_API_KEY'] as const).map((variable) => ({
-        variable,
-        problem: 'set both WASENDER_API_URL and WASENDER_API_KEY for the WhatsApp channel, or neither for no phone channel',
-      })),
-    )
-  }
-  const whatsApp = whatsAppProblems(config)
-  if (whatsApp.length > 0) throw new ConfigError(whatsApp)
-  const deployed = config.NODE_ENV === 'production' || config.NODE_ENV === 'staging'
-  assertTwilioComplete(config, deployed)
-  if (deployed) {
-    if (role === 'all-in-one') {
-      throw new ConfigError([
-        { variable: 'NODE_ENV', problem: '`npm start` is the development mode; run the Procfile processes in staging and production' },
-      ])
-    }
-    const missing = REQUIRED_IN_PRODUCTION[role].filter(
-      (name) => config[name] === undefined && (REQUIRED_ONLY_WHEN[name]?.(config) ?? true),
-    )
-    const smtpFromMissing =
-      role === 'worker' &&
-      config.EMAIL_PROVIDERS.includes('smtp') &&
-      config.SMTP_FROM_ADDRESS === undefined &&
-      config.SES_FROM_ADDRESS === undefined
-    if (missing.length > 0 || smtpFromMissing) {
-      throw new ConfigError([
-        ...missing.map((variable) => {
-          const single = SINGLE_KEY_OF[variable]
-          return {
-            variable,
-            problem: `is required for the ${role} process in ${config.NODE_ENV}${single ? ` (or the single-key ${single})` : ''}`,
-          }
-        }),
-        ...(smtpFromMissing
-          ? [
-              {
-                variable: 'SMTP_FROM_ADDRESS',
-                problem: `is required for the worker in ${config.NODE_ENV} when EMAIL_PROVIDERS lists smtp (or SES_FROM_ADDRESS)`,
-              },
-            ]
-          : []),
-      ])
-    }
-    const insecure = Object.entries(HTTPS_ONLY_IN_PRODUCTION).filter(([variable, allowed]) => {
-      const value = config[variable as keyof typeof HTTPS_ONLY_IN_PRODUCTION]
-      if (value === undefined) return false
-      const url = new URL(value)
-      return url.protocol !== 'https:' && !(allowed === 'loopback' && isLoopback(url))
-    })
-    if (insecure.length > 0) {
-      throw new ConfigError(
-        insecure.map(([variable, allowed]) => ({
-          variable,
-          problem: `must be an https:// URL in ${config.NODE_ENV}${allowed === 'loopback' ? ' (plain http only to a relay on this machine: localhost, 127.x, [::1])' : ''}`,
-        })),
-      )
-    }
-  }
-  // Only the processes that apply LEASE_SECONDS check it; the worker checks the queue's own lease.
-  if (deployed && config.SNS_TEST_SIGNING_CERT !== undefined) {
-    throw new ConfigError([
-      { variable: 'SNS_TEST_SIGNING_CERT', problem: `is for tests and local runs only and is refused in ${config.NODE_ENV}` },
-    ])
-  }
+}
+
+/** The lease and the retry schedule, checked once every other setting is known. */
+export function checkTiming(config: CoreConfig, role: ProcessRole): void {
   const minLeaseSeconds = minimumLeaseSeconds(config.SEND_TIMEOUT_MS)
+  // Only the processes that apply LEASE_SECONDS check it; the worker checks the queue's own lease.
   if ((role === 'release' || role === 'all-in-one') && config.LEASE_SECONDS < minLeaseSeconds) {
     throw new ConfigError([
       {
@@ -745,5 +508,4 @@ export function loadConfig(env: NodeJS.ProcessEnv, role: ProcessRole): Config {
   if (config.RETRY_SCHEDULE.length < config.MAX_ATTEMPTS - 1) {
     throw new ConfigError([{ variable: 'RETRY_SCHEDULE', problem: 'needs at least MAX_ATTEMPTS - 1 entries' }])
   }
-  return config
 }

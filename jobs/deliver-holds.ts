@@ -1,10 +1,10 @@
 import type { Claim, ClaimRequest } from '../src/outbox/claim.ts'
 import { unknownEnvelopeVersion } from '../src/crypto/envelope.ts'
-import type { Provider } from '../src/delivery/provider.ts'
+import type { Provider } from '../src/providers/provider.ts'
 import type { Channel } from '../src/outbox/constants.ts'
 import { PHONE_CHANNEL_ORDER, PHONE_CHANNELS } from '../src/outbox/destination.ts'
 import type { Route } from '../src/outbox/provider-health.ts'
-import type { DeliveryFailureError } from '../src/delivery/provider.ts'
+import type { DeliveryFailureError } from '../src/providers/provider.ts'
 import type { Outcome, Sent } from '../src/outbox/record.ts'
 import type { DeliveryDeps, PendingRecord } from './deliver.ts'
 

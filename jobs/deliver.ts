@@ -14,7 +14,7 @@ import {
 } from './deliver-holds.ts'
 import { envelopeContext, open, unknownEnvelopeVersion } from '../src/crypto/envelope.ts'
 import type { KeyRing } from '../src/crypto/key-ring.ts'
-import { DeliveryFailureError, type Provider } from '../src/delivery/provider.ts'
+import { DeliveryFailureError, type Provider } from '../src/providers/provider.ts'
 import { composeMessage, defaultTemplates, UnreadableBodyError } from '../src/delivery/compose.ts'
 import type { Templates } from '../src/delivery/templates.ts'
 import { suppressedAmong } from '../src/outbox/delivery-events-sql.ts'

@@ -12,7 +12,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['src/runtime'],
   ['jobs', 'src/http'],
   ['src/hooks'],
-  ['src/metrics', 'src/delivery'],
+  ['src/metrics', 'src/delivery', 'src/providers'],
   ['src/organization', 'src/platform'],
   ['src/identity'],
   ['src/outbox'],

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { expect } from 'chai'
-import { loadConfig } from '../config/schema.ts'
+import { loadConfig } from '../src/providers/config.ts'
 import { HOOK_CALLERS } from '../src/hooks/hook-delivery.ts'
 import { parseIdentifier } from '../src/identity/identifiers.ts'
 import { changeStaff } from '../src/platform/staff.ts'

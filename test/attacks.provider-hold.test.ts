@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { deliverOne } from './support/run-once.ts'
-import { createSmtpConnector } from '../src/delivery/smtp-connector.ts'
+import { createSmtpConnector } from '../src/providers/smtp/connector.ts'
 import { DEFAULT_HEALTH_POLICY } from '../src/outbox/provider-health.ts'
 import { uniqueEmail } from './support/helpers.ts'
 import { startFakeSmtp, type FakeSmtp } from './support/fake-smtp.ts'
@@ -27,7 +27,6 @@ describe('attacks on the outage hold', () => {
     const connector = createSmtpConnector({
       url: `smtp://127.0.0.1:${smtp.port}`,
       fromAddress: 'no-reply@sealpost.test',
-      logger: f.logs.logger,
       timeoutMs: 2_000,
       allowPlain: true,
     })

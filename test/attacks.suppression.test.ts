@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { expect } from 'chai'
 import { createSessionTx } from '../src/identity/sessions.ts'
-import { devSnsSigner, sesEventMessage, type SnsSigner } from '../src/runtime/dev-sns-signer.ts'
+import { devSnsSigner, sesEventMessage, type SnsSigner } from '../src/providers/ses/dev-sns-signer.ts'
 import { createVerifiedIdentity, eventually, inbox } from './support/helpers.ts'
 import { useWebStack } from './support/web-stack.ts'
 

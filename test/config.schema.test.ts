@@ -1,7 +1,10 @@
 import { randomBytes } from 'node:crypto'
 import { expect } from 'chai'
-import { ConfigError, loadConfig, parseEmailProviders, parseSchedule, smtpPlainAllowed } from '../config/schema.ts'
-import { parseTemplateLanguages, whatsAppProvider } from '../config/whatsapp-cloud.ts'
+import { ConfigError, parseSchedule } from '../config/schema.ts'
+import { parseEmailProviders, whatsAppProvider } from '../src/providers/channels.ts'
+import { loadConfig } from '../src/providers/config.ts'
+import { smtpPlainAllowed } from '../src/providers/smtp/settings.ts'
+import { parseTemplateLanguages } from '../src/providers/whatsapp-cloud/settings.ts'
 import { cronIntervalSeconds } from '../src/runtime/worker.ts'
 
 describe('configuration', () => {
@@ -139,7 +142,7 @@ describe('configuration', () => {
 
     it('picks the configured WhatsApp provider, pins a documented Graph API version, and maps locales to template languages', () => {
       const config = loadConfig({ ...withoutWasender, ...cloud }, 'worker')
-      expect(whatsAppProvider(config)).to.equal('cloud')
+      expect(whatsAppProvider(config)).to.equal('whatsapp_cloud')
       expect(config.WHATSAPP_CLOUD_API_URL).to.equal('https://graph.facebook.com/v25.0')
       expect(parseTemplateLanguages(config.WHATSAPP_CLOUD_TEMPLATE_LANGUAGES).fallback).to.equal('en_US')
       expect(whatsAppProvider(loadConfig(production, 'worker'))).to.equal('wasender')

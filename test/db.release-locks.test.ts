@@ -9,7 +9,7 @@ import { createKnex } from '../src/db/knex.ts'
 import { createBoss } from '../src/db/boss.ts'
 import { startWorker } from '../src/runtime/worker.ts'
 import { emulatorSesConnector } from './support/web-stack.ts'
-import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
+import { startSesEmulator } from '../src/providers/ses/emulator.ts'
 import { registerChannelsAsWorker } from './support/channels.ts'
 
 /**

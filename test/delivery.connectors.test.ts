@@ -1,12 +1,11 @@
 import { expect } from 'chai'
 import { freePort } from '../src/db/embedded.ts'
-import { DeliveryFailureError, type Provider } from '../src/delivery/provider.ts'
-import { createSesConnector } from '../src/delivery/ses-connector.ts'
-import { createWasenderConnector } from '../src/delivery/wasender-connector.ts'
-import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
-import { startFakeWasender, type WasenderBehavior } from './support/fake-wasender.ts'
-import { startFaultySes, type SesFault } from './support/faulty-ses.ts'
-import { capturingLogger } from './support/helpers.ts'
+import { DeliveryFailureError, type Provider } from '../src/providers/provider.ts'
+import { createSesConnector } from '../src/providers/ses/connector.ts'
+import { createWasenderConnector } from '../src/providers/wasender/connector.ts'
+import { startSesEmulator } from '../src/providers/ses/emulator.ts'
+import { startFakeWasender, type WasenderBehavior } from '../src/providers/wasender/fake.ts'
+import { startFaultySes, type SesFault } from '../src/providers/ses/fake.ts'
 
 const MESSAGE = { messageId: 'm-1', destination: '+5491155554455', subject: 'Your code', text: 'Your code is 123456.' }
 
@@ -25,14 +24,12 @@ async function outcome(
 describe('Wasender connector against the fake Wasender', () => {
   const apiKey = 'test-api-key-not-secret'
   let fake: Awaited<ReturnType<typeof startFakeWasender>>
-  let logs: ReturnType<typeof capturingLogger>
   let connector: ReturnType<typeof createWasenderConnector>
   const now = new Date('2026-11-30T12:00:00Z')
 
   beforeEach(async () => {
     fake = await startFakeWasender(apiKey)
-    logs = capturingLogger()
-    connector = createWasenderConnector({ apiUrl: fake.url, apiKey, logger: logs.logger, clock: () => now })
+    connector = createWasenderConnector({ apiUrl: fake.url, apiKey, clock: () => now })
   })
   afterEach(async () => {
     connector.close()
@@ -46,8 +43,9 @@ describe('Wasender connector against the fake Wasender', () => {
 
   const cases: [string, WasenderBehavior, string, number | null][] = [
     ['400', { kind: 'status', status: 400 }, 'REJECTED', null],
-    ['404', { kind: 'status', status: 404 }, 'REJECTED', null],
+    ['404 (our route or session is unknown)', { kind: 'status', status: 404 }, 'UNAVAILABLE', null],
     ['422', { kind: 'status', status: 422 }, 'REJECTED', null],
+    ['413', { kind: 'status', status: 413 }, 'REJECTED', null],
     ['429 with Retry-After seconds', { kind: 'status', status: 429, headers: { 'retry-after': '120' } }, 'THROTTLED', 120_000],
     [
       '429 with an HTTP-date Retry-After',
@@ -97,17 +95,16 @@ describe('Wasender connector against the fake Wasender', () => {
   })
 
   it('classifies a refused connection as UNAVAILABLE', async () => {
-    const closed = createWasenderConnector({ apiUrl: `http://127.0.0.1:${await freePort()}`, apiKey, logger: logs.logger })
+    const closed = createWasenderConnector({ apiUrl: `http://127.0.0.1:${await freePort()}`, apiKey })
     expect(await outcome(closed)).to.deep.equal({ failureClass: 'UNAVAILABLE', retryAfterAt: null })
     closed.close()
   })
 
-  it('treats a refused API key as UNAVAILABLE with one loud misconfiguration log, never REJECTED', async () => {
-    const wrongKey = createWasenderConnector({ apiUrl: fake.url, apiKey: 'wrong-key-value', logger: logs.logger })
-    expect(await outcome(wrongKey)).to.deep.equal({ failureClass: 'UNAVAILABLE', retryAfterAt: null })
-    expect(await outcome(wrongKey)).to.deep.equal({ failureClass: 'UNAVAILABLE', retryAfterAt: null })
-    expect(logs.text().match(/MISCONFIGURATION/g)).to.have.length(1)
-    expect(logs.text()).not.to.include('wrong-key-value')
+  it('treats a refused API key as the provider misconfigured, never the person: no attempt of theirs is spent on it', async () => {
+    const wrongKey = createWasenderConnector({ apiUrl: fake.url, apiKey: 'wrong-key-value' })
+    const refused = await wrongKey.dispatch({ ...MESSAGE }, AbortSignal.timeout(2_000)).catch((error: unknown) => error)
+    expect(refused).to.be.instanceOf(DeliveryFailureError).and.include({ failureClass: 'UNAVAILABLE', effect: 'provider_misconfigured' })
+    expect(JSON.stringify(refused)).not.to.include('wrong-key-value')
     wrongKey.close()
   })
 })

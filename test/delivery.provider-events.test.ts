@@ -1,10 +1,11 @@
 import { expect } from 'chai'
-import { sesEventFrom, wasenderEventsFrom } from '../src/delivery/provider-events.ts'
+import { sesEventFrom } from '../src/providers/ses/events.ts'
+import { wasenderEventsFrom } from '../src/providers/wasender/events.ts'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { fetchedCertificates, isSnsUrl, snsStringToSign, topicRegion, type SnsEnvelope } from '../src/delivery/sns-verifier.ts'
-import { devSnsSigner, sesEventMessage } from '../src/runtime/dev-sns-signer.ts'
+import { fetchedCertificates, isSnsUrl, snsStringToSign, topicRegion, type SnsEnvelope } from '../src/providers/ses/sns-verifier.ts'
+import { devSnsSigner, sesEventMessage } from '../src/providers/ses/dev-sns-signer.ts'
 
 const AT = new Date('2026-12-01T08:00:00Z')
 

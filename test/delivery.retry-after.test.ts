@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { parseRateLimitReset, parseRetryAfter, providerRetryAt } from '../src/delivery/retry-after.ts'
+import { parseRateLimitReset, parseRetryAfter, providerRetryAt } from '../src/providers/retry-after.ts'
 
 const NOW = new Date('2026-11-30T12:00:00.000Z')
 const at = (ms: number) => new Date(NOW.getTime() + ms)

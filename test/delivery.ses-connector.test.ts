@@ -1,28 +1,36 @@
 import { expect } from 'chai'
 import { createServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { classifySesError, createSesConnector, fromHeader } from '../src/delivery/ses-connector.ts'
+import { createSesConnector, fromHeader } from '../src/providers/ses/connector.ts'
+import type { Fault } from '../src/providers/faults.ts'
+import { classifySesError } from '../src/providers/ses/faults.ts'
 
-describe('SES failure classification', () => {
-  const cases: [string, unknown, string][] = [
-    ['MessageRejected', { name: 'MessageRejected', $metadata: { httpStatusCode: 400 } }, 'REJECTED'],
-    ['BadRequestException', { name: 'BadRequestException' }, 'REJECTED'],
-    ['NotFoundException', { name: 'NotFoundException' }, 'REJECTED'],
-    ['TooManyRequestsException', { name: 'TooManyRequestsException' }, 'THROTTLED'],
-    ['LimitExceededException', { name: 'LimitExceededException' }, 'THROTTLED'],
-    ['a bare 429', { name: 'Unknown', $metadata: { httpStatusCode: 429 } }, 'THROTTLED'],
-    ['403 on our credentials', { name: 'AccessDeniedException', $metadata: { httpStatusCode: 403 } }, 'UNAVAILABLE'],
-    ['a suspended account', { name: 'AccountSuspendedException' }, 'UNAVAILABLE'],
-    ['a 503', { name: 'ServiceUnavailable', $metadata: { httpStatusCode: 503 } }, 'UNAVAILABLE'],
-    ['connection refused', { name: 'Error', code: 'ECONNREFUSED' }, 'UNAVAILABLE'],
-    ['a 504', { name: 'GatewayTimeout', $metadata: { httpStatusCode: 504 } }, 'INDETERMINATE'],
-    ['an abort', { name: 'AbortError' }, 'INDETERMINATE'],
-    ['a reset', { name: 'Error', code: 'ECONNRESET' }, 'INDETERMINATE'],
-    ['something unknown', {}, 'INDETERMINATE'],
+describe('SES failure classification (rows of src/providers/faults.ts)', () => {
+  const cases: [string, unknown, Fault][] = [
+    ['MessageRejected', { name: 'MessageRejected', $metadata: { httpStatusCode: 400 } }, 'recipient_refused'],
+    ['BadRequestException', { name: 'BadRequestException' }, 'request_refused'],
+    [
+      'a mistyped configuration set (NotFoundException)',
+      { name: 'NotFoundException', $metadata: { httpStatusCode: 404 } },
+      'provider_misconfigured',
+    ],
+    ['TooManyRequestsException', { name: 'TooManyRequestsException' }, 'throttled'],
+    ['LimitExceededException', { name: 'LimitExceededException' }, 'throttled'],
+    ['a bare 429', { name: 'Unknown', $metadata: { httpStatusCode: 429 } }, 'throttled'],
+    ['403 on our credentials', { name: 'AccessDeniedException', $metadata: { httpStatusCode: 403 } }, 'provider_misconfigured'],
+    ['an unknown access key', { name: 'UnrecognizedClientException', $metadata: { httpStatusCode: 403 } }, 'provider_misconfigured'],
+    ['a bare 401 (a proxy in between)', { name: 'Unknown', $metadata: { httpStatusCode: 401 } }, 'provider_misconfigured'],
+    ['a suspended account', { name: 'AccountSuspendedException' }, 'provider_misconfigured'],
+    ['an unverified MAIL FROM domain', { name: 'MailFromDomainNotVerifiedException' }, 'provider_misconfigured'],
+    ['a bare 413', { name: 'Unknown', $metadata: { httpStatusCode: 413 } }, 'request_refused'],
+    ['a 503', { name: 'ServiceUnavailable', $metadata: { httpStatusCode: 503 } }, 'unavailable'],
+    ['a 504', { name: 'GatewayTimeout', $metadata: { httpStatusCode: 504 } }, 'indeterminate'],
+    ['a 2xx the SDK could not read', { name: 'SyntaxError', $metadata: { httpStatusCode: 200 } }, 'indeterminate'],
+    ['something unknown', {}, 'indeterminate'],
   ]
   for (const [what, error, expected] of cases) {
     it(`classifies ${what} as ${expected}`, () => {
-      expect(classifySesError(error).failureClass).to.equal(expected)
+      expect(classifySesError(error).fault).to.equal(expected)
     })
   }
 })

@@ -1,5 +1,6 @@
 import { expect } from 'chai'
-import { ConfigError, loadConfig } from '../config/schema.ts'
+import { ConfigError } from '../config/schema.ts'
+import { loadConfig } from '../src/providers/config.ts'
 import { LOCALES } from '../src/delivery/locales.ts'
 import { smsSegments } from '../src/delivery/sms-segments.ts'
 import { SECURITY_EVENTS } from '../src/identity/security-notices.ts'

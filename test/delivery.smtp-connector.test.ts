@@ -3,8 +3,10 @@ import net from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { expect } from 'chai'
 import { describeError } from '../src/logging/logger.ts'
-import { DeliveryFailureError, type OutgoingMessage } from '../src/delivery/provider.ts'
-import { classifySmtpError, createSmtpConnector, type SmtpSettings } from '../src/delivery/smtp-connector.ts'
+import { DeliveryFailureError, type OutgoingMessage } from '../src/providers/provider.ts'
+import { createSmtpConnector, type SmtpSettings } from '../src/providers/smtp/connector.ts'
+import type { Fault } from '../src/providers/faults.ts'
+import { classifySmtpError } from '../src/providers/smtp/faults.ts'
 import { startFakeSmtp, type FakeSmtp, type FakeSmtpOptions, type SmtpFault, type SmtpStep } from './support/fake-smtp.ts'
 import { capturingLogger } from './support/helpers.ts'
 import { makeCertificates, type TestCertificates } from './support/tls.ts'
@@ -21,26 +23,38 @@ const message: OutgoingMessage = {
   purpose: 'sign_up',
 }
 
-describe('SMTP failure classification', () => {
-  const cases: [string, object, boolean, string][] = [
-    ['a recipient refused with 550', { code: 'EENVELOPE', responseCode: 550, command: 'RCPT TO' }, false, 'REJECTED'],
-    ['a recipient refused with 553', { code: 'EENVELOPE', responseCode: 553, command: 'RCPT TO' }, false, 'REJECTED'],
-    ['554 after the message', { code: 'EMESSAGE', responseCode: 554, command: 'DATA' }, true, 'REJECTED'],
-    ['550 to our sender', { code: 'EENVELOPE', responseCode: 550, command: 'MAIL FROM' }, false, 'UNAVAILABLE'],
-    ['554 as the greeting', { code: 'EPROTOCOL', responseCode: 554, command: 'CONN' }, false, 'UNAVAILABLE'],
-    ['421 at any step', { code: 'ECONNECTION', responseCode: 421, command: 'CONN' }, true, 'UNAVAILABLE'],
-    ['451 after the message', { code: 'EMESSAGE', responseCode: 451, command: 'DATA' }, true, 'UNAVAILABLE'],
-    ['452 to a recipient', { code: 'EENVELOPE', responseCode: 452, command: 'RCPT TO' }, false, 'THROTTLED'],
-    ['535 to AUTH', { code: 'EAUTH', responseCode: 535, command: 'AUTH PLAIN' }, false, 'UNAVAILABLE'],
-    ['a STARTTLS refusal', { code: 'ETLS', responseCode: 502, command: 'STARTTLS' }, false, 'UNAVAILABLE'],
-    ['a DNS failure', { code: 'EDNS', command: 'CONN' }, false, 'UNAVAILABLE'],
-    ['a drop before the message', { code: 'ECONNECTION', command: 'CONN' }, false, 'UNAVAILABLE'],
-    ['a drop after the message', { code: 'ECONNECTION', command: 'CONN' }, true, 'INDETERMINATE'],
-    ['a silence after the message', { code: 'ETIMEDOUT', command: 'CONN' }, true, 'INDETERMINATE'],
+describe('SMTP failure classification (rows of src/providers/faults.ts)', () => {
+  const cases: [string, object, boolean, Fault][] = [
+    ['a recipient refused with 550', { code: 'EENVELOPE', responseCode: 550, command: 'RCPT TO' }, false, 'recipient_refused'],
+    ['a recipient refused with 553', { code: 'EENVELOPE', responseCode: 553, command: 'RCPT TO' }, false, 'recipient_refused'],
+    ['554 after the message', { code: 'EMESSAGE', responseCode: 554, command: 'DATA' }, true, 'request_refused'],
+    ['550 to our sender', { code: 'EENVELOPE', responseCode: 550, command: 'MAIL FROM' }, false, 'provider_misconfigured'],
+    ['554 as the greeting', { code: 'EPROTOCOL', responseCode: 554, command: 'CONN' }, false, 'provider_misconfigured'],
+    ['421 without an enhanced code', { code: 'ECONNECTION', responseCode: 421, command: 'CONN' }, true, 'unavailable'],
+    [
+      '421 4.3.2 (service not available)',
+      { code: 'ECONNECTION', responseCode: 421, command: 'CONN', response: '421 4.3.2 not available' },
+      false,
+      'unavailable',
+    ],
+    [
+      '421 4.7.0 (try again later)',
+      { code: 'ECONNECTION', responseCode: 421, command: 'CONN', response: '421 4.7.0 Try again later' },
+      false,
+      'throttled',
+    ],
+    ['451 after the message', { code: 'EMESSAGE', responseCode: 451, command: 'DATA' }, true, 'unavailable'],
+    ['452 to a recipient', { code: 'EENVELOPE', responseCode: 452, command: 'RCPT TO' }, false, 'throttled'],
+    ['535 to AUTH', { code: 'EAUTH', responseCode: 535, command: 'AUTH PLAIN' }, false, 'provider_misconfigured'],
+    ['a STARTTLS refusal', { code: 'ETLS', responseCode: 502, command: 'STARTTLS' }, false, 'provider_misconfigured'],
+    ['a DNS failure', { code: 'EDNS', command: 'CONN' }, false, 'unavailable'],
+    ['a drop before the message', { code: 'ECONNECTION', command: 'CONN' }, false, 'unavailable'],
+    ['a drop after the message', { code: 'ECONNECTION', command: 'CONN' }, true, 'indeterminate'],
+    ['a silence after the message', { code: 'ETIMEDOUT', command: 'CONN' }, true, 'indeterminate'],
   ]
   for (const [what, error, bodySent, expected] of cases) {
     it(`classifies ${what} as ${expected}`, () => {
-      expect(classifySmtpError(error, bodySent).failureClass).to.equal(expected)
+      expect(classifySmtpError(error, bodySent).fault).to.equal(expected)
     })
   }
 
@@ -75,7 +89,7 @@ describe('SMTP failure classification', () => {
   ]
   for (const [what, error, recipientOnly] of deferrals) {
     it(`counts ${what} ${recipientOnly ? "as the recipient's alone, never the relay's outage" : "as the relay's"}`, () => {
-      expect(classifySmtpError(error, false).recipientOnly === true).to.equal(recipientOnly)
+      expect(classifySmtpError(error, false).fault === 'recipient_deferred').to.equal(recipientOnly)
     })
   }
 })
@@ -112,7 +126,6 @@ describe('SMTP connector against a real SMTP server', () => {
       url: `${scheme}://${USER}:${encodeURIComponent(password)}@127.0.0.1:${fake!.port}`,
       fromAddress: 'no-reply@sealpost.test',
       fromName: 'Sealpost',
-      logger: logs.logger,
       timeoutMs: 2_000,
       concurrency: 2,
       tls: { ca },
@@ -178,21 +191,23 @@ describe('SMTP connector against a real SMTP server', () => {
     expect(fake!.received).to.deep.equal([])
   })
 
-  it('refused credentials are UNAVAILABLE smtp_auth, logged once as a misconfiguration without the password', async () => {
+  it('refused credentials are the provider misconfigured (smtp_auth), never the person, and carry no password', async () => {
     await start()
     const smtp = connector({ password: 'wrong-password' })
-    for (let i = 0; i < 2; i++)
-      expect(await failure(smtp.dispatch(message, AbortSignal.timeout(5_000)))).to.deep.equal({
-        failureClass: 'UNAVAILABLE',
-        providerCode: 'smtp_auth',
-      })
-    expect(logs.text().match(/MISCONFIGURATION/g)).to.have.length(1)
+    for (let i = 0; i < 2; i++) {
+      const refused = await smtp.dispatch(message, AbortSignal.timeout(5_000)).catch((error: unknown) => error as DeliveryFailureError)
+      expect(refused).to.be.instanceOf(DeliveryFailureError)
+      expect(refused).to.include({ failureClass: 'UNAVAILABLE', providerCode: 'smtp_auth', effect: 'provider_misconfigured' })
+      expect(JSON.stringify(describeError(refused))).not.to.include('wrong-password')
+    }
     expect(logs.text()).not.to.include('wrong-password')
   })
 
   const faults: [SmtpStep, SmtpFault, string, string][] = [
     ['connect', { kind: 'refuse', code: 421 }, 'UNAVAILABLE', 'smtp_421'],
+    ['connect', { kind: 'refuse', code: 421, text: '4.7.0 Try again later' }, 'THROTTLED', 'smtp_421'],
     ['connect', { kind: 'drop' }, 'UNAVAILABLE', 'ECONNECTION'],
+    ['mail', { kind: 'refuse', code: 550, text: '5.1.8 Sender address rejected' }, 'UNAVAILABLE', 'smtp_550'],
     ['rcpt', { kind: 'refuse', code: 550 }, 'REJECTED', 'smtp_550'],
     ['rcpt', { kind: 'refuse', code: 551 }, 'REJECTED', 'smtp_551'],
     ['rcpt', { kind: 'refuse', code: 553 }, 'REJECTED', 'smtp_553'],
@@ -205,7 +220,8 @@ describe('SMTP connector against a real SMTP server', () => {
     ['after-data', { kind: 'drop' }, 'INDETERMINATE', 'ECONNECTION'],
   ]
   for (const [step, fault, failureClass, providerCode] of faults) {
-    const what = fault.kind === 'refuse' ? `answers ${fault.code}` : 'drops the connection'
+    const what =
+      fault.kind === 'refuse' ? `answers ${fault.code}${fault.text ? ` ${fault.text.split(' ')[0]}` : ''}` : 'drops the connection'
     it(`a server that ${what} at ${step} is ${failureClass} (${providerCode})`, async () => {
       await start()
       fake!.failAt(step, fault)
@@ -245,7 +261,6 @@ describe('SMTP connector against a real SMTP server', () => {
     const smtp = createSmtpConnector({
       url: `smtp://${USER}:${PASSWORD}@127.0.0.1:${port}`,
       fromAddress: 'no-reply@sealpost.test',
-      logger: logs.logger,
       timeoutMs: 2_000,
     })
     closers.push(() => smtp.close())

@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import fc from 'fast-check'
 import twilio from 'twilio'
-import { twilioSignature, twilioSignatureValid } from '../src/delivery/twilio-signature.ts'
+import { twilioSignature, twilioSignatureValid } from '../src/providers/twilio/signature.ts'
 
 // Twilio's own validator (the `twilio` package, src/webhooks/webhooks.ts): ours must accept exactly what it accepts.
 const TOKEN = 'twilio-auth-token-for-signature-tests'

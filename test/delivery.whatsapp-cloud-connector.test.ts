@@ -1,10 +1,9 @@
 import { expect } from 'chai'
 import { freePort } from '../src/db/embedded.ts'
-import { DeliveryFailureError, type OutgoingMessage } from '../src/delivery/provider.ts'
-import { createWhatsAppCloudConnector } from '../src/delivery/whatsapp-cloud-connector.ts'
-import { startFakeWhatsAppCloud, type CloudApiBehavior } from '../src/runtime/fake-whatsapp-cloud.ts'
-import { createPhoneInbox } from '../src/runtime/phone-inbox.ts'
-import { capturingLogger } from './support/helpers.ts'
+import { DeliveryFailureError, type OutgoingMessage } from '../src/providers/provider.ts'
+import { createWhatsAppCloudConnector } from '../src/providers/whatsapp-cloud/connector.ts'
+import { startFakeWhatsAppCloud, type CloudApiBehavior } from '../src/providers/whatsapp-cloud/fake.ts'
+import { createPhoneInbox } from '../src/providers/phone-inbox.ts'
 
 const TOKEN = 'cloud-access-token-not-secret'
 const PHONE_NUMBER_ID = '106540352242922'
@@ -23,18 +22,16 @@ type Seen = { failureClass: string; providerCode: string; effect: string | null;
 describe('WhatsApp Cloud API connector against the fake Cloud API', () => {
   const now = new Date('2026-12-02T12:00:00Z')
   let fake: Awaited<ReturnType<typeof startFakeWhatsAppCloud>>
-  let logs: ReturnType<typeof capturingLogger>
   let connector: ReturnType<typeof createWhatsAppCloudConnector>
   const inbox = createPhoneInbox()
 
-  const connect = (apiUrl: string, template = TEMPLATE) =>
+  const connect = (apiUrl: string, template = TEMPLATE, phoneNumberId = PHONE_NUMBER_ID) =>
     createWhatsAppCloudConnector({
       apiUrl,
       accessToken: TOKEN,
-      phoneNumberId: PHONE_NUMBER_ID,
+      phoneNumberId,
       template,
       languages: 'en:en_US,de:de,es:es',
-      logger: logs.logger,
       clock: () => now,
     })
 
@@ -50,7 +47,6 @@ describe('WhatsApp Cloud API connector against the fake Cloud API', () => {
 
   beforeEach(async () => {
     fake = await startFakeWhatsAppCloud({ accessToken: TOKEN, phoneNumberId: PHONE_NUMBER_ID, template: TEMPLATE, inbox })
-    logs = capturingLogger()
     connector = connect(fake.url)
   })
   afterEach(async () => {
@@ -131,8 +127,13 @@ describe('WhatsApp Cloud API connector against the fake Cloud API', () => {
     ['something went wrong (131000)', { kind: 'error', code: 131000, status: 500 }, { failureClass: 'UNAVAILABLE', effect: null }],
     ['a 503 without a body', { kind: 'status', status: 503 }, { failureClass: 'UNAVAILABLE', providerCode: 'HTTP503' }],
     [
-      'another 4xx about the recipient (100)',
+      'an invalid parameter (100): this request, as it is',
       { kind: 'error', code: 100 },
+      { failureClass: 'REJECTED', effect: null, recipientOnly: false },
+    ],
+    [
+      'the person stopped messages from us (131050)',
+      { kind: 'error', code: 131050 },
       { failureClass: 'REJECTED', effect: null, recipientOnly: true },
     ],
     [
@@ -148,12 +149,17 @@ describe('WhatsApp Cloud API connector against the fake Cloud API', () => {
       expect(await send()).to.deep.include(expected)
     })
 
-  it('maps an expired token (190) to a misconfiguration logged once, without Meta text or the token', async () => {
+  it('maps an expired token (190) to a misconfiguration, without Meta text or the token', async () => {
     fake.expireToken()
-    expect(await send()).to.deep.include({ failureClass: 'UNAVAILABLE', providerCode: 'WA190', effect: 'provider_misconfigured' })
-    await send()
-    expect(logs.text().match(/MISCONFIGURATION/g)).to.have.length(1)
-    expect(logs.text()).to.not.include(TOKEN).and.not.include('fake Cloud API error').and.not.include('493027')
+    const refused = await send()
+    expect(refused).to.deep.include({ failureClass: 'UNAVAILABLE', providerCode: 'WA190', effect: 'provider_misconfigured' })
+    expect(JSON.stringify(refused)).to.not.include(TOKEN).and.not.include('fake Cloud API error').and.not.include('493027')
+  })
+
+  it('maps an unknown phone number id (Graph code 100, subcode 33) to a misconfiguration', async () => {
+    connector.close()
+    connector = connect(fake.url, undefined, '1055599999')
+    expect(await send()).to.deep.include({ providerCode: 'WA100', effect: 'provider_misconfigured' })
   })
 
   it('maps a template that does not exist (132001) to a misconfiguration', async () => {

@@ -3,10 +3,11 @@ import { readFile } from 'node:fs/promises'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import knex from 'knex'
-import { apiDocsEnabled, ConfigError, loadConfig } from '../config/schema.ts'
+import { apiDocsEnabled, ConfigError } from '../config/schema.ts'
+import { loadConfig } from '../src/providers/config.ts'
 import { createApp, type WebDeps } from '../src/http/app.ts'
 import { fromThisMachine } from '../src/http/phone-inbox-page.ts'
-import { createPhoneInbox } from '../src/runtime/phone-inbox.ts'
+import { createPhoneInbox } from '../src/providers/phone-inbox.ts'
 import { capturingLogger } from './support/helpers.ts'
 
 /** The app on a free port, wired to a database it never reaches (the pages touch none). */

@@ -2,7 +2,7 @@ import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, 
 import { connect, type AddressInfo } from 'node:net'
 import { gzipSync } from 'node:zlib'
 import { expect } from 'chai'
-import { loadConfig } from '../config/schema.ts'
+import { loadConfig } from '../src/providers/config.ts'
 import { eventually, uniqueEmail } from './support/helpers.ts'
 import { useWebStack } from './support/web-stack.ts'
 

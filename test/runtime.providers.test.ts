@@ -1,10 +1,9 @@
 import { expect } from 'chai'
-import { loadConfig } from '../config/schema.ts'
-import { DeliveryFailureError } from '../src/delivery/provider.ts'
-import { startFakeTwilio } from '../src/runtime/fake-twilio.ts'
-import { providersFromConfig } from '../src/runtime/providers.ts'
+import { DeliveryFailureError } from '../src/providers/provider.ts'
+import { startFakeTwilio } from '../src/providers/twilio/fake.ts'
+import { loadConfig } from '../src/providers/config.ts'
+import { providersFromConfig } from '../src/providers/wiring.ts'
 import { startFakeSmtp, type FakeSmtp } from './support/fake-smtp.ts'
-import { capturingLogger } from './support/helpers.ts'
 
 describe('providers from configuration', () => {
   const message = { messageId: '01a22d1f-4e0c-7711-8dbc-3725e1d0239f', destination: 'a@example.com', subject: 'S', text: 'T' }
@@ -16,7 +15,7 @@ describe('providers from configuration', () => {
     fake = undefined
   })
   const build = (env: Record<string, string>) => {
-    const providers = providersFromConfig(loadConfig(env, 'worker'), capturingLogger().logger)
+    const providers = providersFromConfig(loadConfig(env, 'worker'))
     closers.push(...providers.map((provider) => () => provider.close()))
     return providers
   }

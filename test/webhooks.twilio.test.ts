@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import twilioLibrary from 'twilio'
-import { twilioSignature } from '../src/delivery/twilio-signature.ts'
+import { twilioSignature } from '../src/providers/twilio/signature.ts'
 import { destinationHmac } from '../src/outbox/destination.ts'
 import { STACK_WORKER_ID } from './support/channels.ts'
 import { eventually, uniquePhone } from './support/helpers.ts'

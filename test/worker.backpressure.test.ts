@@ -1,8 +1,8 @@
 import { expect } from 'chai'
-import { createWasenderConnector } from '../src/delivery/wasender-connector.ts'
+import { createWasenderConnector } from '../src/providers/wasender/connector.ts'
 import { startWorker, type RunningWorker } from '../src/runtime/worker.ts'
 import { createTestDatabase, type TestDatabase } from './support/database.ts'
-import { startFakeWasender } from './support/fake-wasender.ts'
+import { startFakeWasender } from '../src/providers/wasender/fake.ts'
 import { capturingLogger, eventually, testKeys, uniquePhone, workerConfig } from './support/helpers.ts'
 import { outboxHarness } from './support/outbox-harness.ts'
 
@@ -30,7 +30,7 @@ describe('provider back-pressure', () => {
     this.timeout(60_000)
     fake.behave((call) => (call === 1 ? { kind: 'status', status: 429, headers: { 'retry-after': '30' } } : { kind: 'accept' }))
     await harness.enqueueMany(Array.from({ length: 100 }, () => uniquePhone()))
-    const connector = createWasenderConnector({ apiUrl: fake.url, apiKey: 'key', logger: logs.logger })
+    const connector = createWasenderConnector({ apiUrl: fake.url, apiKey: 'key' })
     worker = await startWorker({
       config: workerConfig(),
       workerUrl: db.workerUrl,

@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import { WITHOUT_PROVIDER_WAIT_MS } from '../jobs/deliver-holds.ts'
 import { deliverOne } from './support/run-once.ts'
-import { DeliveryFailureError, type Provider } from '../src/delivery/provider.ts'
+import { DeliveryFailureError, type Provider } from '../src/providers/provider.ts'
 import { QUEUES } from '../src/outbox/constants.ts'
 import { LAST_CHANCE_LEAD_MS } from '../src/outbox/retry-policy.ts'
 import { createWorkerMetrics } from '../src/metrics/worker-metrics.ts'

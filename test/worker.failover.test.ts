@@ -1,11 +1,11 @@
 import { expect } from 'chai'
-import { createSesConnector } from '../src/delivery/ses-connector.ts'
-import { createSmtpConnector } from '../src/delivery/smtp-connector.ts'
+import { createSesConnector } from '../src/providers/ses/connector.ts'
+import { createSmtpConnector } from '../src/providers/smtp/connector.ts'
 import { startDeliveryPipeline, type DeliveryPipeline } from '../src/runtime/delivery-pipeline.ts'
-import { startSesEmulator } from '../src/runtime/ses-emulator.ts'
+import { startSesEmulator } from '../src/providers/ses/emulator.ts'
 import { eventually, uniqueEmail } from './support/helpers.ts'
 import { startFakeSmtp, type FakeSmtp } from './support/fake-smtp.ts'
-import { startFaultySes } from './support/faulty-ses.ts'
+import { startFaultySes } from '../src/providers/ses/fake.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
 
 /**
@@ -43,7 +43,6 @@ describe('email failover, SES to SMTP, through the delivery pipeline', () => {
     const relay = createSmtpConnector({
       url: `smtp://127.0.0.1:${smtp.port}`,
       fromAddress: 'no-reply@sealpost.test',
-      logger: f.logs.logger,
       timeoutMs: 2_000,
       allowPlain: true,
     })

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { deliverBatch, deliverOne } from './support/run-once.ts'
-import { DeliveryFailureError, type Provider } from '../src/delivery/provider.ts'
+import { DeliveryFailureError, type Provider } from '../src/providers/provider.ts'
 import { QUEUES } from '../src/outbox/constants.ts'
 import { claimRequestOf } from '../jobs/deliver.ts'
 import { claimMessages } from '../src/outbox/claim.ts'

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import { deliverBatch, deliverOne } from './support/run-once.ts'
-import { DeliveryFailureError, type Provider } from '../src/delivery/provider.ts'
+import { DeliveryFailureError, type Provider } from '../src/providers/provider.ts'
 import type { Channel } from '../src/outbox/constants.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
 import { hashCode } from '../src/crypto/codes.ts'

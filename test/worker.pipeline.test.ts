@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { DeliveryFailureError, type OutgoingMessage, type Provider } from '../src/delivery/provider.ts'
+import { DeliveryFailureError, type OutgoingMessage, type Provider } from '../src/providers/provider.ts'
 import { sendWindow } from '../src/outbox/send-caps.ts'
 import { startDeliveryPipeline, type DeliveryPipeline } from '../src/runtime/delivery-pipeline.ts'
 import { groupCommit } from '../src/runtime/group-commit.ts'

@@ -1,9 +1,9 @@
 import { expect } from 'chai'
 import { deliverBatch, deliverOne } from './support/run-once.ts'
-import { DeliveryFailureError, type Provider } from '../src/delivery/provider.ts'
-import { createWasenderConnector } from '../src/delivery/wasender-connector.ts'
+import { DeliveryFailureError, type Provider } from '../src/providers/provider.ts'
+import { createWasenderConnector } from '../src/providers/wasender/connector.ts'
 import { QUEUES, type DeliveryJobData, type FailureClass } from '../src/outbox/constants.ts'
-import { startFakeWasender } from './support/fake-wasender.ts'
+import { startFakeWasender } from '../src/providers/wasender/fake.ts'
 import { uniqueEmail, uniquePhone } from './support/helpers.ts'
 import { SCHEDULE, useOutboxFixture } from './support/outbox-harness.ts'
 import { scriptedProvider } from './support/scripted-provider.ts'
@@ -75,7 +75,7 @@ describe('delivery outcomes by failure class and attempt', () => {
     let connector: ReturnType<typeof createWasenderConnector>
     beforeEach(async () => {
       fake = await startFakeWasender('key')
-      connector = createWasenderConnector({ apiUrl: fake.url, apiKey: 'key', logger: f.logs.logger, clock: () => f.now })
+      connector = createWasenderConnector({ apiUrl: fake.url, apiKey: 'key', clock: () => f.now })
     })
     afterEach(async () => {
       connector.close()

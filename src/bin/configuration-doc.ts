@@ -1,5 +1,5 @@
 import { writeFile } from 'node:fs/promises'
-import { configurationPage } from '../../config/configuration-doc.ts'
+import { configurationDoc } from '../providers/config.ts'
 
-/** `npm run docs:configuration`: writes docs/configuration.md from config/schema.ts and config/variables.ts. */
-await writeFile(new URL('../../docs/configuration.md', import.meta.url), configurationPage())
+/** `npm run docs:configuration`: writes docs/configuration.md from the core schema and every provider's settings slice. */
+await writeFile(new URL('../../docs/configuration.md', import.meta.url), configurationDoc())

@@ -1,5 +1,6 @@
 import path from 'node:path'
-import { ConfigError, loadConfig, type Config, type ProcessRole } from '../../config/schema.ts'
+import { ConfigError, type ProcessRole } from '../../config/schema.ts'
+import { loadConfig, type Config } from '../providers/config.ts'
 import { UnsafeConnectionError } from '../db/connection-guard.ts'
 import { DatabaseUnavailableError } from '../db/unavailable.ts'
 import { QueueLeaseError } from '../db/queue-lease.ts'

@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
-import { ConfigError, type Config } from '../../config/schema.ts'
+import { ConfigError, type CoreConfig } from '../../config/schema.ts'
 import { runtimeFile } from '../runtime/dev-stack.ts'
 
 /** The owner's database URL for a CLI: DATABASE_URL, or in development the embedded one `npm start` runs. */
-export async function ownerDatabaseUrl(config: Config): Promise<string> {
+export async function ownerDatabaseUrl(config: CoreConfig): Promise<string> {
   if (config.DATABASE_URL) return config.DATABASE_URL
   const file = runtimeFile(config.SEALPOST_DATA_DIR)
   if (config.NODE_ENV === 'production' || config.NODE_ENV === 'staging' || !existsSync(file)) {

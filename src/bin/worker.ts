@@ -1,13 +1,13 @@
 // First: the heap's growth policy must be set before the worker's modules allocate.
 import './worker-heap.ts'
-import { providersFromConfig } from '../runtime/providers.ts'
+import { providersFromConfig } from '../providers/wiring.ts'
 import { handleSignals } from '../runtime/signals.ts'
 import { startWorker } from '../runtime/worker.ts'
 import { main, required } from './main.ts'
 
 await main('worker', async (config, logger) => {
   const signals = handleSignals(logger)
-  const providers = providersFromConfig(config, logger)
+  const providers = providersFromConfig(config)
   const worker = await startWorker({
     config,
     workerUrl: required(

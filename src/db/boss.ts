@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { PgBoss, type Queue } from 'pg-boss'
-import type { Config } from '../../config/schema.ts'
+import type { CoreConfig } from '../../config/schema.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
 import { withLibpqSslModes } from './connection-url.ts'
 import { isDatabaseUnavailable } from './unavailable.ts'
@@ -14,7 +14,7 @@ export const CRASH_RETRY_LIMIT = 3
  * after it. `notify` wakes workers by LISTEN/NOTIFY instead of waiting for a poll. Completed jobs
  * are kept 7 days for operators, then deleted by pg-boss's own maintenance.
  */
-export function deliveryQueueOptions(config: Pick<Config, 'LEASE_SECONDS'>) {
+export function deliveryQueueOptions(config: Pick<CoreConfig, 'LEASE_SECONDS'>) {
   return {
     expireInSeconds: config.LEASE_SECONDS,
     retryLimit: CRASH_RETRY_LIMIT,
@@ -33,7 +33,7 @@ export function deliveryQueueOptions(config: Pick<Config, 'LEASE_SECONDS'>) {
  * crash-loop queue as message delivery. Its jobs carry the endpoint as their pg-boss group, so a
  * worker's fetch caps how many of one endpoint's deliveries are in flight across the fleet.
  */
-export function webhookDeliveryQueueOptions(config: Pick<Config, 'LEASE_SECONDS'>) {
+export function webhookDeliveryQueueOptions(config: Pick<CoreConfig, 'LEASE_SECONDS'>) {
   return { ...deliveryQueueOptions(config), deadLetter: QUEUES.webhookCrashLoop }
 }
 
@@ -144,7 +144,7 @@ export function createBoss(
 }
 
 /** Installs or upgrades pg-boss's schema and (re)applies our queue settings. */
-export async function installQueues(boss: PgBoss, config: Pick<Config, 'LEASE_SECONDS'>): Promise<void> {
+export async function installQueues(boss: PgBoss, config: Pick<CoreConfig, 'LEASE_SECONDS'>): Promise<void> {
   // Schedule ticks are never retried by pg-boss: the next tick is the retry (jobs/tick.ts).
   const maintenance = { retryLimit: 0, expireInSeconds: 15 * 60, deleteAfterSeconds: 7 * 24 * 3600 }
   const crashLoop = { retryLimit: CRASH_RETRY_LIMIT, expireInSeconds: config.LEASE_SECONDS, deleteAfterSeconds: 30 * 24 * 3600 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { Knex } from 'knex'
-import type { Config } from '../../config/schema.ts'
+import type { CoreConfig } from '../../config/schema.ts'
 import type { Logger } from '../logging/logger.ts'
 import { QUEUES } from './queues.ts'
 import { createBoss, installQueues } from './boss.ts'
@@ -205,7 +205,7 @@ async function applyPgbossRowPolicies(db: Knex, roles: DatabaseRoles, logger: Lo
 /** The release step: knex migrations, pg-boss schema and queues, then role grants, as the owner. */
 export async function release(
   ownerUrl: string,
-  config: Pick<Config, 'LEASE_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE'>,
+  config: Pick<CoreConfig, 'LEASE_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE'>,
   logger: Logger,
 ): Promise<void> {
   const started = Date.now()

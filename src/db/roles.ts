@@ -1,5 +1,5 @@
 import type { Knex } from 'knex'
-import type { Config } from '../../config/schema.ts'
+import type { CoreConfig } from '../../config/schema.ts'
 
 /**
  * The NOLOGIN group roles migration 20261130000100_roles creates. Migrations are history and spell
@@ -15,7 +15,7 @@ export type DatabaseRoles = Readonly<{ api: string; worker: string; named: boole
  * SEALPOST_API_ROLE / SEALPOST_WORKER_ROLE name existing roles (e.g. Heroku `pg:credentials`);
  * without them the release step creates and grants to the NOLOGIN group roles (docs/deploying.md "Database roles in production").
  */
-export function databaseRoles(config: Pick<Config, 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE'>): DatabaseRoles {
+export function databaseRoles(config: Pick<CoreConfig, 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE'>): DatabaseRoles {
   if (config.SEALPOST_API_ROLE && config.SEALPOST_WORKER_ROLE)
     return { api: config.SEALPOST_API_ROLE, worker: config.SEALPOST_WORKER_ROLE, named: true }
   return { api: API_ROLE, worker: WORKER_ROLE, named: false }

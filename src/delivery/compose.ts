@@ -69,7 +69,7 @@ export function composeMessage(
     return 'code' in body ? { ...rendered, code: body.code } : rendered
   }
   const code = secret.toString('utf8')
-  // The code alone too: a provider that sends a pre-approved template fills it in itself (whatsapp-cloud-connector.ts).
+  // The code alone too: a provider that sends a pre-approved template fills it in itself (src/providers/whatsapp-cloud/connector.ts).
   return { ...templates.render(message.purpose as 'sign_up', message.channel, message.locale, { ...base, code }), code }
 }
 

@@ -21,7 +21,8 @@ import { documentedMethodsOnly } from './method-guard.ts'
 import { route } from './openapi/registry.ts'
 import { apiDocsPage, developmentPages, operatorConsole, type DevelopmentPages } from './pages.ts'
 import { serviceOperations } from './routes/service.ts'
-import type { WebhookDeps } from '../delivery/webhooks.ts'
+import type { BoundWebhook } from '../providers/webhooks.ts'
+import { bindWebhooks } from '../providers/wiring.ts'
 import { fallBackToNextPhoneChannel } from '../identity/phone-fallback.ts'
 import { webhookRoutes } from './routes/webhooks.ts'
 import { hookRoutes, unmountedHookPaths, type HookRouteDeps } from './routes/hooks.ts'
@@ -47,8 +48,8 @@ export type WebDeps = {
   apiDocs?: boolean
   /** `npm start` only: the index at `/` and the explanation at `/join` (unset: both 404). */
   developmentPages?: Omit<DevelopmentPages, 'apiDocs'>
-  /** Provider webhooks; each refuses everything while unconfigured. */
-  webhooks?: Pick<WebhookDeps, 'ses' | 'wasender' | 'whatsappCloud' | 'twilio'>
+  /** Every provider's webhook routes with their settings (src/providers/wiring.ts `bindWebhooks`); unset, each refuses everything. */
+  webhooks?: readonly BoundWebhook[]
   /** Identity systems' hooks (docs/hooks.md); each one unset is not mounted (404). */
   hooks?: Pick<HookRouteDeps, 'supabase' | 'kratos' | 'hookSettings'>
   /** The locale of messages whose request's Accept-Language names none we ship. */
@@ -127,17 +128,19 @@ export function createApp(deps: WebDeps): express.Express {
   )
   // Before the JSON parser: the webhooks read their bodies as their providers send them.
   app.use(
-    webhookRoutes({
-      db: deps.db,
-      clock: deps.challenges.clock,
-      logger: deps.logger,
-      count: metrics.webhook,
-      codeHashKeys: deps.challenges.codeHashKeys ?? [deps.challenges.codeHashKey],
-      onChannelUnreachable: async (messageId) => {
-        await fallBackToNextPhoneChannel(deps.db, deps.challenges, messageId)
+    webhookRoutes(
+      {
+        db: deps.db,
+        clock: deps.challenges.clock,
+        logger: deps.logger,
+        count: metrics.webhook,
+        codeHashKeys: deps.challenges.codeHashKeys ?? [deps.challenges.codeHashKey],
+        onChannelUnreachable: async (messageId) => {
+          await fallBackToNextPhoneChannel(deps.db, deps.challenges, messageId)
+        },
       },
-      ...deps.webhooks,
-    }),
+      deps.webhooks ?? bindWebhooks(undefined),
+    ),
   )
   app.use(
     hookRoutes({

@@ -41,7 +41,7 @@ function page(messages: readonly PhoneInboxMessage[]): string {
 <body>
   <main>
     <h1>Phone inbox</h1>
-    <p>What the local fakes of Twilio and the WhatsApp Cloud API accepted in this run, newest first (in memory; reload to see new ones). JSON: <a href="${PHONE_INBOX_PATH}.json">${PHONE_INBOX_PATH}.json</a>.</p>
+    <p>What the local fakes of the phone providers accepted in this run, newest first (in memory; reload to see new ones). JSON: <a href="${PHONE_INBOX_PATH}.json">${PHONE_INBOX_PATH}.json</a>.</p>
     ${
       messages.length === 0
         ? '<p>No phone message yet: ask for a code for a phone number while a local phone fake is configured.</p>'

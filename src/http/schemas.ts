@@ -63,61 +63,7 @@ export const OrganizationCreated = z.object({ id: z.uuid() }).meta({ id: 'Organi
 export const InvitationAccepted = z.object({ invitationId: z.uuid(), expiresAt: z.iso.datetime() }).meta({ id: 'InvitationAccepted' })
 export const MembershipCreated = z.object({ organizationId: z.uuid() }).meta({ id: 'MembershipCreated' })
 
-/** Delivery feedback (docs/delivery.md "Delivery feedback"): the webhooks' answers and the staff suppression views. */
-export const SnsDelivery = z
-  .object({
-    Type: z.enum(['Notification', 'SubscriptionConfirmation', 'UnsubscribeConfirmation']),
-    MessageId: z.string(),
-    TopicArn: z.string(),
-    Message: z.string(),
-    Timestamp: z.string(),
-    SignatureVersion: z.enum(['1', '2']),
-    Signature: z.string(),
-    SigningCertURL: z.string(),
-    Subject: z.string().optional(),
-    SubscribeURL: z.string().optional(),
-    Token: z.string().optional(),
-  })
-  .describe('An Amazon SNS HTTP(S) delivery, posted as text/plain JSON with an x-amz-sns-message-type header')
-export const WasenderStatusUpdate = z
-  .object({
-    event: z.string().describe('messages.update; other events are ignored'),
-    data: z
-      .union([z.record(z.string(), z.unknown()), z.array(z.unknown())])
-      .describe('{key: {id}, update: {status}} or a list of them (required)'),
-    timestamp: z.number().optional(),
-  })
-  .describe('Wasender webhook; X-Webhook-Signature must equal WASENDER_WEBHOOK_SECRET')
-export const WhatsAppCloudStatusUpdate = z
-  .object({
-    object: z.string().describe('whatsapp_business_account'),
-    entry: z.array(z.unknown()).describe('[{id, changes: [{field: "messages", value: {statuses: [{id, status, timestamp, errors?}]}}]}]'),
-  })
-  .describe(
-    'WhatsApp Cloud API webhook; X-Hub-Signature-256 must be sha256=<hex HMAC-SHA256 of the raw body under WHATSAPP_CLOUD_APP_SECRET>',
-  )
-export const WhatsAppCloudVerification = z.object({
-  'hub.mode': z.string().optional().describe('subscribe'),
-  'hub.verify_token': z.string().optional().describe('must equal WHATSAPP_CLOUD_VERIFY_TOKEN'),
-  'hub.challenge': z.string().optional().describe('echoed back as text/plain'),
-})
-const webhookOutcome = z.enum(['stored', 'duplicate', 'unknown_message', 'ignored', 'subscription_confirmed'])
-export const SesWebhookAnswer = z.object({ outcome: webhookOutcome })
-export const WasenderWebhookAnswer = z.object({ outcomes: z.array(webhookOutcome) })
-export const WhatsAppCloudWebhookAnswer = WasenderWebhookAnswer
-export const TwilioStatusCallback = z
-  .object({
-    MessageSid: z.string().describe('SM… (SmsSid carries the same)'),
-    MessageStatus: z.string().describe('delivered, undelivered and failed are stored; other statuses are ignored'),
-    ErrorCode: z.string().optional().describe('with undelivered / failed: 30005 and 30006 suppress the number'),
-    To: z.string().optional(),
-    AccountSid: z.string().optional(),
-  })
-  .catchall(z.string())
-  .describe(
-    'A Twilio message status callback (form-encoded); X-Twilio-Signature covers PUBLIC_BASE_URL/webhooks/twilio and every parameter',
-  )
-export const TwilioWebhookAnswer = z.object({ outcome: webhookOutcome })
+/** Delivery feedback (docs/delivery.md "Delivery feedback"): the staff suppression views (each provider's webhook bodies are its folder's). */
 export const SuppressionPage = z.object({
   items: z.array(
     z.object({

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
-import type { Config } from '../../config/schema.ts'
+import type { CoreConfig } from '../../config/schema.ts'
 
 /**
  * Who may read a metrics endpoint. Counts of messages move with every request a stranger makes
@@ -11,7 +11,7 @@ export type MetricsAccess = { tokenDigest?: Buffer; openWithoutToken: boolean }
 
 const digest = (text: string) => createHash('sha256').update(text).digest()
 
-export function metricsAccess(config: Pick<Config, 'NODE_ENV' | 'METRICS_TOKEN'>): MetricsAccess {
+export function metricsAccess(config: Pick<CoreConfig, 'NODE_ENV' | 'METRICS_TOKEN'>): MetricsAccess {
   return {
     tokenDigest: config.METRICS_TOKEN === undefined ? undefined : digest(config.METRICS_TOKEN),
     openWithoutToken: config.NODE_ENV === 'development' || config.NODE_ENV === 'test',

@@ -6,7 +6,7 @@ export type ProviderEvent = {
   providerMessageId: string
   event: DeliveryEvent
   subtype: string | null
-  /** Null when the provider gives no time (Twilio): the event is then dated by the attempt it answers, so a replay is the same row. */
+  /** Null when the provider gives no time (an SMS status callback): the event is then dated by the attempt it answers, so a replay is the same row. */
   occurredAt: Date | null
   /** A permanent bounce or a complaint puts the destination on the suppression list, if it is one of `recipients`. */
   suppress: SuppressionReason | null

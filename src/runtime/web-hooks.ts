@@ -1,4 +1,4 @@
-import type { Config } from '../../config/schema.ts'
+import type { CoreConfig as Config } from '../../config/schema.ts'
 import type { HookRouteDeps } from '../http/routes/hooks.ts'
 import type { Logger } from '../logging/logger.ts'
 

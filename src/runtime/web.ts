@@ -1,7 +1,7 @@
 import { resolveWithDns, type Resolve } from '../platform/webhook-address-guard.ts'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { apiDocsEnabled, publicBaseUrl, type Config } from '../../config/schema.ts'
+import { apiDocsEnabled, type CoreConfig as Config } from '../../config/schema.ts'
 import { createBoss } from '../db/boss.ts'
 import { assertConnectionRole } from '../db/connection-guard.ts'
 import { createKnex } from '../db/knex.ts'
@@ -16,8 +16,7 @@ import { metricsAccess } from '../metrics/access.ts'
 import { loadChannelDirectory, type ChannelDirectory } from '../outbox/channel-directory.ts'
 import type { Logger } from '../logging/logger.ts'
 import type { Keys } from './dev-keys.ts'
-import { fetchedCertificates, fileCertificate } from '../delivery/sns-verifier.ts'
-import { twilioStatusCallbackUrl } from '../delivery/twilio-signature.ts'
+import { bindWebhooks, type WebhookConfig } from '../providers/wiring.ts'
 import { createBreachedPasswordCheck } from '../identity/breached-passwords.ts'
 import { signingKeyOf } from '../hooks/standard-webhooks.ts'
 import { traceContextOnlyFrom } from '../http/trace-context-guard.ts'
@@ -41,11 +40,11 @@ export async function startWeb(options: {
     'NODE_ENV' | 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'INVITATION_TTL_SECONDS' | 'CLIENT_RATE_LIMIT_PER_MINUTE' | 'METRICS_TOKEN'
   > &
     Partial<Pick<Config, 'TRUST_PROXY' | 'DATABASE_WAIT_SECONDS' | 'SEALPOST_API_ROLE' | 'SEALPOST_WORKER_ROLE' | 'API_DOCS'>> &
-    Partial<Pick<Config, 'SES_EVENTS_TOPIC_ARN' | 'SNS_TEST_SIGNING_CERT' | 'WASENDER_WEBHOOK_SECRET' | 'DEFAULT_LOCALE'>> &
-    Partial<Pick<Config, 'WHATSAPP_CLOUD_APP_SECRET' | 'WHATSAPP_CLOUD_VERIFY_TOKEN'>> &
+    Partial<Pick<Config, 'DEFAULT_LOCALE'>> &
+    // Every provider's webhook settings (secrets, topics, the public origin): src/providers/wiring.ts.
+    WebhookConfig &
     Partial<Pick<Config, 'BREACHED_PASSWORD_API_URL' | 'BREACHED_PASSWORD_TIMEOUT_MS' | 'ENVELOPE_VERSION' | 'PHONE_CHANNELS'>> &
     Partial<Pick<Config, 'PHONE_ALLOW_FIXED_LINE' | 'PHONE_ALLOW_VOIP' | 'SMS_ALLOWED_COUNTRIES'>> &
-    Partial<Pick<Config, 'TWILIO_AUTH_TOKEN' | 'PUBLIC_BASE_URL'>> &
     Partial<Pick<Config, 'WEBHOOK_ALLOWED_HOSTS'>> &
     Partial<Pick<Config, 'SUPABASE_HOOK_SECRET' | 'KRATOS_COURIER_API_KEY' | 'TRACE_TRUSTED_CALLERS'>> &
     Partial<Pick<Config, 'SUPABASE_LINK_ORIGINS' | 'KRATOS_LINK_ORIGINS' | 'HOOK_DESTINATION_HOURLY_BUDGET'>> &
@@ -132,20 +131,7 @@ export async function startWeb(options: {
       defaultLocale: config.DEFAULT_LOCALE ?? 'en',
       secureCookies: config.NODE_ENV === 'staging' || config.NODE_ENV === 'production',
       breachedPasswords: breached?.check,
-      webhooks: {
-        ses: config.SES_EVENTS_TOPIC_ARN
-          ? {
-              topicArn: config.SES_EVENTS_TOPIC_ARN,
-              certificates: config.SNS_TEST_SIGNING_CERT ? fileCertificate(config.SNS_TEST_SIGNING_CERT) : fetchedCertificates(),
-              confirmSubscription: options.confirmSubscription,
-            }
-          : undefined,
-        wasender: config.WASENDER_WEBHOOK_SECRET ? { secret: config.WASENDER_WEBHOOK_SECRET } : undefined,
-        whatsappCloud: { appSecret: config.WHATSAPP_CLOUD_APP_SECRET, verifyToken: config.WHATSAPP_CLOUD_VERIFY_TOKEN },
-        twilio: config.TWILIO_AUTH_TOKEN
-          ? { authToken: config.TWILIO_AUTH_TOKEN, callbackUrl: twilioStatusCallbackUrl(publicBaseUrl(config)) }
-          : undefined,
-      },
+      webhooks: bindWebhooks(config, { confirmSubscription: options.confirmSubscription }),
       hooks: hookSettings(config, supabaseSigningKey, logger),
     })
     const listening = createServer(app).on('connection', rememberPeerAddress).on('clientError', answerClientError(logger))

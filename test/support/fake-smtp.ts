@@ -4,12 +4,15 @@ import { SMTPServer, type SMTPServerSession } from 'smtp-server'
 import type { TestCertificates } from './tls.ts'
 
 /**
- * What the server does at one step of the dialogue. `refuse` answers with the code; `drop` closes
- * the socket without a word; `hang` never answers. At `after-data` the whole message has been
- * received first (so a drop or a hang there may hide an acceptance, as a real relay's may).
+ * What the server does at one step of the dialogue. `refuse` answers with the code (and `text`
+ * after it, e.g. an enhanced status code `4.7.0 Try again later`; by default words that echo the
+ * addresses, as a real relay's do); `drop` closes the socket without a word; `hang` never answers;
+ * `garble` (after data only) answers a line that is no SMTP reply and closes. At `after-data` the
+ * whole message has been received first (so a drop or a hang there may hide an acceptance, as a
+ * real relay's may).
  */
-export type SmtpFault = { kind: 'refuse'; code: number } | { kind: 'drop' } | { kind: 'hang' }
-export type SmtpStep = 'connect' | 'rcpt' | 'after-data'
+export type SmtpFault = { kind: 'refuse'; code: number; text?: string } | { kind: 'drop' } | { kind: 'hang' } | { kind: 'garble' }
+export type SmtpStep = 'connect' | 'mail' | 'rcpt' | 'after-data'
 
 /** A message the server read to the end, with how it answered. */
 export type ReceivedMail = {
@@ -45,16 +48,17 @@ export async function startFakeSmtp(options: FakeSmtpOptions = {}) {
 
   const socketOf = (session: SMTPServerSession) => [...server.connections].find((connection) => connection.id === session.id)?._socket
   // Like a real relay's, a refusal echoes the addresses: a connector must never copy it anywhere.
-  const refusal = (code: number, session: SMTPServerSession) =>
-    Object.assign(new Error(`<${session.envelope.rcptTo.map((rcpt) => rcpt.address).join(',')}> refused (${code})`), {
-      responseCode: code,
+  const refusal = (fault: { code: number; text?: string }, session: SMTPServerSession) =>
+    Object.assign(new Error(fault.text ?? `<${session.envelope.rcptTo.map((rcpt) => rcpt.address).join(',')}> refused (${fault.code})`), {
+      responseCode: fault.code,
     })
   /** Applies the fault of a step; true when it took over the answer. */
   const fault = (step: SmtpStep, session: SMTPServerSession, callback: (err?: Error | null) => void): boolean => {
     const current = faults.get(step)
     if (!current) return false
-    if (current.kind === 'refuse') callback(refusal(current.code, session))
+    if (current.kind === 'refuse') callback(refusal(current, session))
     else if (current.kind === 'drop') socketOf(session)?.destroy()
+    else if (current.kind === 'garble') socketOf(session)?.end('HTTP/1.1 200 OK\r\n\r\n')
     return true
   }
 
@@ -77,10 +81,15 @@ export async function startFakeSmtp(options: FakeSmtpOptions = {}) {
         callback(null, { user: auth.username })
       else callback(Object.assign(new Error(`Invalid username or password for ${auth.username}`), { responseCode: 535 }))
     },
+    onMailFrom(_address, session, callback) {
+      if (!fault('mail', session, callback)) callback()
+    },
     onRcptTo(address, session, callback) {
       const current = faults.get('rcpt')
       if (current?.kind === 'refuse')
-        callback(Object.assign(new Error(`<${address.address}>: Recipient address rejected`), { responseCode: current.code }))
+        callback(
+          Object.assign(new Error(current.text ?? `<${address.address}>: Recipient address rejected`), { responseCode: current.code }),
+        )
       else if (!fault('rcpt', session, callback)) callback()
     },
     onData(stream, session, callback) {
@@ -88,7 +97,13 @@ export async function startFakeSmtp(options: FakeSmtpOptions = {}) {
       stream.on('data', (chunk: Buffer) => chunks.push(chunk))
       stream.on('end', () => {
         const current = faults.get('after-data')
-        const answer = !current ? 'accepted' : current.kind === 'refuse' ? 'refused' : current.kind === 'drop' ? 'dropped' : 'hung'
+        const answer = !current
+          ? 'accepted'
+          : current.kind === 'refuse'
+            ? 'refused'
+            : current.kind === 'drop' || current.kind === 'garble'
+              ? 'dropped'
+              : 'hung'
         received.push({
           from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
           to: session.envelope.rcptTo.map((rcpt) => rcpt.address),

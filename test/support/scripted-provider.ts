@@ -1,4 +1,4 @@
-import type { OutgoingMessage, Provider } from '../../src/delivery/provider.ts'
+import type { OutgoingMessage, Provider } from '../../src/providers/provider.ts'
 
 /**
  * A provider port that answers whatever the test scripts, and remembers what it was asked. It

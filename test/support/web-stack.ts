@@ -1,22 +1,22 @@
 import { assertDocumentedAnswer } from './api-check.ts'
-import type { Config } from '../../config/schema.ts'
-import { createSesConnector } from '../../src/delivery/ses-connector.ts'
-import { createTwilioConnector } from '../../src/delivery/twilio-connector.ts'
-import { twilioStatusCallbackUrl } from '../../src/delivery/twilio-signature.ts'
-import { createWasenderConnector } from '../../src/delivery/wasender-connector.ts'
-import { createWhatsAppCloudConnector } from '../../src/delivery/whatsapp-cloud-connector.ts'
-import { startFakeWhatsAppCloud } from '../../src/runtime/fake-whatsapp-cloud.ts'
-import { createPhoneInbox } from '../../src/runtime/phone-inbox.ts'
+import type { Config } from '../../src/providers/config.ts'
+import { createSesConnector } from '../../src/providers/ses/connector.ts'
+import { createTwilioConnector } from '../../src/providers/twilio/connector.ts'
+import { twilioStatusCallbackUrl } from '../../src/providers/twilio/signature.ts'
+import { createWasenderConnector } from '../../src/providers/wasender/connector.ts'
+import { createWhatsAppCloudConnector } from '../../src/providers/whatsapp-cloud/connector.ts'
+import { startFakeWhatsAppCloud } from '../../src/providers/whatsapp-cloud/fake.ts'
+import { createPhoneInbox } from '../../src/providers/phone-inbox.ts'
 import type { Resolve } from '../../src/platform/webhook-address-guard.ts'
 import type { Logger } from '../../src/logging/logger.ts'
 import type { Keys } from '../../src/runtime/dev-keys.ts'
-import { startFakeTwilio, type FakeTwilio } from '../../src/runtime/fake-twilio.ts'
-import { startSesEmulator } from '../../src/runtime/ses-emulator.ts'
+import { startFakeTwilio, type FakeTwilio } from '../../src/providers/twilio/fake.ts'
+import { startSesEmulator } from '../../src/providers/ses/emulator.ts'
 import { startWeb, type RunningWeb } from '../../src/runtime/web.ts'
 import { startWorker, type RunningWorker } from '../../src/runtime/worker.ts'
 import { registerChannelsAsWorker } from './channels.ts'
 import { createTestDatabase, type TestDatabase } from './database.ts'
-import { startFakeWasender } from './fake-wasender.ts'
+import { startFakeWasender } from '../../src/providers/wasender/fake.ts'
 import { capturingLogger, testKeys, workerConfig } from './helpers.ts'
 
 /** The fake Twilio account of a stack started with `sms: true`, and the public origin its callbacks are signed for. */
@@ -95,9 +95,8 @@ export async function startWebStack(
         phoneNumberId: '1055500000',
         template: 'stack_code',
         languages: 'en:en_US,de:de,es:es',
-        logger: options.logger,
       })
-    : createWasenderConnector({ apiUrl: wasender.url, apiKey: 'stack-key', logger: options.logger })
+    : createWasenderConnector({ apiUrl: wasender.url, apiKey: 'stack-key' })
   const connectors = [
     emulatorSesConnector(emulator.url),
     ...(whatsapp ? [whatsappConnector] : []),
@@ -109,7 +108,6 @@ export async function startWebStack(
             credentials: { username: TWILIO_STACK.accountSid, password: TWILIO_STACK.authToken },
             sender: { from: '+15005550006' },
             statusCallbackUrl: twilioStatusCallbackUrl(TWILIO_STACK.publicBaseUrl),
-            logger: options.logger,
           }),
         ]
       : []),
