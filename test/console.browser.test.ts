@@ -475,7 +475,8 @@ describe('operator console in headless Chromium', function () {
     expect(await page.textContent('#audit-rows')).to.include('staff.grant')
     await page.fill('#audit-form input[name=action]', 'test.browsed')
     await page.click('#audit-form button[type=submit]')
-    await page.waitForSelector('#audit-rows tr:nth-child(20)')
+    // The unfiltered first page may hold 20 rows already: wait for the filtered one to replace it.
+    await page.locator('#audit-rows tr', { hasText: 'test.browsed' }).nth(19).waitFor()
     expect(await page.locator('#audit-rows tr').count()).to.equal(20)
     expect(await page.textContent('#audit-rows tr:first-child'))
       .to.include('subject-24')

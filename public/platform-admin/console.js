@@ -463,7 +463,7 @@ async function loadApiKeys() {
     cell(row, when(item.createdAt))
     cell(row, item.name, 'text')
     cell(row, `${item.purposes.join(', ')} · ${item.channels.join(', ')}`, 'text')
-    cell(row, `${item.sendsPerHour} sends · ${item.destinationsPerHour} new addresses`)
+    cell(row, `${item.sendsPerHour} sends · ${item.destinationsPerHour} new addresses`, 'text')
     cell(row, item.linkOrigins.length > 0 ? item.linkOrigins.join(', ') : '—', 'text')
     cell(row, item.lastUsedAt ? when(item.lastUsedAt) : '—')
     cell(row, item.revokedAt ? `revoked ${when(item.revokedAt)}` : 'live')

@@ -56,7 +56,14 @@ export async function launchChromium(): Promise<{
       await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true })
       // An operator's laptop window: the console never scrolls sideways in it.
       const width = await page.evaluate<number>('document.documentElement.scrollWidth')
-      expect(width, `${name}: the page is wider than the ${WINDOW.width} px window`).to.be.at.most(WINDOW.width)
+      // Names the widest culprit (the innermost element past the window's edge), so a failure says where to look.
+      const culprit =
+        width > WINDOW.width
+          ? await page.evaluate<string>(
+              `[...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > ${WINDOW.width} && ![...e.children].some((c) => c.getBoundingClientRect().right > ${WINDOW.width})).map((e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className ? '.' + e.className : '') + ' in ' + (e.closest('[id]')?.id ?? '?')).slice(0, 3).join(', ')`,
+            )
+          : ''
+      expect(width, `${name}: the page is wider than the ${WINDOW.width} px window (${culprit})`).to.be.at.most(WINDOW.width)
     },
     close: async () => {
       await context.close()
