@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import { readFile, rm } from 'node:fs/promises'
 import { expect } from 'chai'
-import { freshDataDir, killGroup, npmStart, type NpmStart } from './support/npm-start.ts'
+import { freshDataDir, killGroup, npmStart, stopNpmStart, type NpmStart } from './support/npm-start.ts'
 import { terminalPath } from './support/processes.ts'
 
 /** The fenced blocks of one language on a page, in order: what a reader pastes into one terminal. */
@@ -63,10 +63,7 @@ describe("the first hour: the banner's tip, README's \"Try it\", docs/getting-st
     pages.privacy = await blocks('docs/privacy.md')
   })
   after(async () => {
-    if (run) {
-      killGroup(run.app, 'SIGKILL')
-      await run.app.exited
-    }
+    if (run) await stopNpmStart(run.app, dataDir)
     await rm(dataDir, { recursive: true, force: true })
   })
 

@@ -1,7 +1,7 @@
 import { rm } from 'node:fs/promises'
 import { expect } from 'chai'
 import { eventually } from './support/helpers.ts'
-import { childPids, embeddedPostgresPid, freshDataDir, isAlive, killGroup, npmStart } from './support/npm-start.ts'
+import { childPids, embeddedPostgresPid, freshDataDir, isAlive, killGroup, npmStart, stopNpmStart } from './support/npm-start.ts'
 
 describe('npm start and its embedded PostgreSQL', () => {
   let dataDir: string
@@ -52,8 +52,7 @@ describe('npm start and its embedded PostgreSQL', () => {
       process.kill(node!, 'SIGKILL')
       await eventually(async () => (isAlive(postgres) ? undefined : true), 'the embedded PostgreSQL to stop', 30_000)
     } finally {
-      killGroup(app, 'SIGKILL')
-      await app.exited
+      await stopNpmStart(app, dataDir)
     }
   })
 })

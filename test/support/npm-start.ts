@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process'
 import { chmod, mkdtemp, readFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import { eventually } from './helpers.ts'
 import { bareEnvironment, spawnCollecting, type Spawned } from './processes.ts'
 
 /** A data folder like a fresh clone's `.data/` (mkdtemp's 0700 would shut out the `postgres` user PostgreSQL runs as under root). */
@@ -71,4 +72,16 @@ export function childPids(pid: number): number[] {
   } catch {
     return [] // ps exits 1 when there is none
   }
+}
+
+/**
+ * Kills `npm start` (SIGKILL to its group) and waits for its embedded PostgreSQL too: the server
+ * runs in a process group of its own and stops on its watchdog's word a moment after Node, so a
+ * data folder removed before then meets a server still writing into it (ENOTEMPTY).
+ */
+export async function stopNpmStart(app: Spawned, dataDir: string): Promise<void> {
+  const postgres = await embeddedPostgresPid(dataDir).catch(() => undefined)
+  killGroup(app, 'SIGKILL')
+  await app.exited
+  if (postgres !== undefined) await eventually(async () => (isAlive(postgres) ? undefined : true), 'the embedded PostgreSQL to stop', 30_000)
 }
