@@ -72,7 +72,7 @@ export function createSesConnector(settings: SesSettings): Provider & { close():
         if (error instanceof DeliveryFailureError) throw error
         // The SDK checks the signal itself before a request goes out: nothing was written then.
         if (signal.aborted) throw providerFault('unavailable', 'Timeout')
-        const { fault, providerCode } = classifySesError(error)
+        const { fault, providerCode } = classifySesError(error, settings.fromAddress)
         const headers = (error as { $response?: { headers?: Record<string, string | undefined> } }).$response?.headers ?? {}
         const retryAt = fault === 'throttled' ? providerRetryAt({ retryAfter: headers['retry-after'] }, new Date()) : null
         throw providerFault(fault, providerCode, retryAt)
