@@ -46,7 +46,10 @@ describe('attack: the events-out fan-out under concurrency (review2)', () => {
   }
   const eventIdsOf = async (identityIds: readonly string[]) =>
     (
-      await f.db.owner('platform.events').where({ type: 'identity.created' }).whereRaw(`payload->>'identityId' = ANY(?)`, [identityIds])
+      await f.db
+        .owner('platform.events')
+        .where({ type: 'identity.created' })
+        .whereRaw(`payload->>'identityId' = ANY(?::text[])`, [identityIds as unknown as string])
     ).map((event: { id: string }) => event.id)
 
   it('four fan-outs racing 60 facts committed meanwhile: every event gets one delivery per endpoint, each with one job of its own', async function () {
