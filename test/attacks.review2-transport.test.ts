@@ -4,6 +4,7 @@ import { expect } from 'chai'
 import { describeError } from '../src/logging/logger.ts'
 import { DeliveryFailureError } from '../src/providers/provider.ts'
 import { createSesConnector } from '../src/providers/ses/connector.ts'
+import { eventually } from './support/helpers.ts'
 
 const SECRET_KEY = 'ses-secret-access-key-never-shown'
 const DESTINATION = 'person.secret@example.com'
@@ -27,6 +28,7 @@ describe('attack: SES answers and then stalls (review2)', () => {
         res.writeHead(200, { 'content-type': 'application/json', 'x-amzn-requestid': 'r-1' })
         res.write('{"MessageId":')
         open.add(res)
+        res.once('close', () => open.delete(res))
       })
     })
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -63,6 +65,8 @@ describe('attack: SES answers and then stalls (review2)', () => {
         fault: 'indeterminate',
         failureClass: 'INDETERMINATE',
       })
+      // The stalled answer's connection is given up with the send: it does not hold one of the agent's sockets.
+      await eventually(async () => (open.size === 0 ? true : undefined), 'the stalled connection to close', 5_000)
     } finally {
       ses.close()
     }
