@@ -53,13 +53,13 @@ describe('attack: a forged job fails into the events-out queues through its dead
   }
   /** A delivery-queue job naming the delivery, with `deadLetter`, failed for good by the worker's pg-boss. */
   async function failForged(deliveryId: string, deadLetter: string): Promise<void> {
-    const [{ id }] = (
+    const { id } = (
       await f.db.owner.raw(`INSERT INTO pgboss.job (name, data, dead_letter, retry_limit) VALUES (?, ?::jsonb, ?, 0) RETURNING id`, [
         QUEUES.delivery,
         JSON.stringify({ deliveryId: String(deliveryId) }),
         deadLetter,
       ])
-    ).rows as { id: string }[]
+    ).rows[0] as { id: string }
     const fetched = await steps.boss.fetch(QUEUES.delivery, { batchSize: 100 })
     expect(fetched.map((job) => job.id)).to.include(id)
     await steps.boss.fail(QUEUES.delivery, id)
