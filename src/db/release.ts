@@ -129,16 +129,23 @@ export const RELEASE_LOCKS: { lockTimeoutMs: number } & RetryPolicy = Object.fre
 
 /**
  * Row-level security on pg-boss's job table and each of its partitions (pg-boss inserts into a
- * queue's partition directly): the web may insert only a fresh job of the delivery queue and see
- * only that queue's rows, so it can neither file a job in the crash-loop or maintenance queues nor
- * forge a failed or active job (docs/architecture.md §6). The worker's policy lets it do everything
- * its grants allow; the owner, which owns the tables, is not subject to row security. Web and
- * worker logins refuse to start with BYPASSRLS (connection-guard.ts).
+ * queue's partition directly): the web may insert only a fresh job of the delivery queue, whose
+ * dead letter is that queue's crash-loop queue or none, and see only that queue's rows, so it can
+ * neither file a job in the crash-loop, events-out or maintenance queues (itself or through a
+ * failed job's dead letter) nor forge a failed or active job (docs/architecture.md §6). The
+ * worker's policy lets it do everything its grants allow; the owner, which owns the tables, is not
+ * subject to row security. Web and worker logins refuse to start with BYPASSRLS (connection-guard.ts).
  */
 function pgbossPolicies({ api, worker }: DatabaseRoles): { name: string; clause: string }[] {
   const queue = `'${QUEUES.delivery}'`
+  // The worker's login moves a job that failed past its retries to the queue its dead_letter names:
+  // any other queue there would file, through the worker, a job the web may not file itself.
+  const deadLetter = `(dead_letter IS NULL OR dead_letter = '${QUEUES.crashLoop}')`
   return [
-    { name: 'sealpost_web_enqueues_delivery', clause: `FOR INSERT TO ${api} WITH CHECK (name = ${queue} AND state = 'created')` },
+    {
+      name: 'sealpost_web_enqueues_delivery',
+      clause: `FOR INSERT TO ${api} WITH CHECK (name = ${queue} AND state = 'created' AND ${deadLetter})`,
+    },
     { name: 'sealpost_web_reads_delivery', clause: `FOR SELECT TO ${api} USING (name = ${queue})` },
     { name: 'sealpost_worker_jobs', clause: `FOR ALL TO ${worker} USING (true) WITH CHECK (true)` },
   ]

@@ -21,7 +21,9 @@ export type AddressPolicy = {
 }
 
 // Loopback, "this network", private, CGNAT, link-local, benchmark, multicast and reserved ranges,
-// and the IPv6 forms that carry an IPv4 address (mapped addresses are matched by BlockList itself).
+// and the IPv6 forms that carry an IPv4 address (mapped addresses are matched by BlockList itself;
+// the NAT64 prefixes, well-known and local-use, and the IPv4-translated form are refused whole, since
+// a translator on the worker's network would carry them to any IPv4 address, 169.254.169.254 included).
 const FORBIDDEN = new BlockList()
 for (const [network, prefix] of [
   ['0.0.0.0', 8],
@@ -41,6 +43,8 @@ for (const [network, prefix] of [
   ['::', 96],
   ['::1', 128],
   ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
+  ['::ffff:0:0:0', 96],
   ['2002::', 16],
   ['fc00::', 7],
   ['fe80::', 10],

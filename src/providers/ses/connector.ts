@@ -31,12 +31,13 @@ export function fromHeader(address: string, name: string | undefined): string {
 
 /** Email through SES v2 `SendEmail`, one provider request per attempt (SDK retries off); its answers map to the fault table in faults.ts. */
 export function createSesConnector(settings: SesSettings): Provider & { close(): void } {
+  const handler = sesRequestHandler(settings.concurrency)
   const client = new SESv2Client({
     region: settings.region,
     endpoint: settings.endpoint,
     credentials: settings.credentials,
     maxAttempts: 1,
-    requestHandler: sesRequestHandler(settings.concurrency),
+    requestHandler: handler,
   })
   return {
     id: 'ses',
@@ -70,9 +71,10 @@ export function createSesConnector(settings: SesSettings): Provider & { close():
       } catch (error) {
         if (error instanceof TransportFailureError) throw transportFault(error)
         if (error instanceof DeliveryFailureError) throw error
-        // The SDK checks the signal itself before a request goes out: nothing was written then.
-        if (signal.aborted) throw providerFault('unavailable', 'Timeout')
-        const { fault, providerCode } = classifySesError(error)
+        // The SDK checks the signal itself before a request goes out: nothing was written then. Once
+        // SES has begun to answer, a bound reached while the SDK reads the body came after SES acted.
+        if (signal.aborted) throw providerFault(handler.answered(signal) ? 'indeterminate' : 'unavailable', 'Timeout')
+        const { fault, providerCode } = classifySesError(error, settings.fromAddress)
         const headers = (error as { $response?: { headers?: Record<string, string | undefined> } }).$response?.headers ?? {}
         const retryAt = fault === 'throttled' ? providerRetryAt({ retryAfter: headers['retry-after'] }, new Date()) : null
         throw providerFault(fault, providerCode, retryAt)

@@ -2,12 +2,18 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 
 /**
- * One answer of the faulty endpoint: an SES-shaped error (status, `x-amzn-ErrorType` when given),
- * `forward` to the emulator, `forward-then-hang` (the emulator took the message, the answer never
- * comes), `hang`, `reset` (the socket dies once the request is read) or `garbage` (a 200 that is no JSON).
+ * One answer of the faulty endpoint: an SES-shaped error (status, `x-amzn-ErrorType` and the error's
+ * `message` when given), `forward` to the emulator, `forward-then-hang` (the emulator took the
+ * message, the answer never comes), `hang`, `reset` (the socket dies once the request is read) or
+ * `garbage` (a 200 that is no JSON).
  */
 export type SesFault =
-  { status: number; errorType?: string; headers?: Record<string, string> } | 'forward' | 'forward-then-hang' | 'hang' | 'reset' | 'garbage'
+  | { status: number; errorType?: string; headers?: Record<string, string>; message?: string }
+  | 'forward'
+  | 'forward-then-hang'
+  | 'hang'
+  | 'reset'
+  | 'garbage'
 
 /**
  * An SES v2 endpoint in front of the emulator that answers with SES-shaped errors on demand
@@ -43,7 +49,7 @@ export async function startFaultySes(emulatorUrl: string) {
         ...(decided.errorType ? { 'x-amzn-ErrorType': decided.errorType } : {}),
         ...decided.headers,
       })
-      .end(JSON.stringify({ message: `fake ${decided.errorType ?? decided.status}` }))
+      .end(JSON.stringify({ message: decided.message ?? `fake ${decided.errorType ?? decided.status}` }))
   }
   // A failed forward (the emulator gone mid-test) answers 502 instead of an unhandled rejection.
   const server: Server = createServer((req, res) => {

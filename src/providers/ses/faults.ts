@@ -18,7 +18,8 @@ export const FAULT_ANSWERS: FaultAnswers = {
   timeout_before: 'a TLS handshake that never completes',
   timeout_after: 'SES took the message, the answer never comes',
   reset: 'the socket closes once the request is read',
-  recipient_refused: '400 `MessageRejected`',
+  recipient_refused:
+    '400 `MessageRejected` naming the recipient (the sandbox); one naming our own `SES_FROM_ADDRESS` as unverified refuses us: `provider_misconfigured`',
   not_on_channel: undefined,
   unreadable_success: '200 with an HTML page',
 }
@@ -44,13 +45,39 @@ const MISCONFIGURED_NAMES = new Set([
 ])
 const THROTTLED_NAMES = new Set(['TooManyRequestsException', 'LimitExceededException', 'ThrottlingException'])
 
-/** Maps an SES SDK error (an answer SES gave) to its row of the fault table; pure, table-tested. */
-export function classifySesError(error: unknown): { fault: Fault; providerCode: string } {
-  const { name, $metadata } = (error ?? {}) as { name?: string; $metadata?: { httpStatusCode?: number } }
+/** What precedes the identities SES lists in a `MessageRejected` for unverified identities ("…: a@x, B <b@y>"). */
+const FAILED_IDENTITIES = /failed the check in region [^:]*:(.*)$/s
+
+/**
+ * Whether a `MessageRejected` names `fromAddress` among the identities SES could not verify: our
+ * own From address is not verified (never, or its DNS records are gone), which refuses *us*. Each
+ * listed identity is compared whole (its `<…>` part when it has one), never as a substring, so no
+ * recipient's address can pass for ours. The text is only read here, never copied.
+ */
+function namesOurSender(message: unknown, fromAddress: string | undefined): boolean {
+  if (!fromAddress || typeof message !== 'string') return false
+  const listed = FAILED_IDENTITIES.exec(message)?.[1]
+  if (!listed) return false
+  const ours = fromAddress.trim().toLowerCase()
+  return listed.split(',').some((identity) => {
+    const address = /<([^>]*)>/.exec(identity)?.[1] ?? identity
+    return address.trim().toLowerCase() === ours
+  })
+}
+
+/**
+ * Maps an SES SDK error (an answer SES gave) to its row of the fault table; `fromAddress` is
+ * SES_FROM_ADDRESS, which tells our unverified sender from a recipient SES will not send to. Pure,
+ * table-tested.
+ */
+export function classifySesError(error: unknown, fromAddress?: string): { fault: Fault; providerCode: string } {
+  const { name, message, $metadata } = (error ?? {}) as { name?: string; message?: unknown; $metadata?: { httpStatusCode?: number } }
   const status = $metadata?.httpStatusCode
   const providerCode = name ?? 'unknown'
   if (name && THROTTLED_NAMES.has(name)) return { fault: 'throttled', providerCode }
   if (name && MISCONFIGURED_NAMES.has(name)) return { fault: 'provider_misconfigured', providerCode }
+  // Our From identity is not verified: every email would be refused alike, so it is ours, never the person's.
+  if (name === 'MessageRejected' && namesOurSender(message, fromAddress)) return { fault: 'provider_misconfigured', providerCode }
   // MessageRejected: SES will not send to this recipient (a sandbox's unverified address, a suppressed one).
   if (name === 'MessageRejected') return { fault: 'recipient_refused', providerCode }
   if (name === 'BadRequestException') return { fault: 'request_refused', providerCode }

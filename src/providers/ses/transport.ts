@@ -30,17 +30,21 @@ const queryOf = (query: SdkRequest['query']): string => {
 export function sesRequestHandler(concurrency: number | undefined) {
   const agent = providerAgent(concurrency)
   const unbounded = new AbortController().signal
+  // The sends SES answered (by their signal): a bound that ends one while the SDK reads the body came after SES acted.
+  const answered = new WeakSet<object>()
   return {
     async handle(request: SdkRequest, options: { abortSignal?: unknown } = {}) {
       if (request.body !== undefined && typeof request.body !== 'string' && !(request.body instanceof Uint8Array))
         throw new TypeError('the SES request handler sends string or byte bodies only')
       const port = request.port ? `:${request.port}` : ''
+      const signal = (options.abortSignal as AbortSignal | undefined) ?? unbounded
       const response = await sendProviderRequest(
         agent,
         `${request.protocol}//${request.hostname}${port}${request.path}${queryOf(request.query)}`,
         { method: request.method, headers: request.headers, body: request.body },
-        (options.abortSignal as AbortSignal | undefined) ?? unbounded,
+        signal,
       )
+      answered.add(signal)
       const headers = Object.fromEntries(
         Object.entries(response.headers).flatMap(([name, value]) =>
           value === undefined ? [] : [[name, Array.isArray(value) ? value.join(', ') : value]],
@@ -48,6 +52,8 @@ export function sesRequestHandler(concurrency: number | undefined) {
       )
       return { response: { statusCode: response.statusCode, headers, body: response.body } }
     },
+    /** Whether SES had begun to answer the send bounded by `signal` (its status line came). */
+    answered: (signal: AbortSignal): boolean => answered.has(signal),
     updateHttpClientConfig: () => undefined,
     httpHandlerConfigs: () => ({}),
     destroy: () => void agent.close(),

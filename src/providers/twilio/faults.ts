@@ -7,7 +7,7 @@ export const FAULT_ANSWERS: FaultAnswers = {
   forbidden: '403, code 20003',
   not_found: '404, code 20404 (no such account: a wrong `TWILIO_ACCOUNT_SID`)',
   too_large: '413, no body',
-  throttled: '429, code 20429',
+  throttled: '429, code 20429 (400, code 21611, a sender queue past 10 hours, is the same row)',
   throttled_seconds: '429, code 20429, `Retry-After: 30`',
   throttled_date: '429, code 20429, `Retry-After: <HTTP date>`',
   server_error: '500, no body',
@@ -39,10 +39,17 @@ const RECIPIENT_CODES = new Set([21211, 21408, 21606, 21610, 21612, 21614])
  */
 const OUR_CODES = new Set([20003, 20404, 21212])
 
+/**
+ * Codes that say our sender is sending faster than it can: 20429 too many requests, 21611 the
+ * `From` number's queue holds more than Twilio keeps (10 hours of its rate), which a flood of
+ * sign-ups to strangers' numbers leaves behind. Later, the same message goes.
+ */
+const THROTTLE_CODES = new Set([20429, 21611])
+
 /** Maps a Twilio answer (HTTP status and the error body's `code`) to its row of the fault table; null for a success status. */
 export function classifyTwilioAnswer(status: number, code: number | null): Fault | null {
   if (status >= 200 && status < 300) return null
-  if (status === 429 || code === 20429) return 'throttled'
+  if (status === 429 || (code !== null && THROTTLE_CODES.has(code))) return 'throttled'
   if (status === 401 || status === 403 || status === 404 || (code !== null && OUR_CODES.has(code))) return 'provider_misconfigured'
   if (code !== null && RECIPIENT_CODES.has(code)) return 'recipient_refused'
   // A gateway that timed out may have passed the request on: ambiguous, as a timeout after writing is.

@@ -36,10 +36,11 @@ const RECIPIENT_THROTTLED = new Set([131056])
 const THROTTLING = new Set([4, 613, 80007, 130429, 131048])
 /**
  * Meta refused *us*: an invalid or expired token, missing permissions, a template that does not
- * exist, is paused or takes other parameters, a locked, unpaid or unregistered sender. No retry
+ * exist, is paused or takes other parameters, a locked, unpaid or unregistered sender, or one whose
+ * display name is not approved yet (131037). No retry
  * can help until someone fixes the account.
  */
-const MISCONFIGURED = new Set([0, 3, 10, 190, 368, 131031, 131042, 132000, 132001, 132005, 132007, 132012, 132015, 132016, 133010])
+const MISCONFIGURED = new Set([0, 3, 10, 190, 368, 131031, 131037, 131042, 132000, 132001, 132005, 132007, 132012, 132015, 132016, 133010])
 /** Meta's own trouble: "something went wrong", the API unknown/service errors, "service unavailable". */
 const META_TROUBLE = new Set([1, 2, 131000, 131016])
 /** Graph's subcode for an object id it does not know (`POST /{phone-number-id}/messages` with a wrong WHATSAPP_CLOUD_PHONE_NUMBER_ID). */
