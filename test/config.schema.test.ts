@@ -5,7 +5,7 @@ import { parseEmailProviders, whatsAppProvider } from '../src/providers/channels
 import { loadConfig } from '../src/providers/config.ts'
 import { smtpPlainAllowed } from '../src/providers/smtp/settings.ts'
 import { parseTemplateLanguages } from '../src/providers/whatsapp-cloud/settings.ts'
-import { cronIntervalSeconds } from '../src/runtime/worker.ts'
+import { cronIntervalSeconds } from '../src/runtime/worker-settings.ts'
 
 describe('configuration', () => {
   const key = randomBytes(32).toString('base64')
