@@ -169,7 +169,7 @@ export const VARIABLES: Readonly<Record<keyof CoreInput, VariableDoc>> = Object.
     usedBy: 'worker',
     shownDefault: '– (no cap)',
     meaning:
-      "fleet-wide phone sends per country calling code per clock hour, `44:500,1:2000,*:200` (`*`: every code not named); past it only that country's messages wait",
+      "fleet-wide phone sends per country calling code per clock hour, `44:500,1:2000,*:200` (`*`: every code not named, the international ones such as +882 too); past it only that country's messages wait. A code no country has stops the worker at startup",
   },
   SMS_HOURLY_CAP: {
     usedBy: 'worker',

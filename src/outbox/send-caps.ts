@@ -1,7 +1,6 @@
-import { callingCode } from '../../config/send-caps.ts'
 import type { Channel } from './constants.ts'
 import { PHONE_CHANNELS } from './destination.ts'
-import { numberPrefix, smsAllowedFor } from './phone-numbers.ts'
+import { callingCodeOf, numberPrefix, smsAllowedFor } from './phone-numbers.ts'
 
 /**
  * The fleet-wide ceiling on what we send ("a global guard on sending"; docs/delivery.md
@@ -65,7 +64,7 @@ function baseScopeOf(caps: SendCaps, kind: CapKind, channel: Channel, destinatio
   if (kind === 'country') {
     if (!PHONE_CHANNELS.has(channel)) return undefined
     // A number we cannot read a code from counts under `*` (scope '0': no calling code starts with 0).
-    const code = callingCode(destination) ?? '0'
+    const code = callingCodeOf(destination) ?? '0'
     const cap = caps.perCountry[code] ?? caps.perCountry['*']
     return cap === undefined ? undefined : { scope: code, cap }
   }
