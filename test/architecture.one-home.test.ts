@@ -17,7 +17,12 @@ const HOMES = {
   libphonenumber: ['config/send-caps.ts', 'src/outbox/phone-numbers.ts'],
   /** A refused webhook or hook counted and logged: `countRefusal`. */
   refusalCount: ['src/providers/webhooks.ts'],
+  /** A budget spent or checked (one window, or several tiers by the one rule in SQL): `src/identity/rate-limits.ts`. */
+  budgetSql: ['src/identity/rate-limits.ts'],
 }
+
+/** The budget statements of `src/identity/rate-limits-sql.ts`: whoever calls them spends a budget by a rule of its own. */
+const BUDGET_SQL = ['rateLimitWindow', 'insertRateLimitHitTx', 'deleteRateLimitHitsTx', 'budgetTiersWait', 'spendBudgetTiersTx']
 
 const parse = (file: string) =>
   ts.createSourceFile(file, readFileSync(path.join(ROOT, file), 'utf8'), ts.ScriptTarget.Latest, true, ts.ScriptKind.TS)
@@ -45,11 +50,14 @@ const importsPackage = (prefix: string) => (node: ts.Node) =>
 const countsRefusal = (node: ts.Node) =>
   callsNamed('count')(node) && (node as ts.CallExpression).arguments.some((arg) => ts.isStringLiteral(arg) && arg.text === 'refused')
 
+const callsBudgetSql = (node: ts.Node) => BUDGET_SQL.some((name) => callsNamed(name)(node))
+
 describe('one home per rule (docs/architecture.md §2 "One home per rule")', () => {
   it('finds each kind of copy it looks for (the finders work)', () => {
     expect(filesWith(callsNamed('timingSafeEqual'))).to.include('src/crypto/constant-time.ts')
     expect(filesWith(importsPackage('libphonenumber-js'))).to.include('src/outbox/phone-numbers.ts')
     expect(filesWith(countsRefusal)).to.include('src/providers/webhooks.ts')
+    expect(filesWith(callsBudgetSql)).to.include('src/identity/rate-limits.ts')
   })
 
   it('compares secrets in constant time in one helper, sameSecret (src/crypto/constant-time.ts)', () => {
@@ -62,5 +70,9 @@ describe('one home per rule (docs/architecture.md §2 "One home per rule")', () 
 
   it('counts and logs a refused webhook or hook in one helper, countRefusal', () => {
     expect(filesWith(countsRefusal)).to.deep.equal(HOMES.refusalCount)
+  })
+
+  it('spends and checks budgets in one module, src/identity/rate-limits.ts (tiers by the one SQL rule)', () => {
+    expect(filesWith(callsBudgetSql)).to.deep.equal(HOMES.budgetSql)
   })
 })
