@@ -33,9 +33,19 @@ export function parseChannelCaps(text: string): Partial<Record<CapChannel, numbe
   return parseCounts(
     text,
     (key) => (CAP_CHANNELS as readonly string[]).includes(key),
-    'email:20000,whatsapp:2000 (channels: email, whatsapp)',
+    'email:20000,whatsapp:2000,sms:500 (channels: email, whatsapp, sms)',
   )
 }
+
+/**
+ * SMS_HOURLY_CAP set the `sms` channel's cap a second way, beside SEND_CAP_PER_HOUR's `sms:` entry
+ * (the smaller won). No release read it (0.2.0 had no SMS channel), so it is retired, not
+ * kept as an alias: one variable per cap, and one set from a build that read it stops the process
+ * with the line to write instead (a ConfigError names variables, never values), rather than
+ * leaving the SMS bill uncapped.
+ */
+export const SMS_HOURLY_CAP_RETIRED =
+  "is no longer read: the sms channel's hourly cap is the sms entry of SEND_CAP_PER_HOUR (SEND_CAP_PER_HOUR=sms:<the same count>, beside its other channels); set that and unset SMS_HOURLY_CAP"
 
 /** PHONE_CAP_PER_COUNTRY_PER_HOUR: `44:500,1:1000,*:200` (calling codes, `*` for every other; empty: no cap). */
 export function parseCountryCaps(text: string): Record<string, number> {

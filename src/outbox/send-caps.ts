@@ -123,22 +123,16 @@ export const sendCapsConfigured = (caps: SendCaps | undefined): caps is SendCaps
   caps !== undefined &&
   (Object.keys(caps.perChannel).length > 0 || Object.keys(caps.perCountry).length > 0 || caps.smsPerPrefix !== undefined)
 
-/**
- * The caps from configuration: SEND_CAP_PER_HOUR and PHONE_CAP_PER_COUNTRY_PER_HOUR as they were;
- * SMS_HOURLY_CAP is the `sms` channel's cap (beside an `sms:` entry of SEND_CAP_PER_HOUR, the smaller).
- */
+/** The caps from configuration: SEND_CAP_PER_HOUR (the SMS hourly cap is its `sms` entry) and PHONE_CAP_PER_COUNTRY_PER_HOUR as they were. */
 export function sendCapsFrom(config: {
   SEND_CAP_PER_HOUR?: Partial<Record<Channel, number>>
   PHONE_CAP_PER_COUNTRY_PER_HOUR?: Record<string, number>
-  SMS_HOURLY_CAP?: number
   SMS_PREFIX_HOURLY_CAP?: number
   SMS_ALLOWED_COUNTRIES?: readonly string[]
   COURIER_CAP_SHARE?: number
 }): SendCaps {
-  const perChannel = { ...config.SEND_CAP_PER_HOUR }
-  if (config.SMS_HOURLY_CAP !== undefined) perChannel.sms = Math.min(perChannel.sms ?? Infinity, config.SMS_HOURLY_CAP)
   return {
-    perChannel,
+    perChannel: { ...config.SEND_CAP_PER_HOUR },
     perCountry: config.PHONE_CAP_PER_COUNTRY_PER_HOUR ?? {},
     ...(config.SMS_PREFIX_HOURLY_CAP !== undefined ? { smsPerPrefix: config.SMS_PREFIX_HOURLY_CAP } : {}),
     ...(config.SMS_ALLOWED_COUNTRIES ? { smsCountries: config.SMS_ALLOWED_COUNTRIES } : {}),

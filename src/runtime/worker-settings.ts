@@ -40,7 +40,6 @@ export type WorkerConfig = Pick<
       | 'OTP_ORIGIN_DOMAIN'
       | 'SEND_CAP_PER_HOUR'
       | 'PHONE_CAP_PER_COUNTRY_PER_HOUR'
-      | 'SMS_HOURLY_CAP'
       | 'SMS_PREFIX_HOURLY_CAP'
       | 'COURIER_CAP_SHARE'
       | 'SMS_ALLOWED_COUNTRIES'
