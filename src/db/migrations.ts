@@ -51,6 +51,7 @@ import * as hookSecurityNotices from '../../migrations/20261206003000_hook_secur
 import * as ownerCaps from '../../migrations/20261206004000_owner_caps.ts'
 import * as courierKeyBudgets from '../../migrations/20261206004100_courier_key_budgets.ts'
 import * as budgetTiers from '../../migrations/20261206007000_budget_tiers.ts'
+import * as hookCallerRows from '../../migrations/20261206007100_hook_caller_rows.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -107,6 +108,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261206004000_owner_caps': ownerCaps,
   '20261206004100_courier_key_budgets': courierKeyBudgets,
   '20261206007000_budget_tiers': budgetTiers,
+  '20261206007100_hook_caller_rows': hookCallerRows,
 }
 
 /**
