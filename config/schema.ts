@@ -2,7 +2,7 @@ import { isIP } from 'node:net'
 import { z } from 'zod'
 import { parseKeyRing, singleKeyRing, type KeyRing } from '../src/crypto/key-ring.ts'
 import { parseLinkOrigins } from './link-origins.ts'
-import { parseChannelCaps, parseCountryCaps } from './send-caps.ts'
+import { parseChannelCaps, parseCountryCaps, SMS_HOURLY_CAP_RETIRED } from './send-caps.ts'
 import { ConfigError, isLoopback, positiveInt, url, type ProcessRole } from './fields.ts'
 
 const DURATION = /^(\d+)(ms|s|m|h)$/
@@ -95,6 +95,20 @@ const countList = <T>(parse: (text: string) => T) =>
       }
     })
 
+/**
+ * A variable no longer read, kept in the schema so that setting it stops every process at startup,
+ * naming what to set instead: ignored, a cap or limit the operator believes in would silently not
+ * hold.
+ */
+const retired = (instead: string) =>
+  z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value !== undefined) ctx.addIssue({ code: 'custom', message: instead })
+      return undefined
+    })
+
 /** The phone channels PHONE_CHANNELS may list, in the order a message falls back across them. */
 export const PHONE_CHANNEL_IDS = Object.freeze(['whatsapp', 'sms'] as const)
 export type PhoneChannelId = (typeof PHONE_CHANNEL_IDS)[number]
@@ -182,8 +196,8 @@ export const coreSchema = z.object({
   SEND_CAP_PER_HOUR: countList(parseChannelCaps),
   /** Fleet-wide phone sends per country calling code per clock hour, `44:500,*:200`; unset = no cap. */
   PHONE_CAP_PER_COUNTRY_PER_HOUR: countList(parseCountryCaps),
-  /** Fleet-wide SMS sends per clock hour (the `sms` channel's cap; the smaller wins beside SEND_CAP_PER_HOUR's); unset = no cap. */
-  SMS_HOURLY_CAP: z.coerce.number().int().min(0).optional(),
+  /** Retired before any release read it: the `sms` channel's cap is SEND_CAP_PER_HOUR's `sms:` entry; set, every process refuses to start. */
+  SMS_HOURLY_CAP: retired(SMS_HOURLY_CAP_RETIRED),
   /** Fleet-wide SMS sends per number prefix (first 7 E.164 digits) per clock hour; unset = no cap (docs/delivery.md "SMS pumping"). */
   SMS_PREFIX_HOURLY_CAP: z.coerce.number().int().min(0).optional(),
   /** The percent of each send cap courier and hook sends have to themselves; unset = they count with strangers' (docs/security.md). */

@@ -163,19 +163,19 @@ export const VARIABLES: Readonly<Record<keyof CoreInput, VariableDoc>> = Object.
     usedBy: 'worker',
     shownDefault: '– (no cap)',
     meaning:
-      "fleet-wide sends per channel per clock hour, `email:20000,whatsapp:2000`: past it the channel's messages wait for the next hour, no attempt spent (see [Send caps](delivery.md#send-caps)); set it a little under what the provider account allows and what the budget may spend",
+      "fleet-wide sends per channel per clock hour, `email:20000,whatsapp:2000,sms:500`: past it the channel's messages wait for the next hour, no attempt spent, with a warning and `sealpost_send_cap_used_ratio` at 80 % (see [Send caps](delivery.md#send-caps)); set it a little under what the provider account allows and what the budget may spend. The `sms` entry is the SMS hourly cap ([SMS pumping](delivery.md#sms-pumping))",
   },
   PHONE_CAP_PER_COUNTRY_PER_HOUR: {
     usedBy: 'worker',
     shownDefault: '– (no cap)',
     meaning:
-      "fleet-wide phone sends per country calling code per clock hour, `44:500,1:2000,*:200` (`*`: every code not named); past it only that country's messages wait",
+      "fleet-wide phone sends per country calling code per clock hour, `44:500,1:2000,*:200` (`*`: every code not named, the international ones such as +882 too); past it only that country's messages wait. A code no country has stops the worker at startup",
   },
   SMS_HOURLY_CAP: {
-    usedBy: 'worker',
-    shownDefault: '– (no cap)',
+    usedBy: 'none (refused)',
+    shownDefault: '–',
     meaning:
-      "fleet-wide SMS sends per clock hour: the `sms` channel's send cap (beside an `sms:` entry of `SEND_CAP_PER_HOUR` the smaller wins); past it SMS codes wait for the next hour, no attempt spent. A warning and `sealpost_send_cap_used_ratio` at 80 % (see [SMS pumping](delivery.md#sms-pumping))",
+      'retired, never in a release: the SMS hourly cap is the `sms` entry of `SEND_CAP_PER_HOUR` (`SEND_CAP_PER_HOUR=sms:500`). Set, every process refuses to start, naming that line',
   },
   SMS_PREFIX_HOURLY_CAP: {
     usedBy: 'worker',

@@ -1,7 +1,7 @@
 import { expect } from 'chai'
-import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
-import ts from 'typescript'
+import { importsOf, productFiles, ROOT, tsFiles } from './support/import-graph.ts'
 
 /**
  * The layering of docs/architecture.md §2, top to bottom. A file may import from its own
@@ -23,26 +23,6 @@ const LAYERS: readonly (readonly string[])[] = [
 ]
 /** Migrations are history: only the migration runner's registry reads them. */
 const MIGRATION_READERS = new Set(['src/db/migrations.ts'])
-
-const ROOT = path.resolve(import.meta.dirname, '..')
-const rel = (file: string) => path.relative(ROOT, file).split(path.sep).join('/')
-
-function tsFiles(dir: string): string[] {
-  return readdirSync(path.join(ROOT, dir)).flatMap((name) => {
-    const full = path.join(ROOT, dir, name)
-    if (statSync(full).isDirectory()) return tsFiles(`${dir}/${name}`)
-    return name.endsWith('.ts') ? [`${dir}/${name}`] : []
-  })
-}
-
-/** Every relative module a file names: static and dynamic imports, re-exports, `import type`. */
-function importsOf(file: string): string[] {
-  const { importedFiles } = ts.preProcessFile(readFileSync(path.join(ROOT, file), 'utf8'), true, true)
-  return importedFiles
-    .map((ref) => ref.fileName)
-    .filter((name) => name.startsWith('.'))
-    .map((name) => rel(path.resolve(ROOT, path.dirname(file), name)))
-}
 
 /** The layer directory a file belongs to (the deepest match), or undefined. */
 function homeOf(file: string): string | undefined {
@@ -66,7 +46,7 @@ function wrongArrow(from: string, to: string): string | null {
   return a > b ? `imports the higher layer ${target}` : null
 }
 
-const PRODUCT_FILES = [...tsFiles('src'), ...tsFiles('jobs'), ...tsFiles('config')]
+const PRODUCT_FILES = productFiles()
 
 describe('the import layering (docs/architecture.md §2)', () => {
   it('gives every directory of src/ a layer', () => {

@@ -122,12 +122,12 @@ describe('attacks on the send caps', () => {
   })
 
   it("a stranger fills the SMS channel's cap the same way: owners still get their codes, and the pump is still held", async () => {
-    await pumpThenOwnersAsk(3, '14', { SMS_HOURLY_CAP: 20 })
+    await pumpThenOwnersAsk(3, '14', { SEND_CAP_PER_HOUR: { sms: 20 } })
   })
 
   it('a leaked courier key fills the SMS cap: given its own share of the caps, it cannot starve the identity flows', async () => {
     now = new Date(hourStart(4).getTime() + 5 * 60_000)
-    const caps = { SMS_HOURLY_CAP: 20, COURIER_CAP_SHARE: 50 } as Parameters<typeof sendCapsFrom>[0]
+    const caps = { SEND_CAP_PER_HOUR: { sms: 20 }, COURIER_CAP_SHARE: 50 } as Parameters<typeof sendCapsFrom>[0]
     const email = uniqueEmail('staff')
     const { identityId } = await createVerifiedIdentity(f.db.owner, email)
     await changeStaff(f.db.owner, 'grant', parseIdentifier(email)!, 'test', now)

@@ -5,7 +5,7 @@ import { parseEmailProviders, whatsAppProvider } from '../src/providers/channels
 import { loadConfig } from '../src/providers/config.ts'
 import { smtpPlainAllowed } from '../src/providers/smtp/settings.ts'
 import { parseTemplateLanguages } from '../src/providers/whatsapp-cloud/settings.ts'
-import { cronIntervalSeconds } from '../src/runtime/worker.ts'
+import { cronIntervalSeconds } from '../src/runtime/worker-settings.ts'
 
 describe('configuration', () => {
   const key = randomBytes(32).toString('base64')
@@ -346,13 +346,22 @@ describe('configuration', () => {
     expect(refusal({ PHONE_CAP_PER_COUNTRY_PER_HOUR: '4:10' }, 'all-in-one').variables).to.deep.equal(['PHONE_CAP_PER_COUNTRY_PER_HOUR'])
   })
 
+  it('sets the SMS hourly cap by one variable: SMS_HOURLY_CAP (never released) stops every process, naming the SEND_CAP_PER_HOUR line to write', () => {
+    for (const role of ['web', 'worker', 'release', 'cli', 'all-in-one'] as const) {
+      const refused = refusal({ SMS_HOURLY_CAP: '500', SEND_CAP_PER_HOUR: 'email:9' }, role)
+      expect(refused.variables, role).to.deep.equal(['SMS_HOURLY_CAP'])
+      expect(refused.message, role).to.include('SEND_CAP_PER_HOUR=sms:<the same count>').and.not.include('500')
+    }
+    expect(loadConfig({ SMS_HOURLY_CAP: '' }, 'worker').SEND_CAP_PER_HOUR, 'blank is unset').to.deep.equal({})
+  })
+
   it('reads the SMS guards (none by default, mobiles only) and refuses a country that is not ISO 3166 alpha-2, naming the variable', () => {
     const none = loadConfig({}, 'all-in-one')
-    for (const unset of ['SMS_HOURLY_CAP', 'SMS_PREFIX_HOURLY_CAP', 'SMS_ALLOWED_COUNTRIES'] as const)
-      expect(none[unset], unset).to.equal(undefined)
+    for (const unset of ['SMS_PREFIX_HOURLY_CAP', 'SMS_ALLOWED_COUNTRIES'] as const) expect(none[unset], unset).to.equal(undefined)
     expect(none).to.include({ PHONE_ALLOW_FIXED_LINE: 'false', PHONE_ALLOW_VOIP: 'false' })
-    const set = loadConfig({ SMS_HOURLY_CAP: '500', SMS_PREFIX_HOURLY_CAP: '20', SMS_ALLOWED_COUNTRIES: 'gb, IE,DE' }, 'all-in-one')
-    expect(set).to.include({ SMS_HOURLY_CAP: 500, SMS_PREFIX_HOURLY_CAP: 20 })
+    const set = loadConfig({ SEND_CAP_PER_HOUR: 'sms:500', SMS_PREFIX_HOURLY_CAP: '20', SMS_ALLOWED_COUNTRIES: 'gb, IE,DE' }, 'all-in-one')
+    expect(set.SEND_CAP_PER_HOUR).to.deep.equal({ sms: 500 })
+    expect(set).to.include({ SMS_PREFIX_HOURLY_CAP: 20 })
     expect(set.SMS_ALLOWED_COUNTRIES).to.deep.equal(['GB', 'IE', 'DE'])
     expect(refusal({ SMS_ALLOWED_COUNTRIES: 'GB,UK1' }, 'all-in-one').variables).to.deep.equal(['SMS_ALLOWED_COUNTRIES'])
     expect(refusal({ SMS_PREFIX_HOURLY_CAP: '-1' }, 'all-in-one').variables).to.deep.equal(['SMS_PREFIX_HOURLY_CAP'])

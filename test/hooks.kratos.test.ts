@@ -1,6 +1,7 @@
 import { expect } from 'chai'
 import { readFileSync } from 'node:fs'
 import { kratosAuthorized, readKratosCourier } from '../src/hooks/kratos.ts'
+import { parseIdentifier } from '../src/identity/identifiers.ts'
 import { columnsContaining, eventually, inbox, uniqueEmail, uniquePhone } from './support/helpers.ts'
 import { rowCounts } from './support/row-counts.ts'
 import { useWebStack } from './support/web-stack.ts'
@@ -91,10 +92,24 @@ describe('reading Ory Kratos courier requests', () => {
   it('refuses a body whose template type lacks its code, or with a phone number that is not one', () => {
     expect(readKratosCourier(courierBody('login_code_valid', {}))).to.deep.equal({ refusal: 'malformed' })
     expect(readKratosCourier(courierBody('recovery_code_valid', { recovery_code: 'no spaces' }))).to.deep.equal({ refusal: 'malformed' })
-    expect(readKratosCourier(courierBody('login_code_valid', { login_code: '1', recipient: '12', to: null }))).to.deep.equal({
-      refusal: 'malformed',
+    expect(readKratosCourier(courierBody('login_code_valid', { login_code: '123456', recipient: '12', to: null }))).to.deep.equal({
+      refusal: 'invalid_destination',
     })
     expect(readKratosCourier({ template_type: 'recovery_code_valid' })).to.deep.equal({ refusal: 'malformed' })
+  })
+
+  it('reads a number as the identity flows do (libphonenumber): +0… and other unreadable ones are no number, a spelled one is its E.164', () => {
+    const destination = (to: string) => {
+      const reading = readKratosCourier(courierBody('login_code_valid', { login_code: '123456', recipient: to, to, message_type: 'sms' }))
+      return 'messages' in reading ? reading.messages[0]!.destination : reading.refusal
+    }
+    // The regex the adapter had took `+` and 8–15 digits (+0… passed, `+44 7911…` did not): now one reading, one refusal.
+    for (const to of ['+01234567890', '+0447911123456', '+999123456789', '+12']) {
+      expect(parseIdentifier(to), `${to}: the identity flows read no number`).to.equal(undefined)
+      expect(destination(to), to).to.equal('invalid_destination')
+    }
+    expect(destination('+44 7911 123456'), 'spelled with spaces').to.equal('+447911123456')
+    expect(destination('+4407911123456'), 'with the trunk zero').to.equal('+447911123456')
   })
 
   it('accepts the key as a bearer token or as the basic-auth password, and nothing else', () => {
@@ -186,6 +201,15 @@ describe('the Kratos courier hook end to end (POST /hooks/kratos/courier)', () =
         { 'x-api-key': KEY },
       ]
       for (const headers of attempts) await refusedWithNothingWritten(body, headers, 401, 'invalid_signature')
+    })
+
+    it('a number libphonenumber cannot read (+0…) is refused 422 invalid_destination with nothing written, as the identity flows refuse it 422', async () => {
+      for (const number of ['+01234567890', '+12']) {
+        const body = to(courierBody('login_code_valid', { login_code: '246810', message_type: 'sms' }), number)
+        await refusedWithNothingWritten(body, bearer, 422, 'invalid_destination')
+        const signUp = await f.stack.call('POST', '/sign-ups', { identifier: number, password: 'correct horse battery staple 9' })
+        expect([signUp.status, signUp.body?.code], number).to.deep.equal([422, 'invalid_identifier'])
+      }
     })
 
     it('a template type Kratos does not queue is 422 and a body that is not Kratos’ 400, both with nothing written', async () => {

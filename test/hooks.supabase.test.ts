@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { Webhook } from 'standardwebhooks'
 import { readSupabaseEmailHook, readSupabaseSmsHook } from '../src/hooks/supabase.ts'
+import { parseIdentifier } from '../src/identity/identifiers.ts'
 import { columnsContaining, eventually, inbox, uniqueEmail, uniquePhone } from './support/helpers.ts'
 import { rowCounts } from './support/row-counts.ts'
 import { useWebStack } from './support/web-stack.ts'
@@ -117,6 +118,20 @@ describe('reading Supabase Send Email and Send SMS hooks', () => {
     })
     const mfa = readSupabaseSmsHook({ ...SMS, sms: { otp: '123456', sms_type: 'mfa', phone: '4915112345678' } })
     expect('messages' in mfa && mfa.messages.map((m) => [m.purpose, m.destination])).to.deep.equal([['step_up', '+4915112345678']])
+  })
+
+  it('reads the phone as the identity flows do (libphonenumber): +0… and other unreadable numbers are refused, a spelled one is its E.164', () => {
+    const destination = (phone: string) => {
+      const reading = readSupabaseSmsHook({ ...SMS, sms: { ...SMS.sms, phone } })
+      return 'messages' in reading ? reading.messages[0]!.destination : reading.refusal
+    }
+    // The regex the adapter had took `+` and 8–15 digits (+0… passed, 12 did not): now one reading, one refusal.
+    for (const phone of ['01234567890', '+0447911123456', '999123456789', '12']) {
+      expect(parseIdentifier(phone.startsWith('+') ? phone : `+${phone}`), phone).to.equal(undefined)
+      expect(destination(phone), phone).to.equal('invalid_destination')
+    }
+    expect(destination('44 7911 123456')).to.equal('+447911123456')
+    expect(destination('+4915112345678')).to.equal('+4915112345678')
   })
 
   it('refuses an SMS payload without a phone number or an OTP', () => {

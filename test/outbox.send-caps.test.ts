@@ -2,7 +2,8 @@ import { expect } from 'chai'
 import { deliverBatch } from './support/run-once.ts'
 import { createWorkerMetrics } from '../src/metrics/worker-metrics.ts'
 import { QUEUES, type DeliveryJobData } from '../src/outbox/constants.ts'
-import { CAP_CHANNELS, callingCode, parseChannelCaps, parseCountryCaps } from '../config/send-caps.ts'
+import { CAP_CHANNELS, parseChannelCaps, parseCountryCaps } from '../config/send-caps.ts'
+import { callingCodeOf } from '../src/outbox/phone-numbers.ts'
 import { CHANNELS } from '../src/outbox/constants.ts'
 import { capScopeOf, classCap, sendWindow, type SendCaps } from '../src/outbox/send-caps.ts'
 import { uniqueEmail } from './support/helpers.ts'
@@ -16,16 +17,18 @@ let phoneCounter = 0
 const phoneIn = (code: string) => `+${code}${'7009'.slice(0, 11 - code.length)}${String(++phoneCounter).padStart(6, '0')}`
 
 describe('send caps, as pure functions', () => {
-  it('reads the country calling code off an E.164 number with the prefix-free table', () => {
-    expect(callingCode('+14155550100')).to.equal('1')
-    expect(callingCode('+74951234567')).to.equal('7')
-    expect(callingCode('+447700900123')).to.equal('44')
-    expect(callingCode('+4915112345678')).to.equal('49')
-    expect(callingCode('+353861234567')).to.equal('353')
-    expect(callingCode('+5491123456789')).to.equal('54')
-    expect(callingCode('+8613812345678')).to.equal('86')
-    expect(callingCode('+85291234567')).to.equal('852')
-    expect(callingCode('not a number')).to.equal(undefined)
+  it('reads the country calling code off a number as libphonenumber does, the one reading of numbers', () => {
+    expect(callingCodeOf('+14155550100')).to.equal('1')
+    expect(callingCodeOf('+74951234567')).to.equal('7')
+    expect(callingCodeOf('+447700900123')).to.equal('44')
+    expect(callingCodeOf('+4915112345678')).to.equal('49')
+    expect(callingCodeOf('+353861234567')).to.equal('353')
+    expect(callingCodeOf('+5491123456789')).to.equal('54')
+    expect(callingCodeOf('+8613812345678')).to.equal('86')
+    expect(callingCodeOf('+85291234567')).to.equal('852')
+    expect(callingCodeOf('not a number')).to.equal(undefined)
+    // The table of its own the caps had took any third digit for a code: +999 is assigned to nobody.
+    expect(callingCodeOf('+9991234567890'), 'an unassigned code').to.equal(undefined)
   })
 
   it('counts per clock hour', () => {
@@ -41,6 +44,8 @@ describe('send caps, as pure functions', () => {
     expect(() => parseChannelCaps('fax:5')).to.throw(/email:20000/)
     expect(() => parseChannelCaps('email:5,email:6')).to.throw()
     expect(() => parseCountryCaps('4:5')).to.throw(/calling codes/)
+    expect(() => parseCountryCaps('999:5'), 'an unassigned three-digit code (the old table took it)').to.throw(/calling codes/)
+    expect(parseCountryCaps('353:5,1:2')).to.deep.equal({ '353': 5, '1': 2 })
     expect(() => parseCountryCaps('44:-1')).to.throw()
   })
 })

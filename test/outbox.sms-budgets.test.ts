@@ -6,6 +6,7 @@ import { QUEUES, type Channel, type DeliveryJobData } from '../src/outbox/consta
 import { enqueueSecurityMessageTx } from '../src/outbox/enqueue.ts'
 import { numberPrefix, phoneNumberAccepted, readPhoneNumber, smsAllowedFor } from '../src/outbox/phone-numbers.ts'
 import { crossedNearCap, sendCapsFrom, type SendCaps } from '../src/outbox/send-caps.ts'
+import { loadConfig } from '../src/providers/config.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
 import { scriptedProvider } from './support/scripted-provider.ts'
 
@@ -61,9 +62,8 @@ describe('SMS budgets and numbers, as pure functions', () => {
     expect(crossedNearCap(20, 0, 15)).to.equal(false)
   })
 
-  it('maps SMS_HOURLY_CAP onto the sms channel cap, the smaller beside SEND_CAP_PER_HOUR', () => {
-    expect(sendCapsFrom({ SMS_HOURLY_CAP: 50 }).perChannel).to.deep.equal({ sms: 50 })
-    expect(sendCapsFrom({ SEND_CAP_PER_HOUR: { sms: 40, email: 9 }, SMS_HOURLY_CAP: 50 }).perChannel).to.deep.equal({ sms: 40, email: 9 })
+  it('takes the SMS hourly cap from one variable, the sms entry of SEND_CAP_PER_HOUR (SMS_HOURLY_CAP is refused: test/config.schema.test.ts)', () => {
+    expect(sendCapsFrom(loadConfig({ SEND_CAP_PER_HOUR: 'email:9,sms:40' }, 'worker')).perChannel).to.deep.equal({ sms: 40, email: 9 })
     expect(sendCapsFrom({ SMS_PREFIX_HOURLY_CAP: 20 })).to.include({ smsPerPrefix: 20 })
   })
 })
@@ -109,7 +109,7 @@ describe('SMS budgets, enforced by the worker', () => {
 
   it('the SMS budgets under a burst to 200 numbers of one prefix: the prefix cap sends 20 and holds the rest unspent, another prefix still goes, the global cap stops the hour at 50, the next hour sends again', async () => {
     f.now = at(HOUR, 10 * 60)
-    const caps = sendCapsFrom({ SMS_PREFIX_HOURLY_CAP: 20, SMS_HOURLY_CAP: 50 })
+    const caps = sendCapsFrom({ SMS_PREFIX_HOURLY_CAP: 20, SEND_CAP_PER_HOUR: { sms: 50 } })
     // The pump: 200 numbers of one rented block (+54 9 11 48xx xxxx: prefix 5491148), and one person elsewhere.
     const pumped = Array.from({ length: 200 }, (_, i) => `+5491148${String(100_000 + i)}`)
     const person = '+4915112345678'
@@ -154,7 +154,7 @@ describe('SMS budgets, enforced by the worker', () => {
 
   it('never sends an SMS to a country outside SMS_ALLOWED_COUNTRIES: dead-lettered provider_rejected, no provider call, no slot taken', async () => {
     f.now = at(HOUR, 10 * 60)
-    const caps = sendCapsFrom({ SMS_HOURLY_CAP: 50, SMS_ALLOWED_COUNTRIES: ['DE'] })
+    const caps = sendCapsFrom({ SEND_CAP_PER_HOUR: { sms: 50 }, SMS_ALLOWED_COUNTRIES: ['DE'] })
     const ids = await enqueueSms(['+5491148885050', '+4915112345678'])
     const provider = twilio()
     await deliver(caps, provider)

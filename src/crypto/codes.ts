@@ -1,4 +1,5 @@
-import { createHmac, randomInt, timingSafeEqual } from 'node:crypto'
+import { createHmac, randomInt } from 'node:crypto'
+import { sameSecret } from './constant-time.ts'
 
 export const CODE_DIGITS = 6
 
@@ -21,7 +22,7 @@ export function verifyCode(codeHashKeys: Buffer | readonly Buffer[], challengeId
   let matched = false
   for (const key of Buffer.isBuffer(codeHashKeys) ? [codeHashKeys] : codeHashKeys) {
     const candidate = hashCode(key, challengeId, code)
-    if (candidate.length === storedHash.length && timingSafeEqual(candidate, storedHash)) matched = true
+    if (sameSecret(candidate, storedHash)) matched = true
   }
   return matched
 }

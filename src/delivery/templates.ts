@@ -1,11 +1,12 @@
-import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import Handlebars from 'handlebars'
 import { IntlMessageFormat } from 'intl-messageformat'
 import { CHANNELS, type Channel, type Purpose } from '../outbox/constants.ts'
 import { SECURITY_EVENTS } from '../identity/security-notices.ts'
+import { codeRenderings } from './code-renderings.ts'
 import { isLocale, LOCALES, type Locale } from './locales.ts'
+import { plainText } from './plain-text.ts'
 import { TemplateError } from './template-error.ts'
 
 export { TemplateError }
@@ -48,13 +49,6 @@ export type Rendered = { subject: string; text: string; html?: string }
 
 export const TEMPLATES_DIR = path.join(import.meta.dirname, '..', '..', 'templates')
 
-// Plain-text media have no markup to escape, but a value must never start a line of its own or
-// hide behind bidirectional overrides: control, format and line-separator characters become a space.
-const UNSAFE_IN_TEXT = /[\p{Cc}\p{Cf}\u2028\u2029]/gu
-export function plainText(value: string): string {
-  return value.replace(UNSAFE_IN_TEXT, ' ')
-}
-
 const expiryMinutes = (remainingMs: number) => Math.max(1, Math.round(remainingMs / 60_000))
 const expiryDays = (remainingMs: number) => Math.max(1, Math.round(remainingMs / 86_400_000))
 
@@ -66,23 +60,19 @@ const CODE_PURPOSES: ReadonlySet<TemplatePurpose> = new Set([
   'step_up',
   'verification_code',
 ])
-/**
- * Codes a reused rendering must give exactly as a whole one: every character Handlebars escapes and
- * one `plainText` replaces (the code unescaped or through a helper shows), a plain six-digit code
- * (a catalog formatting it as a number shows), and none at all (a template branching on it shows).
- */
-const PROBE_CODES = ['<a&b"c\'d`e=f>\u0007 0123456789', '482913', '']
 
 type Compiled = (context: Record<string, unknown>) => string
 
+/** A template's text and, for email, HTML, each a function of the values. */
+type CompiledTemplates = Map<string, { text: Compiled; html?: Compiled }>
+type Translate = (locale: Locale, key: string, values: Record<string, unknown>) => string
+
 /**
- * The templates of templates/ (Handlebars; one file per purpose × channel × locale, docs/delivery.md
- * "Message templates") with their ICU MessageFormat catalogs, compiled once. HTML is rendered
- * with Handlebars' escaping on; text and WhatsApp with every value passed through `plainText`.
- * A missing file, a missing value or an unknown catalog key is an error, never a blank.
+ * Every template of `dir` compiled (`<locale>/<purpose>.<channel>`), and its catalogs' ICU
+ * MessageFormat `t` helper. HTML is compiled with Handlebars' escaping on; text and WhatsApp
+ * without (their values go through `plainText` instead).
  */
-export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR, options: { reuseCodeRenderings?: boolean } = {}): Templates {
-  const reuse = options.reuseCodeRenderings ?? true
+function compileTemplates(dir: string): { compiled: CompiledTemplates; translate: Translate } {
   const catalogs = Object.fromEntries(
     LOCALES.map((locale) => [
       locale,
@@ -90,7 +80,7 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR, options: 
     ]),
   )
   const formats = new Map<string, IntlMessageFormat>()
-  const translate = (locale: Locale, key: string, values: Record<string, unknown>): string => {
+  const translate: Translate = (locale, key, values) => {
     const message = catalogs[locale]![key]
     if (message === undefined) throw new Error(`no message ${key} in the ${locale} catalog`)
     let format = formats.get(`${locale}:${key}`)
@@ -109,7 +99,7 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR, options: 
   }
   const html = environment(true)
   const text = environment(false)
-  const compiled = new Map<string, { text: Compiled; html?: Compiled }>()
+  const compiled: CompiledTemplates = new Map()
   for (const locale of LOCALES) {
     for (const purpose of TEMPLATE_PURPOSES) {
       compiled.set(`${locale}/${purpose}.email`, {
@@ -120,7 +110,13 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR, options: 
         compiled.set(`${locale}/${purpose}.${phone}`, { text: text(`${locale}/${purpose}.${phone}.txt.hbs`) })
     }
   }
+  return { compiled, translate }
+}
 
+type Render = (purpose: TemplatePurpose, channel: Channel, locale: Locale, values: MessageValues) => Rendered
+
+/** Renders one message whole: every value made plain text (and escaped again in HTML), the subject from the catalog. */
+function wholeRenderer(branding: Branding, { compiled, translate }: { compiled: CompiledTemplates; translate: Translate }): Render {
   // An SMS pays per segment: no trailing blank. A code's SMS ends with the origin-bound line
   // (WICG "Origin-bound one-time codes delivered via SMS": the LAST line, `@host #code`), so a
   // browser or phone offers the code only on that site; WhatsApp has its copy-code button instead.
@@ -129,8 +125,7 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR, options: 
     const body = text.trimEnd()
     return originLine && CODE_PURPOSES.has(purpose) ? `${body}\n\n${originLine}${code}` : body
   }
-
-  const renderDirect = (purpose: TemplatePurpose, channel: Channel, locale: Locale, values: MessageValues): Rendered => {
+  return (purpose, channel, locale, values) => {
     const templates = compiled.get(`${locale}/${purpose}.${channel}`)
     if (!templates) throw new Error(`no template for ${purpose} on ${channel}`)
     const remainingMs = values.expiresAt.getTime() - values.now.getTime()
@@ -162,67 +157,16 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR, options: 
       ...(templates.html ? { html: templates.html({ ...safe, subject }) } : {}),
     }
   }
+}
 
-  // A code message reads the same for everyone but its code: each (template, locale, minutes, days)
-  // is rendered once with a random marker where the code goes, and a message's code is put in the
-  // marker's place with the treatment Handlebars gives a value (`plainText`; escaped in HTML). No
-  // rendered code is kept. Where that treatment would not give what the template gives (the code
-  // through a helper, unescaped, or transformed), checked on probe codes at a key's first use,
-  // that key renders whole every time. (`reuseCodeRenderings: false` renders every message whole:
-  // the tests' reference.)
-  const marker = randomBytes(16).toString('hex')
-  const split = new Map<string, { subject: string[]; text: string[]; html?: string[] } | null>()
-  const fromSplit = (parts: { subject: string[]; text: string[]; html?: string[] }, code: string): Rendered => {
-    const text = plainText(code)
-    return {
-      subject: parts.subject.join(text),
-      text: parts.text.join(text),
-      ...(parts.html ? { html: parts.html.join(Handlebars.escapeExpression(text)) } : {}),
-    }
-  }
-  const sameRendering = (a: Rendered, b: Rendered) => a.subject === b.subject && a.text === b.text && a.html === b.html
-  const renderCode = (purpose: TemplatePurpose, channel: Channel, locale: Locale, values: MessageValues & { code: string }): Rendered => {
-    const remainingMs = values.expiresAt.getTime() - values.now.getTime()
-    const key = `${locale}/${purpose}.${channel}/${expiryMinutes(remainingMs)}/${expiryDays(remainingMs)}`
-    let parts = split.get(key)
-    if (parts === undefined) {
-      const marked = renderDirect(purpose, channel, locale, { ...values, code: marker })
-      const candidate = {
-        subject: marked.subject.split(marker),
-        text: marked.text.split(marker),
-        ...(marked.html !== undefined ? { html: marked.html.split(marker) } : {}),
-      }
-      const faithful = PROBE_CODES.every((probe) =>
-        sameRendering(fromSplit(candidate, probe), renderDirect(purpose, channel, locale, { ...values, code: probe })),
-      )
-      parts = faithful ? candidate : null
-      // Bounded: a key per expiry a deployment uses; a flood of odd expiries only costs re-rendering.
-      if (split.size >= 1_024) split.clear()
-      split.set(key, parts)
-    }
-    return parts ? fromSplit(parts, values.code) : renderDirect(purpose, channel, locale, values)
-  }
-
-  const templates: Templates = {
-    render(purpose, channel, requestedLocale, values) {
-      const locale: Locale = isLocale(requestedLocale) ? requestedLocale : branding.defaultLocale
-      const { code } = values
-      return reuse &&
-        code !== undefined &&
-        CODE_PURPOSES.has(purpose) &&
-        values.link === undefined &&
-        values.organizationName === undefined &&
-        values.appName === undefined &&
-        !values.notice
-        ? renderCode(purpose, channel, locale, { ...values, code })
-        : renderDirect(purpose, channel, locale, values)
-    },
-  }
-  // Every template rendered now with sample values that take every branch a message can (each
-  // notice event and the catalogs' fallback, one and several minutes or days): one that cannot
-  // render (a missing value, an unknown catalog key) fails the process at start, naming itself,
-  // not a message at its send; and the first message after a start is not the one that pays for
-  // compiling them (Handlebars compiles lazily).
+/**
+ * Every template rendered now with sample values that take every branch a message can (each
+ * notice event and the catalogs' fallback, one and several minutes or days): one that cannot
+ * render (a missing value, an unknown catalog key) fails the process at start, naming itself,
+ * not a message at its send; and the first message after a start is not the one that pays for
+ * compiling them (Handlebars compiles lazily).
+ */
+function checkEveryTemplate(templates: Templates): void {
   for (const locale of LOCALES)
     for (const purpose of TEMPLATE_PURPOSES)
       for (const channel of CHANNELS)
@@ -234,6 +178,40 @@ export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR, options: 
             throw new TemplateError(`template ${locale}/${purpose}.${channel} cannot render: ${(error as Error).message}`)
           }
         }
+}
+
+/**
+ * The templates of templates/ (Handlebars; one file per purpose × channel × locale, docs/delivery.md
+ * "Message templates") with their ICU MessageFormat catalogs, compiled once and checked. HTML is
+ * rendered with Handlebars' escaping on; text and WhatsApp with every value passed through
+ * `plainText`. A missing file, a missing value or an unknown catalog key is an error, never a
+ * blank. A code message reuses its rendering (src/delivery/code-renderings.ts) unless
+ * `reuseCodeRenderings: false` (every message whole: the tests' reference).
+ */
+export function loadTemplates(branding: Branding, dir = TEMPLATES_DIR, options: { reuseCodeRenderings?: boolean } = {}): Templates {
+  const reuse = options.reuseCodeRenderings ?? true
+  const renderWhole = wholeRenderer(branding, compileTemplates(dir))
+  const reused = codeRenderings()
+  const templates: Templates = {
+    render(purpose, channel, requestedLocale, values) {
+      const locale: Locale = isLocale(requestedLocale) ? requestedLocale : branding.defaultLocale
+      const { code } = values
+      if (
+        !reuse ||
+        code === undefined ||
+        !CODE_PURPOSES.has(purpose) ||
+        values.link !== undefined ||
+        values.organizationName !== undefined ||
+        values.appName !== undefined ||
+        values.notice
+      )
+        return renderWhole(purpose, channel, locale, values)
+      const remainingMs = values.expiresAt.getTime() - values.now.getTime()
+      const key = `${locale}/${purpose}.${channel}/${expiryMinutes(remainingMs)}/${expiryDays(remainingMs)}`
+      return reused(key, code, (probe) => renderWhole(purpose, channel, locale, { ...values, code: probe }))
+    },
+  }
+  checkEveryTemplate(templates)
   return templates
 }
 

@@ -10,10 +10,11 @@ import { KRATOS_CODE_TTL_SECONDS } from './kratos.ts'
 export type HookName = 'supabase-email' | 'supabase-sms' | 'kratos'
 
 /**
- * Each adapter is a courier caller with a fixed scope and limits. Its id is a `platform.api_keys`
- * row (kind `hook`) the migration 20261202002800_hook_callers made, so its messages are attributed
- * to it as an API key's are; that row is no key: no request authenticates as it, and the console
- * neither lists, rotates nor revokes it. Its per-destination budget counts the exact address the
+ * Each adapter is a courier caller with a fixed scope and limits, defined here and nowhere else.
+ * Its id is a `platform.api_keys` row (kind `hook`) the migration 20261202002800_hook_callers made,
+ * so its messages are attributed to it as an API key's are; that row is no key and holds no scope
+ * or limit (20261206007100): no request authenticates as it, and the console neither lists,
+ * rotates nor revokes it. Its per-destination budget counts the exact address the
  * upstream named, far above what the upstream itself sends (docs/hooks.md "Budgets"): the
  * upstream owns its anti-automation, and a stranger who makes it ask for codes for alice+1…alice+20,
  * or for alice twenty times, must not spend alice's own. No hourly volume: COURIER_CAP_SHARE

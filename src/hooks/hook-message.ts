@@ -27,8 +27,12 @@ export type HookMessage = {
   sameness: string
 }
 
-/** What an adapter reads from a payload: the messages to send, or why there are none. */
-export type HookReading = { messages: HookMessage[] } | { refusal: 'malformed' | 'unsupported_kind' }
+/**
+ * What an adapter reads from a payload: the messages to send, or why there are none. A number is
+ * read as every number is (libphonenumber, `readPhoneNumber`): one it cannot read is
+ * `invalid_destination`, the courier's and the identity flows' answer to it too.
+ */
+export type HookReading = { messages: HookMessage[] } | { refusal: 'malformed' | 'unsupported_kind' | 'invalid_destination' }
 
 /**
  * The courier idempotency key of a hook message: `<hook>:<HMAC-SHA-256 of its sameness>` under

@@ -1,6 +1,7 @@
-import { createHash, timingSafeEqual } from 'node:crypto'
 import { z } from 'zod'
+import { sameSecret } from '../crypto/constant-time.ts'
 import { SECURITY_NOTICE_TTL_SECONDS, type SecurityEvent } from '../identity/security-notices.ts'
+import { readPhoneNumber } from '../outbox/phone-numbers.ts'
 import type { HookMessage, HookPurpose, HookReading, HookSecret } from './hook-message.ts'
 
 /**
@@ -73,12 +74,10 @@ export const KratosCourierBody = z.object({
 })
 type KratosBody = z.infer<typeof KratosCourierBody>
 
-const digest = (text: string) => createHash('sha256').update(text).digest()
-
 /**
  * Kratos authenticates with its `request_config.auth`: `api_key` in the `Authorization` header
  * with the value `Bearer <KRATOS_COURIER_API_KEY>`, or `basic_auth` whose password is the key (the
- * user name is not checked). Compared as SHA-256 digests, in constant time whatever the length.
+ * user name is not checked). Compared with `sameSecret`, in constant time whatever the length.
  */
 export function kratosAuthorized(apiKey: string, authorization: string | undefined): boolean {
   if (!authorization) return false
@@ -90,7 +89,7 @@ export function kratosAuthorized(apiKey: string, authorization: string | undefin
     if (!decoded.includes(':')) return false
     presented = decoded.slice(decoded.indexOf(':') + 1)
   } else return false
-  return timingSafeEqual(digest(presented), digest(apiKey))
+  return sameSecret(presented, apiKey)
 }
 
 // Kratos' codes are six digits (selfservice/strategy/code/strategy.go `CodeLength`), standing alone in its text.
@@ -124,9 +123,10 @@ export function readKratosCourier(body: unknown): HookReading {
   if (!rule) return { refusal: 'unsupported_kind' }
   const secret = secretOf(rule, payload)
   if (!secret) return { refusal: 'malformed' }
-  const destination = payload.to || payload.recipient
-  const channel = (payload.message_type || (destination.includes('@') ? 'email' : 'sms')) === 'email' ? 'email' : 'phone'
-  if (channel === 'phone' && !/^\+\d{8,15}$/.test(destination)) return { refusal: 'malformed' }
+  const named = payload.to || payload.recipient
+  const channel = (payload.message_type || (named.includes('@') ? 'email' : 'sms')) === 'email' ? 'email' : 'phone'
+  const destination = channel === 'phone' ? readPhoneNumber(named)?.e164 : named
+  if (destination === undefined) return { refusal: 'invalid_destination' }
   // A notice is told apart from the next one of its kind by Kratos' rendering (its time is in it); the key holds only an HMAC.
   const rendered = rule.purpose === 'security_notice' ? [payload.subject ?? null, payload.body ?? null] : []
   const message: HookMessage = {

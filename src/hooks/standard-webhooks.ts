@@ -1,5 +1,5 @@
-import { timingSafeEqual } from 'node:crypto'
 import { SIGNING_SECRET_FORM } from '../../config/schema.ts'
+import { sameSecret } from '../crypto/constant-time.ts'
 import { webhookSignatureEntry } from '../crypto/webhook-signature.ts'
 
 /**
@@ -44,10 +44,7 @@ export function verifyWebhook(key: Buffer, headers: WebhookHeaders, body: Buffer
     return { verified: false, refusal: 'missing_signature' }
   if (Math.abs(now.getTime() / 1000 - Number(timestamp)) > TIMESTAMP_TOLERANCE_SECONDS)
     return { verified: false, refusal: 'stale_timestamp' }
-  const expected = Buffer.from(webhookSignatureEntry(key, id, Number(timestamp), body))
-  const matches = signature
-    .split(/\s+/)
-    .map((entry) => Buffer.from(entry.replace(/,$/, '')))
-    .some((candidate) => candidate.length === expected.length && timingSafeEqual(candidate, expected))
+  const expected = webhookSignatureEntry(key, id, Number(timestamp), body)
+  const matches = signature.split(/\s+/).some((entry) => sameSecret(entry.replace(/,$/, ''), expected))
   return matches ? { verified: true, webhookId: id } : { verified: false, refusal: 'invalid_signature' }
 }

@@ -1,4 +1,5 @@
 import { maskIdentifier } from '../identity/identifiers.ts'
+import { readPhoneNumber } from '../outbox/phone-numbers.ts'
 import type { SecurityEvent } from '../identity/security-notices.ts'
 
 /** The fields of a Send Email Hook body a notification reads (src/hooks/supabase.ts parses them). */
@@ -9,6 +10,20 @@ type NotificationPayload = {
 
 /** A notice to send: what happened, to whom, and the detail it names (masked when it is an address). */
 export type SupabaseNotice = { event: SecurityEvent; to: string; identifier: string }
+
+/**
+ * A number as a Supabase payload names it (Supabase stores numbers without the `+`), read as every
+ * number is (libphonenumber: its E.164 spelling); undefined when it is no number.
+ */
+export function supabasePhone(written: string): string | undefined {
+  const text = written.trim()
+  return readPhoneNumber(text.startsWith('+') ? text : `+${text}`)?.e164
+}
+
+const maskedPhone = (written: string | undefined) => {
+  const phone = written ? supabasePhone(written) : undefined
+  return phone ? maskIdentifier(phone) : undefined
+}
 
 // A provider (`github`, `custom:acme`) or factor type (`totp`, `phone`, `webauthn`) is named in the text: a name, nothing else.
 const NAME = /^[A-Za-z0-9_.:-]{1,40}$/
@@ -28,10 +43,7 @@ const RULES: Readonly<Record<string, [SecurityEvent, Rule]>> = Object.freeze({
     'email_changed',
     ({ user, email_data: data }) => ({ to: data.old_email, identifier: user.email ? maskIdentifier(user.email) : undefined }),
   ],
-  phone_changed_notification: [
-    'phone_changed',
-    ({ user }) => ({ to: user.email, identifier: user.phone ? maskIdentifier(`+${user.phone.replace(/^\+/, '')}`) : undefined }),
-  ],
+  phone_changed_notification: ['phone_changed', ({ user }) => ({ to: user.email, identifier: maskedPhone(user.phone) })],
   identity_linked_notification: ['identity_linked', ({ user, email_data: data }) => ({ to: user.email, identifier: named(data.provider) })],
   identity_unlinked_notification: [
     'identity_unlinked',

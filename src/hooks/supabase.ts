@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { SECURITY_NOTICE_TTL_SECONDS } from '../identity/security-notices.ts'
 import type { HookMessage, HookPurpose, HookReading, HookSecret } from './hook-message.ts'
-import { supabaseNoticeOf } from './supabase-notices.ts'
+import { supabaseNoticeOf, supabasePhone } from './supabase-notices.ts'
 
 /**
  * Supabase Auth's Send Email and Send SMS hooks (docs/hooks.md): the payloads as supabase/auth
@@ -175,9 +175,10 @@ export function readSupabaseSmsHook(payload: unknown): HookReading {
   const parsed = SupabaseSmsHookPayload.safeParse(payload)
   if (!parsed.success) return { refusal: 'malformed' }
   const { user, sms } = parsed.data
-  const raw = (sms.phone || user.phone || '').replace(/[\s()-]/g, '')
-  const destination = raw.startsWith('+') ? raw : `+${raw}`
-  if (!/^\+\d{8,15}$/.test(destination)) return { refusal: 'malformed' }
+  const named = sms.phone || user.phone
+  if (!named) return { refusal: 'malformed' }
+  const destination = supabasePhone(named)
+  if (destination === undefined) return { refusal: 'invalid_destination' }
   const purpose: HookPurpose = sms.sms_type === 'mfa' ? 'step_up' : 'verification_code'
   return {
     messages: [

@@ -82,9 +82,12 @@ function routeTemplate(req: express.Request): string {
   return typeof path === 'string' ? path : 'unmatched'
 }
 
-/** The Express app: thin routes over use cases, every error mapped by problemHandler. */
-export function createApp(deps: WebDeps): express.Express {
-  const app = express()
+type WebMetrics = ReturnType<typeof createWebMetrics>
+/** Counts a refused API key or hook credential against the client's per-client limit. */
+type FailedAuthentication = ReturnType<typeof limitPerClient>
+
+/** What every request goes through first: exact paths, the client's address, an id, security headers, no caching, a log line and a metric. */
+function useFrame(app: express.Express, deps: WebDeps, metrics: WebMetrics): void {
   app.disable('x-powered-by')
   // Paths match exactly as documented: no case-folded or trailing-slash aliases (src/http/openapi/registry.ts apiRouter).
   app.set('case sensitive routing', true)
@@ -99,7 +102,6 @@ export function createApp(deps: WebDeps): express.Express {
     res.set('Cache-Control', 'no-store')
     next()
   })
-  const metrics = createWebMetrics(deps.db, deps.challenges.clock)
   app.use((req, res, next) => {
     const started = performance.now()
     res.on('finish', () => {
@@ -118,15 +120,10 @@ export function createApp(deps: WebDeps): express.Express {
     next()
   })
   app.use(documentedMethodsOnly(API_REGISTRIES, unmountedHookPaths(deps.hooks)))
-  // A refused API key or hook credential spends the client's per-client limit, as a public route's request does.
-  const failedAuthentication = limitPerClient(
-    deps.db,
-    deps.challenges.codeHashKeys ?? [deps.challenges.codeHashKey],
-    deps.clientLimitPerMinute,
-    deps.challenges.clock,
-    deps.logger,
-  )
-  // Before the JSON parser: the webhooks read their bodies as their providers send them.
+}
+
+/** Providers' webhooks and identity systems' hooks, before the JSON parser: they read their bodies as their senders send them. */
+function useInbound(app: express.Express, deps: WebDeps, metrics: WebMetrics, failedAuthentication: FailedAuthentication): void {
   app.use(
     webhookRoutes(
       {
@@ -153,68 +150,44 @@ export function createApp(deps: WebDeps): express.Express {
       ...deps.hooks,
     }),
   )
-  app.use(express.json({ limit: '16kb', strict: true }))
-  app.use(negotiatedLocale(deps.defaultLocale ?? 'en'))
-  app.use(healthRoutes(deps.db))
-  const openapi = openApiDocument()
-  route(app, serviceOperations.openapi, (_req, res) => {
-    res.json(openapi)
-  })
+}
+
+/** The people's routes: the identity flows, the account, organizations. */
+function usePeopleRoutes(app: express.Express, deps: WebDeps, metrics: WebMetrics): void {
+  const secureCookies = deps.secureCookies ?? true
   const breachedPasswords = counted(deps.breachedPasswords, metrics.breachedPasswordCheck)
-  app.use(
-    identityRoutes({
-      db: deps.db,
-      challenges: deps.challenges,
-      clientLimitPerMinute: deps.clientLimitPerMinute,
-      secureCookies: deps.secureCookies ?? true,
-      breachedPasswords,
-    }),
-  )
-  app.use(accountRoutes({ db: deps.db, challenges: deps.challenges, breachedPasswords, secureCookies: deps.secureCookies ?? true }))
-  app.use(organizationRoutes({ db: deps.db, invitations: deps.invitations }))
+  const { db, challenges } = deps
+  app.use(identityRoutes({ db, challenges, clientLimitPerMinute: deps.clientLimitPerMinute, secureCookies, breachedPasswords }))
+  app.use(accountRoutes({ db, challenges, breachedPasswords, secureCookies }))
+  app.use(organizationRoutes({ db, invitations: deps.invitations }))
+}
+
+/** The staff's routes (docs/operations.md): the outbox, its controls, caps, suppressions, audit, endpoints, people and keys. */
+function useStaffRoutes(app: express.Express, deps: WebDeps): void {
+  const { db, challenges } = deps
+  const clock = challenges.clock
   // One set of reissue dependencies for the single reissue and the redrive: both seal in the negotiated envelope version.
   const reissue = {
-    boss: deps.challenges.boss,
-    outboxKey: deps.challenges.outboxKey,
-    codeHashKey: deps.challenges.codeHashKey,
-    clock: deps.challenges.clock,
+    boss: challenges.boss,
+    outboxKey: challenges.outboxKey,
+    codeHashKey: challenges.codeHashKey,
+    clock,
     logger: deps.logger,
-    envelopeVersion: deps.challenges.envelopeVersion,
+    envelopeVersion: challenges.envelopeVersion,
   }
-  app.use(platformAdminRoutes({ db: deps.db, reissue }))
-  app.use(
-    outboxControlRoutes({
-      db: deps.db,
-      reissue,
-      ...(deps.challenges.codeHashKeys ? { codeHashKeys: deps.challenges.codeHashKeys } : {}),
-    }),
-  )
-  app.use(sendCapRoutes({ db: deps.db, clock: deps.challenges.clock }))
-  app.use(suppressionRoutes({ db: deps.db, clock: deps.challenges.clock }))
-  app.use(auditRecordRoutes({ db: deps.db, clock: deps.challenges.clock }))
-  app.use(
-    webhookEndpointRoutes({
-      db: deps.db,
-      outboxKey: deps.challenges.outboxKey,
-      clock: deps.challenges.clock,
-      addresses: deps.webhookAddresses ?? { production: true, allowedHosts: [], resolve: resolveWithDns },
-    }),
-  )
-  app.use(
-    peopleRoutes({
-      db: deps.db,
-      people: { codeHashKey: deps.challenges.codeHashKey, codeHashKeys: deps.challenges.codeHashKeys, clock: deps.challenges.clock },
-    }),
-  )
-  app.use(apiKeyRoutes({ db: deps.db, clock: deps.challenges.clock }))
-  app.use(
-    courierRoutes({
-      ...deps.challenges,
-      db: deps.db,
-      logger: deps.logger,
-      failedAuthentication,
-    }),
-  )
+  app.use(platformAdminRoutes({ db, reissue }))
+  app.use(outboxControlRoutes({ db, reissue, ...(challenges.codeHashKeys ? { codeHashKeys: challenges.codeHashKeys } : {}) }))
+  app.use(sendCapRoutes({ db, clock }))
+  app.use(suppressionRoutes({ db, clock }))
+  app.use(auditRecordRoutes({ db, clock }))
+  const addresses = deps.webhookAddresses ?? { production: true, allowedHosts: [], resolve: resolveWithDns }
+  app.use(webhookEndpointRoutes({ db, outboxKey: challenges.outboxKey, clock, addresses }))
+  app.use(peopleRoutes({ db, people: { codeHashKey: challenges.codeHashKey, codeHashKeys: challenges.codeHashKeys, clock } }))
+  app.use(apiKeyRoutes({ db, clock }))
+}
+
+/** What is no API route: /metrics, the static pages, and the answers to everything else (404, a problem for every error). */
+function usePages(app: express.Express, deps: WebDeps, metrics: WebMetrics): void {
   app.get('/metrics', async (req, res) => {
     const decision = decideMetricsAccess(deps.metrics, req.get('authorization'))
     if (decision === 'not_served') throw new HttpProblemError(404, 'not_found', 'No such route.')
@@ -230,5 +203,32 @@ export function createApp(deps: WebDeps): express.Express {
   if (deps.developmentPages) app.use(developmentPages({ ...deps.developmentPages, apiDocs: Boolean(deps.apiDocs) }))
   app.use((_req, res) => sendProblem(res, new HttpProblemError(404, 'not_found', 'No such route.')))
   app.use(problemHandler(deps.logger))
+}
+
+/** The Express app: thin routes over use cases, every error mapped by problemHandler. */
+export function createApp(deps: WebDeps): express.Express {
+  const app = express()
+  const metrics = createWebMetrics(deps.db, deps.challenges.clock)
+  useFrame(app, deps, metrics)
+  // A refused API key or hook credential spends the client's per-client limit, as a public route's request does.
+  const failedAuthentication = limitPerClient(
+    deps.db,
+    deps.challenges.codeHashKeys ?? [deps.challenges.codeHashKey],
+    deps.clientLimitPerMinute,
+    deps.challenges.clock,
+    deps.logger,
+  )
+  useInbound(app, deps, metrics, failedAuthentication)
+  app.use(express.json({ limit: '16kb', strict: true }))
+  app.use(negotiatedLocale(deps.defaultLocale ?? 'en'))
+  app.use(healthRoutes(deps.db))
+  const openapi = openApiDocument()
+  route(app, serviceOperations.openapi, (_req, res) => {
+    res.json(openapi)
+  })
+  usePeopleRoutes(app, deps, metrics)
+  useStaffRoutes(app, deps)
+  app.use(courierRoutes({ ...deps.challenges, db: deps.db, logger: deps.logger, failedAuthentication }))
+  usePages(app, deps, metrics)
   return app
 }

@@ -106,5 +106,6 @@ export async function refuseUnknownCodeTx(
 ): Promise<void> {
   const now = deps.clock()
   const tiers = wrongCodeTiers(deps, purpose, `identifier:${identifier.kind}:${canonicalDestination(identifier)}`, requester, undefined)
-  if ((await tiersWait(trx, tiers, now)) === undefined) await spendTiersTx(trx, tiers, now)
+  // Spent when every tier has room, as a real wrong guess would be; refused, nothing is spent.
+  await spendTiersTx(trx, tiers, now)
 }

@@ -32,34 +32,26 @@ type IssueTarget = {
 
 const REFUSALS: Readonly<Record<string, string>> = { SPR01: 'resend_too_soon', SPR02: 'too_many_resends', SPR03: 'rate_limited' }
 
+type IssueOptions = { candidatePasswordHash?: string; now: Date; countDestination: boolean; claim: ClaimStep; requester?: Requester }
+
 /**
- * Builds the one call of `identity.issue_challenge` (migration 20261201000800) and makes it: the
- * code, its hashes (under the new challenge's id and under the open one's, so a resend needs no
- * second trip; the key never leaves this process), the sealed message and its job as `boss.send`
- * would write it, the destination's bucket keys and throw-away ids for the rehearsals. Every path computes
- * all of them, so the work here does not depend on what the database will find.
+ * A new code, hashed under the new challenge's id and under the open one's (so a resend needs no
+ * second trip; the key never leaves this process), and its sealed message. The code itself is
+ * wiped before this returns.
  */
-async function runIssue(
-  trx: Knex | Knex.Transaction,
+async function sealNewCode(
   deps: ChallengeDeps,
-  mode: 'visible' | 'hidden',
   target: IssueTarget,
-  options: { candidatePasswordHash?: string; now: Date; countDestination: boolean; claim: ClaimStep; requester?: Requester },
-): Promise<IssueOutcome> {
-  const { now } = options
-  const expiresAt = challengeExpiry(deps, now)
-  const throwaway = { identityId: uuidv7(), loginIdentifierId: uuidv7() }
-  const openId =
-    target.openChallengeId !== undefined
-      ? (target.openChallengeId ?? undefined)
-      : await openChallengeId(trx, { purpose: target.purpose, ...(target.subject ?? throwaway) }, now)
-  const newChallengeId = uuidv7()
+  ids: { newChallengeId: string; openId: string | undefined },
+  expiresAt: Date,
+): Promise<{ codeHashes: [Buffer, Buffer]; message: SealedMessage }> {
   const code = generateCode()
-  let codeHashes: [Buffer, Buffer]
-  let message: SealedMessage
   try {
-    codeHashes = [hashCode(deps.codeHashKey, newChallengeId, code), hashCode(deps.codeHashKey, openId ?? uuidv7(), code)]
-    message = await sealMessage(
+    const codeHashes: [Buffer, Buffer] = [
+      hashCode(deps.codeHashKey, ids.newChallengeId, code),
+      hashCode(deps.codeHashKey, ids.openId ?? uuidv7(), code),
+    ]
+    const message = await sealMessage(
       deps,
       {
         purpose: target.purpose,
@@ -70,9 +62,53 @@ async function runIssue(
       },
       code,
     )
+    return { codeHashes, message }
   } finally {
     code.fill(0)
   }
+}
+
+/** The destination's budget as the call names it: its bucket keys, and for a hidden issue (anonymous routes) the requester's tiers instead (migration 20261202000400). */
+function destinationBudget(deps: ChallengeDeps, mode: 'visible' | 'hidden', target: IssueTarget, requester: Requester | undefined) {
+  const tiers = () =>
+    ownerBudgetTiers(
+      deps,
+      `destination:${target.identifier.kind}`,
+      canonicalDestination(target.identifier),
+      DESTINATION_BUDGET,
+      requester ?? INTERNAL_REQUESTER,
+      target.subject?.identityId,
+    )
+  return {
+    destination_buckets: destinationBucket(deps, target.identifier).map((key) => key.toString('hex')),
+    ...(mode === 'hidden' ? { destination_budgets: tiersJson(tiers()) } : {}),
+    destination_max: CHALLENGE_LIMITS.codesPerDestinationPerHour,
+    destination_window_seconds: 3_600,
+  }
+}
+
+/**
+ * Builds the one call of `identity.issue_challenge` (migration 20261201000800) and makes it: the
+ * code's hashes, the sealed message and its job as `boss.send` would write it, the destination's
+ * bucket keys and throw-away ids for the rehearsals. Every path computes all of them, so the work
+ * here does not depend on what the database will find.
+ */
+async function runIssue(
+  trx: Knex | Knex.Transaction,
+  deps: ChallengeDeps,
+  mode: 'visible' | 'hidden',
+  target: IssueTarget,
+  options: IssueOptions,
+): Promise<IssueOutcome> {
+  const { now } = options
+  const expiresAt = challengeExpiry(deps, now)
+  const throwaway = { identityId: uuidv7(), loginIdentifierId: uuidv7() }
+  const openId =
+    target.openChallengeId !== undefined
+      ? (target.openChallengeId ?? undefined)
+      : await openChallengeId(trx, { purpose: target.purpose, ...(target.subject ?? throwaway) }, now)
+  const newChallengeId = uuidv7()
+  const { codeHashes, message } = await sealNewCode(deps, target, { newChallengeId, openId }, expiresAt)
   const params = {
     mode,
     claim: options.claim,
@@ -86,24 +122,7 @@ async function runIssue(
     now: now.toISOString(),
     expires_at: expiresAt.toISOString(),
     count_destination: options.countDestination,
-    destination_buckets: destinationBucket(deps, target.identifier).map((key) => key.toString('hex')),
-    // Hidden issues (anonymous routes) spend the requester's tiers instead (migration 20261202000400).
-    ...(mode === 'hidden'
-      ? {
-          destination_budgets: tiersJson(
-            ownerBudgetTiers(
-              deps,
-              `destination:${target.identifier.kind}`,
-              canonicalDestination(target.identifier),
-              DESTINATION_BUDGET,
-              options.requester ?? INTERNAL_REQUESTER,
-              target.subject?.identityId,
-            ),
-          ),
-        }
-      : {}),
-    destination_max: CHALLENGE_LIMITS.codesPerDestinationPerHour,
-    destination_window_seconds: 3_600,
+    ...destinationBudget(deps, mode, target, options.requester),
     resend_interval_seconds: CHALLENGE_LIMITS.resendIntervalSeconds,
     max_resends: CHALLENGE_LIMITS.maxResends,
     new_challenge_id: newChallengeId,

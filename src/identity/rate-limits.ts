@@ -1,6 +1,13 @@
 import type { Knex } from 'knex'
 import { RateLimitedError } from './errors.ts'
-import { deleteRateLimitHitsTx, insertRateLimitHitTx, rateLimitWindow } from './rate-limits-sql.ts'
+import {
+  budgetTiersWait,
+  deleteRateLimitHitsTx,
+  insertRateLimitHitTx,
+  rateLimitWindow,
+  spendBudgetTiersTx,
+  type TiersJson,
+} from './rate-limits-sql.ts'
 
 export type Limit = { max: number; windowSeconds: number }
 
@@ -90,25 +97,22 @@ export type OwnerBudget = { perClient: Limit; ceiling: Limit; perDevice: Limit }
 export type Tier = { bucket: Bucket; limit: Limit }
 
 /**
- * Checks every tier (locking each, in the order given: every caller names them slice, then
- * ceiling) without spending: undefined while all have room, else the longest wait.
+ * A budget of several tiers follows one rule, in SQL (migration 20261206007000): a request fits
+ * when every tier has room and then spends one hit in each; refused, it spends nothing and is told
+ * the longest wait. `tiersWait` checks (locking every tier, in the order given: every caller names
+ * them slice, then ceiling) without spending: undefined while all have room, else the longest wait.
  */
 export async function tiersWait(trx: Knex | Knex.Transaction, tiers: readonly Tier[], now: Date): Promise<number | undefined> {
-  let wait: number | undefined
-  for (const tier of tiers) {
-    const seconds = await exhaustedFor(trx, tier.bucket, tier.limit, now)
-    if (seconds !== undefined) wait = Math.max(wait ?? 0, seconds)
-  }
-  return wait
+  return await budgetTiersWait(trx, tiersJson(tiers), now)
 }
 
-/** Counts one event in every tier, after `tiersWait` in the same transaction. */
-export async function spendTiersTx(trx: Knex.Transaction, tiers: readonly Tier[], now: Date): Promise<void> {
-  for (const tier of tiers) await insertHitTx(trx, tier.bucket, now)
+/** Spends one hit in every tier when all have room (undefined); else spends nothing and answers the longest wait. */
+export async function spendTiersTx(trx: Knex.Transaction, tiers: readonly Tier[], now: Date): Promise<number | undefined> {
+  return await spendBudgetTiersTx(trx, tiersJson(tiers), now)
 }
 
-/** The tiers as `platform.spend_budget_tiers` (migration 20261202000400) reads them, spent there in this order. */
-export function tiersJson(tiers: readonly Tier[]): { buckets: string[]; max: number; window_seconds: number }[] {
+/** The tiers as `platform.spend_budget_tiers` and `platform.budget_tiers_wait` read them. */
+export function tiersJson(tiers: readonly Tier[]): TiersJson {
   return tiers.map((tier) => ({
     buckets: keysOf(tier.bucket).map((key) => key.toString('hex')),
     max: tier.limit.max,

@@ -1,15 +1,6 @@
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
-import { deleteDevicesOfIdentityTx } from './devices-sql.ts'
-import { requireElevationTx } from './elevation.ts'
-import {
-  findLiveSessions,
-  insertSessionTx,
-  revokeAllSessionsTx,
-  useSession,
-  type SessionLifetime,
-  type SessionRow,
-} from './sessions-sql.ts'
+import { findLiveSessions, insertSessionTx, useSession, type SessionLifetime, type SessionRow } from './sessions-sql.ts'
 import { newToken } from './secrets.ts'
 
 export const SESSION_TTL_SECONDS = 24 * 3600
@@ -52,26 +43,4 @@ export async function listSessions(db: Knex, session: SessionContext, now: Date)
     expiresAt: row.expires_at,
     current: row.id === session.sessionId,
   }))
-}
-
-/**
- * DELETE /sessions, "sign out everywhere", with a fresh step-up of this very session: every session
- * of the identity stops working, this one too. A bearer token alone is not enough: a stolen session
- * would sign the owner out. The trusted devices stay (`forgetDevices` is a step-up action of its
- * own), so whoever signs out everywhere does not also make the owner's clients strangers to the
- * budgets (docs/security.md "Security properties").
- */
-export async function signOutEverywhere(db: Knex, session: SessionContext, elevationToken: string | undefined, now: Date): Promise<void> {
-  await db.transaction(async (trx) => {
-    await requireElevationTx(trx, session, elevationToken, now)
-    await revokeAllSessionsTx(trx, session.identityId, now)
-  })
-}
-
-/** DELETE /devices, with a fresh step-up of this session: every trusted device of the identity is forgotten; the sessions go on. */
-export async function forgetDevices(db: Knex, session: SessionContext, elevationToken: string | undefined, now: Date): Promise<void> {
-  await db.transaction(async (trx) => {
-    await requireElevationTx(trx, session, elevationToken, now)
-    await deleteDevicesOfIdentityTx(trx, session.identityId)
-  })
 }

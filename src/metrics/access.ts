@@ -1,5 +1,5 @@
-import { createHash, timingSafeEqual } from 'node:crypto'
 import type { CoreConfig } from '../../config/schema.ts'
+import { sameSecret } from '../crypto/constant-time.ts'
 
 /**
  * Who may read a metrics endpoint. Counts of messages move with every request a stranger makes
@@ -7,13 +7,11 @@ import type { CoreConfig } from '../../config/schema.ts'
  * oracle: with METRICS_TOKEN set a scrape needs `Authorization: Bearer <token>`; without it they
  * are served only in development and test, and deployed processes do not serve them at all.
  */
-export type MetricsAccess = { tokenDigest?: Buffer; openWithoutToken: boolean }
-
-const digest = (text: string) => createHash('sha256').update(text).digest()
+export type MetricsAccess = { token?: string; openWithoutToken: boolean }
 
 export function metricsAccess(config: Pick<CoreConfig, 'NODE_ENV' | 'METRICS_TOKEN'>): MetricsAccess {
   return {
-    tokenDigest: config.METRICS_TOKEN === undefined ? undefined : digest(config.METRICS_TOKEN),
+    token: config.METRICS_TOKEN,
     openWithoutToken: config.NODE_ENV === 'development' || config.NODE_ENV === 'test',
   }
 }
@@ -23,8 +21,7 @@ export function decideMetricsAccess(
   access: MetricsAccess,
   authorization: string | undefined,
 ): 'allowed' | 'unauthenticated' | 'not_served' {
-  if (!access.tokenDigest) return access.openWithoutToken ? 'allowed' : 'not_served'
+  if (access.token === undefined) return access.openWithoutToken ? 'allowed' : 'not_served'
   const presented = /^bearer +(\S{1,512})$/i.exec(authorization ?? '')?.[1]
-  // Compared as digests: equal lengths for timingSafeEqual, and nothing learnt from the timing.
-  return presented !== undefined && timingSafeEqual(digest(presented), access.tokenDigest) ? 'allowed' : 'unauthenticated'
+  return presented !== undefined && sameSecret(presented, access.token) ? 'allowed' : 'unauthenticated'
 }

@@ -8,12 +8,8 @@ import { PROVIDER_VIEW_GAUGE } from '../outbox/provider-health.ts'
 /** Methods counted by name; any other (Node parses dozens) is `OTHER`. */
 const HTTP_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
 
-/**
- * The web's GET /metrics: gauges read from the database at each scrape, so they are right whichever
- * worker did the work and even while no worker runs (the lag gauge is the one to alert on).
- */
-export function createWebMetrics(db: Knex, clock: () => Date) {
-  const registry = new Registry()
+/** The backlog's gauges, set from one database read per scrape (`gauges` of src/platform/outbox-admin.ts). */
+function backlogGauges(registry: Registry) {
   const messages = new Gauge({
     name: 'sealpost_outbox_messages',
     help: 'Security outbox messages by state',
@@ -43,6 +39,33 @@ export function createWebMetrics(db: Knex, clock: () => Date) {
     labelNames: ['purpose', 'event'],
     registers: [registry],
   })
+  const providerState = new Gauge({
+    name: 'sealpost_provider_state',
+    help: "Each provider's outage hold, fleet-wide: 0 up, 1 probing (one message tests it), 2 held down (its messages wait)",
+    labelNames: ['provider'],
+    registers: [registry],
+  })
+  return {
+    update(summary: Awaited<ReturnType<typeof gauges>>) {
+      for (const [state, count] of Object.entries(summary.states)) messages.set({ state }, count)
+      lag.set(summary.oldestDuePendingAgeSeconds ?? 0)
+      for (const [reason, count] of Object.entries(summary.deadLettersLast24h)) deadLetters.set({ reason }, count)
+      for (const [state, count] of Object.entries(summary.queue)) queue.set({ state }, count)
+      for (const { provider, state } of summary.providers) providerState.set({ provider }, PROVIDER_VIEW_GAUGE[state])
+      for (const [purpose, events] of Object.entries(summary.deliveryEventsLast24h)) {
+        for (const [event, count] of Object.entries(events)) deliveryEvents.set({ purpose, event }, count)
+      }
+    },
+  }
+}
+
+/**
+ * The web's GET /metrics: gauges read from the database at each scrape, so they are right whichever
+ * worker did the work and even while no worker runs (the lag gauge is the one to alert on).
+ */
+export function createWebMetrics(db: Knex, clock: () => Date) {
+  const registry = new Registry()
+  const backlog = backlogGauges(registry)
   const webhooks = new Counter({
     name: 'sealpost_webhook_events_total',
     help: 'Provider webhook deliveries handled by this web process, by provider, outcome and refusal reason',
@@ -53,12 +76,6 @@ export function createWebMetrics(db: Knex, clock: () => Date) {
     name: 'sealpost_breached_password_checks_total',
     help: 'Breached-password lookups of new passwords by this web process, by outcome (unavailable = accepted unchecked)',
     labelNames: ['outcome'],
-    registers: [registry],
-  })
-  const providerState = new Gauge({
-    name: 'sealpost_provider_state',
-    help: "Each provider's outage hold, fleet-wide: 0 up, 1 probing (one message tests it), 2 held down (its messages wait)",
-    labelNames: ['provider'],
     registers: [registry],
   })
   // Labels from closed sets only: a caller chooses the URL and could otherwise mint a series per request.
@@ -75,16 +92,6 @@ export function createWebMetrics(db: Knex, clock: () => Date) {
     help: '1 when the last scrape could read the database',
     registers: [registry],
   })
-  function backlogOf(summary: Awaited<ReturnType<typeof gauges>>) {
-    for (const [state, count] of Object.entries(summary.states)) messages.set({ state }, count)
-    lag.set(summary.oldestDuePendingAgeSeconds ?? 0)
-    for (const [reason, count] of Object.entries(summary.deadLettersLast24h)) deadLetters.set({ reason }, count)
-    for (const [state, count] of Object.entries(summary.queue)) queue.set({ state }, count)
-    for (const { provider, state } of summary.providers) providerState.set({ provider }, PROVIDER_VIEW_GAUGE[state])
-    for (const [purpose, events] of Object.entries(summary.deliveryEventsLast24h)) {
-      for (const [event, count] of Object.entries(events)) deliveryEvents.set({ purpose, event }, count)
-    }
-  }
   return {
     registry,
     /** One webhook outcome (stored, duplicate, unknown_message, ignored, refused with its reason…). */
@@ -103,7 +110,7 @@ export function createWebMetrics(db: Knex, clock: () => Date) {
     /** Reads the database, then renders: call once per scrape. */
     async render(): Promise<string> {
       try {
-        backlogOf(await gauges(db, clock()))
+        backlog.update(await gauges(db, clock()))
         sendCaps.update(await sendCapReport(db, clock()))
         scrapeOk.set(1)
       } catch {

@@ -4,6 +4,80 @@ import type { AddressInfo } from 'node:net'
 import { Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { Asked, CapKind } from '../outbox/send-caps.ts'
 
+/** The delivery loop's instruments: attempts by outcome, dead letters, provider calls and their latency. */
+function deliveryInstruments(registry: Registry) {
+  return {
+    attempts: new Counter({
+      name: 'sealpost_delivery_attempts_total',
+      help: 'Delivery attempts recorded, by outcome and failure class',
+      labelNames: ['outcome', 'failure_class'],
+      registers: [registry],
+    }),
+    deadLetters: new Counter({
+      name: 'sealpost_dead_letters_total',
+      help: 'Messages dead-lettered by this worker, by reason',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    sendDuration: new Histogram({
+      name: 'sealpost_send_duration_seconds',
+      help: 'Provider call duration',
+      labelNames: ['channel'],
+      registers: [registry],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    }),
+    commitToSend: new Histogram({
+      name: 'sealpost_commit_to_send_seconds',
+      help: 'From the enqueue commit (message created_at) to the start of its first provider call',
+      labelNames: ['channel'],
+      registers: [registry],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 120],
+    }),
+    sends: new Counter({
+      name: 'sealpost_sends_total',
+      help: 'Provider calls started, by channel (what the send caps count)',
+      labelNames: ['channel'],
+      registers: [registry],
+    }),
+  }
+}
+
+/** What waits without an attempt: a send cap's holds and fill, no provider here, an envelope not opened here, a misconfigured provider. */
+function holdInstruments(registry: Registry) {
+  return {
+    heldByCap: new Counter({
+      name: 'sealpost_send_cap_held_total',
+      help: 'Messages a send cap held back to the next hour (no attempt spent), by channel, cap (prefix, country or channel) and who asked (owner, stranger, courier)',
+      labelNames: ['channel', 'cap', 'asked'],
+      registers: [registry],
+    }),
+    capUsed: new Gauge({
+      name: 'sealpost_send_cap_used_ratio',
+      help: "The fullest send cap of each kind (channel, country or prefix) and class (owner, stranger, courier) this hour, as the fleet's counter stood when this worker last reserved in it: sent / the class's cap",
+      labelNames: ['channel', 'scope_kind', 'asked'],
+      registers: [registry],
+    }),
+    withoutProvider: new Counter({
+      name: 'sealpost_messages_without_provider_total',
+      help: 'Claimed messages this worker has no provider for (deferred a minute, no attempt spent), by channel: a misconfiguration',
+      labelNames: ['channel'],
+      registers: [registry],
+    }),
+    unreadableFormat: new Counter({
+      name: 'sealpost_messages_unreadable_format_total',
+      help: 'Claimed messages sealed in an envelope version this worker does not open (deferred a minute, no attempt spent), by format: a newer release wrote them',
+      labelNames: ['format'],
+      registers: [registry],
+    }),
+    misconfigured: new Counter({
+      name: 'sealpost_provider_misconfigured_total',
+      help: 'Sends a provider refused as our own misconfiguration (an expired token, a missing template; no attempt spent, the provider held down), by provider',
+      labelNames: ['provider'],
+      registers: [registry],
+    }),
+  }
+}
+
 /**
  * What a worker process counts as it works (served on WORKER_METRICS_PORT): attempts by outcome
  * and failure class, dead letters by reason, provider call duration, commit-to-send latency, the
@@ -11,70 +85,10 @@ import type { Asked, CapKind } from '../outbox/send-caps.ts'
  */
 export function createWorkerMetrics() {
   const registry = new Registry()
-  const attempts = new Counter({
-    name: 'sealpost_delivery_attempts_total',
-    help: 'Delivery attempts recorded, by outcome and failure class',
-    labelNames: ['outcome', 'failure_class'],
-    registers: [registry],
-  })
-  const deadLetters = new Counter({
-    name: 'sealpost_dead_letters_total',
-    help: 'Messages dead-lettered by this worker, by reason',
-    labelNames: ['reason'],
-    registers: [registry],
-  })
-  const sendDuration = new Histogram({
-    name: 'sealpost_send_duration_seconds',
-    help: 'Provider call duration',
-    labelNames: ['channel'],
-    registers: [registry],
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-  })
-  const commitToSend = new Histogram({
-    name: 'sealpost_commit_to_send_seconds',
-    help: 'From the enqueue commit (message created_at) to the start of its first provider call',
-    labelNames: ['channel'],
-    registers: [registry],
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 120],
-  })
-  const sends = new Counter({
-    name: 'sealpost_sends_total',
-    help: 'Provider calls started, by channel (what the send caps count)',
-    labelNames: ['channel'],
-    registers: [registry],
-  })
-  const heldByCap = new Counter({
-    name: 'sealpost_send_cap_held_total',
-    help: 'Messages a send cap held back to the next hour (no attempt spent), by channel, cap (prefix, country or channel) and who asked (owner, stranger, courier)',
-    labelNames: ['channel', 'cap', 'asked'],
-    registers: [registry],
-  })
-  const capUsed = new Gauge({
-    name: 'sealpost_send_cap_used_ratio',
-    help: "The fullest send cap of each kind (channel, country or prefix) and class (owner, stranger, courier) this hour, as the fleet's counter stood when this worker last reserved in it: sent / the class's cap",
-    labelNames: ['channel', 'scope_kind', 'asked'],
-    registers: [registry],
-  })
+  const { attempts, deadLetters, sendDuration, commitToSend, sends } = deliveryInstruments(registry)
+  const { heldByCap, capUsed, withoutProvider, unreadableFormat, misconfigured } = holdInstruments(registry)
   // Each gauge's hour and value: a new hour starts from its first reading, not from the last hour's peak.
   const capUsedNow = new Map<string, { hour: number; ratio: number }>()
-  const withoutProvider = new Counter({
-    name: 'sealpost_messages_without_provider_total',
-    help: 'Claimed messages this worker has no provider for (deferred a minute, no attempt spent), by channel: a misconfiguration',
-    labelNames: ['channel'],
-    registers: [registry],
-  })
-  const unreadableFormat = new Counter({
-    name: 'sealpost_messages_unreadable_format_total',
-    help: 'Claimed messages sealed in an envelope version this worker does not open (deferred a minute, no attempt spent), by format: a newer release wrote them',
-    labelNames: ['format'],
-    registers: [registry],
-  })
-  const misconfigured = new Counter({
-    name: 'sealpost_provider_misconfigured_total',
-    help: 'Sends a provider refused as our own misconfiguration (an expired token, a missing template; no attempt spent, the provider held down), by provider',
-    labelNames: ['provider'],
-    registers: [registry],
-  })
   const maintenance = new Counter({
     name: 'sealpost_maintenance_rows_total',
     help: 'Rows the expiry purge and retention sweep changed, by pass and kind',

@@ -22,7 +22,7 @@ const WRITTEN = /^\+[0-9][0-9 ().-]{6,30}$/
 const E164 = /^\+[1-9]\d{7,14}$/
 
 /** A number as written, read: its E.164 spelling, country and type; undefined when it is not a phone number at all. */
-export type PhoneReading = { e164: string; valid: boolean; country?: string; type?: NumberType }
+export type PhoneReading = { e164: string; callingCode: string; valid: boolean; country?: string; type?: NumberType }
 
 export function readPhoneNumber(written: string): PhoneReading | undefined {
   const text = written.trim()
@@ -32,10 +32,16 @@ export function readPhoneNumber(written: string): PhoneReading | undefined {
   const valid = parsed.isValid()
   return {
     e164: parsed.number,
+    callingCode: parsed.countryCallingCode,
     valid,
     ...(parsed.country ? { country: parsed.country } : {}),
     ...(valid && parsed.getType() ? { type: parsed.getType()! } : {}),
   }
+}
+
+/** The country calling code of a number as libphonenumber reads it (`+447700900123` → `44`); undefined when it reads none. */
+export function callingCodeOf(e164: string): string | undefined {
+  return readPhoneNumber(e164)?.callingCode
 }
 
 /** Types that can receive a code on a phone: FIXED_LINE_OR_MOBILE is where a plan does not tell (e.g. +1). */

@@ -1,7 +1,6 @@
-import { callingCode } from '../../config/send-caps.ts'
 import type { Channel } from './constants.ts'
 import { PHONE_CHANNELS } from './destination.ts'
-import { numberPrefix, smsAllowedFor } from './phone-numbers.ts'
+import { callingCodeOf, numberPrefix, smsAllowedFor } from './phone-numbers.ts'
 
 /**
  * The fleet-wide ceiling on what we send ("a global guard on sending"; docs/delivery.md
@@ -65,7 +64,7 @@ function baseScopeOf(caps: SendCaps, kind: CapKind, channel: Channel, destinatio
   if (kind === 'country') {
     if (!PHONE_CHANNELS.has(channel)) return undefined
     // A number we cannot read a code from counts under `*` (scope '0': no calling code starts with 0).
-    const code = callingCode(destination) ?? '0'
+    const code = callingCodeOf(destination) ?? '0'
     const cap = caps.perCountry[code] ?? caps.perCountry['*']
     return cap === undefined ? undefined : { scope: code, cap }
   }
@@ -124,22 +123,16 @@ export const sendCapsConfigured = (caps: SendCaps | undefined): caps is SendCaps
   caps !== undefined &&
   (Object.keys(caps.perChannel).length > 0 || Object.keys(caps.perCountry).length > 0 || caps.smsPerPrefix !== undefined)
 
-/**
- * The caps from configuration: SEND_CAP_PER_HOUR and PHONE_CAP_PER_COUNTRY_PER_HOUR as they were;
- * SMS_HOURLY_CAP is the `sms` channel's cap (beside an `sms:` entry of SEND_CAP_PER_HOUR, the smaller).
- */
+/** The caps from configuration: SEND_CAP_PER_HOUR (the SMS hourly cap is its `sms` entry) and PHONE_CAP_PER_COUNTRY_PER_HOUR as they were. */
 export function sendCapsFrom(config: {
   SEND_CAP_PER_HOUR?: Partial<Record<Channel, number>>
   PHONE_CAP_PER_COUNTRY_PER_HOUR?: Record<string, number>
-  SMS_HOURLY_CAP?: number
   SMS_PREFIX_HOURLY_CAP?: number
   SMS_ALLOWED_COUNTRIES?: readonly string[]
   COURIER_CAP_SHARE?: number
 }): SendCaps {
-  const perChannel = { ...config.SEND_CAP_PER_HOUR }
-  if (config.SMS_HOURLY_CAP !== undefined) perChannel.sms = Math.min(perChannel.sms ?? Infinity, config.SMS_HOURLY_CAP)
   return {
-    perChannel,
+    perChannel: { ...config.SEND_CAP_PER_HOUR },
     perCountry: config.PHONE_CAP_PER_COUNTRY_PER_HOUR ?? {},
     ...(config.SMS_PREFIX_HOURLY_CAP !== undefined ? { smsPerPrefix: config.SMS_PREFIX_HOURLY_CAP } : {}),
     ...(config.SMS_ALLOWED_COUNTRIES ? { smsCountries: config.SMS_ALLOWED_COUNTRIES } : {}),

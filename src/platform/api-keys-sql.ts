@@ -12,7 +12,10 @@ export type ApiKeyRow = {
   sends_per_hour: number
   destinations_per_hour: number
   link_origins: string[]
-  /** `hook`: the row a hook adapter's messages are attributed to (migration 20261206004100), never a key. */
+  /**
+   * `hook`: the row a hook adapter's messages are attributed to (migration 20261206004100), never a
+   * key; its scope and limit columns above are NULL (20261206007100), so it is refused before any is read.
+   */
   kind: 'key' | 'hook'
   revoked_at: Date | null
 }

@@ -1,6 +1,7 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import type { Knex } from 'knex'
 import { uuidv7 } from 'uuidv7'
+import { sameSecret } from '../crypto/constant-time.ts'
 import { requireElevationTx } from '../identity/elevation.ts'
 import { NotFoundError, UnprocessableError } from '../identity/errors.ts'
 import type { Channel } from '../outbox/constants.ts'
@@ -70,7 +71,7 @@ export async function authenticateApiKey(db: Knex, presented: string): Promise<C
   const match = KEY_FORMAT.exec(presented)
   const row: ApiKeyRow | undefined = await selectApiKey(db, match ? idOf(match[1]!) : NO_KEY)
   const presentedHash = hashSecret(match?.[2] ?? presented)
-  const same = timingSafeEqual(presentedHash, row?.secret_hash.length === 32 ? row.secret_hash : DECOY_HASH)
+  const same = sameSecret(presentedHash, row?.secret_hash ?? DECOY_HASH)
   // A hook's row (kind `hook`) is no key: its hash has no preimage, and it is refused here as well.
   if (!match || !row || !same || row.revoked_at !== null || row.kind !== 'key') return undefined
   return {

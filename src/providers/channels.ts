@@ -3,8 +3,8 @@ import type { Problem } from '../../config/fields.ts'
 import { parsedText } from '../../config/fields.ts'
 import type { VariableDoc } from '../../config/variables.ts'
 import type { Channel, ProviderId } from '../outbox/constants.ts'
-import type { Config } from './config.ts'
-import { PROVIDERS, type RegisteredProvider } from './registry.ts'
+import type { CoreConfig } from '../../config/schema.ts'
+import { PROVIDERS, type ProviderSettings, type RegisteredProvider } from './registry.ts'
 
 /** The name operators write for a provider where its channel names providers. */
 const choiceOf = (provider: RegisteredProvider): string => provider.choice ?? provider.id
@@ -31,6 +31,9 @@ export const CHANNEL_SHAPE = {
 }
 
 export type ChannelSettings = z.output<z.ZodObject<typeof CHANNEL_SHAPE>>
+
+/** The configuration a channel's choice reads: the core, the channels' settings and every provider's (src/providers/config.ts `Config`). */
+type Config = CoreConfig & ChannelSettings & ProviderSettings
 
 export const CHANNEL_DOCS: { readonly [K in keyof typeof CHANNEL_SHAPE]: VariableDoc } = {
   EMAIL_PROVIDERS: {

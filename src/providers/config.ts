@@ -1,4 +1,3 @@
-import type { z } from 'zod'
 import { configurationPage, type ConfigurationSection } from '../../config/configuration-doc.ts'
 import { ConfigError, type Problem, type ProcessRole } from '../../config/fields.ts'
 import {
@@ -14,12 +13,7 @@ import {
 } from '../../config/schema.ts'
 import { VARIABLES } from '../../config/variables.ts'
 import { CHANNEL_DOCS, CHANNEL_SHAPE, channelProblems, selectedProviders, type ChannelSettings } from './channels.ts'
-import type { SettingsOf } from './definition.ts'
-import { PROVIDERS, type RegisteredProvider } from './registry.ts'
-
-type UnionToIntersection<U> = (U extends unknown ? (union: U) => void : never) extends (intersection: infer I) => void ? I : never
-type ShapeOf<P> = P extends { settings: { shape: infer S extends z.ZodRawShape } } ? S : never
-type ProviderShapes = UnionToIntersection<ShapeOf<RegisteredProvider>>
+import { PROVIDERS, type ProviderSettings, type ProviderShapes, type RegisteredProvider } from './registry.ts'
 
 /** The environment schema: the core settings, the channels' choices and every registered provider's slice. */
 export const envSchema = coreSchema.extend({
@@ -28,7 +22,7 @@ export const envSchema = coreSchema.extend({
 })
 
 /** The validated configuration of a process: keys are Buffers so they never print by accident as text. */
-export type Config = CoreConfig & ChannelSettings & SettingsOf<ProviderShapes>
+export type Config = CoreConfig & ChannelSettings & ProviderSettings
 
 /** Whether the channel of `provider` sends through it in this configuration. */
 const selected = (config: Config): ((provider: RegisteredProvider) => boolean) => {

@@ -1,5 +1,15 @@
 import type { FailureClass } from '../outbox/constants.ts'
-import { DeliveryFailureError, type FailureEffect } from './provider.ts'
+
+/**
+ * What a failure does beyond its class (docs/delivery.md "Phone channels"):
+ * - `channel_unreachable`: this channel cannot reach this recipient (a number without WhatsApp);
+ *   the message goes on at once to the deployment's next phone channel, never to a dead letter
+ *   while one is left (with none left it is the REJECTED it is classified as);
+ * - `provider_misconfigured`: the provider refused *us* (an expired token, a missing template):
+ *   no attempt is spent, the provider is held down fleet-wide at once and a MISCONFIGURATION line
+ *   is logged; the message waits, or fails over, like any held message.
+ */
+export type FailureEffect = 'channel_unreachable' | 'provider_misconfigured'
 
 /** What a failed send does to its message: all the record step reads of a provider's refusal. */
 export type FaultOutcome = {
@@ -84,12 +94,6 @@ export const FAULTS = Object.freeze({
 } as const satisfies Record<string, FaultRow>)
 
 export type Fault = keyof typeof FAULTS
-
-/** A classified failure of one send: the row's outcome, the provider's own code (for logs), its retry hint. */
-export function providerFault(fault: Fault, providerCode: string, retryAfterAt: Date | null = null): DeliveryFailureError {
-  const { failureClass, effect, recipientOnly } = FAULTS[fault]
-  return new DeliveryFailureError(failureClass, providerCode, retryAfterAt, recipientOnly, effect, fault)
-}
 
 type FaultCase = {
   answer: string

@@ -1,7 +1,6 @@
 import { Agent, request, type Dispatcher } from 'undici'
 import { SealpostError } from '../errors/sealpost-error.ts'
-import { providerFault } from './faults.ts'
-import type { DeliveryFailureError } from './provider.ts'
+import { providerFault, type DeliveryFailureError } from './provider.ts'
 
 /**
  * A provider request that failed before an answer came: `written` says whether it had reached a

@@ -1,6 +1,6 @@
 import type { Channel, FailureClass, ProviderId } from '../outbox/constants.ts'
 import { SealpostError } from '../errors/sealpost-error.ts'
-import type { Fault } from './faults.ts'
+import { FAULTS, type FailureEffect, type Fault } from './faults.ts'
 
 /** What a connector is asked to deliver; the text holds the secret and lives in memory only. */
 export type OutgoingMessage = {
@@ -32,17 +32,6 @@ export interface Provider {
   /** Resolves with the provider's message id once accepted; rejects with a DeliveryFailureError. */
   dispatch(message: OutgoingMessage, signal: AbortSignal): Promise<{ providerMessageId: string }>
 }
-
-/**
- * What a failure does beyond its class (docs/delivery.md "Phone channels"):
- * - `channel_unreachable`: this channel cannot reach this recipient (a number without WhatsApp);
- *   the message goes on at once to the deployment's next phone channel, never to a dead letter
- *   while one is left (with none left it is the REJECTED it is classified as);
- * - `provider_misconfigured`: the provider refused *us* (an expired token, a missing template):
- *   no attempt is spent, the provider is held down fleet-wide at once and a MISCONFIGURATION line
- *   is logged; the message waits, or fails over, like any held message.
- */
-export type FailureEffect = 'channel_unreachable' | 'provider_misconfigured'
 
 /**
  * A classified provider failure. Its message is fixed text: connectors never copy a provider's
@@ -79,4 +68,10 @@ export class DeliveryFailureError extends SealpostError {
     this.effect = effect
     this.fault = fault
   }
+}
+
+/** A classified failure of one send: the row's outcome, the provider's own code (for logs), its retry hint. */
+export function providerFault(fault: Fault, providerCode: string, retryAfterAt: Date | null = null): DeliveryFailureError {
+  const { failureClass, effect, recipientOnly } = FAULTS[fault]
+  return new DeliveryFailureError(failureClass, providerCode, retryAfterAt, recipientOnly, effect, fault)
 }

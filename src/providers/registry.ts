@@ -1,3 +1,5 @@
+import type { z } from 'zod'
+import type { SettingsOf } from './definition.ts'
 import { ses } from './ses/index.ts'
 import { smtp } from './smtp/index.ts'
 import { twilio } from './twilio/index.ts'
@@ -15,3 +17,10 @@ export const PROVIDERS = Object.freeze([ses, smtp, wasender, whatsappCloud, twil
 
 /** One provider of the registry. */
 export type RegisteredProvider = (typeof PROVIDERS)[number]
+
+type UnionToIntersection<U> = (U extends unknown ? (union: U) => void : never) extends (intersection: infer I) => void ? I : never
+type ShapeOf<P> = P extends { settings: { shape: infer S extends z.ZodRawShape } } ? S : never
+/** Every registered provider's settings shape, merged: what the environment schema adds for them. */
+export type ProviderShapes = UnionToIntersection<ShapeOf<RegisteredProvider>>
+/** Every registered provider's settings, as parsed. */
+export type ProviderSettings = SettingsOf<ProviderShapes>

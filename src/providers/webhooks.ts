@@ -1,4 +1,3 @@
-import { createHash, timingSafeEqual } from 'node:crypto'
 import type { Knex } from 'knex'
 import { z } from 'zod'
 import { SealpostError } from '../errors/sealpost-error.ts'
@@ -43,10 +42,22 @@ export class WebhookRefusedError extends SealpostError {
   }
 }
 
-/** Counts and logs a refusal, then throws it. */
+/** Where a refused inbound call is told: `sealpost_webhook_events_total` (by source and reason) and the log. */
+export type RefusalSink<S extends string> = { count: (source: S, outcome: 'refused', reason: string) => void; logger: Pick<Logger, 'warn'> }
+
+/**
+ * Counts and logs one refused inbound call, a provider's webhook or an identity system's hook
+ * (src/http/routes/hooks.ts), by its reason and never by what it carried (a body, a signature, a
+ * credential). The one place a refusal is told; the caller throws what its route answers.
+ */
+export function countRefusal<S extends string>(sink: RefusalSink<S>, source: S, line: string, reason: string, fields = {}): void {
+  sink.count(source, 'refused', reason)
+  sink.logger.warn(line, { ...fields, reason })
+}
+
+/** Counts and logs a provider webhook's refusal, then throws it. */
 export function refuseWebhook(deps: WebhookDeps, provider: ProviderId, title: string, reason: string): never {
-  deps.count(provider, 'refused', reason)
-  deps.logger.warn(`${title} webhook refused`, { reason })
+  countRefusal(deps, provider, `${title} webhook refused`, reason)
   throw new WebhookRefusedError(reason)
 }
 
@@ -73,10 +84,6 @@ export async function storeEvent(
     ? { outcome: recorded.outcome }
     : { outcome: recorded.outcome, messageId: recorded.messageId }
 }
-
-const digest = (text: string) => createHash('sha256').update(text).digest()
-/** Whether a presented secret equals ours, in time that depends on neither (both hashed to one length first). */
-export const sameSecret = (presented: string, ours: string): boolean => timingSafeEqual(digest(presented), digest(ours))
 
 /** A JSON body as the web read it: parsed and as the route's schema documents it, or why not (refused only once the signature holds). */
 export type JsonDelivery = { body: unknown } | { unreadable: 'unsupported_media_type' | 'malformed' }

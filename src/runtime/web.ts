@@ -1,3 +1,6 @@
+import type { Express } from 'express'
+import type { Knex } from 'knex'
+import type { PgBoss } from 'pg-boss'
 import { resolveWithDns, type Resolve } from '../platform/webhook-address-guard.ts'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -8,7 +11,7 @@ import { createKnex } from '../db/knex.ts'
 import { loadEnvelopeNegotiation, type EnvelopeNegotiation } from '../outbox/envelope-negotiation.ts'
 import { waitForDatabase } from '../db/unavailable.ts'
 import { databaseRoles } from '../db/roles.ts'
-import { createApp } from '../http/app.ts'
+import { createApp, type WebDeps } from '../http/app.ts'
 import type { DevelopmentPages } from '../http/pages.ts'
 import { answerClientError } from '../http/client-error.ts'
 import { rememberPeerAddress } from '../http/client-limit.ts'
@@ -18,6 +21,7 @@ import type { Logger } from '../logging/logger.ts'
 import type { Keys } from './dev-keys.ts'
 import { bindWebhooks, type WebhookConfig } from '../providers/wiring.ts'
 import { createBreachedPasswordCheck } from '../identity/breached-passwords.ts'
+import type { BreachedPasswordCheck } from '../identity/password-policy.ts'
 import { signingKeyOf } from '../hooks/standard-webhooks.ts'
 import { traceContextOnlyFrom } from '../http/trace-context-guard.ts'
 import { hookSettings } from './web-hooks.ts'
@@ -33,8 +37,8 @@ export type RunningWeb = {
   stop: () => Promise<void>
 }
 
-/** The web process: Express over the api role's pool; pg-boss only to enqueue inside our transactions. */
-export async function startWeb(options: {
+/** What the web process is started with: its settings, its database URL and keys, and the tests' seams. */
+type WebOptions = {
   config: Pick<
     Config,
     'NODE_ENV' | 'PORT' | 'CHALLENGE_TTL_SECONDS' | 'INVITATION_TTL_SECONDS' | 'CLIENT_RATE_LIMIT_PER_MINUTE' | 'METRICS_TOKEN'
@@ -61,11 +65,84 @@ export async function startWeb(options: {
   confirmSubscription?: (url: string) => Promise<void>
   /** Tests: how webhook endpoint hosts resolve (default: DNS), the seam the worker's send-time check shares. */
   resolve?: Resolve
-}): Promise<RunningWeb> {
+}
+
+/** What the app's use cases share, opened before the first request: the pool, pg-boss, the fleet's channels, the envelope version. */
+type WebParts = {
+  db: Knex
+  boss: PgBoss
+  channels: ChannelDirectory
+  envelopeVersion: EnvelopeNegotiation['version']
+  breached: BreachedPasswordCheck | undefined
+  clock: () => Date
+}
+
+/** The app's dependencies from the settings (src/http/app.ts `WebDeps`). */
+function webDeps(options: WebOptions, { db, boss, channels, envelopeVersion, breached, clock }: WebParts): WebDeps {
+  const { config, logger, keys } = options
+  const supabaseSigningKey = config.SUPABASE_HOOK_SECRET ? signingKeyOf(config.SUPABASE_HOOK_SECRET) : null
+  const sealing = {
+    boss,
+    outboxKey: keys.outboxKey,
+    codeHashKey: keys.codeHashKey,
+    codeHashKeys: keys.codeHashKeys,
+    clock,
+    logger,
+    envelopeVersion,
+  }
+  return {
+    db,
+    logger,
+    invitations: { ...sealing, invitationTtlSeconds: config.INVITATION_TTL_SECONDS },
+    challenges: {
+      ...sealing,
+      challengeTtlSeconds: config.CHALLENGE_TTL_SECONDS,
+      // Only channels a worker can deliver; a phone identifier without one is refused up front.
+      channels,
+      // Which numbers a code may go to at all (docs/delivery.md "Phone numbers").
+      phoneNumbers: {
+        allowFixedLine: config.PHONE_ALLOW_FIXED_LINE === 'true',
+        allowVoip: config.PHONE_ALLOW_VOIP === 'true',
+        ...(config.SMS_ALLOWED_COUNTRIES ? { smsCountries: config.SMS_ALLOWED_COUNTRIES } : {}),
+      },
+      ...(config.PHONE_CHANNELS ? { phoneChannels: config.PHONE_CHANNELS } : {}),
+    },
+    clientLimitPerMinute: config.CLIENT_RATE_LIMIT_PER_MINUTE,
+    webhookAddresses: {
+      production: config.NODE_ENV === 'production',
+      allowedHosts: config.WEBHOOK_ALLOWED_HOSTS ?? [],
+      resolve: options.resolve ?? resolveWithDns,
+    },
+    metrics: metricsAccess(config),
+    trustProxy: config.TRUST_PROXY,
+    apiDocs: apiDocsEnabled(config),
+    developmentPages: options.developmentPages,
+    defaultLocale: config.DEFAULT_LOCALE ?? 'en',
+    secureCookies: config.NODE_ENV === 'staging' || config.NODE_ENV === 'production',
+    breachedPasswords: breached,
+    webhooks: bindWebhooks(config, { confirmSubscription: options.confirmSubscription }),
+    hooks: hookSettings(config, supabaseSigningKey, logger),
+  }
+}
+
+/** Listens with the app on PORT; the trace context is continued only from TRACE_TRUSTED_CALLERS. */
+async function listen(app: Express, options: WebOptions): Promise<Server> {
+  const { config, logger } = options
+  const listening = createServer(app).on('connection', rememberPeerAddress).on('clientError', answerClientError(logger))
+  traceContextOnlyFrom(listening, { trusted: config.TRACE_TRUSTED_CALLERS ?? [], trustProxy: config.TRUST_PROXY })
+  return await new Promise<Server>((resolve, reject) => {
+    listening.once('error', reject).listen(config.PORT, options.host ?? '0.0.0.0', () => {
+      listening.off('error', reject)
+      resolve(listening)
+    })
+  })
+}
+
+/** The web process: Express over the api role's pool; pg-boss only to enqueue inside our transactions. */
+export async function startWeb(options: WebOptions): Promise<RunningWeb> {
   const { config, logger } = options
   const db = createKnex(options.apiUrl, { applicationName: 'sealpost-web', max: 20, logger })
   const boss = createBoss(options.apiUrl, 'web', logger)
-  const supabaseSigningKey = config.SUPABASE_HOOK_SECRET ? signingKeyOf(config.SUPABASE_HOOK_SECRET) : null
   const breached = config.BREACHED_PASSWORD_API_URL
     ? createBreachedPasswordCheck({
         apiUrl: config.BREACHED_PASSWORD_API_URL,
@@ -85,63 +162,8 @@ export async function startWeb(options: {
     const clock = options.clock ?? (() => new Date())
     // The newest envelope every connected worker opens (docs/upgrading.md "Format negotiation"), known before the first request.
     negotiation = await loadEnvelopeNegotiation({ db, setting: config.ENVELOPE_VERSION, logger })
-    const envelopeVersion = negotiation.version
-    const app = createApp({
-      db,
-      logger,
-      invitations: {
-        boss,
-        outboxKey: options.keys.outboxKey,
-        codeHashKey: options.keys.codeHashKey,
-        codeHashKeys: options.keys.codeHashKeys,
-        invitationTtlSeconds: config.INVITATION_TTL_SECONDS,
-        clock,
-        logger,
-        envelopeVersion,
-      },
-      challenges: {
-        boss,
-        outboxKey: options.keys.outboxKey,
-        codeHashKey: options.keys.codeHashKey,
-        codeHashKeys: options.keys.codeHashKeys,
-        challengeTtlSeconds: config.CHALLENGE_TTL_SECONDS,
-        clock,
-        logger,
-        envelopeVersion,
-        // Only channels a worker can deliver; a phone identifier without one is refused up front.
-        channels,
-        // Which numbers a code may go to at all (docs/delivery.md "Phone numbers").
-        phoneNumbers: {
-          allowFixedLine: config.PHONE_ALLOW_FIXED_LINE === 'true',
-          allowVoip: config.PHONE_ALLOW_VOIP === 'true',
-          ...(config.SMS_ALLOWED_COUNTRIES ? { smsCountries: config.SMS_ALLOWED_COUNTRIES } : {}),
-        },
-        ...(config.PHONE_CHANNELS ? { phoneChannels: config.PHONE_CHANNELS } : {}),
-      },
-      clientLimitPerMinute: config.CLIENT_RATE_LIMIT_PER_MINUTE,
-      webhookAddresses: {
-        production: config.NODE_ENV === 'production',
-        allowedHosts: config.WEBHOOK_ALLOWED_HOSTS ?? [],
-        resolve: options.resolve ?? resolveWithDns,
-      },
-      metrics: metricsAccess(config),
-      trustProxy: config.TRUST_PROXY,
-      apiDocs: apiDocsEnabled(config),
-      developmentPages: options.developmentPages,
-      defaultLocale: config.DEFAULT_LOCALE ?? 'en',
-      secureCookies: config.NODE_ENV === 'staging' || config.NODE_ENV === 'production',
-      breachedPasswords: breached?.check,
-      webhooks: bindWebhooks(config, { confirmSubscription: options.confirmSubscription }),
-      hooks: hookSettings(config, supabaseSigningKey, logger),
-    })
-    const listening = createServer(app).on('connection', rememberPeerAddress).on('clientError', answerClientError(logger))
-    traceContextOnlyFrom(listening, { trusted: config.TRACE_TRUSTED_CALLERS ?? [], trustProxy: config.TRUST_PROXY })
-    server = await new Promise<Server>((resolve, reject) => {
-      listening.once('error', reject).listen(config.PORT, options.host ?? '0.0.0.0', () => {
-        listening.off('error', reject)
-        resolve(listening)
-      })
-    })
+    const parts = { db, boss, channels, envelopeVersion: negotiation.version, breached: breached?.check, clock }
+    server = await listen(createApp(webDeps(options, parts)), options)
   } catch (error) {
     channels?.stop()
     negotiation?.stop()

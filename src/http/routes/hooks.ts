@@ -13,6 +13,7 @@ import {
 } from '../../hooks/supabase.ts'
 import { DomainError } from '../../identity/errors.ts'
 import type { Logger } from '../../logging/logger.ts'
+import { countRefusal } from '../../providers/webhooks.ts'
 import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
 import { HttpProblemError, problemOfDomain } from '../problem.ts'
 
@@ -123,6 +124,7 @@ const TITLES: Record<string, string> = {
   invalid_signature: 'The hook delivery was refused.',
   malformed: 'The hook payload is not one this route reads.',
   unsupported_kind: 'This kind of message is not one Sealpost sends.',
+  invalid_destination: 'The phone number is not one Sealpost can read (E.164).',
 }
 
 // Supabase's request limit is 1 MB and its payload carries the whole user object; Kratos' bodies are small.
@@ -157,15 +159,12 @@ export function hookRoutes(deps: HookRouteDeps): Router {
   const ttlSeconds = { 'supabase-email': supabase?.emailOtpExpirySeconds, 'supabase-sms': supabase?.smsOtpExpirySeconds }
   const delivery: HookDeliveryDeps = { ...deps, ttlSeconds: { ...deps.ttlSeconds, ...ttlSeconds } }
   const provider = (hook: HookName) => (hook === 'kratos' ? 'kratos' : 'supabase')
-  const refused = (hook: HookName, problem: HttpProblemError): HttpProblemError => {
-    deps.count(provider(hook), 'refused', problem.code)
-    deps.logger.warn('hook refused', { hook, reason: problem.code })
+  const refused = (hook: HookName, problem: HttpProblemError, reason = problem.code): HttpProblemError => {
+    countRefusal(deps, provider(hook), 'hook refused', reason, { hook })
     return refusalProblem(hook, problem)
   }
   const refuse = (hook: HookName, status: number, code: string, reason = code): never => {
-    deps.count(provider(hook), 'refused', reason)
-    deps.logger.warn('hook refused', { hook, reason })
-    throw refusalProblem(hook, new HttpProblemError(status, code, TITLES[code] ?? code))
+    throw refused(hook, new HttpProblemError(status, code, TITLES[code] ?? code), reason)
   }
   /** Commits the reading's messages; the deliberate refusal, if any, for the route to answer (malformed is thrown). */
   const accept = async (hook: HookName, reading: HookReading): Promise<HttpProblemError | undefined> => {

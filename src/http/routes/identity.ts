@@ -184,18 +184,10 @@ export type IdentityRouteOptions = {
   breachedPasswords?: BreachedPasswordCheck
 }
 
-/** The four security flows and sessions (docs/architecture.md §3): thin routes over the use cases. */
-export function identityRoutes({
-  db,
-  challenges: deps,
-  clientLimitPerMinute,
-  secureCookies,
-  breachedPasswords,
-}: IdentityRouteOptions): Router {
-  const router = apiRouter()
-  const { counted, requesterOf } = anonymousCallers(db, deps, clientLimitPerMinute)
-  const signedIn = requireSession(db, deps.clock)
-
+/** The routes anyone may call, whose answers never tell whether an account exists: sign-up, sign-in, password recovery. */
+function anonymousRoutes(router: Router, options: IdentityRouteOptions): void {
+  const { db, challenges: deps, secureCookies, breachedPasswords } = options
+  const { counted, requesterOf } = anonymousCallers(db, deps, options.clientLimitPerMinute)
   route(router, api.signUp, counted, async (req, res) => {
     const body = SignUpRequest.parse(req.body)
     const identifier = codeIdentifierFrom(body.identifier, deps)
@@ -229,6 +221,32 @@ export function identityRoutes({
     res.status(201).json({ token: session.token, expiresAt: iso(session.expiresAt) })
   })
 
+  route(router, api.requestPasswordRecovery, counted, async (req, res) => {
+    const body = IdentifierRequest.parse(req.body)
+    const identifier = codeIdentifierFrom(body.identifier, deps)
+    const requester = await requesterOf(req, res)
+    const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
+      requestPasswordRecovery(db, localized(deps, res), identifier, requester),
+    )
+    res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
+  })
+
+  route(router, api.completePasswordRecovery, counted, async (req, res) => {
+    const body = PasswordRecoveryCompletionRequest.parse(req.body)
+    const identifier = codeIdentifierFrom(body.identifier, deps)
+    const requester = await requesterOf(req, res)
+    const newPassword = await acceptNewPassword(body.newPassword, breachedPasswords)
+    const device = await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
+      completePasswordRecovery(db, localized(deps, res), { identifier, code: body.code, newPassword, requester }),
+    )
+    setDeviceCookie(res, device, secureCookies, deps.clock())
+    res.status(204).end()
+  })
+}
+
+/** The routes of a signed-in session: signing out, its sign-in methods, step-up. */
+function signedInRoutes(router: Router, { db, challenges: deps }: IdentityRouteOptions): void {
+  const signedIn = requireSession(db, deps.clock)
   route(router, api.signOut, signedIn, async (_req, res) => {
     await revokeSession(db, sessionOf(res).sessionId, deps.clock())
     res.status(204).end()
@@ -257,28 +275,6 @@ export function identityRoutes({
     res.status(204).end()
   })
 
-  route(router, api.requestPasswordRecovery, counted, async (req, res) => {
-    const body = IdentifierRequest.parse(req.body)
-    const identifier = codeIdentifierFrom(body.identifier, deps)
-    const requester = await requesterOf(req, res)
-    const { challengeExpiresAt } = await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
-      requestPasswordRecovery(db, localized(deps, res), identifier, requester),
-    )
-    res.status(202).json({ challengeExpiresAt: iso(challengeExpiresAt) })
-  })
-
-  route(router, api.completePasswordRecovery, counted, async (req, res) => {
-    const body = PasswordRecoveryCompletionRequest.parse(req.body)
-    const identifier = codeIdentifierFrom(body.identifier, deps)
-    const requester = await requesterOf(req, res)
-    const newPassword = await acceptNewPassword(body.newPassword, breachedPasswords)
-    const device = await withMinimumDuration(ENUMERATION_FLOOR_MS, () =>
-      completePasswordRecovery(db, localized(deps, res), { identifier, code: body.code, newPassword, requester }),
-    )
-    setDeviceCookie(res, device, secureCookies, deps.clock())
-    res.status(204).end()
-  })
-
   route(router, api.startStepUp, signedIn, async (req, res) => {
     StepUpRequest.parse(req.body)
     const { challengeExpiresAt } = await startStepUp(db, localized(deps, res), sessionOf(res))
@@ -290,6 +286,12 @@ export function identityRoutes({
     const elevation = await confirmStepUp(db, deps, sessionOf(res), body.code)
     res.status(201).json({ elevationToken: elevation.elevationToken, expiresAt: iso(elevation.expiresAt) })
   })
+}
 
+/** The four security flows and sessions (docs/architecture.md §3): thin routes over the use cases. */
+export function identityRoutes(options: IdentityRouteOptions): Router {
+  const router = apiRouter()
+  anonymousRoutes(router, options)
+  signedInRoutes(router, options)
   return router
 }

@@ -1,7 +1,6 @@
 import { SendEmailCommand, SESv2Client } from '@aws-sdk/client-sesv2'
-import { providerFault } from '../faults.ts'
 import { transportFault, TransportFailureError } from '../http.ts'
-import { DeliveryFailureError, type OutgoingMessage, type Provider } from '../provider.ts'
+import { DeliveryFailureError, providerFault, type OutgoingMessage, type Provider } from '../provider.ts'
 import { providerRetryAt } from '../retry-after.ts'
 import { classifySesError } from './faults.ts'
 import { sesRequestHandler } from './transport.ts'

@@ -1,7 +1,6 @@
 import type { Readable } from 'node:stream'
 import nodemailer from 'nodemailer'
-import { providerFault } from '../faults.ts'
-import { DeliveryFailureError, type OutgoingMessage, type Provider } from '../provider.ts'
+import { DeliveryFailureError, providerFault, type OutgoingMessage, type Provider } from '../provider.ts'
 import { classifySmtpError } from './faults.ts'
 
 export type SmtpSettings = {

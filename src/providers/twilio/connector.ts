@@ -1,6 +1,5 @@
-import { providerFault } from '../faults.ts'
 import { headerOf, jsonOf, providerAgent, sendProviderRequest, transportFault, TransportFailureError } from '../http.ts'
-import type { OutgoingMessage, Provider } from '../provider.ts'
+import { providerFault, type OutgoingMessage, type Provider } from '../provider.ts'
 import { providerRetryAt } from '../retry-after.ts'
 import { classifyTwilioAnswer } from './faults.ts'
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import { createServer as createTcpServer, type Socket } from 'node:net'
-import type { AddressInfo } from 'node:net'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net'
+import { delay, startFakeHttp, type FakeHttpServer } from '../fake-http.ts'
 import { twilioSignature } from './signature.ts'
 import type { PhoneInbox } from '../phone-inbox.ts'
 
@@ -49,6 +49,147 @@ function errorBody(status: number, code: number, to: string): string {
   })
 }
 
+type FakeTwilioOptions = {
+  accountSid: string
+  authToken: string
+  apiKey?: { sid: string; secret: string }
+  inbox?: PhoneInbox
+  /** Post `sent` then `delivered` to every accepted message's StatusCallback (development). */
+  autoDeliver?: boolean
+  port?: number
+}
+
+/** One Messages request's form, as the fake records it. */
+function readMessage(req: IncomingMessage, raw: Buffer): TwilioRequest {
+  const form = new URLSearchParams(raw.toString('utf8'))
+  const body = form.get('Body') ?? ''
+  return {
+    to: form.get('To') ?? '',
+    body,
+    text: body,
+    from: form.get('From') ?? undefined,
+    messagingServiceSid: form.get('MessagingServiceSid') ?? undefined,
+    statusCallback: form.get('StatusCallback') ?? undefined,
+    authorization: req.headers.authorization,
+    at: Date.now(),
+    accepted: false,
+  }
+}
+
+/** Twilio's refusal of a request that lacks what every message needs: its error code, or undefined. */
+function missingParameter(entry: TwilioRequest): number | undefined {
+  if (!entry.to) return 21604
+  if (!entry.body) return 21602
+  if (!entry.from && !entry.messagingServiceSid) return 21603
+  return undefined
+}
+
+/** The Message resource Twilio answers an accepted send with. */
+const resourceOf = (entry: TwilioRequest, accountSid: string) => ({
+  sid: entry.sid,
+  account_sid: accountSid,
+  messaging_service_sid: entry.messagingServiceSid ?? null,
+  from: entry.from ?? null,
+  to: entry.to,
+  body: entry.body,
+  status: 'queued',
+  direction: 'outbound-api',
+  num_segments: '1',
+  api_version: API_VERSION,
+  error_code: null,
+  error_message: null,
+  date_created: new Date().toUTCString(),
+  uri: `/${API_VERSION}/Accounts/${accountSid}/Messages/${entry.sid}.json`,
+})
+
+/** The callback Twilio would post for message `sid` reaching `status` (with `errorCode` for undelivered / failed). */
+function callbackOf(
+  entry: TwilioRequest | undefined,
+  sid: string,
+  options: FakeTwilioOptions,
+  status: string,
+  errorCode?: number,
+): TwilioCallback {
+  if (!entry?.statusCallback) throw new Error(`no accepted message ${sid} with a StatusCallback`)
+  const params: [string, string][] = [
+    ['AccountSid', options.accountSid],
+    ['ApiVersion', API_VERSION],
+    ['MessageSid', sid],
+    ['MessageStatus', status],
+    ['SmsSid', sid],
+    ['SmsStatus', status],
+    ['To', entry.to],
+    ...(entry.from ? [['From', entry.from] as [string, string]] : []),
+    ...(entry.messagingServiceSid ? [['MessagingServiceSid', entry.messagingServiceSid] as [string, string]] : []),
+    ...(errorCode === undefined ? [] : [['ErrorCode', String(errorCode)] as [string, string]]),
+  ]
+  return { url: entry.statusCallback, params, signature: twilioSignature(options.authToken, entry.statusCallback, params) }
+}
+
+/**
+ * Posts a status callback. `via`: the origin that actually receives it when the StatusCallback's
+ * public origin is a proxy in front of it (tests); the signature still covers the public URL.
+ */
+async function postCallback(callback: TwilioCallback, via?: string) {
+  const target = via ? new URL(new URL(callback.url).pathname, via).toString() : callback.url
+  const response = await fetch(target, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': callback.signature },
+    body: new URLSearchParams(callback.params).toString(),
+    signal: AbortSignal.timeout(5_000),
+  })
+  return { status: response.status, body: await response.json().catch((): unknown => undefined) }
+}
+
+/** An https address whose TLS handshake never completes: it accepts TCP and never says a word, so a client never writes its request. */
+async function startStalledTls() {
+  const sockets = new Set<Socket>()
+  const stalled = createTcpServer((socket) => {
+    sockets.add(socket)
+    socket.on('error', () => undefined).on('close', () => sockets.delete(socket))
+  })
+  await new Promise<void>((resolve) => stalled.listen(0, '127.0.0.1', resolve))
+  return {
+    url: `https://127.0.0.1:${(stalled.address() as AddressInfo).port}`,
+    async stop() {
+      for (const socket of sockets) socket.destroy()
+      await new Promise<void>((resolve) => stalled.close(() => resolve()))
+    },
+  }
+}
+
+const answer = (res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}) =>
+  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(body)
+
+/** One send as the fake answers it: where it came from and went, and how the message is taken on. */
+type SendContext = { req: IncomingMessage; res: ServerResponse; server: FakeHttpServer; take: () => void; accountSid: string }
+
+/** Answers a send that passed every check as `behavior` says. */
+async function answerSend(behavior: TwilioBehavior, entry: TwilioRequest, { req, res, server, take, accountSid }: SendContext) {
+  switch (behavior.kind) {
+    case 'accept':
+      await delay(behavior.delayMs)
+      take()
+      return answer(res, 201, JSON.stringify(resourceOf(entry, accountSid)))
+    case 'error':
+      return answer(
+        res,
+        behavior.status,
+        behavior.code === undefined ? '' : errorBody(behavior.status, behavior.code, entry.to),
+        behavior.headers,
+      )
+    case 'accept-then-hang':
+      take()
+      return server.hold(res)
+    case 'hang':
+      return server.hold(res)
+    case 'reset':
+      return req.socket.destroy()
+    case 'garbage':
+      return answer(res, 201, '<html>maintenance</html>')
+  }
+}
+
 /**
  * A local Twilio speaking the Messages resource (`POST /2010-04-01/Accounts/{sid}/Messages.json`,
  * form body, basic auth with the account's auth token or an API key) that fails on demand through
@@ -58,18 +199,9 @@ function errorBody(status: number, code: number, to: string): string {
  * TLS handshake never completes: a send there times out before its request was written.
  * One module for the tests and `npm start`.
  */
-export async function startFakeTwilio(options: {
-  accountSid: string
-  authToken: string
-  apiKey?: { sid: string; secret: string }
-  inbox?: PhoneInbox
-  /** Post `sent` then `delivered` to every accepted message's StatusCallback (development). */
-  autoDeliver?: boolean
-  port?: number
-}) {
+export async function startFakeTwilio(options: FakeTwilioOptions) {
   const requests: TwilioRequest[] = []
   const failingNumbers = new Map<string, number>()
-  const hanging = new Set<ServerResponse>()
   let behave: (call: number, request: TwilioRequest) => TwilioBehavior = () => ({ kind: 'accept' })
   const path = `/${API_VERSION}/Accounts/${options.accountSid}/Messages.json`
   const credentials = [
@@ -77,141 +209,47 @@ export async function startFakeTwilio(options: {
     ...(options.apiKey ? [`${options.apiKey.sid}:${options.apiKey.secret}`] : []),
   ].map((pair) => `Basic ${Buffer.from(pair).toString('base64')}`)
 
-  const answer = (res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}) =>
-    res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(body)
-
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = []
-    for await (const chunk of req) chunks.push(chunk as Buffer)
-    if (!credentials.includes(req.headers.authorization ?? '')) return answer(res, 401, errorBody(401, 20003, ''))
-    if (req.method !== 'POST' || req.url !== path) return answer(res, 404, errorBody(404, 20404, ''))
-    const form = new URLSearchParams(Buffer.concat(chunks).toString('utf8'))
-    const body = form.get('Body') ?? ''
-    const entry: TwilioRequest = {
-      to: form.get('To') ?? '',
-      body,
-      text: body,
-      from: form.get('From') ?? undefined,
-      messagingServiceSid: form.get('MessagingServiceSid') ?? undefined,
-      statusCallback: form.get('StatusCallback') ?? undefined,
-      authorization: req.headers.authorization,
-      at: Date.now(),
-      accepted: false,
-    }
-    requests.push(entry)
-    res.once('close', () => (entry.finishedAt = Date.now()))
-    if (!entry.to) return answer(res, 400, errorBody(400, 21604, ''))
-    if (!entry.body) return answer(res, 400, errorBody(400, 21602, entry.to))
-    if (!entry.from && !entry.messagingServiceSid) return answer(res, 400, errorBody(400, 21603, entry.to))
-    const numberCode = failingNumbers.get(entry.to)
-    if (numberCode !== undefined) return answer(res, 400, errorBody(400, numberCode, entry.to))
-    const behavior = behave(requests.length, entry)
-    switch (behavior.kind) {
-      case 'accept':
-        if (behavior.delayMs) await new Promise((resolve) => setTimeout(resolve, behavior.delayMs))
-        take(entry)
-        return answer(res, 201, JSON.stringify(resource(entry)))
-      case 'error':
-        return behavior.code === undefined
-          ? answer(res, behavior.status, '', behavior.headers)
-          : answer(res, behavior.status, errorBody(behavior.status, behavior.code, entry.to), behavior.headers)
-      case 'accept-then-hang':
-        take(entry)
-        hanging.add(res)
-        return
-      case 'hang':
-        hanging.add(res)
-        return
-      case 'reset':
-        req.socket.destroy()
-        return
-      case 'garbage':
-        return answer(res, 201, '<html>maintenance</html>')
-    }
-  }
+  const statusCallback = (sid: string, status: string, errorCode?: number): TwilioCallback =>
+    callbackOf(
+      requests.find((request) => request.sid === sid),
+      sid,
+      options,
+      status,
+      errorCode,
+    )
+  const sendStatus = async (sid: string, status: string, extra: { errorCode?: number; via?: string } = {}) =>
+    await postCallback(statusCallback(sid, status, extra.errorCode), extra.via)
 
   const take = (entry: TwilioRequest) => {
     entry.accepted = true
     entry.sid = `SM${hex(16)}`
     options.inbox?.record({ provider: 'twilio', to: entry.to, text: entry.body, providerMessageId: entry.sid, at: new Date() })
-    if (options.autoDeliver && entry.statusCallback) {
-      const sid = entry.sid
-      setTimeout(() => {
-        void sendStatus(sid, 'sent')
-          .then(() => sendStatus(sid, 'delivered'))
-          .catch(() => undefined)
-      }, 200).unref()
-    }
+    const sid = entry.sid
+    if (options.autoDeliver && entry.statusCallback)
+      setTimeout(
+        () =>
+          void sendStatus(sid, 'sent')
+            .then(() => sendStatus(sid, 'delivered'))
+            .catch(() => undefined),
+        200,
+      ).unref()
   }
 
-  const resource = (entry: TwilioRequest) => ({
-    sid: entry.sid,
-    account_sid: options.accountSid,
-    messaging_service_sid: entry.messagingServiceSid ?? null,
-    from: entry.from ?? null,
-    to: entry.to,
-    body: entry.body,
-    status: 'queued',
-    direction: 'outbound-api',
-    num_segments: '1',
-    api_version: API_VERSION,
-    error_code: null,
-    error_message: null,
-    date_created: new Date().toUTCString(),
-    uri: `/${API_VERSION}/Accounts/${options.accountSid}/Messages/${entry.sid}.json`,
-  })
-
-  /** The callback Twilio would post for message `sid` reaching `status` (with `errorCode` for undelivered / failed). */
-  function statusCallback(sid: string, status: string, errorCode?: number): TwilioCallback {
-    const entry = requests.find((request) => request.sid === sid)
-    if (!entry?.statusCallback) throw new Error(`no accepted message ${sid} with a StatusCallback`)
-    const params: [string, string][] = [
-      ['AccountSid', options.accountSid],
-      ['ApiVersion', API_VERSION],
-      ['MessageSid', sid],
-      ['MessageStatus', status],
-      ['SmsSid', sid],
-      ['SmsStatus', status],
-      ['To', entry.to],
-      ...(entry.from ? [['From', entry.from] as [string, string]] : []),
-      ...(entry.messagingServiceSid ? [['MessagingServiceSid', entry.messagingServiceSid] as [string, string]] : []),
-      ...(errorCode === undefined ? [] : [['ErrorCode', String(errorCode)] as [string, string]]),
-    ]
-    return { url: entry.statusCallback, params, signature: twilioSignature(options.authToken, entry.statusCallback, params) }
-  }
-
-  /**
-   * Posts a status callback. `via`: the origin that actually receives it when the StatusCallback's
-   * public origin is a proxy in front of it (tests); the signature still covers the public URL.
-   */
-  async function sendStatus(sid: string, status: string, extra: { errorCode?: number; via?: string } = {}) {
-    const callback = statusCallback(sid, status, extra.errorCode)
-    const target = extra.via ? new URL(new URL(callback.url).pathname, extra.via).toString() : callback.url
-    const response = await fetch(target, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': callback.signature },
-      body: new URLSearchParams(callback.params).toString(),
-      signal: AbortSignal.timeout(5_000),
-    })
-    return { status: response.status, body: await response.json().catch((): unknown => undefined) }
-  }
-
-  const server: Server = createServer((req, res) => {
-    handle(req, res).catch(() => res.destroy())
-  })
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  // Accepts TCP and never says a word: a TLS client waits for the server's hello and never writes its request.
-  const stalledSockets = new Set<Socket>()
-  const stalled = createTcpServer((socket) => {
-    stalledSockets.add(socket)
-    socket.on('error', () => undefined).on('close', () => stalledSockets.delete(socket))
-  })
-  await new Promise<void>((resolve) => stalled.listen(0, '127.0.0.1', resolve))
+  const server = await startFakeHttp(async (req, res, raw) => {
+    if (!credentials.includes(req.headers.authorization ?? '')) return answer(res, 401, errorBody(401, 20003, ''))
+    if (req.method !== 'POST' || req.url !== path) return answer(res, 404, errorBody(404, 20404, ''))
+    const entry = readMessage(req, raw)
+    requests.push(entry)
+    res.once('close', () => (entry.finishedAt = Date.now()))
+    const refusal = missingParameter(entry) ?? failingNumbers.get(entry.to)
+    if (refusal !== undefined) return answer(res, 400, errorBody(400, refusal, entry.to))
+    await answerSend(behave(requests.length, entry), entry, { req, res, server, take: () => take(entry), accountSid: options.accountSid })
+  }, options.port)
+  const stalled = await startStalledTls()
 
   return {
-    url: `http://127.0.0.1:${port}`,
-    stalledTlsUrl: `https://127.0.0.1:${(stalled.address() as AddressInfo).port}`,
+    url: server.url,
+    stalledTlsUrl: stalled.url,
     requests,
     /** Messages Twilio took on: what a person would receive. */
     accepted: () => requests.filter((request) => request.accepted),
@@ -225,13 +263,7 @@ export async function startFakeTwilio(options: {
     statusCallback,
     sendStatus,
     async stop() {
-      for (const res of hanging) res.destroy()
-      for (const socket of stalledSockets) socket.destroy()
-      server.closeAllConnections()
-      await Promise.all([
-        new Promise<void>((resolve) => server.close(() => resolve())),
-        new Promise<void>((resolve) => stalled.close(() => resolve())),
-      ])
+      await Promise.all([server.stop(), stalled.stop()])
     },
   }
 }

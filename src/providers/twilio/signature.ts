@@ -1,4 +1,5 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto'
+import { createHmac } from 'node:crypto'
+import { sameSecret } from '../../crypto/constant-time.ts'
 import { parse, stringify } from 'node:querystring'
 
 /** The route Twilio posts message status callbacks to (src/http/routes/webhooks.ts). */
@@ -63,8 +64,6 @@ export function twilioSignedUrls(url: string): string[] {
   return [...new Set([...candidates, ...candidates.slice(2).map(withLegacyQuerystring)])]
 }
 
-const digest = (text: string) => createHash('sha256').update(text, 'utf8').digest()
-
 /**
  * Whether `signature` is Twilio's for these parameters over one of the URL variants Twilio's own
  * validator accepts (compared in constant time). `url` is always ours (PUBLIC_BASE_URL), never the
@@ -77,8 +76,7 @@ export function twilioSignatureValid(
   signature: string | undefined,
 ): boolean {
   if (!signature) return false
-  const presented = digest(signature)
   return twilioSignedUrls(url)
-    .map((candidate) => timingSafeEqual(digest(twilioSignature(authToken, candidate, params)), presented))
+    .map((candidate) => sameSecret(signature, twilioSignature(authToken, candidate, params)))
     .includes(true)
 }

@@ -1,5 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { delay, startFakeHttp } from '../fake-http.ts'
 
 /** What the fake answers to one request. */
 export type WasenderBehavior =
@@ -21,6 +21,21 @@ export type WasenderRequest = {
   finishedAt?: number
 }
 
+type Answer = { status: number; body: string }
+const json = { 'content-type': 'application/json' }
+
+/** The send a request names, or the answer it gets instead: 404 on another path, 400 for a body that is no JSON. */
+function readSend(req: IncomingMessage, body: Buffer): WasenderRequest | Answer {
+  if (req.method !== 'POST' || req.url !== '/api/send-message') return { status: 404, body: '' }
+  let parsed: { to?: string; text?: string }
+  try {
+    parsed = JSON.parse(body.toString('utf8'))
+  } catch {
+    return { status: 400, body: '{"success":false}' }
+  }
+  return { to: parsed.to ?? '', text: parsed.text ?? '', authorization: req.headers.authorization, at: Date.now(), accepted: false }
+}
+
 /**
  * A local Wasender that speaks its API (`POST /api/send-message`, bearer key, `{to, text}` →
  * `{success, data: {msgId}}`) and fails on demand through `behave`.
@@ -28,84 +43,50 @@ export type WasenderRequest = {
 export async function startFakeWasender(apiKey: string) {
   const requests: WasenderRequest[] = []
   let behave: (call: number, request: WasenderRequest) => WasenderBehavior = () => ({ kind: 'accept' })
-  const hanging = new Set<ServerResponse>()
   let nextId = 1
 
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = []
-    for await (const chunk of req) chunks.push(chunk as Buffer)
-    if (req.method !== 'POST' || req.url !== '/api/send-message') {
-      res.writeHead(404).end()
-      return
-    }
-    let parsed: { to?: string; text?: string }
-    try {
-      parsed = JSON.parse(Buffer.concat(chunks).toString('utf8'))
-    } catch {
-      res.writeHead(400, { 'content-type': 'application/json' }).end('{"success":false}')
-      return
-    }
-    const entry: WasenderRequest = {
-      to: parsed.to ?? '',
-      text: parsed.text ?? '',
-      authorization: req.headers.authorization,
-      at: Date.now(),
-      accepted: false,
-    }
-    requests.push(entry)
-    res.once('close', () => (entry.finishedAt = Date.now()))
-    if (req.headers.authorization !== `Bearer ${apiKey}`) {
-      res.writeHead(401, { 'content-type': 'application/json' }).end('{"success":false,"message":"Unauthenticated"}')
-      return
-    }
-    const behavior = behave(requests.length, entry)
+  /** Answers a send that passed the key check as `behavior` says. */
+  const answer = async (behavior: WasenderBehavior, entry: WasenderRequest, req: IncomingMessage, res: ServerResponse) => {
     switch (behavior.kind) {
-      case 'accept': {
-        if (behavior.delayMs) await new Promise((resolve) => setTimeout(resolve, behavior.delayMs))
+      case 'accept':
+        await delay(behavior.delayMs)
         entry.accepted = true
-        res
-          .writeHead(200, { 'content-type': 'application/json' })
+        return res
+          .writeHead(200, json)
           .end(JSON.stringify({ success: true, data: { msgId: nextId++, jid: entry.to, status: 'in_progress' } }))
-        return
-      }
       case 'status':
-        res
-          .writeHead(behavior.status, { 'content-type': 'application/json', ...behavior.headers })
+        return res
+          .writeHead(behavior.status, { ...json, ...behavior.headers })
           .end(JSON.stringify(behavior.body ?? { success: false, message: 'fake failure' }))
-        return
       case 'accept-then-hang':
         entry.accepted = true
-        hanging.add(res)
-        return
+        return server.hold(res)
       case 'hang':
-        hanging.add(res)
-        return
+        return server.hold(res)
       case 'reset':
-        req.socket.destroy()
-        return
+        return req.socket.destroy()
       case 'garbage':
-        res.writeHead(200, { 'content-type': 'application/json' }).end('<html>maintenance</html>')
-        return
+        return res.writeHead(200, json).end('<html>maintenance</html>')
     }
   }
 
-  const server: Server = createServer((req, res) => {
-    handle(req, res).catch(() => res.destroy())
+  const server = await startFakeHttp(async (req, res, body) => {
+    const entry = readSend(req, body)
+    if ('status' in entry) return res.writeHead(entry.status, entry.body ? json : {}).end(entry.body)
+    requests.push(entry)
+    res.once('close', () => (entry.finishedAt = Date.now()))
+    if (req.headers.authorization !== `Bearer ${apiKey}`)
+      return res.writeHead(401, json).end('{"success":false,"message":"Unauthenticated"}')
+    await answer(behave(requests.length, entry), entry, req, res)
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: server.url,
     requests,
     /** Messages the provider took on: what a person would receive. */
     accepted: () => requests.filter((request) => request.accepted),
     behave(next: typeof behave) {
       behave = next
     },
-    async stop() {
-      for (const res of hanging) res.destroy()
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-    },
+    stop: server.stop,
   }
 }

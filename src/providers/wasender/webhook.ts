@@ -1,13 +1,6 @@
 import { z } from 'zod'
-import {
-  refuseWebhook,
-  sameSecret,
-  storeEvent,
-  WebhookOutcomeSchema,
-  type JsonDelivery,
-  type WebhookDeps,
-  type WebhookOutcome,
-} from '../webhooks.ts'
+import { sameSecret } from '../../crypto/constant-time.ts'
+import { refuseWebhook, storeEvent, WebhookOutcomeSchema, type JsonDelivery, type WebhookDeps, type WebhookOutcome } from '../webhooks.ts'
 import { wasenderEventsFrom } from './events.ts'
 
 /** WASENDER_WEBHOOK_SECRET: the webhook secret of the Wasender session. */

@@ -1,7 +1,6 @@
 import { parseTemplateLanguages } from './settings.ts'
-import { providerFault } from '../faults.ts'
 import { headerOf, jsonOf, providerAgent, sendProviderRequest, transportFault, TransportFailureError } from '../http.ts'
-import type { OutgoingMessage, Provider } from '../provider.ts'
+import { providerFault, type OutgoingMessage, type Provider } from '../provider.ts'
 import { providerRetryAt } from '../retry-after.ts'
 import { classifyCloudApiAnswer } from './faults.ts'
 

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto'
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { delay, startFakeHttp, type FakeHttpServer } from '../fake-http.ts'
 import type { PhoneInbox } from '../phone-inbox.ts'
 
 /** What the fake answers to one send; `error` is Meta's error object with the given code. */
@@ -50,21 +50,88 @@ function templateCode(body: unknown, template: string): { code: string } | { err
   return { code: bodyCode }
 }
 
+/** The webhook body Meta posts for these statuses (one entry, one `messages` change). */
+const statusesBody = (statuses: CloudApiStatus[], phoneNumberId: string) => ({
+  object: 'whatsapp_business_account',
+  entry: [
+    {
+      id: 'FAKE_WABA_ID',
+      changes: [
+        {
+          field: 'messages',
+          value: {
+            messaging_product: 'whatsapp',
+            metadata: { display_phone_number: '15550000000', phone_number_id: phoneNumberId },
+            statuses: statuses.map((s) => ({
+              id: s.id,
+              status: s.status,
+              timestamp: String(Math.floor((s.at ?? new Date()).getTime() / 1000)),
+              recipient_id: s.recipient.replace(/^\+/, ''),
+              ...(s.code === undefined ? {} : { errors: [{ code: s.code, title: 'fake failure' }] }),
+            })),
+          },
+        },
+      ],
+    },
+  ],
+})
+
+type FakeCloudOptions = { accessToken: string; phoneNumberId: string; template: string; inbox?: PhoneInbox; port?: number }
+
+const answer = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
+  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body))
+
+/** The send a request names, or Meta's error for it: another object id, a body that is no JSON. */
+function readSend(req: IncomingMessage, raw: Buffer, phoneNumberId: string): CloudApiRequest | { status: number; error: unknown } {
+  if (req.method !== 'POST' || req.url !== `/${phoneNumberId}/messages`) return { status: 400, error: UNKNOWN_OBJECT }
+  let body: unknown
+  try {
+    body = JSON.parse(raw.toString('utf8'))
+  } catch {
+    return { status: 400, error: metaError(100) }
+  }
+  const to = (body as { to?: unknown }).to
+  return { to: typeof to === 'string' ? to : '', body, authorization: req.headers.authorization, accepted: false }
+}
+
+/** One send as the fake answers it: where it came from, and how the message is taken on. */
+type SendContext = { req: IncomingMessage; res: ServerResponse; server: FakeHttpServer; take: () => void }
+
+/** Answers a send that passed every check as `behavior` says. */
+async function answerSend(behavior: CloudApiBehavior, entry: CloudApiRequest, { req, res, server, take }: SendContext) {
+  switch (behavior.kind) {
+    case 'accept':
+      await delay(behavior.delayMs)
+      take()
+      return answer(res, 200, {
+        messaging_product: 'whatsapp',
+        contacts: [{ input: entry.to, wa_id: entry.to.slice(1) }],
+        messages: [{ id: entry.id }],
+      })
+    case 'error':
+      return answer(res, behavior.status ?? 400, metaError(behavior.code), behavior.headers)
+    case 'status':
+      return answer(res, behavior.status, behavior.body ?? {})
+    case 'accept-then-hang':
+      take()
+      return server.hold(res)
+    case 'hang':
+      return server.hold(res)
+    case 'reset':
+      return req.socket.destroy()
+    case 'garbage':
+      return res.writeHead(200, { 'content-type': 'text/html' }).end('<html>maintenance</html>')
+  }
+}
+
 /**
  * A local WhatsApp Cloud API (`POST /{phone-number-id}/messages`, bearer token, an authentication
  * template → `{messages: [{id: 'wamid…'}]}`) for the tests and `npm start`: it checks the token
  * and the template's shape, records what it accepted into `inbox`, fails on demand (`behave`, a
  * number without WhatsApp, an expired token) and posts Meta-signed status webhooks.
  */
-export async function startFakeWhatsAppCloud(options: {
-  accessToken: string
-  phoneNumberId: string
-  template: string
-  inbox?: PhoneInbox
-  port?: number
-}) {
+export async function startFakeWhatsAppCloud(options: FakeCloudOptions) {
   const requests: CloudApiRequest[] = []
-  const hanging = new Set<ServerResponse>()
   let behave: (call: number, request: CloudApiRequest) => CloudApiBehavior = () => ({ kind: 'accept' })
   let tokenExpired = false
   let nextId = 1
@@ -72,104 +139,37 @@ export async function startFakeWhatsAppCloud(options: {
   const withoutWhatsApp = new Set<string>()
   let webhook: { url: string; appSecret: string } | undefined
 
-  const answer = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
-    res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body))
-
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = []
-    for await (const chunk of req) chunks.push(chunk as Buffer)
-    if (req.method !== 'POST' || req.url !== `/${options.phoneNumberId}/messages`) return answer(res, 400, UNKNOWN_OBJECT)
-    let body: unknown
-    try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8'))
-    } catch {
-      return answer(res, 400, metaError(100))
-    }
-    const entry: CloudApiRequest = {
-      to: typeof (body as { to?: unknown }).to === 'string' ? (body as { to: string }).to : '',
-      body,
-      authorization: req.headers.authorization,
-      accepted: false,
-    }
-    requests.push(entry)
-    if (tokenExpired || req.headers.authorization !== `Bearer ${options.accessToken}`) return answer(res, 401, metaError(190))
-    const parsed = templateCode(body, options.template)
-    if ('error' in parsed) return answer(res, 400, metaError(parsed.error))
-    if (withoutWhatsApp.has(entry.to)) return answer(res, 400, metaError(131026))
-    const behavior = behave(requests.length, entry)
-    const accept = () => {
-      entry.accepted = true
-      entry.id = `wamid.FAKE${String(nextId++).padStart(8, '0')}`
-      options.inbox?.record({
-        provider: 'whatsapp_cloud',
-        to: entry.to,
-        text: PRESET_TEXT(parsed.code),
-        providerMessageId: entry.id,
-        at: new Date(),
-      })
-    }
-    switch (behavior.kind) {
-      case 'accept':
-        if (behavior.delayMs) await new Promise((resolve) => setTimeout(resolve, behavior.delayMs))
-        accept()
-        return answer(res, 200, {
-          messaging_product: 'whatsapp',
-          contacts: [{ input: entry.to, wa_id: entry.to.slice(1) }],
-          messages: [{ id: entry.id }],
-        })
-      case 'error':
-        return answer(res, behavior.status ?? 400, metaError(behavior.code), behavior.headers)
-      case 'status':
-        return answer(res, behavior.status, behavior.body ?? {})
-      case 'accept-then-hang':
-        accept()
-        hanging.add(res)
-        return
-      case 'hang':
-        hanging.add(res)
-        return
-      case 'reset':
-        req.socket.destroy()
-        return
-      case 'garbage':
-        return void res.writeHead(200, { 'content-type': 'text/html' }).end('<html>maintenance</html>')
-    }
+  const accept = (entry: CloudApiRequest, code: string) => {
+    entry.accepted = true
+    entry.id = `wamid.FAKE${String(nextId++).padStart(8, '0')}`
+    options.inbox?.record({
+      provider: 'whatsapp_cloud',
+      to: entry.to,
+      text: PRESET_TEXT(code),
+      providerMessageId: entry.id,
+      at: new Date(),
+    })
   }
 
-  const server: Server = createServer((req, res) => {
-    handle(req, res).catch(() => res.destroy())
-  })
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
+  const server = await startFakeHttp(async (req, res, raw) => {
+    const entry = readSend(req, raw, options.phoneNumberId)
+    if ('error' in entry) return answer(res, entry.status, entry.error)
+    requests.push(entry)
+    if (tokenExpired || req.headers.authorization !== `Bearer ${options.accessToken}`) return answer(res, 401, metaError(190))
+    const parsed = templateCode(entry.body, options.template)
+    if ('error' in parsed) return answer(res, 400, metaError(parsed.error))
+    if (withoutWhatsApp.has(entry.to)) return answer(res, 400, metaError(131026))
+    await answerSend(behave(requests.length, entry), entry, { req, res, server, take: () => accept(entry, parsed.code) })
+  }, options.port)
 
-  /** The webhook body Meta posts for these statuses (one entry, one `messages` change). */
-  const statusesBody = (statuses: CloudApiStatus[]) => ({
-    object: 'whatsapp_business_account',
-    entry: [
-      {
-        id: 'FAKE_WABA_ID',
-        changes: [
-          {
-            field: 'messages',
-            value: {
-              messaging_product: 'whatsapp',
-              metadata: { display_phone_number: '15550000000', phone_number_id: options.phoneNumberId },
-              statuses: statuses.map((s) => ({
-                id: s.id,
-                status: s.status,
-                timestamp: String(Math.floor((s.at ?? new Date()).getTime() / 1000)),
-                recipient_id: s.recipient.replace(/^\+/, ''),
-                ...(s.code === undefined ? {} : { errors: [{ code: s.code, title: 'fake failure' }] }),
-              })),
-            },
-          },
-        ],
-      },
-    ],
-  })
+  /** The raw body and signature header of a status webhook, for tests that tamper with them. */
+  const signedStatuses = (statuses: CloudApiStatus[], appSecret = webhook?.appSecret ?? '') => {
+    const raw = JSON.stringify(statusesBody(statuses, options.phoneNumberId))
+    return { raw, signature: `sha256=${createHmac('sha256', appSecret).update(raw).digest('hex')}` }
+  }
 
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: server.url,
     requests,
     /** Messages the provider took on: what a person would receive. */
     accepted: () => requests.filter((request) => request.accepted),
@@ -182,15 +182,11 @@ export async function startFakeWhatsAppCloud(options: {
     expireToken: () => void (tokenExpired = true),
     /** Where status webhooks go and the app secret that signs them. */
     subscribe: (url: string, appSecret: string) => void (webhook = { url, appSecret }),
-    /** The raw body and signature header of a status webhook, for tests that tamper with them. */
-    signedStatuses(statuses: CloudApiStatus[], appSecret = webhook?.appSecret ?? '') {
-      const raw = JSON.stringify(statusesBody(statuses))
-      return { raw, signature: `sha256=${createHmac('sha256', appSecret).update(raw).digest('hex')}` }
-    },
+    signedStatuses,
     /** Posts status webhooks signed as Meta does (`X-Hub-Signature-256`); resolves with the HTTP status. */
     async postStatuses(statuses: CloudApiStatus[]): Promise<number> {
       if (!webhook) throw new Error('no webhook subscribed')
-      const { raw, signature } = this.signedStatuses(statuses)
+      const { raw, signature } = signedStatuses(statuses)
       const response = await fetch(webhook.url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-hub-signature-256': signature },
@@ -199,11 +195,7 @@ export async function startFakeWhatsAppCloud(options: {
       await response.arrayBuffer()
       return response.status
     },
-    async stop() {
-      for (const res of hanging) res.destroy()
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-    },
+    stop: server.stop,
   }
 }
 

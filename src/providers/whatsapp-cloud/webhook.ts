@@ -1,8 +1,9 @@
 import { createHmac } from 'node:crypto'
+import { sameSecret } from '../../crypto/constant-time.ts'
 import { describeError } from '../../logging/logger.ts'
 import { whatsAppCloudStatusesFrom } from './events.ts'
 import { isChannelUnreachableCode } from './faults.ts'
-import { sameSecret, storeEvent, WebhookRefusedError, type WebhookDeps, type WebhookOutcome } from '../webhooks.ts'
+import { refuseWebhook, storeEvent, type WebhookDeps, type WebhookOutcome } from '../webhooks.ts'
 
 /** WHATSAPP_CLOUD_APP_SECRET (signs status webhooks) and WHATSAPP_CLOUD_VERIFY_TOKEN (the subscription handshake). */
 export type WhatsAppCloudWebhookSettings = { appSecret?: string; verifyToken?: string }
@@ -19,11 +20,7 @@ const REPLAY_WINDOW_MS = 7 * 24 * 3600 * 1000
 /** Meta's challenges are digits; anything else is not echoed back. */
 const CHALLENGE = /^[A-Za-z0-9_-]{1,128}$/
 
-const refuse = (deps: WebhookDeps, reason: string): never => {
-  deps.count('whatsapp_cloud', 'refused', reason)
-  deps.logger.warn('WhatsApp Cloud API webhook refused', { reason })
-  throw new WebhookRefusedError(reason)
-}
+const refuse = (deps: WebhookDeps, reason: string): never => refuseWebhook(deps, 'whatsapp_cloud', 'WhatsApp Cloud API', reason)
 
 /**
  * `GET /webhooks/whatsapp-cloud`: Meta's subscription handshake (`hub.mode=subscribe`,
