@@ -16,11 +16,11 @@ const hourStart = (offsetHours: number) => new Date((Math.floor(Date.now() / 3_6
 const PASSWORD = 'a stranger with numbers of their own'
 
 /**
- * Review of the owner/stranger classes of the send caps (docs/security.md "Caps from the owner's
- * side"), from outside: the real web on a clock the test moves, SMS its only phone channel, and the
- * worker's own pipeline one batch at a time (`runOnce`). The attacker is a stranger who owns a few
- * numbers in the victim's prefix (rented VoIP numbers in one exchange cost a dollar a month) and
- * receives their codes.
+ * Review of the owner/stranger classes of the send caps (docs/security.md "Caps from the owner's side"),
+ * from outside: the real web on a clock the test moves, SMS its only phone channel, and the worker's
+ * own pipeline one batch at a time (`runOnce`). The attacker is a stranger who owns a few numbers in
+ * the victim's prefix (rented VoIP numbers in one exchange cost a dollar a month) and receives their
+ * codes.
  */
 describe('review: attacks on the owner and stranger classes of the send caps', () => {
   let now = new Date()
