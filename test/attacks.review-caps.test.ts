@@ -6,7 +6,8 @@ import { createBoss } from '../src/db/boss.ts'
 import { createKnex } from '../src/db/knex.ts'
 import { QUEUES, type DeliveryJobData } from '../src/outbox/constants.ts'
 import { sendCapsFrom } from '../src/outbox/send-caps.ts'
-import { createVerifiedIdentity } from './support/helpers.ts'
+import { createSessionTx } from '../src/identity/sessions.ts'
+import { createVerifiedIdentity, uniqueEmail } from './support/helpers.ts'
 import { deliverBatch } from './support/run-once.ts'
 import { scriptedProvider } from './support/scripted-provider.ts'
 import { useWebStack } from './support/web-stack.ts'
@@ -38,11 +39,12 @@ describe('review: attacks on the owner and stranger classes of the send caps', (
   })
 
   const twilio = scriptedProvider((call) => ({ providerMessageId: `SM${call}` }), { id: 'twilio', channel: 'sms' })
+  const mail = scriptedProvider((call) => ({ providerMessageId: `ses-${call}` }))
   const deps = (caps: Parameters<typeof sendCapsFrom>[0]): DeliveryDeps => ({
     db: worker,
     boss,
     outboxKey: f.keys.outboxKey,
-    providers: { sms: [twilio] },
+    providers: { sms: [twilio], email: [mail] },
     clock: () => now,
     logger: f.logs.logger,
     settings: { maxAttempts: 5, retrySchedule: [5_000, 30_000, 120_000, 600_000, 1_800_000], sendTimeoutMs: 2_000 },
@@ -147,5 +149,29 @@ describe('review: attacks on the owner and stranger classes of the send caps', (
     const afterAccount = await ownCodeArrivesAfterRecoveryFor(5, '33', withAccount)
     const afterNobody = await ownCodeArrivesAfterRecoveryFor(6, '34', '+4915134900001')
     expect(afterAccount, 'what the stranger sees is the same whether or not the number has an account').to.equal(afterNobody)
+  })
+
+  it("a stranger's own organization invites a real owner's address and fills the owners' email counter: the owner's recovery email is not held", async () => {
+    const caps = { SEND_CAP_PER_HOUR: { email: 3 } }
+    now = new Date(hourStart(7).getTime() + 60_000)
+    const victim = uniqueEmail('victim')
+    await createVerifiedIdentity(f.db.owner, victim)
+    // Any stranger with an account of their own makes an organization and invites whom they like.
+    const { identityId } = await createVerifiedIdentity(f.db.owner, uniqueEmail('stranger'))
+    const { token } = await f.db.owner.transaction((trx) => createSessionTx(trx, identityId, now))
+    const auth = f.stack.bearer(token)
+    const organization = await f.stack.call('POST', '/organizations', { name: 'Totally Real Co' }, auth)
+    expect(organization.status).to.equal(201)
+    for (let i = 0; i < 3; i++) {
+      const invited = await f.stack.call('POST', `/organizations/${String(organization.body!.id)}/invitations`, { email: victim }, auth)
+      expect(invited.status).to.equal(202)
+      await deliver(caps)
+    }
+    const invitations = mail.calls.filter((call) => call.destination === victim && call.purpose === 'invitation')
+    expect(invitations, "the stranger's three invitations went out, on the owners' counter").to.have.length(3)
+    expect(await post('/password-recoveries', { identifier: victim })).to.equal(202)
+    await deliver(caps)
+    const recoveries = mail.calls.filter((call) => call.destination === victim && call.purpose === 'password_recovery')
+    expect(recoveries, "the owner's own recovery code goes out now").to.have.length(1)
   })
 })
