@@ -67,3 +67,20 @@ describe('review: attacks through the hooks', () => {
       ).to.deep.equal({ refusal: 'malformed' })
   })
 })
+
+/**
+ * PHONE_CHANNELS is the deployment's ordered allow-list of phone channels for every path
+ * (docs/delivery.md "Phone channels"; docs/hooks.md: a hook's SMS goes "on the first phone channel
+ * of PHONE_CHANNELS the fleet has"). A fleet with WhatsApp and SMS, PHONE_CHANNELS unset: WhatsApp first.
+ */
+describe('review: the hooks and the phone channels', () => {
+  const f = useWebStack({ worker: false, sms: true, webhooks: { KRATOS_COURIER_API_KEY: KEY } })
+  const post = (body: unknown) => f.stack.call('POST', '/hooks/kratos/courier', body, { authorization: `Bearer ${KEY}` })
+
+  it("a hook's phone code goes on the first phone channel of PHONE_CHANNELS the fleet has, as the identity flows' codes do", async () => {
+    const phone = uniquePhone()
+    expect((await post({ ...RECOMMENDED['sms/login_code_valid']!, recipient: phone, to: phone })).status).to.equal(200)
+    const [row] = await f.db.owner('outbox.security_outbox_messages').where({ destination: phone }).select('channel')
+    expect(row?.channel, 'WhatsApp, first in PHONE_CHANNELS order').to.equal('whatsapp')
+  })
+})
