@@ -142,4 +142,35 @@ describe('review: attacks with a courier key on its bounds', () => {
     expect(sent.text, 'the link as the allowed origin reads it').not.to.include('\\@evil.example')
     expect(sent.html ?? '', 'the link as the allowed origin reads it').not.to.include('\\@evil.example')
   })
+
+  it('a magic link is judged and sent as a browser reads it: user info, a trailing dot, another port or a look-alike is refused; case, a default port and an escaped dot go out normalized', async () => {
+    const links = await key({ purposes: ['magic_link'], linkOrigins: ['https://app.example.test'] })
+    const to = stranger()
+    const send = (link: string) =>
+      kit.send(links, { purpose: 'magic_link', channel: 'email', destination: to, secret: { link }, expiresAt: inMinutes(10) })
+    for (const [link, code] of [
+      ['https://app.example.test@evil.example/x', 'invalid_link'],
+      ['https://evil.example@app.example.test/x', 'invalid_link'],
+      ['https://app.example.test./x', 'link_origin_not_allowed'],
+      ['https://app.example.test:444/x', 'link_origin_not_allowed'],
+      ['https://app.example.test%2eevil.example/x', 'link_origin_not_allowed'],
+      ['https://xn--pp-6kc.example.test/x', 'link_origin_not_allowed'],
+      ['http://app.example.test/x', 'invalid_link'],
+      ['https://app.example.test/x\tevil', 'invalid_link'],
+    ] as const) {
+      const answer = await send(link)
+      expect([answer.status, answer.body?.code], link).to.deep.equal([422, code])
+    }
+    for (const link of ['https://APP.Example.TEST/a', 'https://app.example.test:443/b', 'https://app%2Eexample.test/c'])
+      expect((await send(link)).status, link).to.equal(202)
+    const email = scriptedProvider((call) => ({ providerMessageId: `e${call}` }))
+    await deliver({ email: [email] }, ['whatsapp', 'sms'])
+    const texts = email.calls.filter((call) => call.destination === to).map((call) => call.text)
+    for (const path of ['a', 'b', 'c'])
+      expect(
+        texts.some((text) => text.includes(`https://app.example.test/${path}`)),
+        path,
+      ).to.equal(true)
+    expect(texts.join('\n')).not.to.match(/APP\.Example|:443|%2E/)
+  })
 })
