@@ -109,7 +109,7 @@ export async function acceptHookMessages(
       secret: message.secret,
       expiresAt: new Date(now.getTime() + (message.ttlSeconds ?? deps.ttlSeconds?.[hook] ?? DEFAULT_TTL_SECONDS[hook]) * 1000),
       locale: deps.defaultLocale,
-      idempotencyKey: hookIdempotencyKey(hook, deps.codeHashKey, message),
+      idempotencyKey: hookIdempotencyKey(hook, deps.codeHashKey, message, now),
     })
     if ('refused' in outcome && !(outcome.refused instanceof IdempotencyKeyReusedError)) return { refused: outcome.refused }
   }

@@ -25,6 +25,12 @@ export type HookMessage = {
    * the hook, whatever delivery id it carries, names the same one. Secret: only its HMAC leaves here.
    */
   sameness: string
+  /**
+   * When the payload carries nothing that tells this message from the next one of its kind (an
+   * account-change notice without its time): the same message again only within this many seconds
+   * of arrival, so a retry sends nothing twice and a later one is sent.
+   */
+  sameWithinSeconds?: number
 }
 
 /** What an adapter reads from a payload: the messages to send, or why there are none. */
@@ -32,8 +38,10 @@ export type HookReading = { messages: HookMessage[] } | { refusal: 'malformed' |
 
 /**
  * The courier idempotency key of a hook message: `<hook>:<HMAC-SHA-256 of its sameness>` under
- * CODE_HASH_KEY, so the key names the message without holding its code, link or destination.
+ * CODE_HASH_KEY, so the key names the message without holding its code, link or destination; with
+ * `sameWithinSeconds`, the sameness of the window `receivedAt` falls in.
  */
-export function hookIdempotencyKey(hook: string, key: Buffer, message: HookMessage): string {
-  return `${hook}:${createHmac('sha256', key).update(message.sameness).digest('base64url')}`
+export function hookIdempotencyKey(hook: string, key: Buffer, message: HookMessage, receivedAt: Date): string {
+  const window = message.sameWithinSeconds ? `|${Math.floor(receivedAt.getTime() / (message.sameWithinSeconds * 1000))}` : ''
+  return `${hook}:${createHmac('sha256', key).update(`${message.sameness}${window}`).digest('base64url')}`
 }
