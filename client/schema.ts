@@ -6116,7 +6116,7 @@ export interface operations {
                             /** @description '' for the channel, a calling code, or a prefix's first four digits (the fullest of them) */
                             scope: string;
                             /**
-                             * @description Who asked: `owner` (an identifier somebody verified), `stranger` (what a pump can aim anywhere), `courier` (an API key or hook)
+                             * @description Who asked: `owner` (what only the owner of the account asks for: a recovery to its verified identifier, step-up, notices; counted, never held), `stranger` (what a pump can aim anywhere), `courier` (an API key or hook)
                              * @enum {string}
                              */
                             asked: "owner" | "stranger" | "courier";
@@ -10491,6 +10491,8 @@ export interface operations {
                     recovery_url?: null | string;
                     verification_url?: null | string;
                     expires_in_minutes?: null | number;
+                    changed_at?: null | string;
+                    added_at?: null | string;
                     subject?: null | string;
                     body?: null | string;
                 };

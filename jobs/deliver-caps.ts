@@ -4,6 +4,7 @@ import type { Route } from '../src/outbox/provider-health.ts'
 import {
   CAP_KINDS,
   capScopeOf,
+  crossedCap,
   crossedNearCap,
   NEAR_CAP_RATIO,
   sendCapsConfigured,
@@ -44,20 +45,22 @@ function countedMessages(
 /**
  * The claimed messages a send cap holds back, each with the end of the hour it waits for
  * (docs/security.md "Caps from the owner's side"). Who asked for each message is read once per
- * batch (`outbox.message_askers`): owners' messages count on counters of their own, so a stranger
- * who fills a prefix, a country or a channel holds back only strangers; courier and hook messages
- * count with strangers', or in their own share (COURIER_CAP_SHARE). Every cap a message counts
- * against is asked for room in one statement per counter and batch (an SMS's number prefix first,
- * then its country's, then its channel's), in claim order. A message counts on the channel its
- * route sends it on (a phone message that falls back to SMS counts against the sms caps), so only
- * messages routed to a send count: suppressed ones, ones held for an outage, ones this worker has
- * no provider for and an SMS to a country SMS may not reach take no slot. A message a later cap
- * then holds has taken a slot of the earlier ones that nobody sends this hour; every counter ends
- * with the same hour, and the later one is full until then, so nothing is lost by it. The first
- * refusal of an hour, fleet-wide, is logged (SEND CAP REACHED), and so is the reservation that
- * takes a counter to 80 % (SEND CAP NEAR): neither names a destination, only the channel, the
- * calling code or the first digits of a prefix, and who asked. Every held message is counted, and
- * each reservation sets the fullest cap of its kind and class (sealpost_send_cap_used_ratio).
+ * batch (`outbox.message_askers`: what the web wrote on it). Owners' messages are never held: they
+ * count on counters of their own, for the operator, so nothing a stranger fills stands between an
+ * owner and their code. Strangers' are held at each cap; courier and hook messages count with
+ * strangers', or in their own share (COURIER_CAP_SHARE). Every cap a message counts against is
+ * asked for room in one statement per counter and batch (an SMS's number prefix first, then its
+ * country's, then its channel's), in claim order. A message counts on the channel its route sends
+ * it on (a phone message that falls back to SMS counts against the sms caps), so only messages
+ * routed to a send count: suppressed ones, ones held for an outage, ones this worker has no
+ * provider for and an SMS to a country SMS may not reach take no slot. A message a later cap then
+ * holds has taken a slot of the earlier ones that nobody sends this hour; every counter ends with
+ * the same hour, and the later one is full until then, so nothing is lost by it. The first refusal
+ * of an hour, fleet-wide, is logged (SEND CAP REACHED), so is the reservation that takes a counter
+ * to 80 % (SEND CAP NEAR), and the one that takes owners' sends past the cap (OWNER SENDS PAST CAP):
+ * none names a destination, only the channel, the calling code or the first digits of a prefix,
+ * and who asked. Every held message is counted, and each reservation sets the fullest cap of its
+ * kind and class (sealpost_send_cap_used_ratio).
  */
 export async function heldBySendCaps(
   deps: CapDeps,
@@ -98,7 +101,7 @@ export async function heldBySendCaps(
   return held
 }
 
-/** The metrics and the two warnings of one reservation. */
+/** The metrics and the warnings of one reservation. */
 function reportReservation(
   deps: Pick<CapDeps, 'logger' | 'metrics'>,
   scope: CapScope,
@@ -107,8 +110,18 @@ function reportReservation(
 ): void {
   const { refused, granted, firstHold, sent } = outcome
   if (refused > 0) deps.metrics?.heldBySendCap(scope.channel, scope.kind, scope.asked, refused)
-  deps.metrics?.sendCapUsed(scope.channel, scope.kind, scope.asked, scope.cap > 0 ? Math.min(sent / scope.cap, 1) : 1, window.start)
   const fields = { channel: scope.channel, cap: scope.kind, asked: scope.asked, ...shownScope(scope), limitPerHour: scope.cap }
+  if (!scope.bounded) {
+    // Owners' use may pass 1: nothing holds it, and how far past the cap it goes is what the operator needs.
+    deps.metrics?.sendCapUsed(scope.channel, scope.kind, scope.asked, sent / Math.max(scope.cap, 1), window.start)
+    if (crossedCap(scope.cap, sent - granted, sent))
+      deps.logger.warn('OWNER SENDS PAST CAP: owners asked for more codes this hour than the cap lets strangers send; none is held', {
+        ...fields,
+        sent,
+      })
+    return
+  }
+  deps.metrics?.sendCapUsed(scope.channel, scope.kind, scope.asked, scope.cap > 0 ? Math.min(sent / scope.cap, 1) : 1, window.start)
   if (crossedNearCap(scope.cap, sent - granted, sent))
     deps.logger.warn(`SEND CAP NEAR: ${NEAR_CAP_RATIO * 100} % of this hour's sends are used`, { ...fields, sent })
   if (firstHold)

@@ -129,3 +129,62 @@ describe('the Kratos courier end to end, with the bodies Kratos sends', () => {
     expect(rows.map((row) => row.purpose)).to.deep.equal(['security_notice', 'security_notice'])
   })
 })
+
+/**
+ * An account-change notice is what tells an owner that somebody else is in the account, so it is
+ * one notice per change: Kratos' retries send nothing twice, a later change is sent. Kratos stamps
+ * each change (`changed_at`, `added_at`: identity/manager.go), which the recommended body names;
+ * a body without it is told apart by when it arrived (src/hooks/kratos.ts).
+ */
+describe('Kratos account-change notices, one per change', () => {
+  const KEY = 'kratos-courier-key-for-notice-tests-0123456789'
+  // A minute's start ahead of the database's clock: each test moves its own time from there.
+  let now = new Date((Math.floor(Date.now() / 60_000) + 1) * 60_000)
+  const f = useWebStack({ worker: false, clock: () => now, webhooks: { KRATOS_COURIER_API_KEY: KEY } })
+  const post = async (body: unknown) =>
+    expect((await f.stack.call('POST', '/hooks/kratos/courier', body, { authorization: `Bearer ${KEY}` })).status).to.equal(200)
+  const noticesTo = async (address: string) =>
+    (await f.db.owner('outbox.security_outbox_messages').where({ destination: address, purpose: 'security_notice' })).length
+  const later = (seconds: number) => (now = new Date(now.getTime() + seconds * 1000))
+  beforeEach(() => later(24 * 3_600))
+
+  it('with the recommended body, one notice per change time: a retry seconds or hours later sends nothing, a change stamped later does', async () => {
+    for (const [key, field] of [
+      ['email/authenticator_key_added', 'added_at'],
+      ['email/verifiable_address_changed', 'changed_at'],
+    ] as const) {
+      const address = uniqueEmail('kratos-stamped')
+      const change = to(RECOMMENDED[key]!, address)
+      await post(change)
+      later(2)
+      await post(change)
+      later(3 * 3_600)
+      await post(change)
+      expect(await noticesTo(address), `${key}: Kratos' retries of one change`).to.equal(1)
+      await post({ ...change, [field]: '2026-12-06T13:40:17Z' })
+      expect(await noticesTo(address), `${key}: another change`).to.equal(2)
+    }
+  })
+
+  it('without a time in the body, a retry within the minute sends nothing, and a change minutes later is sent', async () => {
+    for (const key of ['sms/authenticator_key_added', 'sms/verifiable_address_changed'] as const) {
+      const phone = uniquePhone()
+      now = new Date((Math.floor(now.getTime() / 60_000) + 1) * 60_000 + 5_000)
+      await post(to(DEFAULT[key]!, phone))
+      later(2)
+      await post(to(DEFAULT[key]!, phone))
+      expect(await noticesTo(phone), `${key}: Kratos' retry`).to.equal(1)
+      later(5 * 60)
+      await post(to(DEFAULT[key]!, phone))
+      expect(await noticesTo(phone), `${key}: another change`).to.equal(2)
+    }
+  })
+
+  it('an unknown-address notice, which a stranger can make Kratos send, reaches an address once a day', async () => {
+    const address = uniqueEmail('kratos-unknown-daily')
+    await post(to(RECOMMENDED['email/recovery_code_invalid']!, address))
+    later(5 * 3_600)
+    await post(to(RECOMMENDED['email/recovery_code_invalid']!, address))
+    expect(await noticesTo(address)).to.equal(1)
+  })
+})

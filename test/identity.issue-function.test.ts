@@ -117,6 +117,7 @@ describe('the enqueue path in the database', () => {
       {
         purpose: 'password_recovery',
         identifier: { kind: 'email', value: email },
+        asked: 'owner',
         subject: { identityId, loginIdentifierId },
         openChallengeId: randomUUID(),
       },

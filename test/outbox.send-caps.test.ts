@@ -54,21 +54,22 @@ describe('send caps per class of who asked, as pure functions', () => {
   const caps: SendCaps = { perChannel: { sms: 100 }, perCountry: { '44': 50 }, smsPerPrefix: 20 }
   const sms = { channel: 'sms' as const, destination: '+447700900123' }
 
-  it("gives owners a counter of their own as large as the cap, and courier sends the strangers' unless COURIER_CAP_SHARE sets them apart", () => {
+  it("counts owners on a counter of their own that holds nothing, compared with the whole cap, and courier sends the strangers' unless COURIER_CAP_SHARE sets them apart", () => {
     expect(capScopeOf(caps, 'prefix', sms, 'stranger')).to.deep.equal({
       channel: 'sms',
       kind: 'prefix',
       asked: 'stranger',
       scope: 'p4477009',
       cap: 20,
+      bounded: true,
     })
-    expect(capScopeOf(caps, 'prefix', sms, 'owner')).to.deep.include({ asked: 'owner', scope: 'op4477009', cap: 20 })
+    expect(capScopeOf(caps, 'prefix', sms, 'owner')).to.deep.include({ asked: 'owner', scope: 'op4477009', cap: 20, bounded: false })
     expect(capScopeOf(caps, 'country', sms, 'owner')).to.deep.include({ scope: 'o44', cap: 50 })
     expect(capScopeOf(caps, 'channel', sms, 'courier'), 'with the strangers').to.deep.include({ asked: 'stranger', scope: '', cap: 100 })
     const shared = { ...caps, courierShare: 30 }
-    expect(capScopeOf(shared, 'channel', sms, 'courier')).to.deep.include({ asked: 'courier', scope: 'c', cap: 30 })
+    expect(capScopeOf(shared, 'channel', sms, 'courier')).to.deep.include({ asked: 'courier', scope: 'c', cap: 30, bounded: true })
     expect(capScopeOf(shared, 'channel', sms, 'stranger'), 'the rest').to.deep.include({ scope: '', cap: 70 })
-    expect(capScopeOf(shared, 'channel', sms, 'owner'), 'owners keep the whole cap').to.deep.include({ scope: 'o', cap: 100 })
+    expect(capScopeOf(shared, 'channel', sms, 'owner'), 'owners are compared with the whole cap').to.deep.include({ scope: 'o', cap: 100 })
     expect(classCap({ courierShare: 30 }, 3, 'courier'), 'rounded down').to.equal(0)
     expect(capScopeOf(caps, 'prefix', { channel: 'whatsapp', destination: sms.destination }, 'stranger'), 'prefixes are SMS only').to.equal(
       undefined,
@@ -95,10 +96,10 @@ describe('send caps, enforced by the worker', () => {
   it('a distributed pump runs up the bill: a code each to thousands of addresses passes every per-destination budget, and the hourly cap of the channel lets N through and holds the rest unspent until the next hour', async () => {
     f.now = at(HOUR, 20 * 60)
     const caps: SendCaps = { perChannel: { email: 3 }, perCountry: {} }
-    // The pump: one recovery each for five different addresses (each far inside its own budget).
+    // The pump: a sign-up each for five different addresses (each far inside its own budget; a stranger's ask).
     const targets = Array.from({ length: 5 }, () => uniqueEmail('pumped'))
     const ids: string[] = []
-    for (const target of targets) ids.push((await f.harness.enqueue(target, 7_200)).messageId)
+    for (const target of targets) ids.push((await f.harness.enqueueStrangers(target, 7_200)).messageId)
     const provider = ok()
     const heldBefore = await heldMetric('email', 'channel')
     expect(await deliver(caps, provider)).to.equal(5)
@@ -124,7 +125,7 @@ describe('send caps, enforced by the worker', () => {
 
     // More pumping this hour is held too, and the hold is not logged again.
     f.now = at(HOUR, 30 * 60)
-    const late = await f.harness.enqueue(uniqueEmail('pumped'), 7_200)
+    const late = await f.harness.enqueueStrangers(uniqueEmail('pumped'), 7_200)
     await deliver(caps, provider)
     expect(provider.calls).to.have.length(3)
     expect(await f.rows.message(late.messageId)).to.include({ state: 'pending', attempt_count: 0 })
@@ -141,8 +142,8 @@ describe('send caps, enforced by the worker', () => {
   it('lets a held code expire unsent, dead-lettered challenge_expired, never sent late', async () => {
     f.now = at(HOUR, 20 * 60)
     const caps: SendCaps = { perChannel: { email: 1 }, perCountry: {} }
-    const first = await f.harness.enqueue(uniqueEmail(), 600)
-    const second = await f.harness.enqueue(uniqueEmail(), 600)
+    const first = await f.harness.enqueueStrangers(uniqueEmail(), 600)
+    const second = await f.harness.enqueueStrangers(uniqueEmail(), 600)
     const provider = ok()
     await deliver(caps, provider)
     expect(provider.calls).to.have.length(1)
@@ -158,7 +159,7 @@ describe('send caps, enforced by the worker', () => {
     const uk = [phoneIn('44'), phoneIn('44')]
     const us = [phoneIn('1'), phoneIn('1')]
     const ids = new Map<string, string>()
-    for (const phone of [...uk, ...us]) ids.set(phone, (await f.harness.enqueue(phone, 7_200)).messageId)
+    for (const phone of [...uk, ...us]) ids.set(phone, (await f.harness.enqueueStrangers(phone, 7_200)).messageId)
     const provider = ok()
     await deliver(caps, provider)
 

@@ -5,7 +5,7 @@ import { phoneRefusal } from '../src/identity/identifiers.ts'
 import { QUEUES, type Channel, type DeliveryJobData } from '../src/outbox/constants.ts'
 import { enqueueSecurityMessageTx } from '../src/outbox/enqueue.ts'
 import { numberPrefix, phoneNumberAccepted, readPhoneNumber, smsAllowedFor } from '../src/outbox/phone-numbers.ts'
-import { crossedNearCap, sendCapsFrom, type SendCaps } from '../src/outbox/send-caps.ts'
+import { crossedCap, crossedNearCap, sendCapsFrom, type SendCaps } from '../src/outbox/send-caps.ts'
 import { loadConfig } from '../src/providers/config.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
 import { scriptedProvider } from './support/scripted-provider.ts'
@@ -53,13 +53,18 @@ describe('SMS budgets and numbers, as pure functions', () => {
     expect(phoneRefusal({ kind: 'email', value: 'a@example.com' }, policy, smsOnly)).to.equal(undefined)
   })
 
-  it('takes a prefix of seven digits, and warns once when a counter crosses 80 %', () => {
+  it("takes a prefix of seven digits, and warns once when a counter crosses 80 %, or an owners' counter its cap", () => {
     expect(numberPrefix('+447700900123')).to.equal('4477009')
     expect(numberPrefix('not a number')).to.equal(undefined)
     expect(crossedNearCap(20, 15, 16)).to.equal(true)
     expect(crossedNearCap(20, 16, 17)).to.equal(false)
     expect(crossedNearCap(20, 0, 20)).to.equal(true)
     expect(crossedNearCap(20, 0, 15)).to.equal(false)
+    // Owners' counters hold nothing: the one count that takes them past the cap is warned of, once.
+    expect(crossedCap(20, 20, 21)).to.equal(true)
+    expect(crossedCap(20, 19, 25)).to.equal(true)
+    expect(crossedCap(20, 21, 22)).to.equal(false)
+    expect(crossedCap(20, 0, 20)).to.equal(false)
   })
 
   it('takes the SMS hourly cap from one variable, the sms entry of SEND_CAP_PER_HOUR (SMS_HOURLY_CAP is refused: test/config.schema.test.ts)', () => {
@@ -79,7 +84,7 @@ describe('SMS budgets, enforced by the worker', () => {
     await deliverBatch({ ...f.harness.deps({ sms: provider }), sendCaps: caps, metrics }, jobs)
     return jobs.length
   }
-  /** An SMS security notice to each number, as the web enqueues one (its own transaction each). */
+  /** An SMS to each number that a stranger's ask put there (a notice's body; its own transaction each): what the caps hold. */
   const enqueueSms = async (numbers: readonly string[]) => {
     const ids = new Map<string, string>()
     const deps = { boss: f.harness.webBoss, outboxKey: f.keys.outboxKey, codeHashKey: f.keys.codeHashKey }
@@ -91,6 +96,7 @@ describe('SMS budgets, enforced by the worker', () => {
         destination,
         locale: 'en',
         expiresAt: at(f.now, 7_200),
+        asked: 'stranger' as const,
       }
       const { messageId } = await f.harness.api.transaction((trx) => enqueueSecurityMessageTx(trx, deps, message, body))
       ids.set(destination, messageId)

@@ -72,7 +72,7 @@ describe('delivery worker, one job at a time', () => {
   })
 
   it('a message this worker has no provider for takes no send-cap slot: it waits a minute, not the hour', async () => {
-    const { messageId } = await f.harness.enqueue(uniquePhone(), 3_600)
+    const { messageId } = await f.harness.enqueueStrangers(uniquePhone(), 3_600)
     const capped = {
       ...deps(scriptedProvider(() => ({ providerMessageId: 'never' }))),
       sendCaps: { perChannel: { whatsapp: 1 }, perCountry: { '*': 1 } },

@@ -125,7 +125,8 @@ describe('the phone fallback: WhatsApp, then SMS, for one message', () => {
 
   it('counts a message sent by SMS against the sms send cap, not the whatsapp one', async () => {
     await holdDown('whatsapp_cloud', 'whatsapp')
-    const ids = [await enqueuePhone(), await enqueuePhone()]
+    // Strangers' codes, which a cap holds (owners' are never held).
+    const ids = [(await f.harness.enqueueStrangers(uniquePhone())).messageId, (await f.harness.enqueueStrangers(uniquePhone())).messageId]
     const sms = twilio()
     const capped = { ...deps([whatsappCloud(sent('wamid.1'))], [sms]), sendCaps: { perChannel: { sms: 1, whatsapp: 100 }, perCountry: {} } }
     await deliverBatch(capped, [await f.harness.nextJob(), await f.harness.nextJob()])

@@ -466,7 +466,7 @@ async function loadApiKeys() {
     cell(row, `${item.sendsPerHour} sends · ${item.destinationsPerHour} new addresses`, 'text')
     cell(row, item.linkOrigins.length > 0 ? item.linkOrigins.join(', ') : '—', 'text')
     cell(row, item.lastUsedAt ? when(item.lastUsedAt) : '—')
-    cell(row, item.revokedAt ? `revoked ${when(item.revokedAt)}` : 'live')
+    cell(row, item.revokedAt ? `revoked ${when(item.revokedAt)}` : 'live', 'text')
     const actions = cell(row, '')
     if (!item.revokedAt) {
       const revoke = document.createElement('button')

@@ -52,6 +52,7 @@ import * as ownerCaps from '../../migrations/20261206004000_owner_caps.ts'
 import * as courierKeyBudgets from '../../migrations/20261206004100_courier_key_budgets.ts'
 import * as budgetTiers from '../../migrations/20261206007000_budget_tiers.ts'
 import * as hookCallerRows from '../../migrations/20261206007100_hook_caller_rows.ts'
+import * as ownerAsked from '../../migrations/20261206009000_owner_asked.ts'
 
 type Migration = { up: (knex: Knex) => Promise<void>; down: (knex: Knex) => Promise<void> }
 
@@ -109,6 +110,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261206004100_courier_key_budgets': courierKeyBudgets,
   '20261206007000_budget_tiers': budgetTiers,
   '20261206007100_hook_caller_rows': hookCallerRows,
+  '20261206009000_owner_asked': ownerAsked,
 }
 
 /**

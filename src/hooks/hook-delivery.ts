@@ -1,6 +1,8 @@
 import { DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET } from '../../config/schema.ts'
 import type { Locale } from '../delivery/locales.ts'
+import { deliveryChannelFor } from '../identity/challenges.ts'
 import type { DomainError } from '../identity/errors.ts'
+import type { Channel } from '../outbox/constants.ts'
 import { acceptCourierMessage, type CourierDeps, type CourierSender } from '../platform/courier.ts'
 import { IdempotencyKeyReusedError } from '../platform/idempotency.ts'
 import { hookIdempotencyKey, type HookMessage } from './hook-message.ts'
@@ -74,6 +76,8 @@ const DEFAULT_TTL_SECONDS: Readonly<Record<HookName, number>> = Object.freeze({
 /** The courier's dependencies, the locale of every hook message (neither hook tells the recipient's), each hook's settings and the deployment's lifetimes. */
 export type HookDeliveryDeps = CourierDeps & {
   defaultLocale: Locale
+  /** PHONE_CHANNELS: a phone message goes on the first of them the fleet has, as the identity flows' codes do. */
+  phoneChannels?: readonly Channel[]
   hookSettings?: Partial<Record<'supabase' | 'kratos', HookCallerSettings>>
   ttlSeconds?: Partial<Record<HookName, number>>
 }
@@ -101,12 +105,12 @@ export async function acceptHookMessages(
   for (const message of messages) {
     const outcome = await acceptCourierMessage(deps, caller, {
       purpose: message.purpose,
-      channel: message.channel === 'email' ? 'email' : deps.channels.has('sms') ? 'sms' : 'whatsapp',
+      channel: message.channel === 'email' ? 'email' : deliveryChannelFor(deps, { kind: 'phone', value: message.destination }),
       destination: message.destination,
       secret: message.secret,
       expiresAt: new Date(now.getTime() + (message.ttlSeconds ?? deps.ttlSeconds?.[hook] ?? DEFAULT_TTL_SECONDS[hook]) * 1000),
       locale: deps.defaultLocale,
-      idempotencyKey: hookIdempotencyKey(hook, deps.codeHashKey, message),
+      idempotencyKey: hookIdempotencyKey(hook, deps.codeHashKey, message, now),
     })
     if ('refused' in outcome && !(outcome.refused instanceof IdempotencyKeyReusedError)) return { refused: outcome.refused }
   }

@@ -14,7 +14,7 @@ export type HookSecret = { code: string } | { link: string; code?: string } | { 
 /** One message an outside identity system asked us to deliver, read from its hook's payload. */
 export type HookMessage = {
   purpose: HookPurpose
-  /** A phone message goes out on the first phone channel the fleet has (sms, else whatsapp). */
+  /** A phone message goes out on the first phone channel of PHONE_CHANNELS the fleet has (src/identity/challenges.ts `deliveryChannelFor`). */
   channel: 'email' | 'phone'
   destination: string
   secret: HookSecret
@@ -25,6 +25,12 @@ export type HookMessage = {
    * the hook, whatever delivery id it carries, names the same one. Secret: only its HMAC leaves here.
    */
   sameness: string
+  /**
+   * When the payload carries nothing that tells this message from the next one of its kind (an
+   * account-change notice without its time): the same message again only within this many seconds
+   * of arrival, so a retry sends nothing twice and a later one is sent.
+   */
+  sameWithinSeconds?: number
 }
 
 /**
@@ -36,8 +42,10 @@ export type HookReading = { messages: HookMessage[] } | { refusal: 'malformed' |
 
 /**
  * The courier idempotency key of a hook message: `<hook>:<HMAC-SHA-256 of its sameness>` under
- * CODE_HASH_KEY, so the key names the message without holding its code, link or destination.
+ * CODE_HASH_KEY, so the key names the message without holding its code, link or destination; with
+ * `sameWithinSeconds`, the sameness of the window `receivedAt` falls in.
  */
-export function hookIdempotencyKey(hook: string, key: Buffer, message: HookMessage): string {
-  return `${hook}:${createHmac('sha256', key).update(message.sameness).digest('base64url')}`
+export function hookIdempotencyKey(hook: string, key: Buffer, message: HookMessage, receivedAt: Date): string {
+  const window = message.sameWithinSeconds ? `|${Math.floor(receivedAt.getTime() / (message.sameWithinSeconds * 1000))}` : ''
+  return `${hook}:${createHmac('sha256', key).update(`${message.sameness}${window}`).digest('base64url')}`
 }

@@ -9,8 +9,8 @@ import type { HookMessage, HookPurpose, HookReading, HookSecret } from './hook-m
  * message as the body its `request_config.body` Jsonnet builds. The default Jsonnet (ory/kratos
  * embedx/config.schema.json) gives `{recipient, template_type, to, recovery_code, recovery_url,
  * verification_url, verification_code, subject, body}`; the one docs/hooks.md recommends adds
- * `login_code`, `registration_code`, `expires_in_minutes` and `message_type` from the same
- * `template_data`. Kratos' own rendering (`subject`, `body`) is read only for a code the body
+ * `login_code`, `registration_code`, `expires_in_minutes`, `message_type` and the account-change
+ * notices' `changed_at` and `added_at` from the same `template_data`. Kratos' own rendering (`subject`, `body`) is read only for a code the body
  * carries nowhere else: the default Jsonnet's login and registration codes.
  */
 
@@ -18,7 +18,7 @@ type CodeField = 'recovery_code' | 'verification_code' | 'login_code' | 'registr
 type TemplateRule =
   | { purpose: Exclude<HookPurpose, 'magic_link' | 'security_notice'>; codes: readonly CodeField[] }
   | { purpose: 'magic_link'; link: 'recovery_url' | 'verification_url' }
-  | { purpose: 'security_notice'; event: SecurityEvent }
+  | { purpose: 'security_notice'; event: SecurityEvent; at?: 'changed_at' | 'added_at' }
 
 /**
  * Every template type Kratos queues (courier/template/type.go) but its test stub, and where its
@@ -26,8 +26,9 @@ type TemplateRule =
  * `verification_code` (courier/template/sms/recovery_code.go). A link goes out as a `magic_link`;
  * `verification_code_valid`'s link beside its code is left out (the code is what the user was
  * shown to expect). The rest carry no secret and become security notices: an address or a key
- * changed, or (with Kratos' `notify_unknown_recipients` on) a recovery or verification asked for
- * an address without an account.
+ * changed, with the time Kratos stamped the change with (`at`: the template data's `changed_at`,
+ * `added_at`, identity/manager.go `sendIdentityNotifications`), or (with Kratos'
+ * `notify_unknown_recipients` on) a recovery or verification asked for an address without an account.
  */
 export const KRATOS_TEMPLATES: Readonly<Record<string, TemplateRule>> = Object.freeze({
   recovery_code_valid: { purpose: 'password_recovery', codes: ['recovery_code', 'verification_code'] },
@@ -40,12 +41,21 @@ export const KRATOS_TEMPLATES: Readonly<Record<string, TemplateRule>> = Object.f
   recovery_code_invalid: { purpose: 'security_notice', event: 'recovery_unknown_address' },
   verification_invalid: { purpose: 'security_notice', event: 'verification_unknown_address' },
   verification_code_invalid: { purpose: 'security_notice', event: 'verification_unknown_address' },
-  verifiable_address_changed: { purpose: 'security_notice', event: 'verifiable_address_changed' },
-  authenticator_key_added: { purpose: 'security_notice', event: 'authenticator_key_added' },
+  verifiable_address_changed: { purpose: 'security_notice', event: 'verifiable_address_changed', at: 'changed_at' },
+  authenticator_key_added: { purpose: 'security_notice', event: 'authenticator_key_added', at: 'added_at' },
 })
 
 /** Kratos' code method lifespan default, 1 h (driver/config/config.go); `expires_in_minutes` is clamped into 1–1440 around it. */
 export const KRATOS_CODE_TTL_SECONDS = 3_600
+
+/**
+ * How long an account-change notice whose body carries no time of its own (Kratos' default body
+ * over SMS, the body docs/hooks.md recommended before it named the time) is the same notice again:
+ * Kratos retries a delivery it got no 2xx for at its next pull, a second later by default
+ * (`courier.worker.pull_wait`), so its retries fall within it; a retry across a boundary sends a
+ * duplicate, and a later change is a new notice.
+ */
+export const KRATOS_NOTICE_ARRIVAL_WINDOW_SECONDS = 60
 
 // The default Jsonnet sends null for a field the template lacks; a custom one may send "": both read as absent.
 const field = <T extends z.ZodType>(schema: T) => z.union([z.null(), schema]).optional()
@@ -69,6 +79,9 @@ export const KratosCourierBody = z.object({
   verification_url: field(ABSENT_OR_LINK),
   // Kratos sends whole minutes, 0 below one: any integer is clamped, never refused (a refusal loses the message).
   expires_in_minutes: field(z.number().int()),
+  // The account-change notices' event time (RFC 3339 from Kratos): only compared, never parsed or shown.
+  changed_at: field(z.string().max(64)),
+  added_at: field(z.string().max(64)),
   subject: field(z.string().max(4_096)),
   body: field(z.string().max(32_768)),
 })
@@ -127,15 +140,18 @@ export function readKratosCourier(body: unknown): HookReading {
   const channel = (payload.message_type || (named.includes('@') ? 'email' : 'sms')) === 'email' ? 'email' : 'phone'
   const destination = channel === 'phone' ? readPhoneNumber(named)?.e164 : named
   if (destination === undefined) return { refusal: 'invalid_destination' }
-  // A notice is told apart from the next one of its kind by Kratos' rendering (its time is in it); the key holds only an HMAC.
+  // A notice is told apart from the next one of its kind by Kratos' rendering (the default email's has its time in it);
+  // an account change by the time Kratos stamped it with, else by when it arrived. The key holds only an HMAC.
   const rendered = rule.purpose === 'security_notice' ? [payload.subject ?? null, payload.body ?? null] : []
+  const at = rule.purpose === 'security_notice' && rule.at ? payload[rule.at] || null : undefined
   const message: HookMessage = {
     purpose: rule.purpose,
     channel,
     destination,
     secret,
-    sameness: JSON.stringify(['kratos', payload.template_type, destination, secret, ...rendered]),
+    sameness: JSON.stringify(['kratos', payload.template_type, destination, secret, ...rendered, ...(at ? [at] : [])]),
   }
+  if (at === null) message.sameWithinSeconds = KRATOS_NOTICE_ARRIVAL_WINDOW_SECONDS
   const ttlSeconds = ttlOf(rule, payload)
   if (ttlSeconds !== undefined) message.ttlSeconds = ttlSeconds
   return { messages: [message] }

@@ -4,6 +4,7 @@ import { generateCode, hashCode } from '../crypto/codes.ts'
 import { describeError } from '../logging/logger.ts'
 import type { ChallengePurpose } from '../outbox/constants.ts'
 import { logEnqueued, sealMessage } from '../outbox/enqueue.ts'
+import type { Asker } from '../outbox/send-caps.ts'
 import type { SealedMessage } from '../outbox/web-functions-sql.ts'
 import {
   CHALLENGE_LIMITS,
@@ -25,6 +26,8 @@ export type ClaimStep = 'insert' | 'rehearse' | 'none'
 type IssueTarget = {
   purpose: ChallengePurpose
   identifier: Identifier
+  /** Who asks, as the flow knows it (src/outbox/send-caps.ts `Asker`): the same on every path of one request, known account or not. */
+  asked: Asker
   subject?: Omit<ChallengeSubject, 'purpose'>
   /** The subject's open challenge as the caller's own lookup read it (`null`: none); else `runIssue` reads it. */
   openChallengeId?: string | null
@@ -59,6 +62,7 @@ async function sealNewCode(
         destination: target.identifier.value,
         locale: deps.locale ?? 'en',
         expiresAt,
+        asked: target.asked,
       },
       code,
     )
@@ -190,7 +194,7 @@ function reportHidden(deps: Pick<ChallengeDeps, 'logger'>, flow: string, outcome
 export async function issueChallengeTx(
   trx: Knex.Transaction,
   deps: ChallengeDeps,
-  subject: ChallengeSubject & { identifier: Identifier },
+  subject: ChallengeSubject & { identifier: Identifier; asked: Asker },
   options: { candidatePasswordHash?: string; now?: Date; countDestination?: boolean } = {},
 ): Promise<{ challengeId: string; expiresAt: Date }> {
   const now = options.now ?? deps.clock()
@@ -198,7 +202,7 @@ export async function issueChallengeTx(
     trx,
     deps,
     'visible',
-    { purpose: subject.purpose, identifier: subject.identifier, subject },
+    { purpose: subject.purpose, identifier: subject.identifier, asked: subject.asked, subject },
     { candidatePasswordHash: options.candidatePasswordHash, now, countDestination: options.countDestination ?? true, claim: 'none' },
   )
   return { challengeId: outcome.challenge_id!, expiresAt: challengeExpiry(deps, now) }

@@ -39,11 +39,12 @@ export async function requestPasswordRecovery(
       const known = await findVerifiedIdentifierWithOpenChallenge(runner, identifier, 'password_recovery', now)
       const subject = known ? { identityId: known.identity_id, loginIdentifierId: known.login_identifier_id } : undefined
       // A known identifier has its claim: a rehearsed one keeps both paths' work equal (an unknown one's is in the rehearsed issue).
+      // The owner's: only the identity's verified identifier gets it (an unknown one, nothing), so it is never held by a send cap.
       await issueHidden(
         runner,
         deps,
         'password recovery',
-        { purpose: 'password_recovery', identifier, subject, openChallengeId: known?.open_challenge_id ?? null },
+        { purpose: 'password_recovery', identifier, asked: 'owner', subject, openChallengeId: known?.open_challenge_id ?? null },
         { now, claim: known ? 'rehearse' : 'none', requester },
       )
       return { challengeExpiresAt: challengeExpiry(deps, now) }

@@ -49,6 +49,8 @@ export async function fallBackToNextPhoneChannel(
               destination: candidate.destination,
               locale: candidate.locale,
               expiresAt: candidate.expires_at,
+              // The same challenge's code again, for whoever asked for the one that could not reach the number.
+              askedLike: messageId,
             },
             code,
           )

@@ -62,7 +62,8 @@ export async function notifyOtherIdentifiersTx(
     const { messageId } = await enqueueSecurityMessageTx(
       trx,
       deps,
-      { purpose: 'security_notice', channel, destination: other.value, locale: deps.locale ?? 'en', expiresAt },
+      // The owner's: a change the identity made goes to its own verified identifiers.
+      { purpose: 'security_notice', channel, destination: other.value, locale: deps.locale ?? 'en', expiresAt, asked: 'owner' },
       // A buffer per message: the enqueue wipes the plaintext once it is sealed.
       securityNoticeBody(input.event, input.now, identifier),
     )

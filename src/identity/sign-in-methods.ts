@@ -38,10 +38,11 @@ export async function addSignInMethod(
     if (mine?.verified_at) throw new ConflictError('identifier_already_added', 'This identifier is already one of your sign-in methods.')
     const loginIdentifierId = mine?.login_identifier_id ?? uuidv7()
     if (!mine) await insertClaimTx(trx, loginIdentifierId, session.identityId, input.identifier, null, now)
+    // A stranger's, whoever is signed in: the identifier is not yet this identity's, and may be anyone's (docs/security.md "Caps from the owner's side").
     const issued = await issueChallengeTx(
       trx,
       deps,
-      { purpose: 'add_sign_in_method', identityId: session.identityId, loginIdentifierId, identifier: input.identifier },
+      { purpose: 'add_sign_in_method', identityId: session.identityId, loginIdentifierId, identifier: input.identifier, asked: 'stranger' },
       { now },
     )
     return { challengeExpiresAt: issued.expiresAt }

@@ -38,13 +38,16 @@ export async function signUp(
         const claims = await findClaims(trx, input.identifier)
         const owner = claims.find((claim) => claim.verified_at && claim.identity_status === 'active')
         // Every path writes a claim (real or rehearsed) and issues a challenge: the same work (`issueHidden`).
+        // A stranger's on both: whoever asks a sign-up can aim it at any identifier, and the owner's
+        // recovery code it sends must count where the unknown path's sign-up code would, or the
+        // fleet's send caps would tell a stranger which one it was (docs/security.md "Caps from the owner's side").
         if (owner) {
           const subject = { identityId: owner.identity_id, loginIdentifierId: owner.login_identifier_id }
           await issueHidden(
             trx,
             deps,
             'sign-up notice',
-            { purpose: 'password_recovery', identifier: input.identifier, subject },
+            { purpose: 'password_recovery', identifier: input.identifier, asked: 'stranger', subject },
             { now, claim: 'rehearse', requester: input.requester },
           )
         } else {
@@ -56,7 +59,7 @@ export async function signUp(
             trx,
             deps,
             'sign-up',
-            { purpose: 'sign_up', identifier: input.identifier, subject },
+            { purpose: 'sign_up', identifier: input.identifier, asked: 'stranger', subject },
             { candidatePasswordHash, now, claim: pending ? 'rehearse' : 'insert', requester: input.requester },
           )
         }

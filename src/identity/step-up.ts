@@ -26,7 +26,7 @@ export async function startStepUp(db: Knex, deps: ChallengeDeps, session: Sessio
     const issued = await issueChallengeTx(
       trx,
       deps,
-      { purpose: 'step_up', identityId: session.identityId, loginIdentifierId: target.id, identifier: target },
+      { purpose: 'step_up', identityId: session.identityId, loginIdentifierId: target.id, identifier: target, asked: 'owner' },
       { now, countDestination: false },
     )
     return { challengeExpiresAt: issued.expiresAt }

@@ -177,7 +177,16 @@ export async function inviteTx(
       logger: deps.logger,
       envelopeVersion: deps.envelopeVersion,
     },
-    { purpose: 'invitation', invitationId, channel: 'email', destination: input.email, locale: input.locale ?? 'en', expiresAt },
+    // A stranger's: any admin of any organization may invite any address, a real owner's too.
+    {
+      purpose: 'invitation',
+      invitationId,
+      channel: 'email',
+      destination: input.email,
+      locale: input.locale ?? 'en',
+      expiresAt,
+      asked: 'stranger',
+    },
     token,
   )
   return { invitationId, expiresAt }

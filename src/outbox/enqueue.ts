@@ -58,6 +58,8 @@ export async function sealMessage(deps: EnqueueDeps, message: MessageToSeal, sec
         challenge_id: message.challengeId ?? null,
         invitation_id: message.invitationId ?? null,
         ...(message.apiKeyId ? { api_key_id: message.apiKeyId } : {}),
+        ...(message.asked ? { asked: message.asked } : {}),
+        ...(message.askedLike ? { asked_like: message.askedLike } : {}),
         channel: message.channel,
         destination: message.destination,
         locale: message.locale,

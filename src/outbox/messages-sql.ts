@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
 import type { Channel, DeadLetterReason, FailureClass, MessageState, Purpose } from './constants.ts'
+import type { Asker } from './send-caps.ts'
 
 const MESSAGES = 'outbox.security_outbox_messages'
 
@@ -28,6 +29,10 @@ export type NewMessage = {
   invitationId?: string
   /** The courier API key that sent it (src/platform/courier.ts); no challenge or invitation then. */
   apiKeyId?: string
+  /** Who asked for it, as the flow that writes it knows (docs/security.md "Caps from the owner's side"); a courier message names none. */
+  asked?: Asker
+  /** Instead of `asked`: the message whose asker this one has (the same challenge's code again: a phone fallback, a staff reissue). */
+  askedLike?: string
   channel: Channel
   destination: string
   locale: string

@@ -8,8 +8,8 @@ import { callingCodeOf, numberPrefix, smsAllowedFor } from './phone-numbers.ts'
  * and per-destination budget is passed by a pump spread over thousands of networks and addresses;
  * only a ceiling on the sends themselves bounds the bill and keeps the sender account in good
  * standing. A cap never loses a message or spends an attempt: what it holds back waits for the next
- * hour (or expires unsent, as any late code does). A cap counts what strangers can aim at any
- * number; owners' own codes have a counter of their own (`classCap`).
+ * hour (or expires unsent, as any late code does). A cap holds what strangers can aim at any
+ * number; owners' own codes are counted against it and shown, never held (`CapScope.bounded`).
  */
 export type SendCaps = {
   /** Sends per channel per hour; a channel not named is not capped. */
@@ -33,25 +33,30 @@ export function sendWindow(now: Date): { start: Date; end: Date } {
 }
 
 /**
- * Who asked for a message, as the worker judges it after the 202
- * (docs/security.md "Caps from the owner's side"): `owner` when its destination is an identifier
- * somebody verified (a person proved it is theirs: recovery, step-up, notices, a sign-up notice to
- * an existing account), `courier`
- * when an API key or a hook sent it, else `stranger` (a sign-up or a new method to a number nobody
- * verified: what a pump can aim anywhere).
+ * Who asked for a message, as the web knew it when it wrote it (`security_outbox_messages.asked`;
+ * docs/security.md "Caps from the owner's side"): `owner` for what only the person behind an account
+ * asks for itself (a recovery to the identity's verified identifier, a step-up, a notice of a change
+ * they made), `stranger` for what anyone can aim at any identifier (a sign-up, whatever it finds; a
+ * new sign-in method; an invitation). The same request gets the same asker whether or not an
+ * account exists, so no counter's fullness tells a stranger that it does.
  */
-export type Asked = 'owner' | 'stranger' | 'courier'
+export type Asker = 'owner' | 'stranger'
+
+/** The class a message counts in: its asker's, or `courier` when an API key or a hook sent it (`outbox.message_askers`). */
+export type Asked = Asker | 'courier'
 
 /** The kinds of cap, in the order a message asks them for room. */
 export const CAP_KINDS = Object.freeze(['prefix', 'country', 'channel'] as const)
 export type CapKind = (typeof CAP_KINDS)[number]
 
 /**
- * One counter a message must find room in: its kind, the class it counts for, and `scope`, the
- * counter's key in send-windows-sql.ts — the class letter (none for strangers, `o` owners, `c`
- * courier) before the channel's '' , the calling code or `p` and the prefix's seven digits.
+ * One counter a message counts on: its kind, the class it counts for, and `scope`, the counter's
+ * key in send-windows-sql.ts — the class letter (none for strangers, `o` owners, `c` courier) before
+ * the channel's '' , the calling code or `p` and the prefix's seven digits. A `bounded` counter holds
+ * what does not fit under `cap`; an unbounded one (owners') only counts, and `cap` is what its use
+ * is compared against (the report, the OWNER SENDS PAST CAP warning).
  */
-export type CapScope = { channel: Channel; kind: CapKind; asked: Asked; scope: string; cap: number }
+export type CapScope = { channel: Channel; kind: CapKind; asked: Asked; scope: string; cap: number; bounded: boolean }
 
 const CLASS_LETTER: Readonly<Record<Asked, string>> = Object.freeze({ stranger: '', owner: 'o', courier: 'c' })
 
@@ -76,9 +81,10 @@ function baseScopeOf(caps: SendCaps, kind: CapKind, channel: Channel, destinatio
 }
 
 /**
- * What of a configured cap a class may send an hour. Owners have a counter of their own as large as
- * the cap: what strangers spent never holds them. Courier and hook sends count with strangers', or,
- * with COURIER_CAP_SHARE, in a share of their own that the strangers' counter no longer has.
+ * What of a configured cap a class may send an hour. Owners are never held: their counter of their
+ * own is compared with the whole cap, for the operator. Courier and hook sends count with
+ * strangers', or, with COURIER_CAP_SHARE, in a share of their own that the strangers' counter no
+ * longer has.
  */
 export function classCap(caps: Pick<SendCaps, 'courierShare'>, cap: number, asked: Asked): number {
   if (asked === 'owner' || caps.courierShare === undefined) return cap
@@ -102,6 +108,9 @@ export function capScopeOf(
     asked: counted,
     scope: `${CLASS_LETTER[counted]}${base.scope}`,
     cap: classCap(caps, base.cap, counted),
+    // A stranger can fill any counter, and an owner's code must get through it; an owner's codes are
+    // bounded per destination and per identity by the web's budgets instead (docs/security.md).
+    bounded: counted !== 'owner',
   }
 }
 
@@ -117,6 +126,11 @@ export const NEAR_CAP_RATIO = 0.8
 export function crossedNearCap(cap: number, sentBefore: number, sentAfter: number): boolean {
   const near = Math.ceil(cap * NEAR_CAP_RATIO)
   return cap > 0 && sentBefore < near && sentAfter >= near
+}
+
+/** Whether this count took an unbounded counter (owners') past its cap: true for exactly one statement per scope and hour, fleet-wide. */
+export function crossedCap(cap: number, sentBefore: number, sentAfter: number): boolean {
+  return sentBefore <= cap && sentAfter > cap
 }
 
 export const sendCapsConfigured = (caps: SendCaps | undefined): caps is SendCaps =>

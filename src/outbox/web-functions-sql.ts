@@ -38,6 +38,9 @@ export type SealedMessage = {
   invitation_id: string | null
   /** Only on a courier message: the previous release's `outbox.enqueue_message` never sees the field. */
   api_key_id?: string
+  /** Who asked (`owner`, `stranger`), or `asked_like`: the message whose asker it takes (migration 20261206009000). */
+  asked?: string
+  asked_like?: string
   channel: string
   destination: string
   locale: string

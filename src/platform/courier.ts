@@ -182,7 +182,10 @@ function secretBytes(input: CourierInput, now: Date): Buffer {
   if (!COURIER_ONLY_PURPOSES.has(input.purpose)) return Buffer.from((secret as { code: string }).code, 'utf8')
   const named = input.appName === undefined ? {} : { appName: input.appName }
   if (!('link' in secret)) return encodeCourierBody({ code: secret.code, ...named })
-  return encodeCourierBody({ link: secret.link, ...(secret.code === undefined ? {} : { otp: secret.code }), ...named })
+  // Sealed as a browser reads it (WHATWG URL), the reading its origin was allowed on: no spelling
+  // goes out that another parser reads as another host (`https://app.example\@evil.example/`).
+  const link = new URL(secret.link).href
+  return encodeCourierBody({ link, ...(secret.code === undefined ? {} : { otp: secret.code }), ...named })
 }
 
 /** The request an idempotency key was used for, keyed: the table never holds something a code can be guessed from. */

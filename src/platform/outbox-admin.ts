@@ -200,6 +200,8 @@ export async function reissueOneTx(
       destination: candidate.destination,
       locale: candidate.locale,
       expiresAt: candidate.expires_at,
+      // The dead letter's code again: it counts for whoever asked for that one.
+      askedLike: messageId,
     },
     code,
   )

@@ -6,6 +6,7 @@ import type { DeliveryDeps } from '../../jobs/deliver.ts'
 import { createBoss } from '../../src/db/boss.ts'
 import { createKnex } from '../../src/db/knex.ts'
 import type { Provider } from '../../src/providers/provider.ts'
+import { issueChallengeTx } from '../../src/identity/challenge-issue.ts'
 import { parseIdentifier } from '../../src/identity/identifiers.ts'
 import { requestPasswordRecovery } from '../../src/identity/password-recovery.ts'
 import type { Logger } from '../../src/logging/logger.ts'
@@ -55,6 +56,29 @@ export async function outboxHarness(db: TestDatabase, options: { keys: Keys; clo
       await createVerifiedIdentity(db.owner, identifier)
       const parsed = parseIdentifier(identifier)!
       await api.transaction((trx) => requestPasswordRecovery(trx, challengeDeps(challengeTtlSeconds, envelopeVersion), parsed))
+      const message = await db
+        .owner('outbox.security_outbox_messages')
+        .where({ destination: parsed.value })
+        .orderBy('created_at', 'desc')
+        .first()
+      return { messageId: message.id }
+    },
+    /**
+     * A verified identity for `identifier` and a code to it that a stranger asked for, as a sign-up
+     * to an existing account enqueues one (a recovery code, `asked` stranger): what a pump aims,
+     * and what the send caps hold (docs/security.md "Caps from the owner's side").
+     */
+    async enqueueStrangers(identifier: string, challengeTtlSeconds = 7_200): Promise<{ messageId: string }> {
+      const subject = await createVerifiedIdentity(db.owner, identifier)
+      const parsed = parseIdentifier(identifier)!
+      await api.transaction((trx) =>
+        issueChallengeTx(trx, challengeDeps(challengeTtlSeconds), {
+          purpose: 'password_recovery',
+          ...subject,
+          identifier: parsed,
+          asked: 'stranger',
+        }),
+      )
       const message = await db
         .owner('outbox.security_outbox_messages')
         .where({ destination: parsed.value })

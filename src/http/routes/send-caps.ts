@@ -8,7 +8,7 @@ import { apiRegistry, apiRouter, route } from '../openapi/registry.ts'
 
 const asked = z.enum(['owner', 'stranger', 'courier']).meta({
   description:
-    'Who asked: `owner` (an identifier somebody verified), `stranger` (what a pump can aim anywhere), `courier` (an API key or hook)',
+    'Who asked: `owner` (what only the owner of the account asks for: a recovery to its verified identifier, step-up, notices; counted, never held), `stranger` (what a pump can aim anywhere), `courier` (an API key or hook)',
 })
 
 export const SendCapReport = z.object({
