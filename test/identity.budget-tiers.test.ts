@@ -32,7 +32,7 @@ describe('tiered budgets: one rule', () => {
   it('a client refused by the ceiling keeps its own slice on the anonymous issue: a recovery refused spends nothing', async () => {
     const email = uniqueEmail('ceiling')
     const deps = webChallengeDeps(side.boss, keys, logs.logger)
-    const target = { purpose: 'password_recovery' as const, identifier: { kind: 'email' as const, value: email } }
+    const target = { purpose: 'password_recovery' as const, identifier: { kind: 'email' as const, value: email }, asked: 'owner' as const }
     const slice = bucketKeys(keys, 'destination:email', `${canonicalDestination(target.identifier)}|client:alice-network`)[0]!
     const start = new Date()
     const issue = (client: string, at: Date) =>

@@ -112,40 +112,7 @@ export async function inviteTx(
 ): Promise<{ invitationId: string; expiresAt: Date }> {
   const now = deps.clock()
   await lockAsAdminTx(trx, input.organizationId, input.inviterId)
-  const mailbox = canonicalDestination({ kind: 'email', value: input.email })
-  const day = { windowSeconds: 86_400 }
-  await hitRateLimit(
-    trx,
-    bucketKeys(deps, 'invitation-address-organization', `${input.organizationId}:${mailbox}`),
-    { ...day, max: INVITATION_LIMITS.perAddressPerOrganizationPerDay },
-    now,
-    'invitation_address_rate_limited',
-  )
-  await hitRateLimit(
-    trx,
-    bucketKeys(deps, 'invitation-address-inviter', `${input.inviterId}:${mailbox}`),
-    { ...day, max: INVITATION_LIMITS.perAddressPerInviterPerDay },
-    now,
-    'invitation_address_rate_limited',
-  )
-  await hitRateLimit(
-    trx,
-    bucketKeys(deps, 'invitation-inviter', input.inviterId),
-    { ...day, max: INVITATION_LIMITS.perInviterPerDay },
-    now,
-    'invitation_inviter_rate_limited',
-  )
-  await hitRateLimit(
-    trx,
-    bucketKeys(deps, 'invitation-organization', input.organizationId),
-    { max: INVITATION_LIMITS.perOrganizationPerHour, windowSeconds: 3_600 },
-    now,
-    'invitation_rate_limited',
-  )
-  // The mailbox's own budget, which its codes spend too: however many organizations and inviters
-  // join in, what reaches one mailbox an hour stays under the ceiling every stranger shares
-  // (docs/delivery.md "Send caps"). The inviter is told (429): an invitation is no anonymous route.
-  await hitRateLimit(trx, destinationBucket(deps, { kind: 'email', value: input.email }), DESTINATION_BUDGET.ceiling, now)
+  await spendInvitationBudgetsTx(trx, deps, input, now)
 
   const previousId = await lockPendingInvitationOfAddressTx(trx, input.organizationId, input.email)
   if (previousId) await revokeTx(trx, previousId, now)
@@ -190,6 +157,52 @@ export async function inviteTx(
     token,
   )
   return { invitationId, expiresAt }
+}
+
+/**
+ * The invitation's budgets: per address and organization, per address and inviter, per inviter,
+ * per organization, and the mailbox's own (refused with 429 when one is spent).
+ */
+async function spendInvitationBudgetsTx(
+  trx: Knex.Transaction,
+  deps: InvitationDeps,
+  input: { organizationId: string; inviterId: string; email: string },
+  now: Date,
+): Promise<void> {
+  const mailbox = canonicalDestination({ kind: 'email', value: input.email })
+  const day = { windowSeconds: 86_400 }
+  await hitRateLimit(
+    trx,
+    bucketKeys(deps, 'invitation-address-organization', `${input.organizationId}:${mailbox}`),
+    { ...day, max: INVITATION_LIMITS.perAddressPerOrganizationPerDay },
+    now,
+    'invitation_address_rate_limited',
+  )
+  await hitRateLimit(
+    trx,
+    bucketKeys(deps, 'invitation-address-inviter', `${input.inviterId}:${mailbox}`),
+    { ...day, max: INVITATION_LIMITS.perAddressPerInviterPerDay },
+    now,
+    'invitation_address_rate_limited',
+  )
+  await hitRateLimit(
+    trx,
+    bucketKeys(deps, 'invitation-inviter', input.inviterId),
+    { ...day, max: INVITATION_LIMITS.perInviterPerDay },
+    now,
+    'invitation_inviter_rate_limited',
+  )
+  await hitRateLimit(
+    trx,
+    bucketKeys(deps, 'invitation-organization', input.organizationId),
+    { max: INVITATION_LIMITS.perOrganizationPerHour, windowSeconds: 3_600 },
+    now,
+    'invitation_rate_limited',
+  )
+  // The mailbox's own budget, which its codes spend too: however many organizations and inviters
+  // join in, what reaches one mailbox an hour stays under the ceiling every stranger shares
+  // (docs/delivery.md "Send caps"). The inviter is told (429): an invitation is no anonymous route.
+  await hitRateLimit(trx, destinationBucket(deps, { kind: 'email', value: input.email }), DESTINATION_BUDGET.ceiling, now)
 }
 
 async function revokeTx(trx: Knex.Transaction, invitationId: string, now: Date): Promise<void> {
