@@ -30,6 +30,8 @@ export type RunningWeb = {
   server: Server
   /** The channels the web offers (refreshed every 5 s); `refresh()` reads them now. */
   channels: Pick<ChannelDirectory, 'has' | 'refresh'>
+  /** The format negotiation (refreshed every 5 s, docs/upgrading.md "Format negotiation"); `refresh()` takes its census now. */
+  formats: Pick<EnvelopeNegotiation, 'refresh'>
   stop: () => Promise<void>
 }
 
@@ -157,6 +159,7 @@ export async function startWeb(options: {
     bound: family === 'IPv6' ? `[${address}]:${port}` : `${address}:${port}`,
     server: running,
     channels: directory,
+    formats: negotiated,
     async stop() {
       // Stop accepting, let in-flight requests finish (bounded), then release pg-boss and the pool.
       const closed = new Promise<void>((resolve) => running.close(() => resolve()))
