@@ -3,7 +3,9 @@ import type { Knex } from 'knex'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { Webhook } from 'standardwebhooks'
 import { createKnex } from '../src/db/knex.ts'
-import { readerApplicationName } from '../src/outbox/envelope-negotiation.ts'
+import { PURPOSES, type Purpose } from '../src/outbox/constants.ts'
+import { negotiateEnvelopeVersion, readerApplicationName } from '../src/outbox/envelope-negotiation.ts'
+import { fleetPurposesGeneration, purposesGenerationOf, renderedByFleet } from '../src/outbox/purpose-negotiation.ts'
 import { courierKit } from './support/courier-kit.ts'
 import { uniqueEmail } from './support/helpers.ts'
 import { rowCounts } from './support/row-counts.ts'
@@ -14,6 +16,63 @@ const RELEASE_020_SESSIONS = ['sealpost-worker;envelopes=v1,v2', 'sealpost-worke
 const THIS_RELEASE_SESSIONS = [readerApplicationName('sealpost-worker'), readerApplicationName('sealpost-worker-boss')]
 const KRATOS_KEY = 'kratos-courier-key-for-tests-0123456789'
 const inMinutes = (minutes: number) => new Date(Date.now() + minutes * 60_000).toISOString()
+
+/** Release 0.2.0's own parser of a worker's name (a949653 src/outbox/envelope-negotiation.ts), verbatim. */
+function versionsRead020(applicationName: string): readonly string[] {
+  const at = applicationName.indexOf(';envelopes=')
+  return at < 0 ? ['v1'] : applicationName.slice(at + ';envelopes='.length).split(',')
+}
+
+describe('purpose negotiation: which purposes a web accepts', () => {
+  const census = (liveWorkers: string[], legacyFleetRegistered = false) => ({ liveWorkers, legacyFleetRegistered })
+  const accepted = (liveWorkers: string[], legacy = false) =>
+    PURPOSES.filter((purpose: Purpose) => renderedByFleet(purpose, fleetPurposesGeneration(census(liveWorkers, legacy))))
+  const IDENTITY_020 = ['sign_up', 'add_sign_in_method', 'password_recovery', 'step_up', 'invitation', 'security_notice']
+
+  it('a worker of this release announces generation 3 before its envelopes, within 63 bytes, and 0.2.0’s web still reads v1,v2', () => {
+    for (const name of THIS_RELEASE_SESSIONS) {
+      expect(name).to.match(/;purposes=3;envelopes=v1,v2$/)
+      expect(Buffer.byteLength(name)).to.be.at.most(63)
+      expect(versionsRead020(name)).to.deep.equal(['v1', 'v2'])
+      expect(name.startsWith('sealpost-worker'), 'what 0.2.0’s census selects (LIKE sealpost-worker%)').to.equal(true)
+      expect(purposesGenerationOf(name)).to.equal(3)
+    }
+    // 0.2.0 beside a new worker negotiates exactly as before, and so does this web beside either.
+    expect(negotiateEnvelopeVersion(census([...THIS_RELEASE_SESSIONS, ...RELEASE_020_SESSIONS]))).to.equal('v2')
+  })
+
+  it('reads 0.2.0’s sessions as generation 2 and 0.1.0’s (nothing announced) as 1', () => {
+    expect(RELEASE_020_SESSIONS.map(purposesGenerationOf)).to.deep.equal([2, 2])
+    expect(purposesGenerationOf('sealpost-worker-boss')).to.equal(1)
+    expect(purposesGenerationOf('sealpost-worker;purposes=4;envelopes=v2,v3'), 'a later release').to.equal(4)
+    expect(purposesGenerationOf('sealpost-worker;purposes=x3;envelopes=v1'), 'unreadable: as 0.2.0').to.equal(2)
+  })
+
+  const table: [string, string[], boolean, readonly string[]][] = [
+    ['only this release’s workers', THIS_RELEASE_SESSIONS, false, PURPOSES],
+    ['a later release’s worker beside this one', [...THIS_RELEASE_SESSIONS, 'sealpost-worker;purposes=4;envelopes=v2,v3'], false, PURPOSES],
+    ['no worker connected (messages wait for the next)', [], false, PURPOSES],
+    ['no worker connected, during the upgrade window from 0.1.0', [], true, PURPOSES],
+    ['a live 0.2.0 worker beside new ones', [...THIS_RELEASE_SESSIONS, ...RELEASE_020_SESSIONS], false, IDENTITY_020],
+    ['a live 0.1.0 worker, during its upgrade window', [...THIS_RELEASE_SESSIONS, 'sealpost-worker-boss'], true, IDENTITY_020.slice(0, 5)],
+    [
+      'an unannounced session after the upgrade window (no reader of ours)',
+      [...THIS_RELEASE_SESSIONS, 'sealpost-worker-boss'],
+      false,
+      PURPOSES,
+    ],
+    // A stolen worker login can announce an old generation: it only makes the web refuse, never accept more.
+    [
+      'a session announcing generation 1 (a stolen worker login)',
+      [...THIS_RELEASE_SESSIONS, 'sealpost-worker;purposes=1;envelopes=v2'],
+      false,
+      IDENTITY_020.slice(0, 5),
+    ],
+  ]
+  for (const [fleet, names, legacy, purposes] of table)
+    it(`accepts ${purposes.length === PURPOSES.length ? 'every purpose' : purposes.join(', ')} for ${fleet}`, () =>
+      expect(accepted(names, legacy)).to.deep.equal([...purposes]))
+})
 
 describe('purpose negotiation: the courier API and the hooks beside a worker that cannot render a new purpose', () => {
   const supabaseKey = randomBytes(32)

@@ -36,6 +36,7 @@ import { webhookEndpointRoutes } from './routes/webhook-endpoints.ts'
 import { resolveWithDns, type AddressPolicy } from '../platform/webhook-address-guard.ts'
 import { negotiatedLocale } from './locale.ts'
 import type { Locale } from '../delivery/locales.ts'
+import type { Purpose } from '../outbox/constants.ts'
 
 export type WebDeps = {
   db: Knex
@@ -54,6 +55,8 @@ export type WebDeps = {
   hooks?: Pick<HookRouteDeps, 'supabase' | 'kratos' | 'hookSettings'>
   /** The locale of messages whose request's Accept-Language names none we ship. */
   defaultLocale?: Locale
+  /** Whether every live worker renders a purpose (format negotiation); the courier and the hooks refuse one it does not (503). */
+  renderedPurpose?: (purpose: Purpose) => boolean
   /** Cookies carry `Secure` (staging and production: the client reaches us over HTTPS). */
   secureCookies?: boolean
   /** Which webhook endpoint URLs pass the SSRF guard (default: production rules, nothing allow-listed, DNS). */
@@ -150,6 +153,7 @@ export function createApp(deps: WebDeps): express.Express {
       logger: deps.logger,
       count: metrics.webhook,
       failedAuthentication,
+      renderedPurpose: deps.renderedPurpose,
       ...deps.hooks,
     }),
   )
@@ -213,6 +217,7 @@ export function createApp(deps: WebDeps): express.Express {
       db: deps.db,
       logger: deps.logger,
       failedAuthentication,
+      renderedPurpose: deps.renderedPurpose,
     }),
   )
   app.get('/metrics', async (req, res) => {

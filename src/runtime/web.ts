@@ -135,6 +135,8 @@ export async function startWeb(options: {
       breachedPasswords: breached?.check,
       webhooks: bindWebhooks(config, { confirmSubscription: options.confirmSubscription }),
       hooks: hookSettings(config, supabaseSigningKey, logger),
+      // A purpose a live older worker cannot render is refused retryably, not queued for it to dead-letter.
+      renderedPurpose: negotiation.renders,
     })
     const listening = createServer(app).on('connection', rememberPeerAddress).on('clientError', answerClientError(logger))
     traceContextOnlyFrom(listening, { trusted: config.TRACE_TRUSTED_CALLERS ?? [], trustProxy: config.TRUST_PROXY })
