@@ -900,7 +900,7 @@ export interface paths {
         put?: never;
         /**
          * Supabase Auth's Send Email Hook (Standard Webhooks signature under SUPABASE_HOOK_SECRET)
-         * @description Verified before anything is read; each `email_action_type` becomes one message (two for a secure email change; a `*_notification` a security notice). A deliberate refusal (a budget, a number that cannot receive codes, an unavailable channel, an unknown kind) answers **200** with `{code, error: {http_code, message}}`, the only refusal Supabase shows its user (docs/hooks.md). A retry of the same message sends nothing twice.
+         * @description Verified before anything is read; each `email_action_type` becomes one message (two for a secure email change; a `*_notification` a security notice). A deliberate refusal (a budget, a number that cannot receive codes, an unavailable channel, an unknown kind, a kind an older worker still running cannot send yet) answers **200** with `{code, error: {http_code, message}}`, the only refusal Supabase shows its user (docs/hooks.md). A retry of the same message sends nothing twice.
          */
         post: operations["receiveSupabaseSendEmail"];
         delete?: never;
@@ -920,7 +920,7 @@ export interface paths {
         put?: never;
         /**
          * Supabase Auth's Send SMS Hook (Standard Webhooks signature under SUPABASE_HOOK_SECRET)
-         * @description A deliberate refusal (a budget, a number that cannot receive codes, an unavailable channel, an unknown kind) answers **200** with `{code, error: {http_code, message}}`, the only refusal Supabase shows its user (docs/hooks.md). A retry of the same message sends nothing twice.
+         * @description A deliberate refusal (a budget, a number that cannot receive codes, an unavailable channel, an unknown kind, a kind an older worker still running cannot send yet) answers **200** with `{code, error: {http_code, message}}`, the only refusal Supabase shows its user (docs/hooks.md). A retry of the same message sends nothing twice.
          */
         post: operations["receiveSupabaseSendSms"];
         delete?: never;
@@ -7325,7 +7325,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `service_unavailable` */
+            /** @description Refused: `service_unavailable`, `upgrade_in_progress` */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again. */
@@ -7337,7 +7337,7 @@ export interface operations {
                         /** @constant */
                         status: 503;
                         /** @enum {string} */
-                        code: "service_unavailable";
+                        code: "service_unavailable" | "upgrade_in_progress";
                     } & {
                         [key: string]: unknown;
                     });
@@ -10114,7 +10114,7 @@ export interface operations {
                         /** @description The refusal, as the problem `code` other routes give */
                         code: string;
                         error: {
-                            /** @description The status Supabase answers its user with (422, 429, …) */
+                            /** @description The status Supabase answers its user with (422, 429, 503, …) */
                             http_code: number;
                             message: string;
                         };
@@ -10310,7 +10310,7 @@ export interface operations {
                         /** @description The refusal, as the problem `code` other routes give */
                         code: string;
                         error: {
-                            /** @description The status Supabase answers its user with (422, 429, …) */
+                            /** @description The status Supabase answers its user with (422, 429, 503, …) */
                             http_code: number;
                             message: string;
                         };
@@ -10638,7 +10638,7 @@ export interface operations {
                     });
                 };
             };
-            /** @description Refused: `service_unavailable` */
+            /** @description Refused: `service_unavailable`, `upgrade_in_progress` */
             503: {
                 headers: {
                     /** @description Seconds to wait before trying again. */
@@ -10650,7 +10650,7 @@ export interface operations {
                         /** @constant */
                         status: 503;
                         /** @enum {string} */
-                        code: "service_unavailable";
+                        code: "service_unavailable" | "upgrade_in_progress";
                     } & {
                         [key: string]: unknown;
                     });

@@ -136,7 +136,10 @@ describe('a TLS-only PostgreSQL (ssl on, hostssl only, a certificate made by the
           `SELECT a.application_name, s.ssl FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid) WHERE a.application_name LIKE 'sealpost-%'`,
         )
       ).rows
-      expect(sessions.map((session) => session.application_name)).to.include.members(['sealpost-web', 'sealpost-worker;envelopes=v1,v2'])
+      expect(sessions.map((session) => session.application_name)).to.include.members([
+        'sealpost-web',
+        'sealpost-worker;purposes=3;envelopes=v1,v2',
+      ])
       expect(sessions.filter((session) => !session.ssl)).to.deep.equal([])
 
       web.child.kill('SIGTERM')

@@ -43,7 +43,7 @@ describe('envelope format negotiation: the version a web seals', () => {
   })
 
   it('a worker announces what this release opens, within PostgreSQL’s 63-byte application name', () => {
-    expect(readerApplicationName('sealpost-worker-boss')).to.equal('sealpost-worker-boss;envelopes=v1,v2')
+    expect(readerApplicationName('sealpost-worker-boss')).to.equal('sealpost-worker-boss;purposes=3;envelopes=v1,v2')
     expect(Buffer.byteLength(readerApplicationName('sealpost-worker-boss'))).to.be.at.most(63)
     expect(versionsReadBy(readerApplicationName('sealpost-worker'))).to.deep.equal([...READABLE_ENVELOPE_VERSIONS])
     expect(versionsReadBy('sealpost-worker-boss')).to.deep.equal(['v1'])

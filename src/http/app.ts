@@ -35,6 +35,7 @@ import { courierRoutes } from './routes/courier.ts'
 import { webhookEndpointRoutes } from './routes/webhook-endpoints.ts'
 import { resolveWithDns, type AddressPolicy } from '../platform/webhook-address-guard.ts'
 import { negotiatedLocale } from './locale.ts'
+import type { Purpose } from '../outbox/constants.ts'
 import type { Locale } from '../delivery/locales.ts'
 
 export type WebDeps = {
@@ -54,6 +55,8 @@ export type WebDeps = {
   hooks?: Pick<HookRouteDeps, 'supabase' | 'kratos' | 'hookSettings'>
   /** The locale of messages whose request's Accept-Language names none we ship. */
   defaultLocale?: Locale
+  /** Whether every live worker renders a purpose (format negotiation); the courier and the hooks refuse one it does not (503). */
+  renderedPurpose?: (purpose: Purpose) => boolean
   /** Cookies carry `Secure` (staging and production: the client reaches us over HTTPS). */
   secureCookies?: boolean
   /** Which webhook endpoint URLs pass the SSRF guard (default: production rules, nothing allow-listed, DNS). */
@@ -147,6 +150,7 @@ function useInbound(app: express.Express, deps: WebDeps, metrics: WebMetrics, fa
       logger: deps.logger,
       count: metrics.webhook,
       failedAuthentication,
+      renderedPurpose: deps.renderedPurpose,
       ...deps.hooks,
     }),
   )
@@ -228,7 +232,9 @@ export function createApp(deps: WebDeps): express.Express {
   })
   usePeopleRoutes(app, deps, metrics)
   useStaffRoutes(app, deps)
-  app.use(courierRoutes({ ...deps.challenges, db: deps.db, logger: deps.logger, failedAuthentication }))
+  app.use(
+    courierRoutes({ ...deps.challenges, db: deps.db, logger: deps.logger, failedAuthentication, renderedPurpose: deps.renderedPurpose }),
+  )
   usePages(app, deps, metrics)
   return app
 }

@@ -4,6 +4,7 @@ import { z } from 'zod'
 import {
   BreachedPasswordError,
   ChannelUnavailableError,
+  UpgradeInProgressError,
   ConflictError,
   DomainError,
   ForbiddenError,
@@ -62,6 +63,7 @@ const DOMAIN_STATUS: [new (...args: never[]) => DomainError, number][] = [
   [UnauthenticatedError, 401],
   [RateLimitedError, 429],
   [ChannelUnavailableError, 422],
+  [UpgradeInProgressError, 503],
   [ConflictError, 409],
   [ForbiddenError, 403],
   [NotFoundError, 404],
@@ -76,7 +78,8 @@ const DOMAIN_STATUS: [new (...args: never[]) => DomainError, number][] = [
 /** The problem a domain refusal is answered with (its status, code and headers). */
 export function problemOfDomain(error: DomainError): HttpProblemError {
   const status = DOMAIN_STATUS.find(([type]) => error instanceof type)?.[1] ?? 400
-  const headers: Record<string, string> = error instanceof RateLimitedError ? { 'Retry-After': String(error.retryAfterSeconds) } : {}
+  const retryable = error instanceof RateLimitedError || error instanceof UpgradeInProgressError
+  const headers: Record<string, string> = retryable ? { 'Retry-After': String(error.retryAfterSeconds) } : {}
   if (error instanceof UnauthenticatedError) headers['WWW-Authenticate'] = 'Bearer'
   return new HttpProblemError(status, error.code, error.message, { headers })
 }

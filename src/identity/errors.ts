@@ -43,6 +43,18 @@ export class ChannelUnavailableError extends DomainError {
   }
 }
 
+/**
+ * Retryable: a live worker of an older release cannot render this purpose yet (a rolling upgrade,
+ * docs/upgrading.md "Format negotiation"); 503 with Retry-After, nothing written.
+ */
+export class UpgradeInProgressError extends DomainError {
+  readonly retryAfterSeconds: number
+  constructor(retryAfterSeconds: number) {
+    super('upgrade_in_progress', 'A worker of an older release cannot send this kind of message yet; try again shortly.')
+    this.retryAfterSeconds = retryAfterSeconds
+  }
+}
+
 export class ConflictError extends DomainError {}
 
 /** Signed in, but not allowed to do this (e.g. not an admin of the organization). */

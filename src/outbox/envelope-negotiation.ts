@@ -1,7 +1,9 @@
 import type { Knex } from 'knex'
 import { READABLE_ENVELOPE_VERSIONS, type EnvelopeVersion } from '../crypto/envelope.ts'
 import { describeError, type Logger } from '../logging/logger.ts'
+import type { Purpose } from './constants.ts'
 import { readEnvelopeReaders, type ReaderCensus } from './envelope-readers-sql.ts'
+import { fleetPurposesGeneration, purposesAnnouncement, renderedByFleet } from './purpose-negotiation.ts'
 
 /** ENVELOPE_VERSION: `auto` negotiates; a version pins it (docs/upgrading.md "Format negotiation"). */
 export type EnvelopeVersionSetting = 'auto' | EnvelopeVersion
@@ -13,12 +15,13 @@ const UNANNOUNCED_READS: readonly string[] = ['v1']
 export const NEGOTIATION_REFRESH_MS = 5_000
 
 /**
- * The `application_name` of a worker connection: its base name plus the envelope versions this
- * release opens (`sealpost-worker-boss;envelopes=v1,v2`), which is how every web knows it is live
- * and what it reads. Within PostgreSQL's 63 bytes.
+ * The `application_name` of a worker connection: its base name plus the purposes generation it
+ * renders and the envelope versions it opens (`sealpost-worker-boss;purposes=3;envelopes=v1,v2`),
+ * which is how every web knows it is live and what it reads. The envelopes last: release 0.2.0's
+ * web reads them from `;envelopes=` to the end. Within PostgreSQL's 63 bytes.
  */
 export function readerApplicationName(base: string): string {
-  return `${base}${ANNOUNCEMENT}${READABLE_ENVELOPE_VERSIONS.join(',')}`
+  return `${base}${purposesAnnouncement()}${ANNOUNCEMENT}${READABLE_ENVELOPE_VERSIONS.join(',')}`
 }
 
 /** The versions a worker session opens, from its application name. */
@@ -54,21 +57,35 @@ export function negotiateEnvelopeVersion(census: ReaderCensus, setting: Envelope
   return common !== undefined && rank(common) >= rank(FLOOR) ? common : FLOOR
 }
 
-/** A web process's envelope version, decided in the background (never on a request's path). */
+/** A web process's formats, decided in the background (never on a request's path). */
 export type EnvelopeNegotiation = {
   /** The version to seal in now: the last census's decision. */
   version: () => EnvelopeVersion
+  /** Whether every live worker renders this purpose (src/outbox/purpose-negotiation.ts), by the last census. */
+  renders: (purpose: Purpose) => boolean
   /** Takes a census now; on failure keeps the last decision and logs by error name. */
   refresh(): Promise<void>
   stop(): void
+}
+
+type Decision = { version: EnvelopeVersion; generation: number }
+
+/** Logs what changed between two decisions (each once, when it changes). */
+function logChange(logger: Logger | undefined, before: Decision | undefined, next: Decision): void {
+  if (next.version !== before?.version)
+    logger?.info('envelope negotiation: sealing new messages in this version', { envelopeVersion: next.version })
+  if (next.generation !== before?.generation)
+    logger?.info('purpose negotiation: accepting the purposes every live worker renders', {
+      purposesGeneration: Number.isFinite(next.generation) ? next.generation : 'any',
+    })
 }
 
 /**
  * Takes the first census (a failure here stops the web's startup: it must not guess), then one
  * every NEGOTIATION_REFRESH_MS in the background, like the channel directory: a request never
  * waits for it, nor takes a second pooled connection inside its transaction for it. A census
- * that fails keeps the last decision. A pinned ENVELOPE_VERSION takes no census. A change is
- * logged once.
+ * that fails keeps the last decision. A pinned ENVELOPE_VERSION pins the version only: the
+ * purposes every live worker renders are still read from the census. A change is logged once.
  */
 export async function loadEnvelopeNegotiation(deps: {
   db: Knex
@@ -76,18 +93,20 @@ export async function loadEnvelopeNegotiation(deps: {
   logger?: Logger
   refreshMs?: number
 }): Promise<EnvelopeNegotiation> {
-  const setting = deps.setting ?? 'auto'
-  if (setting !== 'auto') return { version: () => setting, refresh: async () => {}, stop: () => {} }
-  let current = negotiateEnvelopeVersion(await readEnvelopeReaders(deps.db))
-  deps.logger?.info('envelope negotiation: sealing new messages in this version', { envelopeVersion: current })
+  const decide = (census: ReaderCensus): Decision => ({
+    version: negotiateEnvelopeVersion(census, deps.setting ?? 'auto'),
+    generation: fleetPurposesGeneration(census),
+  })
+  let current = decide(await readEnvelopeReaders(deps.db))
+  logChange(deps.logger, undefined, current)
   let running: Promise<void> | undefined
   const read = async () => {
     try {
-      const next = negotiateEnvelopeVersion(await readEnvelopeReaders(deps.db))
-      if (next !== current) deps.logger?.info('envelope negotiation: sealing new messages in this version', { envelopeVersion: next })
+      const next = decide(await readEnvelopeReaders(deps.db))
+      logChange(deps.logger, current, next)
       current = next
     } catch (error) {
-      deps.logger?.warn('envelope negotiation: census failed; keeping the last version', describeError(error))
+      deps.logger?.warn('envelope negotiation: census failed; keeping the last decision', describeError(error))
     } finally {
       running = undefined
     }
@@ -96,5 +115,10 @@ export async function loadEnvelopeNegotiation(deps: {
   const refresh = (): Promise<void> => (running ??= read())
   const timer = setInterval(() => void refresh(), deps.refreshMs ?? NEGOTIATION_REFRESH_MS)
   timer.unref()
-  return { version: () => current, refresh, stop: () => clearInterval(timer) }
+  return {
+    version: () => current.version,
+    renders: (purpose) => renderedByFleet(purpose, current.generation),
+    refresh,
+    stop: () => clearInterval(timer),
+  }
 }

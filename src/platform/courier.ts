@@ -1,12 +1,19 @@
 import { createHmac } from 'node:crypto'
 import type { Knex } from 'knex'
 import { linkOriginAllowed } from '../../config/link-origins.ts'
-import { ChannelUnavailableError, ForbiddenError, RateLimitedError, UnprocessableError, type DomainError } from '../identity/errors.ts'
+import {
+  ChannelUnavailableError,
+  ForbiddenError,
+  RateLimitedError,
+  UnprocessableError,
+  UpgradeInProgressError,
+  type DomainError,
+} from '../identity/errors.ts'
 import { parseIdentifier, phoneRefusal } from '../identity/identifiers.ts'
 import { spendTiersTx, tiersWait, type Tier } from '../identity/rate-limits.ts'
 import { bucketKeys } from '../identity/secrets.ts'
 import { securityNoticeBody, type SecurityEvent } from '../identity/security-notices.ts'
-import type { Channel } from '../outbox/constants.ts'
+import type { Channel, Purpose } from '../outbox/constants.ts'
 import { COURIER_ONLY_PURPOSES, encodeCourierBody } from '../outbox/courier-body.ts'
 import { courierMessageOfKey } from '../outbox/courier-functions-sql.ts'
 import { canonicalDestination, PHONE_CHANNELS } from '../outbox/destination.ts'
@@ -24,7 +31,15 @@ export type CourierDeps = EnqueueDeps & {
   codeHashKeys?: readonly Buffer[]
   /** Which numbers a code may go to at all (docs/delivery.md "Phone numbers"): the identity flows' rule, here too. */
   phoneNumbers?: PhoneNumberPolicy
+  /**
+   * Whether every live worker renders a purpose (the web's format negotiation, docs/upgrading.md
+   * "Format negotiation"); unset: every purpose is accepted.
+   */
+  renderedPurpose?: (purpose: Purpose) => boolean
 }
+
+/** How long a caller waits before trying a purpose an older live worker cannot render: two censuses. */
+const UPGRADE_RETRY_AFTER_SECONDS = 10
 
 /**
  * A courier caller; a hook adapter (src/hooks/hook-delivery.ts) may also relay its identity
@@ -162,6 +177,8 @@ function refusalOf(deps: CourierDeps, caller: CourierSender, input: CourierInput
   if (input.appName !== undefined && !COURIER_ONLY_PURPOSES.has(input.purpose))
     return new UnprocessableError('invalid_data', 'data.appName is only for verification_code and magic_link.')
   if (!deps.channels.has(input.channel)) return new ChannelUnavailableError()
+  // Last: every rule above is the caller's to fix; this one passes once the older workers have stopped.
+  if (deps.renderedPurpose && !deps.renderedPurpose(input.purpose)) return new UpgradeInProgressError(UPGRADE_RETRY_AFTER_SECONDS)
   return undefined
 }
 

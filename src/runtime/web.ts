@@ -34,6 +34,8 @@ export type RunningWeb = {
   server: Server
   /** The channels the web offers (refreshed every 5 s); `refresh()` reads them now. */
   channels: Pick<ChannelDirectory, 'has' | 'refresh'>
+  /** The format negotiation (refreshed every 5 s, docs/upgrading.md "Format negotiation"); `refresh()` takes its census now. */
+  formats: Pick<EnvelopeNegotiation, 'refresh'>
   stop: () => Promise<void>
 }
 
@@ -73,12 +75,13 @@ type WebParts = {
   boss: PgBoss
   channels: ChannelDirectory
   envelopeVersion: EnvelopeNegotiation['version']
+  renderedPurpose: EnvelopeNegotiation['renders']
   breached: BreachedPasswordCheck | undefined
   clock: () => Date
 }
 
 /** The app's dependencies from the settings (src/http/app.ts `WebDeps`). */
-function webDeps(options: WebOptions, { db, boss, channels, envelopeVersion, breached, clock }: WebParts): WebDeps {
+function webDeps(options: WebOptions, { db, boss, channels, envelopeVersion, renderedPurpose, breached, clock }: WebParts): WebDeps {
   const { config, logger, keys } = options
   const supabaseSigningKey = config.SUPABASE_HOOK_SECRET ? signingKeyOf(config.SUPABASE_HOOK_SECRET) : null
   const sealing = {
@@ -122,6 +125,8 @@ function webDeps(options: WebOptions, { db, boss, channels, envelopeVersion, bre
     breachedPasswords: breached,
     webhooks: bindWebhooks(config, { confirmSubscription: options.confirmSubscription }),
     hooks: hookSettings(config, supabaseSigningKey, logger),
+    // A purpose a live older worker cannot render is refused retryably, not queued for it to dead-letter.
+    renderedPurpose,
   }
 }
 
@@ -162,7 +167,15 @@ export async function startWeb(options: WebOptions): Promise<RunningWeb> {
     const clock = options.clock ?? (() => new Date())
     // The newest envelope every connected worker opens (docs/upgrading.md "Format negotiation"), known before the first request.
     negotiation = await loadEnvelopeNegotiation({ db, setting: config.ENVELOPE_VERSION, logger })
-    const parts = { db, boss, channels, envelopeVersion: negotiation.version, breached: breached?.check, clock }
+    const parts = {
+      db,
+      boss,
+      channels,
+      envelopeVersion: negotiation.version,
+      renderedPurpose: negotiation.renders,
+      breached: breached?.check,
+      clock,
+    }
     server = await listen(createApp(webDeps(options, parts)), options)
   } catch (error) {
     channels?.stop()
@@ -179,6 +192,7 @@ export async function startWeb(options: WebOptions): Promise<RunningWeb> {
     bound: family === 'IPv6' ? `[${address}]:${port}` : `${address}:${port}`,
     server: running,
     channels: directory,
+    formats: negotiated,
     async stop() {
       // Stop accepting, let in-flight requests finish (bounded), then release pg-boss and the pool.
       const closed = new Promise<void>((resolve) => running.close(() => resolve()))

@@ -45,6 +45,8 @@ const api = {
         'channel_unavailable',
       ],
       429: ['rate_limited', 'destination_budget_exhausted', 'api_key_budget_exhausted', 'too_many_requests'],
+      // A purpose an older live worker cannot render yet (docs/upgrading.md "Format negotiation").
+      503: ['upgrade_in_progress'],
     },
   }),
   get: courierApi.add({

@@ -29,7 +29,7 @@ const SupabaseRefusal = z
   .object({
     code: z.string().meta({ description: 'The refusal, as the problem `code` other routes give' }),
     error: z.object({
-      http_code: z.int().meta({ description: 'The status Supabase answers its user with (422, 429, …)' }),
+      http_code: z.int().meta({ description: 'The status Supabase answers its user with (422, 429, 503, …)' }),
       message: z.string(),
     }),
   })
@@ -48,12 +48,14 @@ const DELIBERATE = {
     'channel_unavailable',
   ],
   429: ['rate_limited', 'destination_budget_exhausted'],
+  // A purpose an older live worker cannot render yet (docs/upgrading.md "Format negotiation"): retryable.
+  503: ['upgrade_in_progress'],
 } as const
 // The hook is not configured here: its route is not mounted and answers as an unknown one.
 // too_many_requests: past the client's limit of failed authentications (a caller that authenticates is never refused for it).
 const NOT_DELIBERATE = { 400: ['malformed'], 401: ['invalid_signature'], 404: ['not_found'], 429: ['too_many_requests'] } as const
 const SUPABASE_DESCRIPTION =
-  'A deliberate refusal (a budget, a number that cannot receive codes, an unavailable channel, an unknown kind) answers **200** with `{code, error: {http_code, message}}`, the only refusal Supabase shows its user (docs/hooks.md). A retry of the same message sends nothing twice.'
+  'A deliberate refusal (a budget, a number that cannot receive codes, an unavailable channel, an unknown kind, a kind an older worker still running cannot send yet) answers **200** with `{code, error: {http_code, message}}`, the only refusal Supabase shows its user (docs/hooks.md). A retry of the same message sends nothing twice.'
 
 /** The API document's description of each hook route below, in the same order. */
 export const hookApi = apiRegistry(
