@@ -62,10 +62,16 @@ describe('the release is honest', () => {
 
   it('has one "## Unreleased" section, above every release, and each release version once, newest first', () => {
     const headings = changelogSections(changelog).map(({ heading }) => heading)
-    expect(headings.filter((heading) => heading === '## Unreleased'), 'Unreleased sections').to.have.length(1)
+    expect(
+      headings.filter((heading) => heading === '## Unreleased'),
+      'Unreleased sections',
+    ).to.have.length(1)
     expect(headings[0]).to.equal('## Unreleased')
     const versions = headings.slice(1).map((heading) => /^## (\d+)\.(\d+)\.(\d+) /.exec(heading)?.slice(1).map(Number))
-    expect(versions.every((version) => version !== undefined), `release headings: ${headings.join(' | ')}`).to.equal(true)
+    expect(
+      versions.every((version) => version !== undefined),
+      `release headings: ${headings.join(' | ')}`,
+    ).to.equal(true)
     for (let i = 1; i < versions.length; i += 1) {
       const [a, b] = [versions[i - 1]!, versions[i]!]
       const newer = a[0]! - b[0]! || a[1]! - b[1]! || a[2]! - b[2]!
