@@ -6,12 +6,12 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 
 /**
- * The release a rolling upgrade starts from (docs/upgrading.md "The upgrade test"): 0.1.0. The
+ * The release a rolling upgrade starts from (docs/upgrading.md "The upgrade test"): 0.2.0. The
  * commit id comes first because a clone need not carry tags; the tag is the fallback for a
- * repository rewritten since. When a new release is tagged, move both to it (the CHANGELOG's
- * "minimum previous version" is the release named here).
+ * repository rewritten since. When a release is cut, move this to the one before it: the newest
+ * CHANGELOG release's "Minimum previous version" (test/docs.release.test.ts compares them).
  */
-export const PREVIOUS_RELEASE = Object.freeze({ version: '0.1.0', commit: '8551a84', tag: 'v0.1.0' })
+export const PREVIOUS_RELEASE = Object.freeze({ version: '0.2.0', commit: 'a949653', tag: 'v0.2.0' })
 
 export type PreviousRelease = {
   version: string

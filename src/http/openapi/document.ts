@@ -130,7 +130,7 @@ export function buildDocument(registries: readonly ApiRegistry[]): Record<string
     openapi: '3.1.0',
     info: {
       title: 'Sealpost',
-      version: '0.2.0',
+      version: '0.3.0',
       description:
         'Transactional outbox for security messages: sign-up, sign-in methods, password recovery, step-up, organizations and invitations, and the staff views of the outbox. Errors are RFC 9457 problems with a stable `code`.',
       license: { name: 'UNLICENSED', identifier: 'LicenseRef-UNLICENSED' },
