@@ -1,4 +1,5 @@
 import { DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET } from '../../config/schema.ts'
+import { enqueueChannel, listedPhoneChannels } from '../outbox/channel-routing.ts'
 import type { Locale } from '../delivery/locales.ts'
 import type { DomainError } from '../identity/errors.ts'
 import { acceptCourierMessage, type CourierDeps, type CourierSender } from '../platform/courier.ts'
@@ -100,7 +101,10 @@ export async function acceptHookMessages(
   for (const message of messages) {
     const outcome = await acceptCourierMessage(deps, caller, {
       purpose: message.purpose,
-      channel: message.channel === 'email' ? 'email' : deps.channels.has('sms') ? 'sms' : 'whatsapp',
+      // The one routing rule: a phone code on the first PHONE_CHANNELS channel the fleet has; none → channel_unavailable.
+      channel:
+        enqueueChannel(deps, message.channel, caller.channels) ??
+        (message.channel === 'email' ? 'email' : listedPhoneChannels(deps.phoneChannels)[0]!),
       destination: message.destination,
       secret: message.secret,
       expiresAt: new Date(now.getTime() + (message.ttlSeconds ?? deps.ttlSeconds?.[hook] ?? DEFAULT_TTL_SECONDS[hook]) * 1000),

@@ -5,7 +5,7 @@ import { selectEnvelopesTx } from './ciphertexts-sql.ts'
 import { leaseClaimableMessages } from './claim-sql.ts'
 import { deadLetterMessagesTx, leaseMessagesTx, lockMessagesTx, type DeadLetter, type Lease, type MessageRow } from './messages-sql.ts'
 import { expiredReason, invitationClosedReason, invitationStatesTx } from './invitation-states-sql.ts'
-import { activePausesTx } from './provider-pauses-sql.ts'
+import { activeChannelPausesTx } from './provider-pauses-sql.ts'
 import { waitOrExpire } from './retry-policy.ts'
 import { activeJobsTx } from './pgboss-jobs-sql.ts'
 import { completeJobsTx, scheduleNextAttemptTx } from './settle.ts'
@@ -84,7 +84,7 @@ async function claimBatch(db: Knex, boss: PgBoss, requests: readonly ClaimReques
       row.state === 'leased' && row.lease_job_id && !ourJobs.has(row.lease_job_id) ? [row.lease_job_id] : [],
     )
     const liveHolders = await activeJobsTx(trx, foreignHolders)
-    const pauses = await activePausesTx(trx, now)
+    const pauses = await activeChannelPausesTx(trx, now)
     const envelopes = await selectEnvelopesTx(trx, [...rows.keys()])
     const invitations = await invitationStatesTx(
       trx,

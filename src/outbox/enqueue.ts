@@ -58,6 +58,7 @@ export async function sealMessage(deps: EnqueueDeps, message: MessageToSeal, sec
         challenge_id: message.challengeId ?? null,
         invitation_id: message.invitationId ?? null,
         ...(message.apiKeyId ? { api_key_id: message.apiKeyId } : {}),
+        ...(message.carriers ? { carriers: message.carriers } : {}),
         channel: message.channel,
         destination: message.destination,
         locale: message.locale,

@@ -38,6 +38,8 @@ export type SealedMessage = {
   invitation_id: string | null
   /** Only on a courier message: the previous release's `outbox.enqueue_message` never sees the field. */
   api_key_id?: string
+  /** Only on a message whose sender is bound to some phone channels: the previous release's function never sees the field. */
+  carriers?: string[]
   channel: string
   destination: string
   locale: string
