@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net'
 /** What the fake answers to one request. */
 export type WasenderBehavior =
   | { kind: 'accept'; delayMs?: number }
-  | { kind: 'status'; status: number; headers?: Record<string, string>; body?: unknown }
+  /** `delayMs`: the failure comes after that long, as a real provider's error answer does. */
+  | { kind: 'status'; status: number; headers?: Record<string, string>; body?: unknown; delayMs?: number }
   /** Counts the message as sent, then never answers: the provider acted, the caller cannot know. */
   | { kind: 'accept-then-hang' }
   | { kind: 'hang' }
@@ -69,6 +70,7 @@ export async function startFakeWasender(apiKey: string) {
         return
       }
       case 'status':
+        if (behavior.delayMs) await new Promise((resolve) => setTimeout(resolve, behavior.delayMs))
         res
           .writeHead(behavior.status, { 'content-type': 'application/json', ...behavior.headers })
           .end(JSON.stringify(behavior.body ?? { success: false, message: 'fake failure' }))
