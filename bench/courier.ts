@@ -24,6 +24,10 @@ export async function courierEnqueue(
     requests_per_minute: 100_000,
     per_destination_per_hour: 1_000,
     per_destination_per_day: 10_000,
+    // The key's hourly budgets (20261206004100) far above the load too: their defaults (1 000 sends,
+    // 100 new addresses an hour) would refuse most of the row's requests 429 api_key_budget_exhausted.
+    sends_per_hour: 6_000_000,
+    destinations_per_hour: 6_000_000,
     created_by: uuidv7(),
     created_at: new Date(),
   })

@@ -307,7 +307,7 @@ export async function delivery(
 }
 
 /** A seeded PRNG (mulberry32), so every run draws the same provider behaviour. */
-function seededRandom(seed: number): () => number {
+export function seededRandom(seed: number): () => number {
   let state = seed >>> 0
   return () => {
     state = (state + 0x6d2b79f5) >>> 0
@@ -458,7 +458,7 @@ export async function commitToProvider(
   }
 }
 
-async function waitFor(probe: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+export async function waitFor(probe: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!(await probe())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)

@@ -8,6 +8,8 @@ import { eventFanOut } from './events.ts'
 import { spotCheck } from './spot-check.ts'
 import { startBenchStack } from './stack.ts'
 import { courierEnqueue } from './courier.ts'
+import { faultMixDrain } from './fault-mix.ts'
+import { benchSeries, type Target } from './series.ts'
 
 /**
  * `npm run bench`: the raw limits of this machine and Sealpost's figures, measured in one run,
@@ -25,9 +27,13 @@ const enqueueSeconds = quick ? 2 : 10
 const realisticConcurrency = 64
 const realisticSendTimeoutMs = Number(process.env.BENCH_SEND_TIMEOUT_MS ?? 3_000)
 const httpConcurrency = 256
-const rssTarget = { text: '≤ 200', pass: (_median: number, max: number) => max <= 200 }
-/** BENCH_ONLY=raw,delivery,slow,sms,realistic,latency,enqueue,courier,enumeration,events runs a subset (for profiling); the full run is the figure of record. */
-const only = new Set((process.env.BENCH_ONLY ?? 'raw,delivery,slow,sms,realistic,latency,enqueue,courier,enumeration,events').split(','))
+const rssTarget: Target = { text: '≤ 200', pass: (_median, max) => max <= 200 }
+/** The fault-mix row: one worker at 32 slots to a provider answering in 100 ms (slot-bound, not CPU-bound), 30 % of its calls a 503. */
+const faultMix = { concurrency: 32, latencyMs: 100, failShare: 0.3 }
+/** BENCH_ONLY=raw,delivery,slow,sms,realistic,faultmix,latency,enqueue,courier,enumeration,events runs a subset (for profiling); the full run is the figure of record. */
+const only = new Set(
+  (process.env.BENCH_ONLY ?? 'raw,delivery,slow,sms,realistic,faultmix,latency,enqueue,courier,enumeration,events').split(','),
+)
 /**
  * Known vs unknown identifiers per side and concurrency level: at least the contract's 200; 600 at
  * 16, where a median of 200 samples alone moves by a few milliseconds from run to run; 3 000 at 64,
@@ -40,13 +46,7 @@ const enumerationPerSide = (concurrency: number) =>
 /** Messages each worker delivers before a delivery row starts counting (measure.ts `delivery`: a worker past V8's start-up). */
 const warmupPerWorker = quick ? 500 : 2_000
 
-type Series = { name: string; unit: string; values: number[]; target?: { text: string; pass: (median: number, max: number) => boolean } }
-const series = new Map<string, Series>()
-const record = (name: string, unit: string, value: number, target?: Series['target']) => {
-  const entry = series.get(name) ?? { name, unit, values: [], target }
-  entry.values.push(value)
-  series.set(name, entry)
-}
+const { record, table: summarise } = benchSeries()
 
 const started = Date.now()
 console.log(
@@ -173,6 +173,22 @@ try {
       record('realistic provider: messages published of those queued', '%', (100 * result.published) / result.total)
       record('worker peak RSS', 'MB', result.peakRssMb, rssTarget)
     }
+    if (only.has('faultmix')) {
+      const count = Math.round(3_200 * scale)
+      step(`fault-mix drain: ${count} msgs, healthy provider, then one failing ${faultMix.failShare * 100} % of calls (503)`)
+      const result = await faultMixDrain(stack, { count, ...faultMix })
+      const label = `fault-mix drain: ${count} msgs, 1 worker, WORKER_CONCURRENCY ${faultMix.concurrency}, provider ${faultMix.latencyMs} ms`
+      record(`${label}, healthy`, 's', result.healthy.seconds)
+      record(`${label}, ${faultMix.failShare * 100} % of calls failing`, 's', result.faulty.seconds)
+      record('fault-mix drain: failing ÷ healthy drain time', '×', result.ratio, { text: '≤ 1.6', pass: (median) => median <= 1.6 })
+      record('fault-mix drain: provider calls per message, failing provider', 'calls', result.faulty.calls / count)
+      record('fault-mix drain: provider held down (failing provider)', 'holds', result.faulty.holds, {
+        text: '= 0',
+        pass: (_m, max) => max === 0,
+      })
+      record('fault-mix drain: messages published of those queued, failing provider', '%', (100 * result.faulty.published) / count)
+      record('worker peak RSS', 'MB', Math.max(result.healthy.peakRssMb, result.faulty.peakRssMb), rssTarget)
+    }
     if (only.has('latency')) {
       step('commit-to-provider latency at 100 msg/s')
       const latency = await commitToProvider(stack, {
@@ -256,30 +272,7 @@ try {
   }
 
   const check = await spotCheck(stack)
-  const rows = [...series.values()].map((entry) => {
-    const sorted = [...entry.values].sort((a, b) => a - b)
-    const median = sorted[Math.floor(sorted.length / 2)]!
-    const result = entry.target ? (entry.target.pass(median, sorted.at(-1)!) ? 'PASS' : 'FAIL') : ''
-    return {
-      name: entry.name,
-      unit: entry.unit,
-      min: sorted[0]!,
-      median,
-      max: sorted.at(-1)!,
-      target: entry.target?.text ?? '',
-      result,
-      values: entry.values,
-    }
-  })
-  const format = (value: number) => (value >= 100 ? value.toFixed(0) : value.toFixed(1))
-  const table = [
-    '| measure | unit | min | median | max | target | result |',
-    '|---|---|---:|---:|---:|---|---|',
-    ...rows.map(
-      (row) =>
-        `| ${row.name} | ${row.unit} | ${format(row.min)} | ${format(row.median)} | ${format(row.max)} | ${row.target} | ${row.result} |`,
-    ),
-  ].join('\n')
+  const { rows, table } = summarise()
   const seconds = Math.round((Date.now() - started) / 1000)
   console.log(`\n${table}\n`)
   console.log(`spot-check: ${check.summary}`)

@@ -3,8 +3,9 @@ import type { BenchStack } from './stack.ts'
 /**
  * After the run, the guarantees the figures were bought under: every published message has
  * exactly one published attempt and attempt_count in step with its attempt rows, no published
- * message keeps its ciphertext, and the fake provider saw exactly as many calls per destination
- * as there are attempt rows for it.
+ * message keeps its ciphertext, and the fake phone providers saw exactly as many calls per
+ * destination as there are attempt rows for it. Both fakes count: a WhatsApp code's retry may go
+ * out by SMS (its route's next phone channel, docs/delivery.md), through the fake Twilio.
  */
 export async function spotCheck(stack: BenchStack) {
   const one = async (sql: string) => Number((await stack.owner.raw(sql)).rows[0].count)
@@ -22,12 +23,13 @@ export async function spotCheck(stack: BenchStack) {
       await stack.owner.raw(`
       SELECT m.destination, count(a.*)::int AS attempts FROM outbox.security_outbox_messages m
         JOIN outbox.security_outbox_attempts a ON a.message_id = m.id
-       WHERE m.channel = 'whatsapp' GROUP BY m.destination`)
+       WHERE m.channel IN ('whatsapp', 'sms') GROUP BY m.destination`)
     ).rows.map((row: { destination: string; attempts: number }) => [row.destination, row.attempts]),
   )
   const callsByDestination = new Map<string, number>()
   const acceptedByDestination = new Map<string, number>()
-  for (const request of stack.wasender.requests) {
+  const phoneCalls = [...stack.wasender.requests, ...stack.sms.fake.requests]
+  for (const request of phoneCalls) {
     callsByDestination.set(request.to, (callsByDestination.get(request.to) ?? 0) + 1)
     if (request.accepted) acceptedByDestination.set(request.to, (acceptedByDestination.get(request.to) ?? 0) + 1)
   }
@@ -47,13 +49,13 @@ export async function spotCheck(stack: BenchStack) {
     published,
     wrongAttempts,
     ciphertextLeft,
-    providerCalls: stack.wasender.requests.length,
+    providerCalls: phoneCalls.length,
     callMismatches,
     sentTwice,
     sentTwiceAmbiguous,
     summary:
       `${ok ? 'OK' : 'FAILED'}: ${published} published; ${wrongAttempts} with attempts out of step; ${ciphertextLeft} final messages with a ciphertext; ` +
-      `${stack.wasender.requests.length} provider calls, ${callMismatches} destinations whose calls ≠ attempt rows; ` +
+      `${phoneCalls.length} provider calls, ${callMismatches} destinations whose calls ≠ attempt rows; ` +
       `${sentTwice} messages sent twice without an injected ambiguous outcome (${sentTwiceAmbiguous} after one, allowed)`,
   }
 }

@@ -243,7 +243,7 @@ export type PhoneFake = {
   channel: Channel
   label: string
   fake: {
-    requests: { to: string; text: string; at: number; finishedAt?: number }[]
+    requests: { to: string; text: string; at: number; accepted: boolean; finishedAt?: number }[]
     behave(next: () => { kind: 'accept'; delayMs?: number }): void
   }
 }
@@ -278,6 +278,8 @@ export type BenchProcess = {
   stop: () => Promise<void>
   /** The last 8 000 characters the process wrote (its `delivery pipeline stopped` counters, after stop). */
   tail: () => string
+  /** How many times the worker logged a provider held down (`PROVIDER HELD DOWN`), over its whole output. */
+  holds: () => number
   url?: string
 }
 
@@ -304,8 +306,15 @@ export async function spawnProcess(kind: 'web' | 'worker', env: NodeJS.ProcessEn
   const started = new Promise<string>((resolve, reject) => ((ready = resolve), (failed = reject)))
   const marker = kind === 'web' ? /"message":"web listening".*?"url":"([^"]+)"/ : /"message":"worker started"/
   let seen = false
+  let holds = 0
+  // The marker may straddle two chunks: the end of the previous one is scanned again with the next.
+  let carry = ''
   const onData = (chunk: Buffer) => {
-    tail = (tail + chunk.toString('utf8')).slice(-8_000)
+    const text = chunk.toString('utf8')
+    tail = (tail + text).slice(-8_000)
+    const scanned = carry + text
+    holds += scanned.split(HELD_DOWN).length - 1
+    carry = scanned.slice(-(HELD_DOWN.length - 1))
     if (!seen) {
       const match = marker.exec(tail)
       if (match) {
@@ -341,5 +350,9 @@ export async function spawnProcess(kind: 'web' | 'worker', env: NodeJS.ProcessEn
       await exited
     },
     tail: () => tail,
+    holds: () => holds,
   }
 }
+
+/** The worker's log line when the fleet holds a provider down (jobs/deliver.ts). */
+const HELD_DOWN = 'PROVIDER HELD DOWN'

@@ -1131,21 +1131,23 @@ export interface components {
                 active: number;
                 failed: number;
             };
-            /** @description Each provider a worker has used, and its outage hold */
+            /** @description Each provider a worker has used, its breaker and its throttle pause */
             providers: {
                 /** @enum {string} */
                 provider: "ses" | "smtp" | "wasender" | "twilio" | "whatsapp_cloud";
                 /** @enum {string} */
                 channel: "email" | "whatsapp" | "sms";
                 /**
-                 * @description down: held (messages wait without spending attempts); probing: one message tests it
+                 * @description The breaker: up (closed); down (open: held, its messages wait without spending attempts); probing (half-open: a few messages test it)
                  * @enum {string}
                  */
                 state: "up" | "probing" | "down";
-                /** @description Transient failures in a row, fleet-wide */
+                /** @description The provider-side failures of the window that held it (0 while up) */
                 failureStreak: number;
                 downSince: string | null;
                 nextProbeAt: string | null;
+                /** @description The end of the provider's throttle pause, while one runs */
+                pausedUntil: string | null;
             }[];
         };
         DeadLetterPage: {
@@ -1307,6 +1309,8 @@ export interface components {
             items: {
                 /** @enum {string} */
                 channel: "email" | "whatsapp" | "sms";
+                /** @description The provider paused; null for a whole channel's pause (written by a worker of the previous release) */
+                provider: ("ses" | "smtp" | "wasender" | "twilio" | "whatsapp_cloud") | null;
                 /** Format: date-time */
                 pausedUntil: string;
                 throttleStreak: number;

@@ -169,7 +169,7 @@ export const coreSchema = z.object({
   SEALPOST_WORKER_ROLE: roleName.optional(),
   /** The web's public https origin, as the internet reaches it (a provider's status callbacks are built from it and signed over it). */
   PUBLIC_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
-  /** The phone channels in fallback order, `whatsapp,sms`; unset = those the fleet has, WhatsApp first (docs/delivery.md "Phone channels"). */
+  /** The phone channels allowed, in fallback order, `whatsapp,sms`; unset = both, WhatsApp first (docs/delivery.md "Phone channels"). */
   PHONE_CHANNELS: z
     .string()
     .optional()

@@ -102,9 +102,9 @@ export const VARIABLES: Readonly<Record<keyof CoreInput, VariableDoc>> = Object.
   },
   PHONE_CHANNELS: {
     usedBy: 'web, worker',
-    shownDefault: 'the phone channels with a provider, `whatsapp` first',
+    shownDefault: '`whatsapp,sms`',
     meaning:
-      'the phone channels in fallback order: `whatsapp`, `sms`, `whatsapp,sms` or `sms,whatsapp` (each at most once). A code goes on the first the fleet has; when that channel cannot reach the number, or its providers are held down, the worker carries the same code on over the next. See [docs/delivery.md](delivery.md#phone-channels)',
+      'the phone channels a code may go out on, in fallback order: `whatsapp`, `sms`, `whatsapp,sms` or `sms,whatsapp` (each at most once). An allow-list: a channel not listed never carries a code (the web, the courier API, the hooks and the worker follow it alike). A code goes on the first listed channel the fleet has (none: `422 channel_unavailable`); when that channel cannot reach the number, or its providers are held down, the worker carries the same code on over the next listed one. Before any worker has registered, the web takes the channels listed here (none when unset). See [docs/delivery.md](delivery.md#phone-channels)',
   },
   PUBLIC_BASE_URL: {
     usedBy: 'web, worker',

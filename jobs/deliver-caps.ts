@@ -1,6 +1,6 @@
 import type { Claim } from '../src/outbox/claim.ts'
 import type { MessageRow } from '../src/outbox/messages-sql.ts'
-import type { Route } from '../src/outbox/provider-health.ts'
+import type { Route } from '../src/outbox/provider-route.ts'
 import {
   CAP_KINDS,
   capScopeOf,
@@ -14,8 +14,8 @@ import {
   type CapScope,
 } from '../src/outbox/send-caps.ts'
 import { messageAskers, reserveSends } from '../src/outbox/send-windows-sql.ts'
-import { canAttempt, routedChannel } from './deliver-holds.ts'
-import type { DeliveryDeps } from './deliver.ts'
+import { canAttempt, routedChannel } from './deliver-routes.ts'
+import type { DeliveryDeps } from './delivery-deps.ts'
 
 type CapDeps = Pick<DeliveryDeps, 'db' | 'clock' | 'logger' | 'metrics' | 'sendCaps' | 'providers' | 'phoneChannels'>
 type Counted = MessageRow & { asked: Asked }
@@ -37,7 +37,7 @@ function countedMessages(
 ) {
   return claims.flatMap((claim) => {
     if (claim.kind !== 'claimed' || suppressed.has(claim.message.id) || !canAttempt(deps, claim)) return []
-    const channel = routedChannel(deps, claim.message.channel, routes.get(claim.message.id))
+    const channel = routedChannel(deps, claim.message, routes.get(claim.message.id))
     return channel && !smsCountryRefused(deps.sendCaps, channel, claim.message.destination) ? [{ ...claim.message, channel }] : []
   })
 }

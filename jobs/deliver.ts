@@ -1,65 +1,24 @@
-import type { Knex } from 'knex'
-import type { Job, PgBoss } from 'pg-boss'
-import {
-  canAttempt,
-  channelLeftAfter,
-  channelOfProvider,
-  hasProvider,
-  providersFor,
-  routeChannels,
-  heldAsMisconfigured,
-  routedChannel,
-  unreadableFormat,
-  withoutProvider,
-} from './deliver-holds.ts'
 import { envelopeContext, open, unknownEnvelopeVersion } from '../src/crypto/envelope.ts'
-import type { KeyRing } from '../src/crypto/key-ring.ts'
-import { DeliveryFailureError, type Provider } from '../src/providers/provider.ts'
+import { DeliveryFailureError } from '../src/providers/provider.ts'
 import { composeMessage, defaultTemplates, UnreadableBodyError } from '../src/delivery/compose.ts'
-import type { Templates } from '../src/delivery/templates.ts'
 import { suppressedAmong } from '../src/outbox/delivery-events-sql.ts'
-import { unreachableChannels } from '../src/outbox/attempts-sql.ts'
-import { describeError, type Logger } from '../src/logging/logger.ts'
+import { describeError } from '../src/logging/logger.ts'
 import type { Claim, ClaimRequest } from '../src/outbox/claim.ts'
-import type { WorkerMetrics } from '../src/metrics/worker-metrics.ts'
-import type { Channel, DeliveryJobData } from '../src/outbox/constants.ts'
-import type { Outcome, RecordRequest, Recorded } from '../src/outbox/record.ts'
-import type { RetrySettings } from '../src/outbox/retry-policy.ts'
-import { smsCountryRefused, type SendCaps } from '../src/outbox/send-caps.ts'
-import { defaultHealthPolicy, routeFor, type ProviderHealth, type Route } from '../src/outbox/provider-health.ts'
-import { providerStates, takeProbeLease, type ProviderTransition } from '../src/outbox/provider-states-sql.ts'
+import type { Outcome, Recorded } from '../src/outbox/outcomes.ts'
+import type { ProviderTransition } from '../src/outbox/provider-health.ts'
+import type { Route } from '../src/outbox/provider-route.ts'
+import { smsCountryRefused } from '../src/outbox/send-caps.ts'
+import type { DeliveryDeps, PendingRecord } from './delivery-deps.ts'
+import { heldAsMisconfigured, unreadableFormat, withoutProvider } from './deliver-holds.ts'
+import { channelOfProvider, hasProvider, providersFor, routedChannel } from './deliver-routes.ts'
 
-/** Everything a delivery needs, injected so tests drive the clock and the providers. */
-export type DeliveryDeps = {
-  db: Knex
-  boss: PgBoss
-  /** The OUTBOX_ENCRYPTION_KEYS ring: an envelope opens under the key its id names. */
-  outboxKey: KeyRing
-  /** Each channel's providers in failover order (EMAIL_PROVIDERS): the outage hold and failover pick among them. */
-  providers: Partial<Record<Channel, readonly Provider[]>>
-  clock: () => Date
-  logger: Logger
-  settings: RetrySettings & { sendTimeoutMs: number }
-  /** `<base>/join#token=…`; a worker without one does not start (no message ever spends attempts on it). */
-  invitationLinkBaseUrl: string
-  metrics?: WorkerMetrics
-  /** The message templates with this deployment's branding (default: PRODUCT_NAME Sealpost, en). */
-  templates?: Templates
-  /** SEND_CAP_PER_HOUR and PHONE_CAP_PER_COUNTRY_PER_HOUR (default: none). */
-  sendCaps?: SendCaps
-  /** PHONE_CHANNELS: the phone channels in fallback order (default: WhatsApp, then SMS). */
-  phoneChannels?: readonly Channel[]
-}
-
-export type DeliveryJob = Pick<Job<DeliveryJobData>, 'id' | 'retryCount' | 'data'>
-
-/** A claimed message's outcome on its way to the record step, with what its log lines carry. */
-export type PendingRecord = RecordRequest & { context: Record<string, unknown> }
-
-/** What a job asks the claim step for: its message, under its own pg-boss attempt. */
-export function claimRequestOf(job: DeliveryJob): ClaimRequest {
-  return { messageId: job.data.messageId, lease: { jobId: job.id, retryCount: job.retryCount } }
-}
+/**
+ * One claimed message's own steps (docs/architecture.md §4, steps 3–5): the checks that keep it
+ * from a send (suppressed, a country SMS may not reach, no provider here, an envelope this release
+ * does not open), then open, render, send and classify; and the report of what the record step
+ * decided. Routing is jobs/deliver-routes.ts, the deferrals jobs/deliver-holds.ts, the send caps
+ * jobs/deliver-caps.ts; src/runtime/pipeline-step.ts runs them in order.
+ */
 
 export function logSettled(deps: Pick<DeliveryDeps, 'logger'>, request: ClaimRequest, claim: Extract<Claim, { kind: 'settled' }>): void {
   deps.logger.info('delivery settled without sending', { messageId: request.messageId, why: claim.why })
@@ -96,13 +55,13 @@ export async function sendClaimed(
 ): Promise<PendingRecord> {
   const { message } = claim
   // The channel it goes out on now: a phone message's fallback may be SMS, where the country list applies too.
-  const sendsOn = routedChannel(deps, message.channel, route) ?? message.channel
+  const sendsOn = routedChannel(deps, message, route) ?? message.channel
   if (!suppressed && smsCountryRefused(deps.sendCaps, sendsOn, message.destination)) return outsideSmsCountries(deps, request, claim)
-  if (!suppressed && !hasProvider(deps, message.channel)) return withoutProvider(deps, request, claim)
+  if (!suppressed && !hasProvider(deps, message)) return withoutProvider(deps, request, claim)
   const format = unknownEnvelopeVersion(claim.envelope)
   if (!suppressed && format !== undefined) return unreadableFormat(deps, request, claim, format)
   const sendTo =
-    route?.kind === 'send' ? route : { kind: 'send' as const, provider: providersFor(deps, message.channel)[0]?.id ?? '', probe: false }
+    route?.kind === 'send' ? route : { kind: 'send' as const, provider: providersFor(deps, message)[0]?.id ?? '', probe: false }
   const context = {
     messageId: request.messageId,
     purpose: message.purpose,
@@ -129,68 +88,6 @@ function outsideSmsCountries(deps: DeliveryDeps, request: ClaimRequest, claim: E
   return { messageId: request.messageId, lease: request.lease, outcome: { kind: 'dead_letter', reason: 'provider_rejected' }, context }
 }
 
-/**
- * Where each claimed message's attempt goes (src/outbox/provider-health.ts `routeFor`): the fleet's
- * provider states are read once per batch; a probe of a provider held down is sent only by the
- * message that wins its lease (one per provider, fleet-wide), and every other message of a channel
- * whose providers are all down is held without spending an attempt. `skip`: messages that will not
- * be sent anyway (suppressed, held by a send cap).
- */
-export async function routeClaims(
-  deps: Pick<DeliveryDeps, 'db' | 'providers' | 'phoneChannels' | 'clock' | 'logger' | 'settings' | 'sendCaps'>,
-  claims: readonly (Claim | { kind: 'failed' })[],
-  skip: (messageId: string) => boolean,
-  /** Told which providers the fleet holds down, as this batch read them. */
-  seen?: (down: ReadonlySet<string>) => void,
-): Promise<Map<string, Route>> {
-  const routes = new Map<string, Route>()
-  const messages = claims.flatMap((claim) =>
-    claim.kind === 'claimed' &&
-    !skip(claim.message.id) &&
-    canAttempt(deps, claim) &&
-    !smsCountryRefused(deps.sendCaps, claim.message.channel, claim.message.destination)
-      ? [claim.message]
-      : [],
-  )
-  if (messages.length === 0) return routes
-  const now = deps.clock()
-  const policy = deps.settings.providerHealth ?? defaultHealthPolicy()
-  const states: Map<string, ProviderHealth> = await providerStates(deps.db)
-  seen?.(new Set([...states.values()].flatMap((health) => (health.state === 'down' ? [health.provider] : []))))
-  // The channels a phone message already proved unable to reach its number (only one that had an attempt can have).
-  const unreachable = await unreachableChannels(
-    deps.db,
-    messages.filter((message) => message.attempt_count > 0 && routeChannels(deps, message.channel).length > 1).map((message) => message.id),
-  )
-  for (const message of messages) {
-    const proven = unreachable.get(message.id)
-    // SMS is never a fallback to a number outside SMS_ALLOWED_COUNTRIES: the route leaves it out.
-    const barred = message.channel === 'whatsapp' && smsCountryRefused(deps.sendCaps, 'sms', message.destination)
-    const left = barred ? new Set<Channel>([...(proven ?? []), 'sms']) : proven
-    // With every channel of its route unreachable (the fleet's phone channels changed meanwhile), its own channel answers.
-    const channels = left && providersFor(deps, message.channel, left).length > 0 ? left : undefined
-    const providers = providersFor(deps, message.channel, channels)
-    const chain = providers.map((provider) => provider.id)
-    let route = routeFor(chain, message.attempt_count, states, message, now, policy)
-    if (route.kind === 'send' && route.probe) {
-      const until = new Date(now.getTime() + deps.settings.sendTimeoutMs + 5_000)
-      const won = await takeProbeLease(deps.db, route.provider, until, now)
-      // Won or lost, a probe is now in flight: the rest of this batch is held.
-      states.set(route.provider, { ...states.get(route.provider)!, probeUntil: until })
-      if (won)
-        deps.logger.info('provider probe: one message tests whether a provider held down is back', {
-          provider: route.provider,
-          messageId: message.id,
-        })
-      else route = routeFor(chain, message.attempt_count, states, message, now, policy)
-    }
-    if (route.kind === 'send' && channelLeftAfter(deps, message.channel, channels, routedChannel(deps, message.channel, route)))
-      route = { ...route, fallbackLeft: true }
-    routes.set(message.id, route)
-  }
-  return routes
-}
-
 /** Logs and counts what the record step decided for one message. */
 export function reportRecorded(deps: Pick<DeliveryDeps, 'logger' | 'metrics'>, entry: PendingRecord, result: Recorded): void {
   const { context, outcome } = entry
@@ -210,10 +107,11 @@ export function reportRecorded(deps: Pick<DeliveryDeps, 'logger' | 'metrics'>, e
 function logTransition(deps: Pick<DeliveryDeps, 'logger'>, transition: ProviderTransition): void {
   const { provider, channel, failureStreak, nextProbeAt, released } = transition
   if (transition.to === 'down')
-    deps.logger.warn('PROVIDER HELD DOWN: its messages wait without spending attempts; one probe at a time tests it', {
+    deps.logger.warn('PROVIDER HELD DOWN: its calls kept failing; its messages wait without spending attempts, and a few probes test it', {
       provider,
       channel,
-      failureStreak,
+      // The provider-side failures of the window that held it (0: it refused our own settings).
+      failures: failureStreak,
       nextProbeAt: nextProbeAt?.toISOString(),
     })
   else if (transition.to === 'up')
@@ -238,8 +136,8 @@ async function attempt(
     return { kind: 'dead_letter', reason: 'decryption_failed' }
   }
 
-  const provider = providersFor(deps, message.channel).find((candidate) => candidate.id === route.provider)
-  const sendsOn = (provider && channelOfProvider(deps, message.channel, provider.id)) ?? message.channel
+  const provider = providersFor(deps, message).find((candidate) => candidate.id === route.provider)
+  const sendsOn = (provider && channelOfProvider(deps, message, provider.id)) ?? message.channel
   const sent = provider ? { id: provider.id, probe: route.probe, channel: sendsOn } : undefined
   if (message.attempt_count === 0) deps.metrics?.firstSendStarted(sendsOn, (deps.clock().getTime() - message.created_at.getTime()) / 1000)
   const started = performance.now()

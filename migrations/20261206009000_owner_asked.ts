@@ -16,7 +16,9 @@ import type { Knex } from 'knex'
  *   update the column (its UPDATE grant names columns), and a trigger refuses a change for every role.
  * - `outbox.enqueue_message` writes it from the message's `asked`, or copies it from the message
  *   named by `asked_like` (a phone fallback or a staff reissue sends the same challenge's code again
- *   for the same asker). Same signature: the previous release's web calls it unchanged.
+ *   for the same asker). Same signature: the previous release's web calls it unchanged. It is
+ *   20261206006000's function (which writes `carriers`) with `asked` beside it, and down puts that
+ *   one back.
  * - `outbox.message_askers` reads the column: `courier` for an API key's or a hook's message, `owner`
  *   for an owner's, else `stranger`.
  */
@@ -27,10 +29,11 @@ const ENQUEUE = (asked: boolean) => `
       job_id uuid;
     BEGIN
       INSERT INTO outbox.security_outbox_messages
-        (id, job_id, purpose, challenge_id, invitation_id, channel, destination, locale, destination_hmac, expires_at, api_key_id${asked ? ', asked' : ''})
+        (id, job_id, purpose, challenge_id, invitation_id, channel, destination, locale, destination_hmac, expires_at, api_key_id, carriers${asked ? ', asked' : ''})
       VALUES ((p->>'message_id')::uuid, (p->>'job_id')::uuid, p->>'purpose', (p->>'challenge_id')::uuid, (p->>'invitation_id')::uuid,
               p->>'channel', p->>'destination', p->>'locale', decode(p->>'destination_hmac', 'hex'), (p->>'expires_at')::timestamptz,
-              (p->>'api_key_id')::uuid${asked ? `, coalesce(p->>'asked', outbox.asked_of((p->>'asked_like')::uuid))` : ''});
+              (p->>'api_key_id')::uuid, (SELECT array_agg(c ORDER BY n) FROM jsonb_array_elements_text(p->'carriers') WITH ORDINALITY AS e (c, n))
+              ${asked ? `, coalesce(p->>'asked', outbox.asked_of((p->>'asked_like')::uuid))` : ''});
       INSERT INTO outbox.security_outbox_ciphertexts (message_id, envelope) VALUES ((p->>'message_id')::uuid, p->>'envelope');
       job_id := outbox.insert_delivery_job(p->>'job_json');
       IF job_id IS DISTINCT FROM (p->>'job_id')::uuid THEN

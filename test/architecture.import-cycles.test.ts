@@ -10,19 +10,6 @@ import { importsOf, productFiles } from './support/import-graph.ts'
  * such an import (the two circles issue 42 names are each closed by an `import type`).
  */
 
-/**
- * The circles the delivery path's rewrite removes (issue 42 item 5: the provider breaker's branch
- * owns jobs/deliver*.ts and src/outbox/record*.ts, so they are not rejoined here). The list only
- * shrinks: any other circle fails the test below, and so does an entry whose circle is gone (then
- * delete the entry).
- */
-const LEAVING: readonly string[] = [
-  // jobs/deliver-holds.ts reads `DeliveryDeps` and `PendingRecord` of the step that calls it.
-  'jobs/deliver-holds.ts ↔ jobs/deliver.ts',
-  // record-deferrals.ts answers in record.ts' `Recorded`, and record.ts calls it.
-  'src/outbox/record-deferrals.ts ↔ src/outbox/record.ts',
-]
-
 type Graph = ReadonlyMap<string, readonly string[]>
 
 /** The strongly connected components of more than one file (or a file importing itself): each a circle, named by its sorted files. */
@@ -75,12 +62,7 @@ describe('the import graph (docs/architecture.md §2 "No circles")', () => {
     expect(edges, 'the imports of the product are read at all').to.be.above(500)
   })
 
-  it('has no circle among the imports of src/, jobs/ and config/ but those the delivery path rewrite removes', () => {
-    expect(circlesOf(graph).filter((circle) => !LEAVING.includes(circle))).to.deep.equal([])
-  })
-
-  it('lists only circles still there: a removed one leaves the list, which only shrinks', () => {
-    const circles = circlesOf(graph)
-    expect(LEAVING.filter((circle) => !circles.includes(circle))).to.deep.equal([])
+  it("has no circle among the imports of src/, jobs/ and config/ (the delivery path's two went with its rewrite)", () => {
+    expect(circlesOf(graph)).to.deep.equal([])
   })
 })

@@ -1,7 +1,7 @@
 import { expect } from 'chai'
 import type { Knex } from 'knex'
 import type { PgBoss } from 'pg-boss'
-import type { DeliveryDeps } from '../jobs/deliver.ts'
+import type { DeliveryDeps } from '../jobs/delivery-deps.ts'
 import { createBoss } from '../src/db/boss.ts'
 import { createKnex } from '../src/db/knex.ts'
 import { QUEUES, type DeliveryJobData } from '../src/outbox/constants.ts'

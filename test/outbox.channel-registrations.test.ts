@@ -24,10 +24,12 @@ describe('delivery channel registrations', () => {
   })
   const registrations = () => db.owner('outbox.delivery_channel_registrations').orderBy('seen_at')
 
-  it('offers no channel at all on a database no worker ever registered with', async () => {
+  it('says so on a database no worker ever registered with (null, not no channels): the web then offers its own settings’ channels', async () => {
     const api = createKnex(db.apiUrl, { applicationName: 'test-api' })
     try {
-      expect(await availableChannels(api)).to.deep.equal([])
+      expect(await availableChannels(api)).to.equal(null)
+      await registerChannelsAsWorker(db.owner, [], new Date(), randomUUID())
+      expect(await availableChannels(api), 'a worker without providers registered: no channels').to.deep.equal([])
     } finally {
       await api.destroy()
     }

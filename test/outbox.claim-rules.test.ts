@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { claimRequestOf } from '../jobs/deliver.ts'
+import { claimRequestOf } from '../jobs/delivery-deps.ts'
 import { claimMessages } from '../src/outbox/claim.ts'
 import { leaseClaimableMessages } from '../src/outbox/claim-sql.ts'
 import { deadLetterMessagesTx } from '../src/outbox/messages-sql.ts'

@@ -1,6 +1,6 @@
 import { expect } from 'chai'
 import type { Knex } from 'knex'
-import { claimRequestOf } from '../jobs/deliver.ts'
+import { claimRequestOf } from '../jobs/delivery-deps.ts'
 import { createKnex, statementName } from '../src/db/knex.ts'
 import { CLAIM_SQL, leaseClaimableMessages } from '../src/outbox/claim-sql.ts'
 import { PUBLISH_SQL, publishLeasedMessagesTx } from '../src/outbox/publish-sql.ts'

@@ -1,14 +1,16 @@
 import { expect } from 'chai'
 import {
   afterAnswer,
-  afterTransientFailures,
+  afterFailedProbe,
   DEFAULT_HEALTH_POLICY,
-  routeFor,
+  heldDown,
   viewOf,
+  windowTrips,
   type ProviderHealth,
 } from '../src/outbox/provider-health.ts'
+import { routeFor } from '../src/outbox/provider-route.ts'
 
-describe('the outage hold policy, as pure functions', () => {
+describe('the provider breaker, as pure functions', () => {
   const now = new Date('2026-12-02T10:00:00Z')
   const at = (seconds: number) => new Date(now.getTime() + seconds * 1000)
   const policy = { ...DEFAULT_HEALTH_POLICY, random: () => 1 }
@@ -25,52 +27,50 @@ describe('the outage hold policy, as pure functions', () => {
     ...overrides,
   })
   const down = (overrides: Partial<ProviderHealth> = {}): ProviderHealth =>
-    up({ state: 'down', failureStreak: 5, lastFailureAt: now, downSince: now, probeIntervalMs: 5_000, nextProbeAt: at(5), ...overrides })
+    up({ state: 'down', failureStreak: 20, lastFailureAt: now, downSince: now, probeIntervalMs: 5_000, nextProbeAt: at(5), ...overrides })
 
-  it('grows a streak and marks the provider down at the threshold, the first probe one base interval away', () => {
-    const four = afterTransientFailures(up(), { count: 4, probe: false }, now, policy)
-    expect(four.transition).to.equal(undefined)
-    expect(four.health).to.include({ state: 'up', failureStreak: 4 })
-    const five = afterTransientFailures(four.health, { count: 1, probe: false }, at(1), policy)
-    expect(five.transition).to.equal('down')
-    expect(five.health).to.include({ state: 'down', failureStreak: 5, probeIntervalMs: 5_000 })
-    expect(five.health.nextProbeAt).to.deep.equal(at(6))
+  it('holds a provider only past the minimum number of calls and at the failure rate: a third failing never trips it', () => {
+    expect(windowTrips({ calls: 19, failures: 19 }, policy), 'too few calls, however bad').to.equal(false)
+    expect(windowTrips({ calls: 20, failures: 18 }, policy), '90 % of 20').to.equal(true)
+    expect(windowTrips({ calls: 20, failures: 17 }, policy), '85 %').to.equal(false)
+    expect(windowTrips({ calls: 100, failures: 34 }, policy), 'a third of the calls').to.equal(false)
+    expect(windowTrips({ calls: 100, failures: 89 }, policy)).to.equal(false)
+    expect(windowTrips({ calls: 100, failures: 90 }, policy)).to.equal(true)
   })
 
-  it('starts a streak again when its last failure is older than the window', () => {
-    const old = up({ failureStreak: 4, lastFailureAt: at(-121) })
-    expect(afterTransientFailures(old, { count: 1, probe: false }, now, policy).health.failureStreak).to.equal(1)
+  it('holds it down with its first probe one base interval away, keeping what the window counted', () => {
+    const change = heldDown(up(), 23, now, policy)
+    expect(change.transition).to.equal('down')
+    expect(change.health).to.include({ state: 'down', failureStreak: 23, probeIntervalMs: 5_000, probeUntil: null })
+    expect(change.health.nextProbeAt).to.deep.equal(at(5))
+    expect(heldDown(up(), 0, now, { ...policy, random: () => 0 }).health.nextProbeAt, 'half the interval at least').to.deep.equal(at(2.5))
   })
 
-  it('doubles the probe interval with each failed probe, up to the longest, with jitter from half to all of it', () => {
+  it('doubles the probe interval with each failed probe, up to the longest, once per lease', () => {
     let health = down()
     const intervals: number[] = []
     for (let i = 0; i < 4; i++) {
-      const change = afterTransientFailures({ ...health, probeUntil: at(1) }, { count: 1, probe: true }, now, policy)
+      const change = afterFailedProbe({ ...health, probeUntil: at(1) }, now, policy)
       expect(change.transition).to.equal('probe_failed')
-      expect(change.health.probeUntil).to.equal(null)
+      expect(change.health.probeUntil, 'the lease let go').to.equal(null)
       intervals.push(change.health.probeIntervalMs!)
       health = change.health
     }
     expect(intervals).to.deep.equal([10_000, 20_000, 20_000, 20_000])
-    const halfJitter = afterTransientFailures(down(), { count: 1, probe: true }, now, { ...policy, random: () => 0 })
-    expect(halfJitter.health.nextProbeAt).to.deep.equal(at(5))
+    // The other probes of the same lease fail after it was let go: the next probe does not move again.
+    const second = afterFailedProbe(health, at(1), policy)
+    expect(second.transition).to.equal(undefined)
+    expect(second.health).to.equal(health)
+    expect(afterFailedProbe(up(), now, policy).transition, 'a provider that is up has no probe to fail').to.equal(undefined)
   })
 
-  it('lets the failure of a send begun before the hold count, without moving the next probe', () => {
-    const change = afterTransientFailures(down(), { count: 3, probe: false }, at(2), policy)
-    expect(change.transition).to.equal(undefined)
-    expect(change.health).to.include({ failureStreak: 8 })
-    expect(change.health.nextProbeAt).to.deep.equal(at(5))
-  })
-
-  it('lifts the hold on an answer, and ends a streak without a transition when it was up', () => {
+  it('lifts the hold on a probe that proved the provider is there', () => {
     expect(afterAnswer(down()).transition).to.equal('up')
     expect(afterAnswer(down()).health).to.include({ state: 'up', failureStreak: 0, nextProbeAt: null, downSince: null })
-    expect(afterAnswer(up({ failureStreak: 3 })).transition).to.equal(undefined)
+    expect(afterAnswer(up()).transition).to.equal(undefined)
   })
 
-  it('names what operators see: up, probing (a probe in flight) or down', () => {
+  it('names what operators see: up (closed), probing (half-open, a probe in flight) or down (open)', () => {
     expect(viewOf(undefined, now)).to.equal('up')
     expect(viewOf(down(), now)).to.equal('down')
     expect(viewOf(down({ probeUntil: at(10) }), now)).to.equal('probing')
@@ -93,6 +93,25 @@ describe('the outage hold policy, as pure functions', () => {
 
     it('skips a provider held down while another is up', () => {
       expect(routeFor(['ses', 'smtp'], 0, states(down()), message, now, policy)).to.deep.equal({
+        kind: 'send',
+        provider: 'smtp',
+        probe: false,
+      })
+    })
+
+    it("skips a paused provider but not the channel's other one: a relay's throttle never stops SES", () => {
+      const smtpPaused = up({ provider: 'smtp', pausedUntil: at(30) })
+      expect(routeFor(['smtp', 'ses'], 0, states(smtpPaused), message, now, policy)).to.deep.equal({
+        kind: 'send',
+        provider: 'ses',
+        probe: false,
+      })
+      expect(routeFor(['smtp'], 0, states(smtpPaused), message, now, policy), 'alone, it waits out its pause').to.deep.equal({
+        kind: 'held',
+        until: at(30),
+        providers: [],
+      })
+      expect(routeFor(['smtp'], 0, states(up({ provider: 'smtp', pausedUntil: at(-1) })), message, now, policy)).to.deep.equal({
         kind: 'send',
         provider: 'smtp',
         probe: false,

@@ -4,7 +4,6 @@ import { QUEUES } from '../src/outbox/constants.ts'
 import { runOnce } from '../src/runtime/delivery-pipeline.ts'
 import { cappedRetryAfter, throttleBackoff, type PausePolicy } from '../src/outbox/provider-pause.ts'
 import { DeliveryFailureError } from '../src/providers/provider.ts'
-import { pauseForThrottleTx } from '../src/outbox/provider-pauses-sql.ts'
 import { uniqueEmail, uniquePhone } from './support/helpers.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
 import { scriptedProvider } from './support/scripted-provider.ts'
@@ -48,48 +47,66 @@ describe('provider pauses, as pure functions', () => {
 
 describe('provider pauses, recorded by the worker', () => {
   const f = useOutboxFixture()
-  const pause = async () =>
-    (await f.db.owner('outbox.provider_pauses').where({ channel: 'email' }).first()) as
-      { paused_until: Date; throttle_streak: number } | undefined
+  const pause = async (provider = 'ses') =>
+    (await f.db.owner('outbox.paused_providers').where({ provider }).first()) as
+      { paused_until: Date; throttle_streak: number; channel: string } | undefined
   const enqueue = async () => await f.harness.enqueue(uniqueEmail(), 3_600)
-  const throttled = (retryAfterAt: Date | null) =>
-    scriptedProvider(() => new DeliveryFailureError('THROTTLED', 'TooManyRequestsException', retryAfterAt))
+  const throttled = (retryAfterAt: Date | null, as: { id: 'ses' | 'smtp'; channel: 'email' } = { id: 'ses', channel: 'email' }) =>
+    scriptedProvider(() => new DeliveryFailureError('THROTTLED', 'TooManyRequestsException', retryAfterAt), as)
+  const sent = (as: { id: 'ses' | 'smtp'; channel: 'email' }) => scriptedProvider((call) => ({ providerMessageId: `${as.id}-${call}` }), as)
 
-  it('lets one Retry-After of a year pause the channel and its message for at most MAX_PROVIDER_PAUSE_SECONDS', async () => {
+  it('lets one Retry-After of a year pause the provider and its message for at most MAX_PROVIDER_PAUSE_SECONDS', async () => {
     const { messageId } = await enqueue()
     await deliverOne(f.harness.deps({ email: throttled(at(f.now, YEAR_SECONDS)) }), await f.harness.nextJob())
 
+    expect(await pause()).to.include({ channel: 'email' })
     expect((await pause())!.paused_until.getTime()).to.equal(at(f.now, 300).getTime())
     const message = await f.rows.message(messageId)
     expect(message).to.include({ state: 'pending', attempt_count: 1 })
     expect(message.available_at.getTime(), 'the message retries within the cap, not after its expiry').to.be.at.most(
       at(f.now, 300).getTime(),
     )
+    expect(await f.db.owner('outbox.provider_pauses'), "no channel is paused: the pause is the provider's").to.have.length(0)
 
     // A second such answer a minute later moves the end to its own ceiling, never past it.
     f.now = at(f.now, 60)
     await enqueue()
-    await f.db.owner('outbox.provider_pauses').update({ paused_until: at(f.now, -1) })
+    await f.db.owner('outbox.paused_providers').update({ paused_until: at(f.now, -1) })
     await deliverOne(f.harness.deps({ email: throttled(at(f.now, YEAR_SECONDS)) }), await f.harness.nextJob())
     expect((await pause())!.paused_until.getTime()).to.equal(at(f.now, 300).getTime())
   })
 
-  it('cuts short a year-long pause written before the cap on the next throttled answer, with or without a hint', async () => {
-    for (const retryAfterAt of [at(f.now, 10), null]) {
-      // (email: the channel whose provider throttles without hints)
-      await f.db
-        .owner('outbox.provider_pauses')
-        .insert({ channel: 'email', paused_until: at(f.now, YEAR_SECONDS) })
-        .onConflict('channel')
-        .merge()
-      await f.harness.worker.transaction((trx) =>
-        pauseForThrottleTx(trx, 'email', retryAfterAt, f.now, { maxPauseSeconds: 300, random: () => 1 }),
-      )
-      expect((await pause())!.paused_until.getTime(), String(retryAfterAt)).to.equal(at(f.now, 300).getTime())
-    }
+  it("pauses only the provider that throttled: an SMTP relay's 452 (no Retry-After) leaves SES sending the channel's codes", async () => {
+    const relay = throttled(null, { id: 'smtp', channel: 'email' })
+    const ses = sent({ id: 'ses', channel: 'email' })
+    const first = await enqueue()
+    const second = await enqueue()
+    await deliverOne(f.harness.deps({ email: [relay, ses] }), await f.harness.nextJob())
+    expect(await pause('smtp'), 'the relay backs off').to.include({ throttle_streak: 1 })
+    expect(await pause('ses')).to.equal(undefined)
+
+    const secondJob = await f.harness.nextJob()
+    expect(secondJob.data.messageId).to.equal(second.messageId)
+    await deliverOne(f.harness.deps({ email: [relay, ses] }), secondJob)
+    expect(relay.calls, 'the paused relay is not called').to.have.length(1)
+    expect(await f.rows.message(second.messageId), 'SES took it at once').to.include({ state: 'published', attempt_count: 1 })
+    expect((await f.rows.attempts(second.messageId)).map((row: { provider: string }) => row.provider)).to.deep.equal(['ses'])
+    expect(await f.rows.message(first.messageId)).to.include({ state: 'pending', attempt_count: 1 })
   })
 
-  it('backs the email channel off fleet-wide after an SES throttle without Retry-After, so the next message spends no attempt', async () => {
+  it('honours a channel pause the previous release wrote, for every provider of the channel, without spending an attempt', async () => {
+    const { messageId } = await enqueue()
+    await f.db.owner('outbox.provider_pauses').insert({ channel: 'email', paused_until: at(f.now, 60) })
+    const ses = sent({ id: 'ses', channel: 'email' })
+    const relay = sent({ id: 'smtp', channel: 'email' })
+    await deliverOne(f.harness.deps({ email: [ses, relay] }), await f.harness.nextJob())
+    expect(ses.calls.length + relay.calls.length).to.equal(0)
+    const message = await f.rows.message(messageId)
+    expect(message).to.include({ state: 'pending', attempt_count: 0 })
+    expect(message.available_at.getTime()).to.equal(at(f.now, 60).getTime())
+  })
+
+  it('backs SES off fleet-wide after a throttle without Retry-After, so the next message to it spends no attempt', async () => {
     await enqueue()
     const second = await enqueue()
     const provider = throttled(null)
@@ -101,7 +118,7 @@ describe('provider pauses, recorded by the worker', () => {
     const secondJob = await f.harness.nextJob()
     expect(secondJob.data).to.deep.equal({ messageId: second.messageId })
     await deliverOne(f.harness.deps({ email: provider }), secondJob)
-    expect(provider.calls, 'the paused channel is not called').to.have.length(1)
+    expect(provider.calls, 'the paused provider is not called').to.have.length(1)
     expect(await f.rows.message(second.messageId)).to.include({ state: 'pending', attempt_count: 0 })
 
     // Still throttled once the pause has passed: the next pause is longer.
@@ -135,29 +152,29 @@ describe('provider pauses, recorded by the worker', () => {
     const jobs = [await f.harness.nextJob(), await f.harness.nextJob()]
     await runOnce(f.harness.deps({ email: provider }), jobs, { concurrency: 1 })
     expect(provider.calls).to.have.length(1)
-    const [sent, held] =
+    const [sentOne, held] =
       provider.calls[0]!.destination === (await f.rows.message(first.messageId)).destination ? [first, second] : [second, first]
-    expect(await f.rows.message(sent.messageId)).to.include({ attempt_count: 1 })
+    expect(await f.rows.message(sentOne.messageId)).to.include({ attempt_count: 1 })
     await f.rows.expectDeadLetteredUnsent(held.messageId, 'challenge_expired')
     expect(await f.rows.deadLetter(held.messageId)).to.include({ last_failure_class: 'THROTTLED' })
   })
 
-  it('one person pauses WhatsApp for everyone with a pair rate limit: a throttle about one recipient, even with Retry-After, pauses no channel', async () => {
+  it('one person pauses WhatsApp for everyone with a pair rate limit: a throttle about one recipient, even with Retry-After, pauses nobody', async () => {
     const { messageId } = await f.harness.enqueue(uniquePhone(), 3_600)
     const pairLimited = scriptedProvider(() => new DeliveryFailureError('THROTTLED', 'meta_131056', at(f.now, 60), true), {
       id: 'whatsapp_cloud',
       channel: 'whatsapp',
     })
     await deliverOne(f.harness.deps({ whatsapp: pairLimited }), await f.harness.nextJob())
-    expect(await f.db.owner('outbox.provider_pauses').where({ channel: 'whatsapp' }).first()).to.equal(undefined)
+    expect(await f.db.owner('outbox.paused_providers')).to.have.length(0)
     expect(await f.rows.message(messageId), 'the message itself waits for its hint').to.include({ state: 'pending', attempt_count: 1 })
   })
 
-  it('leaves WhatsApp unpaused by a 429 without hints (Wasender sends them), the message on its own schedule', async () => {
+  it('leaves Wasender unpaused by a 429 without hints (it documents Retry-After), the message on its own schedule', async () => {
     const { messageId } = await f.harness.enqueue(uniquePhone(), 3_600)
-    const provider = { ...throttled(null), channel: 'whatsapp' as const }
+    const provider = scriptedProvider(() => new DeliveryFailureError('THROTTLED', 'http_429'), { id: 'wasender', channel: 'whatsapp' })
     await deliverOne(f.harness.deps({ whatsapp: provider }), await f.harness.nextJob())
-    expect(await f.db.owner('outbox.provider_pauses').where({ channel: 'whatsapp' }).first()).to.equal(undefined)
+    expect(await f.db.owner('outbox.paused_providers')).to.have.length(0)
     expect(await f.rows.message(messageId)).to.include({ state: 'pending', attempt_count: 1 })
   })
 })

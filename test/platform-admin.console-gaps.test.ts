@@ -265,14 +265,21 @@ describe('staff console: see and lift a pause or an outage hold', () => {
   const startsNow = async (message: { id: string; job_id: string }) =>
     (await f.db.owner('pgboss.job').where({ id: message.job_id }).first()).start_after.getTime() <= Date.now()
 
-  it("shows a channel's running pause and lifts it after a step-up: audited, its held messages go out now", async () => {
+  it("shows a channel's running pauses, its providers' and a whole channel's, and lifts them after a step-up: audited, its held messages go out now", async () => {
     const staff = await kit.staffMember()
     const until = new Date(Date.now() + 300_000)
+    // A relay's own pause, and a whole channel's as a worker of the previous release writes it.
+    await f.db.owner('outbox.paused_providers').insert({ provider: 'smtp', channel: 'email', paused_until: until, throttle_streak: 2 })
     await f.db.owner('outbox.provider_pauses').insert({ channel: 'email', paused_until: until, throttle_streak: 3, updated_at: new Date() })
     const held = await heldMessage()
 
     const pauses = await f.stack.call('GET', `${BASE}/pauses`, undefined, staff.auth)
-    expect(pauses.body).to.deep.equal({ items: [{ channel: 'email', pausedUntil: until.toISOString(), throttleStreak: 3 }] })
+    expect(pauses.body).to.deep.equal({
+      items: [
+        { channel: 'email', provider: null, pausedUntil: until.toISOString(), throttleStreak: 3 },
+        { channel: 'email', provider: 'smtp', pausedUntil: until.toISOString(), throttleStreak: 2 },
+      ],
+    })
     const noStepUp = await f.stack.call('DELETE', `${BASE}/channels/email/pause`, undefined, staff.auth)
     expect([noStepUp.status, noStepUp.body!.code]).to.deep.equal([403, 'elevation_required'])
     expect(await startsNow(held)).to.equal(false)
@@ -285,7 +292,9 @@ describe('staff console: see and lift a pause or an outage hold', () => {
     const audit = await f.db
       .owner('platform.audit_records')
       .where({ actor: staff.identityId, action: 'security_outbox.channel_pause_lifted' })
-    expect(audit.map((row) => [row.subject, row.details.throttleStreak, row.details.released])).to.deep.equal([['email', 3, 1]])
+    expect(audit.map((row) => [row.subject, row.details.throttleStreak, row.details.released, row.details.providers])).to.deep.equal([
+      ['email', 3, 1, ['smtp']],
+    ])
 
     const again = await f.stack.call('DELETE', `${BASE}/channels/email/pause`, undefined, elevated)
     expect([again.status, again.body!.code]).to.deep.equal([404, 'pause_not_found'])

@@ -54,10 +54,11 @@ describe('staff: backlog and dead letters', () => {
     expect(body.queue).to.deep.equal({ queued: Number(jobs!.n), deferred: 0, active: 0, failed: 0 })
   })
 
-  it("lists each provider's outage hold in the backlog: held down since when, and its next probe", async () => {
+  it("lists each provider's breaker and pause in the backlog: held down since when, its next probe, paused until when", async () => {
     const staff = await kit.staffMember()
     const since = new Date(Date.now() - 30_000)
     const nextProbe = new Date(Date.now() + 10_000)
+    await f.db.owner('outbox.paused_providers').insert({ provider: 'ses', channel: 'email', paused_until: nextProbe })
     await f.db.owner('outbox.provider_states').insert([
       { provider: 'ses', channel: 'email', updated_at: since },
       {
@@ -73,7 +74,15 @@ describe('staff: backlog and dead letters', () => {
     ])
     const answer = await f.stack.call('GET', `${BASE}/backlog`, undefined, staff.auth)
     expect((answer.body as { providers: unknown[] }).providers).to.deep.equal([
-      { provider: 'ses', channel: 'email', state: 'up', failureStreak: 0, downSince: null, nextProbeAt: null },
+      {
+        provider: 'ses',
+        channel: 'email',
+        state: 'up',
+        failureStreak: 0,
+        downSince: null,
+        nextProbeAt: null,
+        pausedUntil: nextProbe.toISOString(),
+      },
       {
         provider: 'wasender',
         channel: 'whatsapp',
@@ -81,6 +90,7 @@ describe('staff: backlog and dead letters', () => {
         failureStreak: 7,
         downSince: since.toISOString(),
         nextProbeAt: nextProbe.toISOString(),
+        pausedUntil: null,
       },
     ])
   })

@@ -229,4 +229,53 @@ describe('Procfile processes', () => {
       await own.drop()
     }
   })
+
+  it('accepts the first sign-ups on a fresh database before any worker registered (web and worker deployed together, the worker slower), and the codes arrive once it is up', async function () {
+    this.timeout(90_000)
+    // A database no worker has ever registered against, as on a first deploy.
+    const fresh = await createTestDatabase()
+    const env = productionEnvironment({
+      apiUrl: fresh.apiUrl,
+      workerUrl: fresh.workerUrl,
+      keys,
+      sesEndpoint: emulator.url,
+      wasenderUrl: wasender.url,
+      wasenderKey: 'procfile-test-key',
+      extra: { PHONE_CHANNELS: 'whatsapp' },
+    })
+    // Web and worker started together; the sign-ups go in the moment the web listens, before the worker has registered.
+    const web = spawnCollecting('sh', ['-c', procfileCommand('web')], { env })
+    let worker: ReturnType<typeof spawnCollecting> | undefined
+    try {
+      const [, url] = await web.waitFor(/"url":"(http:\/\/[^"]+)"/, 'the web process to listen')
+      expect(await fresh.owner('outbox.delivery_channel_registrations'), 'no worker has registered yet').to.deep.equal([])
+      const signUp = (identifier: string) =>
+        checkedFetch(`${url}/sign-ups`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ identifier, password: 'correct horse battery staple' }),
+        })
+      const email = uniqueEmail('first-boot')
+      expect((await signUp(email)).status, "email: always the web's to offer").to.equal(202)
+      const phone = '+447911123456'
+      expect((await signUp(phone)).status, 'a phone on the channel PHONE_CHANNELS names').to.equal(202)
+      expect(web.output()).to.include('no worker has registered yet')
+      worker = spawnCollecting('sh', ['-c', procfileCommand('worker')], { env })
+      await eventually(async () => ((await inbox(emulator.url, email)).length > 0 ? true : undefined), 'the first code to arrive', 30_000)
+      await eventually(
+        async () => (wasender.requests.some((request) => request.to === phone) ? true : undefined),
+        'the phone code to arrive',
+        30_000,
+      )
+      expect(await fresh.owner('outbox.security_outbox_messages').where({ destination: phone }).pluck('channel')).to.deep.equal([
+        'whatsapp',
+      ])
+    } finally {
+      web.child.kill('SIGTERM')
+      worker?.child.kill('SIGTERM')
+      expect(await web.exited, web.output()).to.equal(0)
+      if (worker) expect(await worker.exited, worker.output()).to.equal(0)
+      await fresh.drop()
+    }
+  })
 })

@@ -26,7 +26,7 @@ describe('provider back-pressure', () => {
     await db.drop()
   })
 
-  it('pauses WhatsApp for the whole fleet after a 429 with Retry-After, deferring 100 queued messages without spending their attempts', async function () {
+  it('pauses Wasender for the whole fleet after a 429 with Retry-After, deferring 100 queued messages without spending their attempts', async function () {
     this.timeout(60_000)
     fake.behave((call) => (call === 1 ? { kind: 'status', status: 429, headers: { 'retry-after': '30' } } : { kind: 'accept' }))
     await harness.enqueueMany(Array.from({ length: 100 }, () => uniquePhone()))
@@ -40,8 +40,8 @@ describe('provider back-pressure', () => {
     })
 
     const pause = await eventually(
-      async () => (await db.owner('outbox.provider_pauses').where({ channel: 'whatsapp' }).first()) ?? undefined,
-      'the channel pause',
+      async () => (await db.owner('outbox.paused_providers').where({ provider: 'wasender' }).first()) ?? undefined,
+      'the provider pause',
     )
     const pausedUntil: Date = pause.paused_until
     // Settled: every message is published, or pending until the pause ends, and no job is left due before it.

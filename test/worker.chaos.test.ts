@@ -1,29 +1,18 @@
 import { expect } from 'chai'
 import { eventually, uniquePhone } from './support/helpers.ts'
 import { useProcessFixture } from './support/process-fixture.ts'
+import { seededRandom } from './support/seeded-random.ts'
 
 const MESSAGES = 500
 /** Every message final this soon after the workers are spawned (10 s measured on the shared 2-core machine at load average 10, process start included). */
 const FINAL_WITHIN_MS = 30_000
-
-/** A seeded PRNG (mulberry32): the same fault mix on every run. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
-  }
-}
 
 describe('two workers under a fault mix (hangs, resets, 429s)', () => {
   const f = useProcessFixture({ harness: true })
 
   it(`ends all ${MESSAGES} messages final within ${FINAL_WITHIN_MS / 1000} s under 10 % hangs, 5 % resets and 5 % 429s, none recorded or sent twice`, async function () {
     this.timeout(FINAL_WITHIN_MS + 30_000)
-    const random = seeded(16)
+    const random = seededRandom(16)
     // Hangs last until the worker gives up at SEND_TIMEOUT_MS (not sent: the provider never took
     // them on); resets close the socket after the request was read; 429s carry no Retry-After,
     // so they retry on the schedule without pausing the channel. The rest answer within 0–20 ms.

@@ -6,6 +6,7 @@ import { startSesEmulator } from '../src/providers/ses/emulator.ts'
 import { eventually, uniqueEmail } from './support/helpers.ts'
 import { startFakeSmtp, type FakeSmtp } from './support/fake-smtp.ts'
 import { startFaultySes } from '../src/providers/ses/fake.ts'
+import { DEFAULT_HEALTH_POLICY } from '../src/outbox/provider-health.ts'
 import { useOutboxFixture } from './support/outbox-harness.ts'
 
 /**
@@ -64,7 +65,7 @@ describe('email failover, SES to SMTP, through the delivery pipeline', () => {
       ? true
       : undefined
 
-  it('sends every code through SMTP while SES answers 503, holds SES down after five failures, and goes back to SES once a probe succeeds', async function () {
+  it('sends every code through SMTP while SES answers 503, holds SES down once its window fails, and goes back to SES once a probe succeeds', async function () {
     this.timeout(30_000)
     faulty.fail(() => ({ status: 503, errorType: 'ServiceUnavailableException' }))
     const first = (await f.harness.enqueue(uniqueEmail('first'), 600)).messageId
@@ -73,13 +74,18 @@ describe('email failover, SES to SMTP, through the delivery pipeline', () => {
     expect(await providersOf(first), 'failover mid-retry').to.deep.equal(['ses:retryable_error', 'smtp:published'])
     expect(await f.rows.ciphertexts(first), 'the secret deleted at publish').to.equal(0)
 
+    // Enough codes for SES's window to reach its minimum of calls, every one failing.
     const more: string[] = []
-    for (let i = 0; i < 6; i++) more.push((await f.harness.enqueue(uniqueEmail(`more-${i}`), 600)).messageId)
-    await eventually(published(more), 'six more codes through SMTP')
+    for (let i = 0; i < DEFAULT_HEALTH_POLICY.minimumCalls + 2; i++)
+      more.push((await f.harness.enqueue(uniqueEmail(`more-${i}`), 600)).messageId)
+    await eventually(published(more), 'more codes through SMTP')
     const state = await f.db.owner('outbox.provider_states').where({ provider: 'ses' }).first()
     expect(state).to.include({ state: 'down' })
     const sesCalls = faulty.calls()
-    expect(sesCalls, 'at most one SES call per message: each went on to SMTP').to.be.within(5, 1 + more.length)
+    expect(sesCalls, 'at most one SES call per message: each went on to SMTP').to.be.within(
+      DEFAULT_HEALTH_POLICY.minimumCalls,
+      1 + more.length,
+    )
     const straight: string[] = []
     for (let i = 0; i < 3; i++) straight.push((await f.harness.enqueue(uniqueEmail(`held-${i}`), 600)).messageId)
     await eventually(published(straight), 'codes asked for during the hold')

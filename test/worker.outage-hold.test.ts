@@ -2,7 +2,7 @@ import { expect } from 'chai'
 import { deliverBatch, deliverOne } from './support/run-once.ts'
 import { DeliveryFailureError, type Provider } from '../src/providers/provider.ts'
 import { QUEUES } from '../src/outbox/constants.ts'
-import { claimRequestOf } from '../jobs/deliver.ts'
+import { claimRequestOf } from '../jobs/delivery-deps.ts'
 import { claimMessages } from '../src/outbox/claim.ts'
 import { DEFAULT_HEALTH_POLICY } from '../src/outbox/provider-health.ts'
 import { recordOutcomesEach } from '../src/outbox/record.ts'
@@ -46,35 +46,39 @@ describe('the outage hold and failover', () => {
       .some((line) => parts.every((part) => line.includes(part)))
   const enqueue = async (ttlSeconds = 3_600) => (await f.harness.enqueue(uniqueEmail(), ttlSeconds)).messageId
 
-  it('marks a provider down after five transient failures in a row across messages, and holds the next message without spending an attempt', async () => {
-    const ids = [await enqueue(), await enqueue(), await enqueue(), await enqueue(), await enqueue(), await enqueue()]
+  it('holds a provider down once at least 90 % of at least 20 calls in its window failed, and holds the next message without spending an attempt', async () => {
+    const calls = DEFAULT_HEALTH_POLICY.minimumCalls
+    const ids: string[] = []
+    for (let i = 0; i <= calls; i++) ids.push(await enqueue())
     const ses = scriptedProvider(down)
-    for (let i = 0; i < 5; i++) await deliverOne(deps(ses), await f.harness.nextJob())
-    expect(await state()).to.include({ state: 'down', failure_streak: 5 })
+    for (let i = 0; i < calls - 1; i++) await deliverOne(deps(ses), await f.harness.nextJob())
+    expect(await state(), 'one call short of the minimum: not held, however bad').to.equal(undefined)
+    await deliverOne(deps(ses), await f.harness.nextJob())
+    expect(await state()).to.include({ state: 'down', failure_streak: calls })
     expect((await state()).next_probe_at.getTime()).to.equal(seconds(5).getTime())
-    expect(logged('PROVIDER HELD DOWN', '"provider":"ses"')).to.equal(true)
+    expect(logged('PROVIDER HELD DOWN', '"provider":"ses"', `"failures":${calls}`)).to.equal(true)
 
     const held = await f.harness.nextJob()
-    expect(held.data.messageId).to.equal(ids[5])
+    expect(held.data.messageId).to.equal(ids[calls])
     await deliverOne(deps(ses), held)
-    expect(ses.calls, 'the sixth message never reached the provider').to.have.length(5)
-    const sixth = await message(ids[5]!)
-    expect(sixth).to.include({ state: 'pending', attempt_count: 0 })
-    expect(sixth.available_at.getTime()).to.be.greaterThan(seconds(5).getTime())
-    expect(await ciphertexts(ids[5]!)).to.equal(1)
+    expect(ses.calls, 'the last message never reached the provider').to.have.length(calls)
+    const last = await message(ids[calls]!)
+    expect(last).to.include({ state: 'pending', attempt_count: 0 })
+    expect(last.available_at.getTime()).to.be.greaterThan(seconds(5).getTime())
+    expect(await ciphertexts(ids[calls]!)).to.equal(1)
   })
 
   it('sends nothing more to a provider once it is held down, even a message routed to it before the hold that was waiting for a send slot', async () => {
-    const ids: string[] = []
-    for (let i = 0; i < 7; i++) ids.push(await enqueue())
+    const calls = DEFAULT_HEALTH_POLICY.minimumCalls
     const jobs = []
-    for (let i = 0; i < 7; i++) jobs.push(await f.harness.nextJob())
+    for (let i = 0; i < calls + 2; i++) await enqueue()
+    for (let i = 0; i < calls + 2; i++) jobs.push(await f.harness.nextJob())
     const ses = scriptedProvider(down)
     const waiting: Provider = {
       ...ses,
-      // The sixth send returns only once the fifth failure has held SES down (as a hanging send would).
+      // The send after the minimum returns only once its last failure has held SES down (as a hanging send would).
       dispatch: async (outgoing, signal) => {
-        if (ses.calls.length === 5)
+        if (ses.calls.length === calls)
           for (let tries = 0; (await state())?.state !== 'down'; tries++) {
             if (tries > 500) throw new Error('SES was never held down')
             await new Promise((resolve) => setTimeout(resolve, 10))
@@ -82,23 +86,25 @@ describe('the outage hold and failover', () => {
         return await ses.dispatch(outgoing, signal)
       },
     }
-    // One send slot: all seven are claimed and routed to SES at once, then sent one after another.
-    await runOnce(deps(waiting), jobs, { concurrency: 1, prefetch: 7 })
-    expect(ses.calls, 'the seventh waited for its slot while SES was being held down').to.have.length(6)
-    const seventh = jobs[6]!.data.messageId
-    expect(await message(seventh)).to.include({ state: 'pending', attempt_count: 0 })
+    // One send slot: all are claimed and routed to SES at once, then sent one after another.
+    await runOnce(deps(waiting), jobs, { concurrency: 1, prefetch: calls + 2 })
+    expect(ses.calls, 'the last waited for its slot while SES was being held down').to.have.length(calls + 1)
+    const last = jobs[calls + 1]!.data.messageId
+    expect(await message(last)).to.include({ state: 'pending', attempt_count: 0 })
   })
 
-  it('sends one probe at a time: of a batch, one message tests the provider and the others wait without spending attempts', async () => {
+  it('sends a few probes under one lease (half-open): of a batch, three messages test the provider and the others wait without spending attempts', async () => {
     await holdSesDown(seconds(-1))
-    const ids = [await enqueue(), await enqueue(), await enqueue()]
+    const ids = [await enqueue(), await enqueue(), await enqueue(), await enqueue(), await enqueue()]
     const ses = scriptedProvider(down)
-    await deliverBatch(deps(ses), [await f.harness.nextJob(), await f.harness.nextJob(), await f.harness.nextJob()])
+    const jobs = []
+    for (let i = 0; i < ids.length; i++) jobs.push(await f.harness.nextJob())
+    await deliverBatch(deps(ses), jobs)
 
-    expect(ses.calls, 'one probe').to.have.length(1)
+    expect(ses.calls, 'the half-open probes').to.have.length(DEFAULT_HEALTH_POLICY.halfOpenProbes)
     const counts = await Promise.all(ids.map(async (id) => (await message(id)).attempt_count as number))
-    expect(counts.sort()).to.deep.equal([0, 0, 1])
-    // The probe failed: still down, the next probe twice as far, its lease let go.
+    expect(counts.sort()).to.deep.equal([0, 0, 1, 1, 1])
+    // The probes failed: still down, the next probe twice as far (once for the lease, not once per probe), its lease let go.
     expect(await state()).to.include({ state: 'down', probe_interval_ms: 10_000, probe_until: null })
     expect((await state()).next_probe_at.getTime()).to.equal(seconds(10).getTime())
     expect(logged('provider probe failed')).to.equal(true)
@@ -248,8 +254,9 @@ describe('the outage hold and failover', () => {
     const published = await f.db.owner('outbox.security_outbox_attempts').whereIn('message_id', ids).where({ outcome: 'published' })
     for (const row of published) expect(row.attempted_at.getTime() - recovery.getTime()).to.be.below(30_000)
     const duringOutage = callTimes.filter((at) => at < recovery)
-    // Five failures open the hold; after it, one probe per interval (5, 10, 20, 20… s), never one per message.
-    expect(duringOutage.length).to.be.at.most(5 + Math.ceil(180 / 5))
+    // The window's minimum of failed calls (the codes' first attempts and retries) holds it; after that, one
+    // probe per interval (5, 10, 20, 20… s: one message at a time here), never one per message.
+    expect(duringOutage.length).to.be.at.most(DEFAULT_HEALTH_POLICY.minimumCalls + Math.ceil(180 / 5))
     expect(duringOutage.filter((at) => at.getTime() - start.getTime() > 60_000).length).to.be.at.most(Math.ceil(120 / 20) + 1)
     expect(await f.db.owner('pgboss.job').where({ name: QUEUES.delivery }).whereIn('state', ['created', 'retry'])).to.have.length(0)
   })

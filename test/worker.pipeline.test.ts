@@ -145,7 +145,7 @@ describe('delivery pipeline', () => {
     expect((await attempts(id)).map((row) => row.outcome)).to.deep.equal(['retryable_error', 'published'])
   })
 
-  it('sends nothing more on a channel once a send comes back THROTTLED with Retry-After: the claimed rest wait for the pause, no attempt spent', async () => {
+  it('sends nothing more to a provider once a send comes back THROTTLED with Retry-After: the claimed rest wait for the pause, no attempt spent', async () => {
     const emails = Array.from({ length: 8 }, () => uniqueEmail())
     await f.harness.enqueueMany(emails)
     const retryAfter = new Date(Date.now() + 30_000)
@@ -164,7 +164,7 @@ describe('delivery pipeline', () => {
     // Under load the 429 can come back before the last fetch: wait until every message has been
     // through a claim (none leased, none still due before the pause), not merely until the pause exists.
     await eventually(async () => {
-      const pause = await f.db.owner('outbox.provider_pauses').where({ channel: 'email' }).first()
+      const pause = await f.db.owner('outbox.paused_providers').where({ provider: 'ses' }).first()
       if (!pause) return undefined
       const open = await f.db
         .owner('outbox.security_outbox_messages')
@@ -186,7 +186,7 @@ describe('delivery pipeline', () => {
       waiting.filter((row) => row.attempt_count === 1),
       'only the throttled one spent an attempt',
     ).to.have.length(1)
-    const pause = await f.db.owner('outbox.provider_pauses').where({ channel: 'email' }).first()
+    const pause = await f.db.owner('outbox.paused_providers').where({ provider: 'ses' }).first()
     for (const row of waiting) expect(row.available_at.getTime()).to.be.closeTo(pause.paused_until.getTime(), 1_000)
   })
 

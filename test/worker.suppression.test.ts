@@ -1,5 +1,5 @@
 import { expect } from 'chai'
-import { claimRequestOf } from '../jobs/deliver.ts'
+import { claimRequestOf } from '../jobs/delivery-deps.ts'
 import { deliverOne } from './support/run-once.ts'
 import { leaseClaimableMessages } from '../src/outbox/claim-sql.ts'
 import { suppressedAmong } from '../src/outbox/delivery-events-sql.ts'

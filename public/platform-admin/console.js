@@ -153,7 +153,7 @@ function button(text, onClick, id) {
   return b
 }
 
-// Throttle pauses per channel, each with its lift (step-up).
+// Throttle pauses per provider (or a whole channel's, from a worker of the previous release); a lift ends every pause of its channel (step-up).
 async function loadPauses() {
   const { status, body } = await api('GET', `${BASE}/pauses`)
   if (status !== 200) return facts($('pauses'), [['unknown', '—']])
@@ -164,9 +164,9 @@ async function loadPauses() {
           const box = document.createElement('span')
           box.append(
             `until ${when(p.pausedUntil)} `,
-            button('Lift pause', () => liftPause(p.channel), `lift-pause-${p.channel}`),
+            button('Lift pause', () => liftPause(p.channel), `lift-pause-${p.provider ?? p.channel}`),
           )
-          return [p.channel, box]
+          return [p.provider ? `${p.provider} (${p.channel})` : p.channel, box]
         })
       : [['none', '—']],
   )

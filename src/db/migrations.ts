@@ -50,6 +50,8 @@ import * as webhookJobs from '../../migrations/20261206002000_webhook_jobs.ts'
 import * as hookSecurityNotices from '../../migrations/20261206003000_hook_security_notices.ts'
 import * as ownerCaps from '../../migrations/20261206004000_owner_caps.ts'
 import * as courierKeyBudgets from '../../migrations/20261206004100_courier_key_budgets.ts'
+import * as phoneRouting from '../../migrations/20261206006000_phone_routing.ts'
+import * as providerBreaker from '../../migrations/20261206006100_provider_breaker.ts'
 import * as budgetTiers from '../../migrations/20261206007000_budget_tiers.ts'
 import * as hookCallerRows from '../../migrations/20261206007100_hook_caller_rows.ts'
 import * as ownerAsked from '../../migrations/20261206009000_owner_asked.ts'
@@ -108,6 +110,8 @@ const MIGRATIONS: Record<string, Migration> = {
   '20261206003000_hook_security_notices': hookSecurityNotices,
   '20261206004000_owner_caps': ownerCaps,
   '20261206004100_courier_key_budgets': courierKeyBudgets,
+  '20261206006000_phone_routing': phoneRouting,
+  '20261206006100_provider_breaker': providerBreaker,
   '20261206007000_budget_tiers': budgetTiers,
   '20261206007100_hook_caller_rows': hookCallerRows,
   '20261206009000_owner_asked': ownerAsked,

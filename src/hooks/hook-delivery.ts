@@ -1,4 +1,5 @@
 import { DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET } from '../../config/schema.ts'
+import { enqueueChannel, listedPhoneChannels } from '../outbox/channel-routing.ts'
 import type { Locale } from '../delivery/locales.ts'
 import { deliveryChannelFor } from '../identity/challenges.ts'
 import type { DomainError } from '../identity/errors.ts'
@@ -105,7 +106,10 @@ export async function acceptHookMessages(
   for (const message of messages) {
     const outcome = await acceptCourierMessage(deps, caller, {
       purpose: message.purpose,
-      channel: message.channel === 'email' ? 'email' : deliveryChannelFor(deps, { kind: 'phone', value: message.destination }),
+      // The one routing rule: a phone code on the first PHONE_CHANNELS channel the fleet has; none → channel_unavailable.
+      channel:
+        enqueueChannel(deps, message.channel, caller.channels) ??
+        (message.channel === 'email' ? 'email' : listedPhoneChannels(deps.phoneChannels)[0]!),
       destination: message.destination,
       secret: message.secret,
       expiresAt: new Date(now.getTime() + (message.ttlSeconds ?? deps.ttlSeconds?.[hook] ?? DEFAULT_TTL_SECONDS[hook]) * 1000),

@@ -14,7 +14,7 @@ export type HookSecret = { code: string } | { link: string; code?: string } | { 
 /** One message an outside identity system asked us to deliver, read from its hook's payload. */
 export type HookMessage = {
   purpose: HookPurpose
-  /** A phone message goes out on the first phone channel of PHONE_CHANNELS the fleet has (src/identity/challenges.ts `deliveryChannelFor`). */
+  /** A phone message goes out on the first PHONE_CHANNELS channel the fleet has (src/outbox/channel-routing.ts). */
   channel: 'email' | 'phone'
   destination: string
   secret: HookSecret

@@ -94,7 +94,19 @@ export const Redriven = z
   .meta({ id: 'Redriven' })
 
 export const ChannelPauses = z
-  .object({ items: z.array(z.object({ channel, pausedUntil: at, throttleStreak: count })) })
+  .object({
+    items: z.array(
+      z.object({
+        channel,
+        provider: z
+          .enum(PROVIDER_IDS)
+          .nullable()
+          .meta({ description: "The provider paused; null for a whole channel's pause (written by a worker of the previous release)" }),
+        pausedUntil: at,
+        throttleStreak: count,
+      }),
+    ),
+  })
   .meta({ id: 'ChannelPauses' })
 
 export const Released = z

@@ -49,15 +49,17 @@ export const Backlog = z
         z.object({
           provider: z.enum(PROVIDER_IDS),
           channel: z.enum(CHANNELS),
-          state: z
-            .enum(['up', 'probing', 'down'])
-            .meta({ description: 'down: held (messages wait without spending attempts); probing: one message tests it' }),
-          failureStreak: count.meta({ description: 'Transient failures in a row, fleet-wide' }),
+          state: z.enum(['up', 'probing', 'down']).meta({
+            description:
+              'The breaker: up (closed); down (open: held, its messages wait without spending attempts); probing (half-open: a few messages test it)',
+          }),
+          failureStreak: count.meta({ description: 'The provider-side failures of the window that held it (0 while up)' }),
           downSince: at.nullable(),
           nextProbeAt: at.nullable(),
+          pausedUntil: at.nullable().meta({ description: "The end of the provider's throttle pause, while one runs" }),
         }),
       )
-      .meta({ description: 'Each provider a worker has used, and its outage hold' }),
+      .meta({ description: 'Each provider a worker has used, its breaker and its throttle pause' }),
   })
   .meta({ id: 'Backlog' })
 

@@ -9,7 +9,7 @@ import type { SealedMessage } from '../outbox/web-functions-sql.ts'
 import {
   CHALLENGE_LIMITS,
   challengeExpiry,
-  deliveryChannelFor,
+  assertChannelAvailable,
   DESTINATION_BUDGET,
   destinationBucket,
   type ChallengeDeps,
@@ -58,7 +58,7 @@ async function sealNewCode(
       deps,
       {
         purpose: target.purpose,
-        channel: deliveryChannelFor(deps, target.identifier),
+        channel: assertChannelAvailable(deps, target.identifier),
         destination: target.identifier.value,
         locale: deps.locale ?? 'en',
         expiresAt,

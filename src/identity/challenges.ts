@@ -1,11 +1,11 @@
 import type { Knex } from 'knex'
 import type { Logger } from '../logging/logger.ts'
 import type { Channel } from '../outbox/constants.ts'
-import { PHONE_CHANNEL_ORDER } from '../outbox/destination.ts'
+import { enqueueChannel, type FleetChannels } from '../outbox/channel-routing.ts'
 import type { EnqueueDeps } from '../outbox/enqueue.ts'
 import type { PhoneNumberPolicy } from '../outbox/phone-numbers.ts'
 import { ChannelUnavailableError } from './errors.ts'
-import { canonicalDestination, channelFor, type Identifier } from './identifiers.ts'
+import { canonicalDestination, type Identifier } from './identifiers.ts'
 import { hitRateLimit, type Limit, type OwnerBudget } from './rate-limits.ts'
 import { bucketKeys } from './secrets.ts'
 
@@ -19,8 +19,8 @@ export type ChallengeDeps = EnqueueDeps & {
   clock: () => Date
   logger: Logger
   /** Channels the worker fleet can deliver on (src/outbox/channel-directory.ts: what the workers registered). */
-  channels: { has(channel: Channel): boolean }
-  /** PHONE_CHANNELS: the phone channels in fallback order (default: WhatsApp, then SMS); a code goes on the first the fleet has. */
+  channels: FleetChannels
+  /** PHONE_CHANNELS: the phone channels allowed, in fallback order (default: WhatsApp, then SMS); a code goes on the first the fleet has. */
   phoneChannels?: readonly Channel[]
   /** The request's locale (src/http/locale.ts), stored on the message for its template; else `en`. */
   locale?: string
@@ -70,18 +70,20 @@ export function challengeExpiry(deps: Pick<ChallengeDeps, 'challengeTtlSeconds'>
 }
 
 /**
- * The channel a code for this identifier is enqueued on: email, or the first phone channel of
- * PHONE_CHANNELS the worker fleet has (docs/delivery.md "Phone channels"); the worker may carry it
- * on over the later ones. The same for every identifier of a kind, account or not.
+ * The channel a code for this identifier is enqueued on (src/outbox/channel-routing.ts, the one
+ * rule): email, or the first phone channel of PHONE_CHANNELS the worker fleet has; the worker may
+ * carry it on over the later ones. Undefined when none is on offer. The same for every identifier
+ * of a kind, account or not.
  */
-export function deliveryChannelFor(deps: Pick<ChallengeDeps, 'channels' | 'phoneChannels'>, identifier: Identifier): Channel {
-  if (identifier.kind === 'email') return channelFor(identifier)
-  return (deps.phoneChannels ?? PHONE_CHANNEL_ORDER).find((channel) => deps.channels.has(channel)) ?? channelFor(identifier)
+export function deliveryChannelFor(deps: Pick<ChallengeDeps, 'channels' | 'phoneChannels'>, identifier: Identifier): Channel | undefined {
+  return enqueueChannel(deps, identifier.kind)
 }
 
-/** A phone number while the fleet has no phone channel is refused up front, never enqueued. */
-export function assertChannelAvailable(deps: Pick<ChallengeDeps, 'channels' | 'phoneChannels'>, identifier: Identifier): void {
-  if (!deps.channels.has(deliveryChannelFor(deps, identifier))) throw new ChannelUnavailableError()
+/** A code for a channel nobody offers (no phone channel listed and registered) is refused up front, never enqueued. */
+export function assertChannelAvailable(deps: Pick<ChallengeDeps, 'channels' | 'phoneChannels'>, identifier: Identifier): Channel {
+  const channel = deliveryChannelFor(deps, identifier)
+  if (channel === undefined) throw new ChannelUnavailableError()
+  return channel
 }
 
 /** Counts one request of a signed-in identity against an hourly allowance (pumping from one session). */

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 import { generateCode, hashCode } from '../crypto/codes.ts'
 import type { Channel } from '../outbox/constants.ts'
-import { PHONE_CHANNEL_ORDER } from '../outbox/destination.ts'
+import { nextPhoneChannel } from '../outbox/channel-routing.ts'
 import { enqueueSecurityMessageTx } from '../outbox/enqueue.ts'
 import { phoneFallbackCandidateTx } from '../outbox/web-functions-sql.ts'
 import type { ChallengeDeps } from './challenges.ts'
@@ -28,9 +28,7 @@ export async function fallBackToNextPhoneChannel(
   messageId: string,
   failed: Channel = 'whatsapp',
 ): Promise<PhoneFallback> {
-  const order = deps.phoneChannels ?? PHONE_CHANNEL_ORDER
-  const at = order.indexOf(failed)
-  const next = (at >= 0 ? order.slice(at + 1) : []).find((channel) => deps.channels.has(channel))
+  const next = nextPhoneChannel(deps, failed)
   const outcome: PhoneFallback = next
     ? await db.transaction(async (trx): Promise<PhoneFallback> => {
         const now = deps.clock()

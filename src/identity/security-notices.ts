@@ -55,8 +55,12 @@ export async function notifyOtherIdentifiersTx(
   for (const other of await findVerifiedIdentifiersTx(trx, input.identityId)) {
     if (other.id === input.exceptLoginIdentifierId) continue
     const channel = deliveryChannelFor(deps, other)
-    if (!deps.channels.has(channel)) {
-      deps.logger.warn('security notice skipped: channel not configured', { identityId: input.identityId, channel, event: input.event })
+    if (channel === undefined) {
+      deps.logger.warn('security notice skipped: channel not configured', {
+        identityId: input.identityId,
+        kind: other.kind,
+        event: input.event,
+      })
       continue
     }
     const { messageId } = await enqueueSecurityMessageTx(

@@ -14,6 +14,8 @@ export type NewAttempt = {
   provider?: string | null
   /** The channel it went out on: the provider's, which for a phone message may be a later phone channel than its own. */
   channel?: Channel | null
+  /** The failure was about this recipient alone: the provider's failure rate never counts it. */
+  recipientOnly?: boolean
 }
 
 /**
@@ -34,8 +36,34 @@ export async function insertAttemptsTx(trx: Knex.Transaction, attempts: readonly
       attempted_at: attempt.attemptedAt,
       provider: attempt.provider ?? null,
       channel: attempt.channel ?? null,
+      recipient_only: attempt.recipientOnly === true ? true : null,
     })),
   )
+}
+
+/**
+ * A provider's sliding window as the fleet recorded it (the breaker: docs/delivery.md
+ * "The outage hold and failover"): its attempts after `since`, at most the last `limit` of them, read backwards along
+ * `attempts_provider_window_idx`; the calls that count (a worker's own error is no call) and the
+ * provider-side failures among them (UNAVAILABLE and INDETERMINATE not about one recipient; a
+ * REJECTED, a THROTTLED and an answer about one recipient are answers). Sees the caller's own
+ * uncommitted attempts.
+ */
+export async function providerWindowTx(
+  trx: Knex.Transaction,
+  provider: string,
+  window: { since: Date; until: Date; limit: number },
+): Promise<{ calls: number; failures: number }> {
+  const { rows } = await trx.raw<{ rows: { calls: number; failures: number }[] }>(
+    `SELECT count(*)::integer AS calls,
+            count(*) FILTER (WHERE w.failure_class IN ('UNAVAILABLE', 'INDETERMINATE') AND w.recipient_only IS NOT TRUE)::integer AS failures
+       FROM (SELECT a.failure_class, a.recipient_only FROM outbox.security_outbox_attempts a
+              WHERE a.provider = ? AND a.attempted_at > ? AND a.attempted_at <= ?
+                AND a.failure_class IS DISTINCT FROM 'unexpected_worker_error'
+              ORDER BY a.attempted_at DESC LIMIT ?) w`,
+    [provider, window.since, window.until, window.limit],
+  )
+  return rows[0] ?? { calls: 0, failures: 0 }
 }
 
 /**

@@ -3,9 +3,14 @@ import { describeError, type Logger } from '../logging/logger.ts'
 import { availableChannels } from './channel-registrations-sql.ts'
 import type { Channel } from './constants.ts'
 
-/** The channels the worker fleet can deliver on, as the web sees them (docs/delivery.md "Channels"). */
+/**
+ * The channels the worker fleet can deliver on, as the web sees them (docs/delivery.md "Channels");
+ * `registered` false while no worker has ever registered (src/outbox/channel-routing.ts then
+ * answers from the web's own settings).
+ */
 export type ChannelDirectory = {
   has(channel: Channel): boolean
+  readonly registered: boolean
   /** Reads the database now; on failure keeps the last answer and logs by error name. */
   refresh(): Promise<void>
   stop(): void
@@ -16,15 +21,21 @@ export const CHANNEL_REFRESH_MS = 5_000
 
 /**
  * Loads the available channels once (a failure here stops the web's startup: it must not guess),
- * then refreshes them in the background. A refresh that fails keeps the last answer: a database
+ * then refreshes them in the background; until a worker first registers, `registered` is false and
+ * the routing answers from the web's own settings (src/outbox/channel-routing.ts). A refresh that fails keeps the last answer: a database
  * blip does not turn every phone sign-up into a refusal.
  */
 export async function loadChannelDirectory(deps: { db: Knex; logger: Logger; refreshMs?: number }): Promise<ChannelDirectory> {
-  let current: ReadonlySet<Channel> = new Set(await availableChannels(deps.db))
+  let current: Channel[] | null = await availableChannels(deps.db)
+  if (current === null)
+    deps.logger.info('no worker has registered yet: until one does, the web offers email and the phone channels PHONE_CHANNELS names')
   let running: Promise<void> | undefined
   const read = async () => {
     try {
-      current = new Set(await availableChannels(deps.db))
+      const next = await availableChannels(deps.db)
+      if (current === null && next !== null)
+        deps.logger.info('the first worker registered: the web offers the channels the fleet has', { channels: next })
+      current = next
     } catch (error) {
       deps.logger.warn('available channels not refreshed; keeping the last answer', describeError(error))
     } finally {
@@ -36,7 +47,10 @@ export async function loadChannelDirectory(deps: { db: Knex; logger: Logger; ref
   const timer = setInterval(() => void refresh(), deps.refreshMs ?? CHANNEL_REFRESH_MS)
   timer.unref()
   return {
-    has: (channel) => current.has(channel),
+    has: (channel) => current?.includes(channel) ?? false,
+    get registered() {
+      return current !== null
+    },
     refresh,
     stop: () => clearInterval(timer),
   }

@@ -26,9 +26,14 @@ export async function registerDeliveryChannels(db: Knex, registration: ChannelRe
   )
 }
 
-/** The channels the fleet can deliver on now (api role: through its SECURITY DEFINER function). */
-export async function availableChannels(db: Knex): Promise<Channel[]> {
-  const { rows } = await db.raw<{ rows: { channels: string[] }[] }>('SELECT outbox.available_channels() AS channels')
+/**
+ * The channels the fleet can deliver on now (api role: through its SECURITY DEFINER function);
+ * null while no worker has ever registered against this database (20261206006000).
+ */
+export async function availableChannels(db: Knex): Promise<Channel[] | null> {
+  const { rows } = await db.raw<{ rows: { channels: string[] | null }[] }>('SELECT outbox.available_channels() AS channels')
+  const channels = rows[0]?.channels
+  if (channels == null) return null
   const known: readonly string[] = CHANNELS
-  return (rows[0]?.channels ?? []).filter((channel): channel is Channel => known.includes(channel))
+  return channels.filter((channel): channel is Channel => known.includes(channel))
 }

@@ -71,14 +71,14 @@ export async function redriveCandidatesTx(
   return rows.map((row) => row.message_id)
 }
 
-/** The throttle pauses running at `now`, per channel. */
-export async function channelPauseRows(
+/** The throttle pauses running at `now`: each provider's, and a whole channel's (written by the previous release); `provider` null for the latter. */
+export async function runningPauseRows(
   db: Knex,
   sessionTokenHash: Buffer,
   now: Date,
-): Promise<{ channel: string; paused_until: Date; throttle_streak: number }[]> {
-  const { rows } = await db.raw<{ rows: { channel: string; paused_until: Date; throttle_streak: number }[] }>(
-    'SELECT * FROM outbox.channel_pauses(?, ?)',
+): Promise<{ channel: string; provider: string | null; paused_until: Date; throttle_streak: number }[]> {
+  const { rows } = await db.raw<{ rows: { channel: string; provider: string | null; paused_until: Date; throttle_streak: number }[] }>(
+    'SELECT * FROM outbox.running_pauses(?, ?)',
     [sessionTokenHash, now],
   )
   return rows
@@ -87,7 +87,7 @@ export async function channelPauseRows(
 /** What lifting a pause or a hold did: `lifted` false when there was none; `released` messages called back. */
 export type Lifted = { lifted: boolean; released: number }
 
-/** Ends a running pause of `channel` now, calls its held messages back, audits; in the caller's transaction. */
+/** Ends the running pauses of `channel` and of its providers now, calls its held messages back, audits; in the caller's transaction. */
 export async function liftChannelPauseTx(trx: Knex.Transaction, sessionTokenHash: Buffer, now: Date, channel: string): Promise<Lifted> {
   const { rows } = await trx.raw<{ rows: Lifted[] }>('SELECT * FROM outbox.lift_channel_pause(?, ?, ?)', [sessionTokenHash, now, channel])
   return { lifted: rows[0]?.lifted ?? false, released: Number(rows[0]?.released ?? 0) }

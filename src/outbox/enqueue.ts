@@ -60,6 +60,7 @@ export async function sealMessage(deps: EnqueueDeps, message: MessageToSeal, sec
         ...(message.apiKeyId ? { api_key_id: message.apiKeyId } : {}),
         ...(message.asked ? { asked: message.asked } : {}),
         ...(message.askedLike ? { asked_like: message.askedLike } : {}),
+        ...(message.carriers ? { carriers: message.carriers } : {}),
         channel: message.channel,
         destination: message.destination,
         locale: message.locale,

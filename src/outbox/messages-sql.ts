@@ -18,6 +18,8 @@ export type MessageRow = {
   lease_retry_count: number | null
   expires_at: Date
   created_at: Date
+  /** The phone channels its sender allowed it to go out on (a courier key's scope); null: any of PHONE_CHANNELS. */
+  carriers?: Channel[] | null
 }
 
 export type NewMessage = {
@@ -39,6 +41,8 @@ export type NewMessage = {
   /** HMAC of the canonical destination (destination.ts): what the suppression list matches. */
   destinationHmac: Buffer
   expiresAt: Date
+  /** The phone channels it may go out on when its sender is bound to some (src/outbox/channel-routing.ts `carriersOf`). */
+  carriers?: Channel[]
 }
 
 /** The pg-boss job attempt a lease belongs to. */
@@ -62,6 +66,7 @@ export const MESSAGE_COLUMNS = [
   'lease_retry_count',
   'expires_at',
   'created_at',
+  'carriers',
 ] as const satisfies readonly (keyof MessageRow)[]
 
 /** Locks several messages, always in id order, so two batches that overlap cannot deadlock. */

@@ -1,18 +1,32 @@
-import type { ProviderState } from './constants.ts'
+import type { Channel, ProviderState } from './constants.ts'
 
 /**
- * The outage hold, a circuit breaker per provider held by the whole fleet in
- * `outbox.provider_states` (docs/delivery.md "The outage hold and failover"), as pure functions of the clock and
- * a random source. A provider that keeps answering UNAVAILABLE / INDETERMINATE is marked down:
- * its messages are held without spending attempts, one probe at a time tests it at a jittered,
- * growing interval, and any answer that proves it is there (a success, or a REJECTED, which is the
- * recipient's fault, not the provider's) lifts the hold.
+ * Provider health as a circuit breaker per provider, held by the whole fleet in
+ * `outbox.provider_states` (docs/delivery.md "The outage hold and failover"), as pure functions of
+ * the clock and a random source. The models are resilience4j's CircuitBreaker (a failure rate over
+ * a sliding window of calls, counted only past a minimum number of calls; a half-open state that
+ * lets a few calls through) and Envoy's outlier detection (ejection on a success rate, never on one
+ * unlucky call). A provider is held down (open) only on sustained failure: at least
+ * `minimumCalls` calls within the window, at least `failureRate` of them failing on the
+ * provider's side. While held, its messages wait without spending attempts and probes test it
+ * (half-open): one worker at a time wins the probe lease and sends up to `halfOpenProbes`
+ * messages; any answer among them that proves the provider is there closes the breaker, a failed
+ * probe pushes the next one out (jittered, doubling up to `probeMaxMs`). Answers about one
+ * recipient and REJECTEDs never count as failures; `provider_misconfigured` holds at once (a fault
+ * of ours, not a rate). Below the threshold each worker backs off by concurrency instead
+ * (src/runtime/provider-limits.ts).
  */
 export type HealthPolicy = {
-  /** Transient failures in a row, fleet-wide, that mark a provider down. */
-  downAfter: number
-  /** A streak whose last failure is older than this starts again. */
-  streakWindowMs: number
+  /** The sliding window: a provider's calls of the last `windowMs`… */
+  windowMs: number
+  /** …and at most its last `windowCalls` of them (a count bound keeps the read short at any rate). */
+  windowCalls: number
+  /** Fewer calls than this in the window never hold a provider, whatever their failure rate. */
+  minimumCalls: number
+  /** The share of provider-side failures among the window's calls that holds it (0–1). */
+  failureRate: number
+  /** The messages one worker sends as probes under one probe lease (the half-open calls). */
+  halfOpenProbes: number
   /** The first probe interval; it doubles with each failed probe up to `probeMaxMs`. */
   probeBaseMs: number
   /** The longest probe interval: a recovered provider is found within about this long. */
@@ -20,11 +34,28 @@ export type HealthPolicy = {
   random: () => number
 }
 
-export const DEFAULT_HEALTH_POLICY = Object.freeze({ downAfter: 5, streakWindowMs: 120_000, probeBaseMs: 5_000, probeMaxMs: 20_000 })
+/**
+ * At most the last 100 calls, looking back at most two minutes: on a busy provider the count
+ * bounds the window (and the read), on a quiet one the time does, long enough for the retries of a
+ * few codes to reach the minimum: a dead provider of a quiet deployment is still held.
+ */
+export const DEFAULT_HEALTH_POLICY = Object.freeze({
+  windowMs: 120_000,
+  windowCalls: 100,
+  minimumCalls: 20,
+  failureRate: 0.9,
+  halfOpenProbes: 3,
+  probeBaseMs: 5_000,
+  probeMaxMs: 20_000,
+})
 
 export const defaultHealthPolicy = (): HealthPolicy => ({ ...DEFAULT_HEALTH_POLICY, random: Math.random })
 
-/** One provider's row as the fleet holds it. */
+/**
+ * One provider's row as the fleet holds it, and its throttle pause if one runs
+ * (`outbox.paused_providers`). `failureStreak`: the provider-side failures of the window that held
+ * it (the previous release's worker counts a streak in it).
+ */
 export type ProviderHealth = {
   provider: string
   channel: string
@@ -35,9 +66,21 @@ export type ProviderHealth = {
   probeIntervalMs: number | null
   nextProbeAt: Date | null
   probeUntil: Date | null
+  pausedUntil?: Date | null
 }
 
-/** What operators see: `probing` is a down provider with a probe in flight. */
+/** A provider's calls in the window as the attempt rows hold them: calls that count, and the provider-side failures among them. */
+export type CallWindow = { calls: number; failures: number }
+
+/** Whether a window's calls hold the provider down: enough of them, and failing at the threshold's rate. */
+export function windowTrips(window: CallWindow, policy: Pick<HealthPolicy, 'minimumCalls' | 'failureRate'>): boolean {
+  return window.calls >= policy.minimumCalls && window.failures >= policy.failureRate * window.calls
+}
+
+/**
+ * What operators see: `up` (closed), `probing` (half-open: held, with a probe in flight) or
+ * `down` (open: held, waiting for its next probe).
+ */
 export type ProviderView = 'up' | 'probing' | 'down'
 
 /** The gauge's value for each view (sealpost_provider_state). */
@@ -53,45 +96,28 @@ function jittered(intervalMs: number, policy: Pick<HealthPolicy, 'random'>): num
   return Math.round(intervalMs * (0.5 + 0.5 * Math.min(1, Math.max(0, policy.random()))))
 }
 
-/** What a batch of answers from one provider did to its row. */
+/** What the record step did with one provider's row, and the change operators hear of (one log line each). */
 export type HealthChange = { health: ProviderHealth; transition?: 'down' | 'up' | 'probe_failed' }
 
-/**
- * After `failures` transient answers (UNAVAILABLE, INDETERMINATE). Up: the streak grows (restarting
- * if its last failure is older than the window) and at `downAfter` the provider goes down with its
- * first probe one jittered base interval away. Down: a failed probe doubles the interval (capped)
- * and lets the probe lease go; a failure of a send that began before the hold only counts.
- */
-export function afterTransientFailures(
-  current: ProviderHealth,
-  failures: { count: number; probe: boolean },
-  now: Date,
-  policy: HealthPolicy,
-): HealthChange {
-  if (current.state === 'down' && !failures.probe)
-    return { health: { ...current, failureStreak: current.failureStreak + failures.count, lastFailureAt: now } }
-  if (current.state === 'down') {
-    const probeIntervalMs = Math.min(policy.probeMaxMs, Math.max(policy.probeBaseMs, (current.probeIntervalMs ?? policy.probeBaseMs) * 2))
-    return {
-      health: {
-        ...current,
-        failureStreak: current.failureStreak + failures.count,
-        lastFailureAt: now,
-        probeIntervalMs,
-        nextProbeAt: new Date(now.getTime() + jittered(probeIntervalMs, policy)),
-        probeUntil: null,
-      },
-      transition: 'probe_failed',
-    }
-  }
-  const fresh = current.lastFailureAt !== null && now.getTime() - current.lastFailureAt.getTime() <= policy.streakWindowMs
-  const failureStreak = (fresh ? current.failureStreak : 0) + failures.count
-  if (failureStreak < policy.downAfter) return { health: { ...current, failureStreak, lastFailureAt: now } }
+/** What the record step reports for a change of a provider's state. */
+export type ProviderTransition = {
+  provider: string
+  channel: Channel
+  to: 'down' | 'up' | 'probe_failed'
+  /** `down`: the provider-side failures in the window that held it (or 0 for a misconfiguration). */
+  failureStreak: number
+  nextProbeAt: Date | null
+  /** `up`: the held messages called back at once. */
+  released?: number
+}
+
+/** Held down now (open), its first probe one jittered base interval away; `failures`: what the window counted. */
+export function heldDown(current: ProviderHealth, failures: number, now: Date, policy: HealthPolicy): HealthChange {
   return {
     health: {
       ...current,
       state: 'down',
-      failureStreak,
+      failureStreak: failures,
       lastFailureAt: now,
       downSince: now,
       probeIntervalMs: policy.probeBaseMs,
@@ -102,7 +128,27 @@ export function afterTransientFailures(
   }
 }
 
-/** After an answer that proves the provider is there: the streak ends and any hold lifts. */
+/**
+ * A probe of a provider held down failed: the next probe twice as far (capped, jittered) and the
+ * probe lease let go, once per lease (the other probes sent under it fail without pushing it
+ * further). A failure that was no probe changes nothing: it was sent before the hold.
+ */
+export function afterFailedProbe(current: ProviderHealth, now: Date, policy: HealthPolicy): HealthChange {
+  if (current.state !== 'down' || current.probeUntil === null) return { health: current }
+  const probeIntervalMs = Math.min(policy.probeMaxMs, Math.max(policy.probeBaseMs, (current.probeIntervalMs ?? policy.probeBaseMs) * 2))
+  return {
+    health: {
+      ...current,
+      lastFailureAt: now,
+      probeIntervalMs,
+      nextProbeAt: new Date(now.getTime() + jittered(probeIntervalMs, policy)),
+      probeUntil: null,
+    },
+    transition: 'probe_failed',
+  }
+}
+
+/** A probe proved the provider is there (a success, or an answer about its recipient): the hold lifts (closed). */
 export function afterAnswer(current: ProviderHealth): HealthChange {
   const health: ProviderHealth = {
     ...current,
@@ -114,64 +160,4 @@ export function afterAnswer(current: ProviderHealth): HealthChange {
     probeUntil: null,
   }
   return current.state === 'down' ? { health, transition: 'up' } : { health }
-}
-
-/** Where one claimed message goes: a provider (a probe when it is held down), or back to wait. */
-/** `held.providers`: the chain that is down, so the record step can tell whether one came back meanwhile. */
-/**
- * `fallbackLeft` (set by the delivery step, not here): a later phone channel with a provider is left
- * on the message's route after the routed provider's, so a `channel_unreachable` answer goes on to it.
- */
-export type Route =
-  { kind: 'send'; provider: string; probe: boolean; fallbackLeft?: boolean } | { kind: 'held'; until: Date; providers: readonly string[] }
-
-/**
- * The provider for a message's next attempt, from its channel's chain in the configured order. The
- * attempt number rotates the start: a message whose attempt on the first provider failed tries the
- * next one on its next attempt (failover), and providers held down are skipped — except that one
- * whose next probe is due (and has none in flight) is offered as a probe, in its place in the
- * chain (the caller must still win the probe's lease). With every provider down and no probe due,
- * the message is held until
- * a random moment within the longest interval after the earliest next probe: held messages come
- * back spread out, so one of them soon finds the probe due, and a hold that lifts calls the rest
- * back at once (this bounds the wait of any it missed). Never past its expiry.
- */
-export function routeFor(
-  chain: readonly string[],
-  attemptCount: number,
-  states: ReadonlyMap<string, ProviderHealth>,
-  message: { expires_at: Date },
-  now: Date,
-  policy: Pick<HealthPolicy, 'probeMaxMs' | 'random'>,
-): Route {
-  const rotated = chain.map((_, index) => chain[(attemptCount + index) % chain.length]!)
-  for (const provider of rotated) {
-    const health = states.get(provider)
-    if (health?.state !== 'down') return { kind: 'send', provider, probe: false }
-    // A provider held down ahead of one that is up is still probed when due: else a healthy
-    // second provider would take every message for good and the first would never be found back.
-    const probeDue =
-      (health.nextProbeAt?.getTime() ?? 0) <= now.getTime() && (health.probeUntil === null || health.probeUntil.getTime() <= now.getTime())
-    if (probeDue) return { kind: 'send', provider, probe: true }
-  }
-  return { kind: 'held', until: heldUntil(chain, states, message, now, policy), providers: chain }
-}
-
-function heldUntil(
-  chain: readonly string[],
-  states: ReadonlyMap<string, ProviderHealth>,
-  message: { expires_at: Date },
-  now: Date,
-  policy: Pick<HealthPolicy, 'probeMaxMs' | 'random'>,
-): Date {
-  const nextProbe = Math.min(
-    ...chain.map((provider) => {
-      const health = states.get(provider)!
-      return Math.max(health.nextProbeAt?.getTime() ?? 0, health.probeUntil?.getTime() ?? 0, now.getTime())
-    }),
-  )
-  const spread = Math.round(policy.probeMaxMs * Math.min(1, Math.max(0, policy.random())))
-  const until = Math.min(nextProbe + 1 + spread, message.expires_at.getTime() - 1_000)
-  // Expiry wins: with no time left to wait, the deferral lands on the expiry and dead-letters it.
-  return new Date(until > now.getTime() ? until : message.expires_at.getTime())
 }

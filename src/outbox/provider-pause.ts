@@ -1,9 +1,10 @@
 /**
- * How long a THROTTLED answer pauses its channel for the whole worker fleet (docs/architecture.md §4),
- * as pure functions of the clock and a random source. A provider's Retry-After is obeyed
- * only up to `maxPauseSeconds`: one hostile or buggy `Retry-After: 31536000` must not stop a channel
- * (and expire every code queued behind it) for a year. A throttle without a hint (SES sends none)
- * backs the channel off briefly, growing with each throttle that follows soon after the last pause.
+ * How long a THROTTLED answer pauses its provider for the whole worker fleet (docs/architecture.md §4),
+ * as pure functions of the clock and a random source. A pause is the provider's, never its
+ * channel's: one SMTP relay's 452 does not stop SES. A provider's Retry-After is obeyed only up to
+ * `maxPauseSeconds`: one hostile or buggy `Retry-After: 31536000` must not stop a provider (and
+ * expire every code queued behind it) for a year. A throttle without a hint (SES sends none) backs
+ * the provider off briefly, growing with each throttle that follows soon after the last pause.
  */
 export type PausePolicy = { maxPauseSeconds: number; random: () => number }
 
@@ -13,11 +14,12 @@ export const DEFAULT_MAX_PROVIDER_PAUSE_SECONDS = 300
 export const THROTTLE_BACKOFF = Object.freeze({ baseSeconds: 1, streakWindowSeconds: 60 })
 
 /**
- * Channels whose provider throttles without a hint: SES answers TooManyRequestsException with no
- * Retry-After. Wasender documents Retry-After / X-RateLimit-Reset on its 429s, so a hint-less 429
- * there keeps the message's own schedule and pauses nobody else.
+ * Providers that throttle without a hint: SES answers TooManyRequestsException with no
+ * Retry-After, and SMTP has no Retry-After at all (a 421 or 452). The HTTP phone providers document
+ * Retry-After (Wasender also X-RateLimit-Reset) on their 429s, so a hint-less 429 there keeps the
+ * message's own schedule and pauses nobody else.
  */
-export const HINTLESS_BACKOFF_CHANNELS: ReadonlySet<string> = new Set(['email'])
+export const HINTLESS_BACKOFF_PROVIDERS: ReadonlySet<string> = new Set(['ses', 'smtp'])
 
 export const defaultPausePolicy = (): PausePolicy => ({ maxPauseSeconds: DEFAULT_MAX_PROVIDER_PAUSE_SECONDS, random: Math.random })
 
@@ -32,15 +34,15 @@ export function cappedRetryAfter(retryAfterAt: Date | null, now: Date, policy: P
   return new Date(Math.min(retryAfterAt.getTime(), pauseCeiling(now, policy).getTime()))
 }
 
-export type ChannelPause = { pausedUntil: Date; throttleStreak: number }
+export type ProviderPause = { pausedUntil: Date; throttleStreak: number }
 
 /**
- * The pause after a THROTTLED answer without Retry-After, given the channel's current pause: none
+ * The pause after a THROTTLED answer without Retry-After, given the provider's current pause: none
  * while one still runs (that answer is from a send that began before it); otherwise
  * `base × 2^(streak−1)` seconds, capped, with equal jitter (half fixed, half random), where the
  * streak grows while throttles keep coming within `streakWindowSeconds` of the last pause's end.
  */
-export function throttleBackoff(current: ChannelPause | undefined, now: Date, policy: PausePolicy): ChannelPause | null {
+export function throttleBackoff(current: ProviderPause | undefined, now: Date, policy: PausePolicy): ProviderPause | null {
   if (current && current.pausedUntil.getTime() > now.getTime()) return null
   const recent =
     current !== undefined &&

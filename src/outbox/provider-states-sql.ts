@@ -1,8 +1,19 @@
 import type { Knex } from 'knex'
-import { afterAnswer, afterTransientFailures, type HealthPolicy, type ProviderHealth } from './provider-health.ts'
-import { releaseHeldJobsTx } from './pgboss-jobs-sql.ts'
+import { providerWindowTx } from './attempts-sql.ts'
 import type { Channel } from './constants.ts'
 import { PHONE_CHANNELS } from './destination.ts'
+import { releaseHeldJobsTx } from './pgboss-jobs-sql.ts'
+import type { ProviderAnswers } from './provider-answers.ts'
+import {
+  afterAnswer,
+  afterFailedProbe,
+  heldDown,
+  windowTrips,
+  type HealthChange,
+  type HealthPolicy,
+  type ProviderHealth,
+  type ProviderTransition,
+} from './provider-health.ts'
 
 const STATES = 'outbox.provider_states'
 
@@ -16,6 +27,7 @@ type Row = {
   probe_interval_ms: number | null
   next_probe_at: Date | null
   probe_until: Date | null
+  paused_until?: Date | null
 }
 
 const healthOf = (row: Row): ProviderHealth => ({
@@ -28,11 +40,24 @@ const healthOf = (row: Row): ProviderHealth => ({
   probeIntervalMs: row.probe_interval_ms,
   nextProbeAt: row.next_probe_at,
   probeUntil: row.probe_until,
+  pausedUntil: row.paused_until ?? null,
 })
 
-/** Every provider's state as the fleet holds it; a provider with no row has never failed (up). */
-export async function providerStates(db: Knex | Knex.Transaction): Promise<Map<string, ProviderHealth>> {
-  const rows: Row[] = await db(STATES).select('*').orderBy('provider')
+/**
+ * Every provider's state as the fleet holds it, with the end of its throttle pause when one runs
+ * at `now` (one statement: the routing of a batch reads it once). A provider with no row has never
+ * been held (up); one with only a pause is up and paused.
+ */
+export async function providerStates(db: Knex | Knex.Transaction, now: Date = new Date()): Promise<Map<string, ProviderHealth>> {
+  const { rows } = await db.raw<{ rows: Row[] }>(
+    `SELECT coalesce(s.provider, p.provider) AS provider, coalesce(s.channel, p.channel) AS channel, coalesce(s.state, 'up') AS state,
+            coalesce(s.failure_streak, 0) AS failure_streak, s.last_failure_at, s.down_since, s.probe_interval_ms, s.next_probe_at,
+            s.probe_until, p.paused_until
+       FROM ${STATES} s
+       FULL JOIN (SELECT provider, channel, paused_until FROM outbox.paused_providers WHERE paused_until > ?) p ON p.provider = s.provider
+      ORDER BY 1`,
+    [now],
+  )
   return new Map(rows.map((row) => [row.provider, healthOf(row)]))
 }
 
@@ -49,9 +74,9 @@ export async function ensureProviderStates(db: Knex, providers: readonly { id: s
 }
 
 /**
- * Takes the probe of a provider held down, for one send: only when its next probe is due and no
- * other probe holds the lease. The lease lapses by itself at `until`, so a prober that crashed
- * never keeps the hold shut. True when this caller won it.
+ * Takes the probe lease of a provider held down, for this worker's next probes (up to the policy's
+ * half-open probes): only when its next probe is due and no other lease runs. The lease lapses by
+ * itself at `until`, so a prober that crashed never keeps the hold shut. True when this caller won it.
  */
 export async function takeProbeLease(db: Knex, provider: string, until: Date, now: Date): Promise<boolean> {
   const rows = await db(STATES)
@@ -77,35 +102,54 @@ export async function providersUpTx(trx: Knex.Transaction, providers: readonly s
   return new Set(providers.filter((provider) => known.get(provider) !== 'down'))
 }
 
-/** What one record transaction heard from one provider. */
-export type ProviderAnswers = {
-  provider: string
-  channel: Channel
-  /** Answers that prove it is there: a success, or a REJECTED (the recipient's fault). */
-  answered: number
-  /** UNAVAILABLE / INDETERMINATE answers, and whether one of them was the probe's. */
-  transient: number
-  probe: boolean
-  /** It refused us (FailureEffect `provider_misconfigured`): held down at once, whatever else it answered. */
-  misconfigured?: boolean
-}
-
-export type ProviderTransition = {
-  provider: string
-  channel: Channel
-  to: 'down' | 'up' | 'probe_failed'
-  failureStreak: number
-  nextProbeAt: Date | null
-  /** `up`: the held messages called back at once. */
-  released?: number
+/** The provider's row, created (up) if it has none, locked to the end of the transaction. */
+async function lockStateTx(trx: Knex.Transaction, answer: ProviderAnswers): Promise<ProviderHealth> {
+  await trx.raw(`INSERT INTO ${STATES} (provider, channel, updated_at) VALUES (?, ?, now()) ON CONFLICT (provider) DO NOTHING`, [
+    answer.provider,
+    answer.channel,
+  ])
+  return healthOf(await trx(STATES).where({ provider: answer.provider }).forUpdate().first<Row>())
 }
 
 /**
- * The record step's part of the outage hold, in its transaction: answers that prove a provider is
- * there end its streak and lift its hold (calling its channel's held messages back at once, in
- * order of expiry); transient ones grow the streak, mark it down at the policy's threshold, or
- * push a failed probe's next one out. Rows are locked in provider order; a provider that is up
- * with no streak is not locked at all by answers (the common case: publications cost nothing here).
+ * What one provider's answers do to its breaker: a misconfiguration holds it at once; provider-side
+ * failures read its window (the attempt rows of the fleet, this transaction's included) and hold it
+ * when the window trips; a probe's answer closes it, a failed probe pushes the next one out. The
+ * row is locked only for a change (an up provider's failures below the threshold lock nothing).
+ */
+async function changeOfTx(
+  trx: Knex.Transaction,
+  answer: ProviderAnswers,
+  now: Date,
+  policy: HealthPolicy,
+): Promise<HealthChange | undefined> {
+  if (answer.misconfigured) {
+    const current = await lockStateTx(trx, answer)
+    return current.state === 'up'
+      ? heldDown(current, 0, now, policy)
+      : answer.probeFailed
+        ? afterFailedProbe(current, now, policy)
+        : undefined
+  }
+  if (answer.probeAnswered) {
+    const current = await lockStateTx(trx, answer)
+    return current.state === 'down' ? afterAnswer(current) : undefined
+  }
+  if (answer.probeFailed) return afterFailedProbe(await lockStateTx(trx, answer), now, policy)
+  const window = await providerWindowTx(trx, answer.provider, {
+    since: new Date(now.getTime() - policy.windowMs),
+    until: now,
+    limit: policy.windowCalls,
+  })
+  if (!windowTrips(window, policy)) return undefined
+  const current = await lockStateTx(trx, answer)
+  return current.state === 'up' ? heldDown(current, window.failures, now, policy) : undefined
+}
+
+/**
+ * The record step's part of the breaker, in its transaction, provider by provider in id order (so
+ * two transactions lock rows in the same order). A provider back up calls its held messages back at
+ * once, in order of expiry (a phone provider: every phone channel's, they route across the family).
  */
 export async function noteProviderAnswersTx(
   trx: Knex.Transaction,
@@ -115,29 +159,8 @@ export async function noteProviderAnswersTx(
 ): Promise<ProviderTransition[]> {
   const transitions: ProviderTransition[] = []
   for (const answer of [...answers].sort((a, b) => a.provider.localeCompare(b.provider))) {
-    if (answer.answered === 0 && answer.transient === 0 && !answer.misconfigured) continue
-    let current: Row | undefined
-    if (answer.transient === 0 && !answer.misconfigured) {
-      current = await trx(STATES)
-        .where({ provider: answer.provider })
-        .andWhereRaw("(state <> 'up' OR failure_streak > 0)")
-        .forUpdate()
-        .first<Row | undefined>()
-      if (!current) continue
-    } else {
-      await trx.raw(`INSERT INTO ${STATES} (provider, channel, updated_at) VALUES (?, ?, ?) ON CONFLICT (provider) DO NOTHING`, [
-        answer.provider,
-        answer.channel,
-        now,
-      ])
-      current = await trx(STATES).where({ provider: answer.provider }).forUpdate().first<Row>()
-    }
-    // A misconfiguration counts as a whole streak: no later send through it can succeed until someone fixes it.
-    const change = answer.misconfigured
-      ? afterTransientFailures(healthOf(current), { count: Math.max(policy.downAfter, answer.transient), probe: answer.probe }, now, policy)
-      : answer.answered > 0
-        ? afterAnswer(healthOf(current))
-        : afterTransientFailures(healthOf(current), { count: answer.transient, probe: answer.probe }, now, policy)
+    const change = await changeOfTx(trx, answer, now, policy)
+    if (!change?.transition) continue
     const next = change.health
     await trx(STATES).where({ provider: answer.provider }).update({
       state: next.state,
@@ -149,7 +172,6 @@ export async function noteProviderAnswersTx(
       probe_until: next.probeUntil,
       updated_at: now,
     })
-    if (!change.transition) continue
     const transition: ProviderTransition = {
       provider: answer.provider,
       channel: answer.channel,
@@ -157,7 +179,6 @@ export async function noteProviderAnswersTx(
       failureStreak: next.failureStreak,
       nextProbeAt: next.nextProbeAt,
     }
-    // A phone provider back calls back every phone channel's held messages: they route across the family.
     if (change.transition === 'up')
       for (const channel of PHONE_CHANNELS.has(answer.channel) ? PHONE_CHANNELS : [answer.channel])
         transition.released = (transition.released ?? 0) + (await releaseHeldJobsTx(trx, channel, now))

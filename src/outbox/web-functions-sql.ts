@@ -41,6 +41,8 @@ export type SealedMessage = {
   /** Who asked (`owner`, `stranger`), or `asked_like`: the message whose asker it takes (migration 20261206009000). */
   asked?: string
   asked_like?: string
+  /** Only on a message whose sender is bound to some phone channels: the previous release's function never sees the field. */
+  carriers?: string[]
   channel: string
   destination: string
   locale: string

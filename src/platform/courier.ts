@@ -16,6 +16,7 @@ import { securityNoticeBody, type SecurityEvent } from '../identity/security-not
 import type { Channel, Purpose } from '../outbox/constants.ts'
 import { COURIER_ONLY_PURPOSES, encodeCourierBody } from '../outbox/courier-body.ts'
 import { courierMessageOfKey } from '../outbox/courier-functions-sql.ts'
+import { carriersOf, offersChannel, type FleetChannels } from '../outbox/channel-routing.ts'
 import { canonicalDestination, PHONE_CHANNELS } from '../outbox/destination.ts'
 import { enqueueSecurityMessageTx, type EnqueueDeps } from '../outbox/enqueue.ts'
 import { DEFAULT_PHONE_NUMBER_POLICY, type PhoneNumberPolicy } from '../outbox/phone-numbers.ts'
@@ -23,11 +24,12 @@ import type { CourierCaller, CourierPurpose } from './api-keys.ts'
 import { spendApiKeyHourTx, spendApiKeyRequest } from './api-keys-sql.ts'
 import { IdempotencyKeyInUseError, IdempotencyKeyReusedError, useIdempotencyKeyTx } from './idempotency.ts'
 
-/** What the courier core needs: the enqueue's, the clock, the fleet's channels, every CODE_HASH_KEYS key. */
+/** What the courier core needs: the enqueue's, the clock, the fleet's channels and PHONE_CHANNELS, every CODE_HASH_KEYS key. */
 export type CourierDeps = EnqueueDeps & {
   db: Knex
   clock: () => Date
-  channels: { has(channel: Channel): boolean }
+  channels: FleetChannels
+  phoneChannels?: readonly Channel[]
   codeHashKeys?: readonly Buffer[]
   /** Which numbers a code may go to at all (docs/delivery.md "Phone numbers"): the identity flows' rule, here too. */
   phoneNumbers?: PhoneNumberPolicy
@@ -109,6 +111,7 @@ export async function acceptCourierMessage(deps: CourierDeps, caller: CourierSen
           locale: input.locale,
           expiresAt: input.expiresAt,
           apiKeyId: caller.apiKeyId,
+          ...carriersFor(caller, input.channel),
         },
         secretBytes(input, now),
       )
@@ -121,6 +124,12 @@ export async function acceptCourierMessage(deps: CourierDeps, caller: CourierSen
       return { refused: error }
     throw error
   }
+}
+
+/** A key scoped to some phone channels binds the worker's fallback too (src/outbox/channel-routing.ts): its message carries them. */
+function carriersFor(caller: CourierCaller, channel: Channel): { carriers?: Channel[] } {
+  const carriers = PHONE_CHANNELS.has(channel) ? carriersOf(caller.channels) : undefined
+  return carriers ? { carriers } : {}
 }
 
 /**
@@ -176,7 +185,8 @@ function refusalOf(deps: CourierDeps, caller: CourierSender, input: CourierInput
     return new UnprocessableError('invalid_expiry', 'expiresAt must be in the future and at most 24 hours away.')
   if (input.appName !== undefined && !COURIER_ONLY_PURPOSES.has(input.purpose))
     return new UnprocessableError('invalid_data', 'data.appName is only for verification_code and magic_link.')
-  if (!deps.channels.has(input.channel)) return new ChannelUnavailableError()
+  // PHONE_CHANNELS is an allow-list: an unlisted phone channel is refused like one no worker has.
+  if (!offersChannel(deps, input.channel)) return new ChannelUnavailableError()
   // Last: every rule above is the caller's to fix; this one passes once the older workers have stopped.
   if (deps.renderedPurpose && !deps.renderedPurpose(input.purpose)) return new UpgradeInProgressError(UPGRADE_RETRY_AFTER_SECONDS)
   return undefined

@@ -63,6 +63,7 @@ function summaryOf(
       failureStreak: health.failureStreak,
       downSince: health.downSince?.toISOString() ?? null,
       nextProbeAt: health.nextProbeAt?.toISOString() ?? null,
+      pausedUntil: health.pausedUntil?.toISOString() ?? null,
     })),
   }
 }
@@ -72,7 +73,7 @@ export type BacklogSummary = ReturnType<typeof summaryOf>
 /** `GET /platform-admin/security-outbox/backlog`: one request answers "is delivery healthy?". */
 export async function backlog(db: Knex, staff: Pick<StaffSession, 'tokenHash'>, now: Date): Promise<BacklogSummary> {
   const counts = await asStaff(() => backlogSummary(db, staff.tokenHash, now))
-  return summaryOf(counts, await deliveryEventsSince(db, new Date(now.getTime() - 24 * 3_600_000)), await providerStates(db), now)
+  return summaryOf(counts, await deliveryEventsSince(db, new Date(now.getTime() - 24 * 3_600_000)), await providerStates(db, now), now)
 }
 
 /** The same counts for the web's /metrics gauges, which no staff session scrapes: counts only, never a row. */
@@ -80,7 +81,7 @@ export async function gauges(db: Knex, now: Date): Promise<BacklogSummary> {
   return summaryOf(
     await gaugeSummary(db, now),
     await deliveryEventsSince(db, new Date(now.getTime() - 24 * 3_600_000)),
-    await providerStates(db),
+    await providerStates(db, now),
     now,
   )
 }

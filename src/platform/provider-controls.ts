@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 import { requireElevationTx } from '../identity/elevation.ts'
 import { NotFoundError } from '../identity/errors.ts'
-import { channelPauseRows, deliveryEventCountRows, liftChannelPauseTx, liftProviderHoldTx } from '../outbox/console-functions-sql.ts'
+import { deliveryEventCountRows, liftChannelPauseTx, liftProviderHoldTx, runningPauseRows } from '../outbox/console-functions-sql.ts'
 import { asStaff, type StaffSession } from './outbox-admin.ts'
 
 /** The longest window the delivery-event counts look back over: the events' own retention is longer, the answer stays cheap. */
@@ -14,17 +14,23 @@ export async function deliveryEventCounts(db: Knex, input: { staff: Pick<StaffSe
   return { since: since.toISOString(), until: input.now.toISOString(), counts }
 }
 
-/** `GET …/pauses`: each channel's throttle pause still running. */
+/** `GET …/pauses`: each provider's throttle pause still running, and a whole channel's (from a worker of the previous release). */
 export async function channelPauses(db: Knex, input: { staff: Pick<StaffSession, 'tokenHash'>; now: Date }) {
-  const rows = await asStaff(() => channelPauseRows(db, input.staff.tokenHash, input.now))
+  const rows = await asStaff(() => runningPauseRows(db, input.staff.tokenHash, input.now))
   return {
-    items: rows.map((row) => ({ channel: row.channel, pausedUntil: row.paused_until.toISOString(), throttleStreak: row.throttle_streak })),
+    items: rows.map((row) => ({
+      channel: row.channel,
+      provider: row.provider,
+      pausedUntil: row.paused_until.toISOString(),
+      throttleStreak: row.throttle_streak,
+    })),
   }
 }
 
 /**
  * `DELETE …/channels/:channel/pause` and `DELETE …/providers/:provider/hold` (staff with a fresh
- * step-up): one transaction checks the elevation, then the staff function ends the pause or marks
+ * step-up): one transaction checks the elevation, then the staff function ends the channel's pauses
+ * (its own and its providers') or marks
  * the provider up, calls the channel's held messages back (`outbox.release_held_jobs`, the step a
  * provider's first successful probe runs) and writes the audit record. 404 when there is none.
  */

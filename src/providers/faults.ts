@@ -75,21 +75,21 @@ export const FAULTS = Object.freeze({
     effect: null,
     recipientOnly: false,
     what: 'the provider’s rate limit (429), with or without a `Retry-After`',
-    then: 'retried no earlier than the `Retry-After` (seconds or HTTP date, capped at `MAX_PROVIDER_PAUSE_SECONDS`), and the channel is paused for every worker until then',
+    then: 'retried no earlier than the `Retry-After` (seconds or HTTP date, capped at `MAX_PROVIDER_PAUSE_SECONDS`), and the provider is paused for every worker until then',
   },
   unavailable: {
     failureClass: 'UNAVAILABLE',
     effect: null,
     recipientOnly: false,
     what: 'the provider failed before it could act: 500, 502, 503, a refused connection, a timeout before the request reached it',
-    then: 'retried on the schedule (the next attempt on the channel’s next provider); counts toward the outage hold',
+    then: 'retried on the schedule (the next attempt on the channel’s next provider); counts toward the breaker’s failure rate',
   },
   indeterminate: {
     failureClass: 'INDETERMINATE',
     effect: null,
     recipientOnly: false,
     what: 'the provider may have acted: a timeout or reset after the request was written, 504, a success answer that cannot be read',
-    then: 'retried on the schedule (at-least-once: a duplicate code is possible); counts toward the outage hold',
+    then: 'retried on the schedule (at-least-once: a duplicate code is possible); counts toward the breaker’s failure rate',
   },
 } as const satisfies Record<string, FaultRow>)
 

@@ -1,9 +1,10 @@
-import type { DeliveryDeps, DeliveryJob } from '../../jobs/deliver.ts'
+import type { DeliveryDeps, DeliveryJob } from '../../jobs/delivery-deps.ts'
 import { describeError } from '../logging/logger.ts'
 import { QUEUES, type DeliveryJobData } from '../outbox/constants.ts'
 import { localView, pipelineRecorder } from './pipeline-record.ts'
 import { createSlots, pipelineReport, type Slots } from './pipeline-slots.ts'
 import { deliveryStep } from './pipeline-step.ts'
+import { providerLimits } from './provider-limits.ts'
 
 /** How the pipeline paces itself (docs/delivery.md "Delivery settings"). */
 export type PipelineOptions = {
@@ -76,7 +77,9 @@ export function startDeliveryPipeline(deps: DeliveryDeps, options: PipelineOptio
     maxGroup: options.maxGroup,
     maxCommits: options.maxCommits,
   })
-  const step = deliveryStep(deps, { slots, recorder, local: localView(wake), noteDue: due.note })
+  // Per provider, this worker's in-flight limit below the breaker's threshold: back off by concurrency, not by stopping.
+  const limits = providerLimits(concurrency)
+  const step = deliveryStep(deps, { slots, recorder, local: localView(wake, limits), limits, noteDue: due.note })
   // Every batch under way, whichever entry handed it over: a stop waits for each to be recorded,
   // so a send that left before the stop is never sent again after it.
   const tasks = new Set<Promise<void>>()

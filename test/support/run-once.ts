@@ -1,4 +1,4 @@
-import type { DeliveryDeps, DeliveryJob } from '../../jobs/deliver.ts'
+import type { DeliveryDeps, DeliveryJob } from '../../jobs/delivery-deps.ts'
 import { runOnce } from '../../src/runtime/delivery-pipeline.ts'
 
 /** One fetched job through the worker's own pipeline (`runOnce`): claim, send, record, settled. */

@@ -39,6 +39,8 @@ export async function startWebStack(
     whatsappCloud?: boolean
     /** SMS through the fake Twilio (its callbacks signed for `TWILIO_STACK.publicBaseUrl`); off unless asked. */
     sms?: boolean
+    /** The web's PHONE_CHANNELS (unset unless given). */
+    phoneChannels?: ('whatsapp' | 'sms')[]
     clientLimitPerMinute?: number
     trustProxy?: boolean | number | string[]
     invitationTtlSeconds?: number
@@ -140,6 +142,7 @@ export async function startWebStack(
       ...options.webhooks,
       ...options.passwords,
       WEBHOOK_ALLOWED_HOSTS: options.events?.allowedHosts ?? [],
+      ...(options.phoneChannels ? { PHONE_CHANNELS: options.phoneChannels } : {}),
     },
     confirmSubscription: options.confirmSubscription,
     resolve: options.events?.resolve,

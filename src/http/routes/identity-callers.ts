@@ -4,6 +4,7 @@ import { isDatabaseUnavailable } from '../../db/unavailable.ts'
 import type { ChallengeDeps } from '../../identity/challenges.ts'
 import { resolveRequester } from '../../identity/devices.ts'
 import { parseIdentifier, phoneRefusal, type Identifier } from '../../identity/identifiers.ts'
+import { offeredChannels } from '../../outbox/channel-routing.ts'
 import { DEFAULT_PHONE_NUMBER_POLICY } from '../../outbox/phone-numbers.ts'
 import { limitPerClient } from '../client-limit.ts'
 import { deviceTokenOf } from '../device-cookie.ts'
@@ -25,9 +26,9 @@ export function identifierFrom(raw: string): Identifier {
  * deployment alone, before anything is looked up, so a known and an unknown number get the same
  * answer in the same time.
  */
-export function codeIdentifierFrom(raw: string, deps: Pick<ChallengeDeps, 'phoneNumbers' | 'channels'>): Identifier {
+export function codeIdentifierFrom(raw: string, deps: Pick<ChallengeDeps, 'phoneNumbers' | 'channels' | 'phoneChannels'>): Identifier {
   const identifier = identifierFrom(raw)
-  if (phoneRefusal(identifier, deps.phoneNumbers ?? DEFAULT_PHONE_NUMBER_POLICY, deps.channels))
+  if (phoneRefusal(identifier, deps.phoneNumbers ?? DEFAULT_PHONE_NUMBER_POLICY, offeredChannels(deps)))
     throw new HttpProblemError(422, 'unsupported_phone_number', 'Codes cannot be sent to this phone number.')
   return identifier
 }

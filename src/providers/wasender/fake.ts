@@ -4,7 +4,8 @@ import { delay, startFakeHttp } from '../fake-http.ts'
 /** What the fake answers to one request. */
 export type WasenderBehavior =
   | { kind: 'accept'; delayMs?: number }
-  | { kind: 'status'; status: number; headers?: Record<string, string>; body?: unknown }
+  /** `delayMs`: the failure comes after that long, as a real provider's error answer does. */
+  | { kind: 'status'; status: number; headers?: Record<string, string>; body?: unknown; delayMs?: number }
   /** Counts the message as sent, then never answers: the provider acted, the caller cannot know. */
   | { kind: 'accept-then-hang' }
   | { kind: 'hang' }
@@ -55,6 +56,7 @@ export async function startFakeWasender(apiKey: string) {
           .writeHead(200, json)
           .end(JSON.stringify({ success: true, data: { msgId: nextId++, jid: entry.to, status: 'in_progress' } }))
       case 'status':
+        await delay(behavior.delayMs)
         return res
           .writeHead(behavior.status, { ...json, ...behavior.headers })
           .end(JSON.stringify(behavior.body ?? { success: false, message: 'fake failure' }))
