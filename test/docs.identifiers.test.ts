@@ -38,6 +38,7 @@ const EXTERNAL = new Map<string, string>([
   ['SMS_OTP_EXP', "Supabase Auth's config.toml setting"],
   ['buildGotrueEnv', "the Supabase CLI's function that sets Auth's environment"],
   ['verifyOtp', "supabase-js's call that checks a code"],
+  ['WhatsApp', 'the brand, in the text of a log line'],
   ['ALICE_TOKEN', "a shell variable of getting-started.md's own walkthrough"],
 ])
 
@@ -51,7 +52,7 @@ describe('names in README.md and docs/', () => {
     index = await readCodeIndex({ environment: Object.keys(envSchema.shape), allowed: EXTERNAL })
   })
 
-  it('every path, symbol, constant, environment variable, SQL name and npm script a page puts in backticks exists in the code', () => {
+  it('every path, symbol, constant, environment variable, SQL name, metric and npm script a page puts in backticks exists in the code', () => {
     const findings = PAGES.flatMap((page) => unknownNames(page, readFileSync(page, 'utf8'), index))
     expect(
       report(findings),
@@ -113,17 +114,19 @@ describe('the docs check', () => {
       ).to.deep.equal([])
   })
 
-  it('judges names against the repository: placeholders match a folder, a missing file or SQL function is reported', () => {
+  it('judges names against the repository: placeholders match a folder; a missing file, SQL function, script, variable or metric is reported', () => {
     const page = [
       '`src/providers/<name>/faults.ts` and `jobs/` exist; `src/outbox/crash-loop-sql.ts` does not.',
       '`outbox.dead_letter_messages` is a function; `outbox.no_such_function` is not; `npm run no-such-script`.',
       '`SEND_TIMEOUT_MS` is a variable, `NO_SUCH_VARIABLE` is not; `HttpOnly` is allowed.',
+      '`sealpost_outbox_messages{state}` and `sealpost_http_request_duration_seconds_bucket` are metrics, `sealpost_no_such_total` is not.',
     ].join('\n')
     expect(unknownNames('page.md', page, index).map(({ line, name }) => `${line} ${name}`)).to.deep.equal([
       '1 src/outbox/crash-loop-sql.ts',
       '2 outbox.no_such_function',
       '2 no-such-script',
       '3 NO_SUCH_VARIABLE',
+      '4 sealpost_no_such_total',
     ])
   })
 

@@ -4,8 +4,8 @@ import ts from 'typescript'
 
 /**
  * The names README.md and docs/ put in backticks, and what the code holds to check them against
- * (docs/testing.md "Docs that cannot name what is gone"). Syntax only: one TypeScript parse per
- * file, no program, no type checking.
+ * (the rules: docs/testing.md). Syntax only: one TypeScript parse per file, no program, no type
+ * checking.
  */
 
 /** Where code lives: a symbol counts when one of these declares it. */
@@ -24,6 +24,9 @@ const SCREAMING = /^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$/
 /** One upper-case word (`FAULTS`, `QUEUES`): checked only when it is the whole span, since prose and SQL are full of them. */
 const WORD = /^[A-Z][A-Z0-9]{2,}$/
 const SQL_NAME = /(?<![\w./-])((?:outbox|platform|identity|organization)\.[a-z_][a-z0-9_]*)(?![\w-])/g
+/** Names Sealpost gives operators: metrics, group roles, row policies, NOTIFY channels (a histogram's series add a suffix). */
+const SEALPOST_NAME = /(?<![\w.-])sealpost_[a-z0-9_]*[a-z0-9](?![\w*-])/g
+const SERIES_SUFFIX = /_(?:bucket|count|sum)$/
 
 /** What the repository holds, read once. */
 export type CodeIndex = {
@@ -39,6 +42,8 @@ export type CodeIndex = {
   identifiersIn: ReadonlyMap<string, ReadonlySet<string>>
   /** `schema.name` words (outbox, platform, identity, organization) in the product's string literals: its SQL. */
   sqlNames: ReadonlySet<string>
+  /** `sealpost_…` words in the product's string literals. */
+  sealpostNames: ReadonlySet<string>
   /** Environment variables: the config schema's, and those any code reads from `process.env` (or an `env` it was handed). */
   environment: ReadonlySet<string>
   npmScripts: ReadonlySet<string>
@@ -46,7 +51,7 @@ export type CodeIndex = {
   allowed: ReadonlyMap<string, string>
 }
 
-export type NameKind = 'path' | 'symbol' | 'constant' | 'sql' | 'npm script'
+export type NameKind = 'path' | 'symbol' | 'constant' | 'sql' | 'sealpost name' | 'npm script'
 export type Finding = { page: string; line: number; kind: NameKind; name: string; problem: string }
 
 /** The page with every fenced block blanked out (line numbers kept): a block is an example, not a claim about the code. */
@@ -77,6 +82,7 @@ export function namesInSpan(span: string): { kind: NameKind; name: string }[] {
       names.push({ kind: 'path', name: token })
   }
   for (const [, name] of span.matchAll(SQL_NAME)) names.push({ kind: 'sql', name: name! })
+  for (const [name] of span.matchAll(SEALPOST_NAME)) names.push({ kind: 'sealpost name', name })
   // Symbols: outside string literals and <placeholders>; not a member after a dot, not part of a-hyphenated-word or a path.
   const code = span.replace(/'[^']*'|"[^"]*"|<[^<>]*>/g, ' ').trim()
   const whole = /^([A-Za-z_$][\w$]*)(?:\(.*\)|\s*=.*)?$/.exec(code)?.[1]
@@ -106,6 +112,7 @@ export function problemWith(kind: NameKind, name: string, index: CodeIndex): str
     path: () => index.paths.some((path) => pattern!.test(path)),
     'npm script': () => index.npmScripts.has(name),
     sql: () => index.sqlNames.has(name),
+    'sealpost name': () => index.sealpostNames.has(name) || index.sealpostNames.has(name.replace(SERIES_SUFFIX, '')),
     // An upper-case name is a constant or an environment variable; an object's key of that shape is a variable being set.
     constant: () => index.declared.has(name) || index.spelled.has(name) || index.environment.has(name),
     symbol: () => index.declared.has(name) || index.keys.has(name) || index.spelled.has(name),
@@ -115,18 +122,20 @@ export function problemWith(kind: NameKind, name: string, index: CodeIndex): str
     path: 'no such file or folder in the repository',
     'npm script': 'no such script in package.json',
     sql: 'no SQL string of src/, jobs/ or migrations/ names it',
+    'sealpost name': 'no string of the product names it (a metric, role, policy or channel)',
     constant: 'declared nowhere in the code, and no environment variable of the config schema or read from process.env',
     symbol: `declared nowhere in ${CODE_DIRECTORIES.join('/, ')}/`,
   }[kind]
 }
 
 /**
- * "`name` in `path`" and "`name` (`path`)": the page says where a known symbol lives or is used, so
- * that file (a file under that folder; for a bare file name, a file so named) must have it in its code.
+ * "`name` in `path`", "`name` of `path`", "`name` (`path`" and "`name`, `path`": the page says
+ * where a known symbol lives or is used, so that file (a file under that folder; for a bare file
+ * name, a file so named) must have it in its code.
  */
 function misplaced(page: string, markdown: string, index: CodeIndex): Finding[] {
   const text = withoutFences(markdown)
-  return [...text.matchAll(/`([A-Za-z_$][\w$]*)(?:\([^`]*\))?` (?:in \(?|\()`([^`\s]+)`/g)].flatMap((match) => {
+  return [...text.matchAll(/`([A-Za-z_$][\w$]*)(?:\([^`]*\))?` (?:in \(?|of |\(|, )`([^`\s]+)`/g)].flatMap((match) => {
     const [, name, place] = match as unknown as [string, string, string]
     const symbol = CAMEL.test(name) || PASCAL.test(name) || SCREAMING.test(name)
     if (!symbol || problemWith('symbol', name, index) !== undefined) return []
@@ -165,19 +174,20 @@ async function walk(dir: string): Promise<string[]> {
  * What one file's code holds: the names it declares, the keys of its object literals, every
  * identifier, the names it spells as a whole string, a quoted word inside one or a log line's
  * `MARKER:` (a frozen list's values, an event's JSON keys in SQL, a provider's error name it maps),
- * the SQL names in its strings and the `process.env` variables it reads.
+ * the SQL and `sealpost_…` names in its strings and the `process.env` variables it reads.
  */
 function scanCode(path: string, text: string) {
   const kind = path.endsWith('.ts') ? ts.ScriptKind.TS : ts.ScriptKind.JS
   const file = ts.createSourceFile(basename(path), text, ts.ScriptTarget.Latest, false, kind)
   const found = { declared: new Set<string>(), keys: new Set<string>(), identifiers: new Set<string>() }
-  const strings = { spelled: new Set<string>(), sql: new Set<string>(), environment: new Set<string>() }
+  const strings = { spelled: new Set<string>(), sql: new Set<string>(), sealpost: new Set<string>(), environment: new Set<string>() }
   // `process.env.X`, or `env.X` where a function was handed the environment (`loadConfig(env)`).
   const isEnv = (node: ts.Expression) => ['process.env', 'env'].includes(node.getText(file))
   const visit = (node: ts.Node): void => {
     if (ts.isIdentifier(node)) found.identifiers.add(node.text)
     if (ts.isStringLiteralLike(node) || ts.isTemplateLiteralToken(node)) {
       for (const [, name] of node.text.matchAll(SQL_NAME)) strings.sql.add(name!)
+      for (const [name] of node.text.matchAll(SEALPOST_NAME)) strings.sealpost.add(name)
       if (/^[A-Za-z_$][\w$]*$/.test(node.text)) strings.spelled.add(node.text)
       for (const [name] of node.text.matchAll(/(?<=['"])[A-Za-z_$][\w$]*(?=['"])/g)) strings.spelled.add(name)
       for (const [, marker] of node.text.matchAll(/^([A-Z][A-Z0-9_]{2,}):/g)) strings.spelled.add(marker!)
@@ -214,6 +224,7 @@ export async function readCodeIndex(extra: { environment: Iterable<string>; allo
     spelled: new Set(product.flatMap((scan) => [...scan.spelled])),
     identifiersIn: new Map(scans.map(([path, scan]) => [path, new Set([...scan.identifiers, ...scan.spelled])])),
     sqlNames: new Set(product.flatMap((scan) => [...scan.sql])),
+    sealpostNames: new Set(product.flatMap((scan) => [...scan.sealpost])),
     environment: new Set([...extra.environment, ...all.flatMap((scan) => [...scan.environment])]),
     npmScripts: new Set(Object.keys(scripts)),
     allowed: extra.allowed,
