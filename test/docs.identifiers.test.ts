@@ -92,6 +92,7 @@ describe('the docs check', () => {
       'constant RETRY_SCHEDULE',
     ])
     expect(names('open()')).to.deep.equal(['symbol open'])
+    expect(names('import()')).to.deep.equal([])
     expect(names('QUEUES')).to.deep.equal(['constant QUEUES'])
     expect(names('npm run docs:faults')).to.deep.equal(['npm script docs:faults'])
     expect(names('node --import ./src/bin/tracing.ts src/bin/web.ts')).to.deep.equal(['path src/bin/tracing.ts', 'path src/bin/web.ts'])

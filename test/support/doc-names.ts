@@ -23,6 +23,8 @@ const PASCAL = /^[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+$/
 const SCREAMING = /^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$/
 /** One upper-case word (`FAULTS`, `QUEUES`): checked only when it is the whole span, since prose and SQL are full of them. */
 const WORD = /^[A-Z][A-Z0-9]{2,}$/
+/** `name()` spans that are the language's, not a symbol of ours (`import()`, `require()`). */
+const LANGUAGE_CALLS = new Set(['import', 'require', 'super', 'typeof', 'await'])
 const SQL_NAME = /(?<![\w./-])((?:outbox|platform|identity|organization)\.[a-z_][a-z0-9_]*)(?![\w-])/g
 /** Names Sealpost gives operators: metrics, group roles, row policies, NOTIFY channels (a histogram's series add a suffix). */
 const SEALPOST_NAME = /(?<![\w.-])sealpost_[a-z0-9_]*[a-z0-9](?![\w*-])/g
@@ -87,7 +89,8 @@ export function namesInSpan(span: string): { kind: NameKind; name: string }[] {
   const code = span.replace(/'[^']*'|"[^"]*"|<[^<>]*>/g, ' ').trim()
   const whole = /^([A-Za-z_$][\w$]*)(?:\(.*\)|\s*=.*)?$/.exec(code)?.[1]
   if (whole !== undefined && WORD.test(whole)) names.push({ kind: 'constant', name: whole })
-  if (whole !== undefined && /^[a-z][a-z0-9]*$/.test(whole) && code.startsWith(`${whole}(`)) names.push({ kind: 'symbol', name: whole })
+  if (whole !== undefined && /^[a-z][a-z0-9]*$/.test(whole) && code.startsWith(`${whole}(`) && !LANGUAGE_CALLS.has(whole))
+    names.push({ kind: 'symbol', name: whole })
   for (const [name] of code.matchAll(/(?<![\w$.\-/#@:])[A-Za-z_$][\w$]*(?![\w$\-/])/g)) {
     if (SCREAMING.test(name)) names.push({ kind: 'constant', name })
     else if (CAMEL.test(name) || PASCAL.test(name)) names.push({ kind: 'symbol', name })
