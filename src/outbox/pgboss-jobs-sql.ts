@@ -50,8 +50,8 @@ export async function isRealCrashLoopTx(trx: Knex.Transaction, crashLoopJobId: s
 }
 
 /**
- * The job of `sourceQueue` whose failure past its retries the crash-loop job `crashLoopJobId` of
- * `crashLoopQueue` records, if pg-boss filed it (`source_name`/`source_id`) for a job that really is
+ * The job of `queues.source` whose failure past its retries the crash-loop job `crashLoopJobId` of
+ * `queues.crashLoop` records, if pg-boss filed it (`source_name`/`source_id`) for a job that really is
  * `failed` and carries `data[key] = value`; undefined for a row anyone else put in the queue.
  */
 export async function crashLoopSourceTx(

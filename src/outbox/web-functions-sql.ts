@@ -65,7 +65,7 @@ export type PhoneFallbackCandidate =
 
 /**
  * Checks, under the challenge's lock held to COMMIT, that a published phone code whose channel
- * cannot reach its number may go again on `nextChannel` (migration 20261202002300): the destination
+ * cannot reach its number may go again on `channels.next` (migration 20261202002300): the destination
  * returned is the challenge's own identifier, never the message row's.
  */
 export async function phoneFallbackCandidateTx(
