@@ -1,7 +1,6 @@
 import { DEFAULT_HOOK_DESTINATION_HOURLY_BUDGET } from '../../config/schema.ts'
 import { enqueueChannel, listedPhoneChannels } from '../outbox/channel-routing.ts'
 import type { Locale } from '../delivery/locales.ts'
-import { deliveryChannelFor } from '../identity/challenges.ts'
 import type { DomainError } from '../identity/errors.ts'
 import type { Channel } from '../outbox/constants.ts'
 import { acceptCourierMessage, type CourierDeps, type CourierSender } from '../platform/courier.ts'

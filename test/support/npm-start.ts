@@ -83,5 +83,6 @@ export async function stopNpmStart(app: Spawned, dataDir: string): Promise<void>
   const postgres = await embeddedPostgresPid(dataDir).catch(() => undefined)
   killGroup(app, 'SIGKILL')
   await app.exited
-  if (postgres !== undefined) await eventually(async () => (isAlive(postgres) ? undefined : true), 'the embedded PostgreSQL to stop', 30_000)
+  if (postgres !== undefined)
+    await eventually(async () => (isAlive(postgres) ? undefined : true), 'the embedded PostgreSQL to stop', 30_000)
 }
