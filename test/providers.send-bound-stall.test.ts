@@ -19,7 +19,7 @@ function stallUntil(until: number): void {
  * after the bound's timer is due too. Node runs due timers before it reads sockets, so the timer
  * used to win: the send was cut off as INDETERMINATE though Wasender had taken it, and its retry
  * sent the message twice (test/worker.chaos.test.ts, "messages sent twice"). An answer that had
- * arrived when the bound ended must be read (docs/delivery.md "Timeouts").
+ * arrived when the bound ended must be read (docs/delivery.md "How a message travels").
  */
 describe('a send bound whose timer is due only because the event loop stalled', () => {
   const apiKey = 'test-api-key-not-secret'
@@ -48,10 +48,10 @@ describe('a send bound whose timer is due only because the event loop stalled', 
       return { kind: 'accept' }
     })
     deadline = performance.now() + BOUND_MS
-    const result = await connector.dispatch({ ...MESSAGE }, AbortSignal.timeout(BOUND_MS)).then(
-      (sent) => sent,
-      (error: unknown) => (error instanceof DeliveryFailureError ? { failureClass: error.failureClass } : Promise.reject(error)),
-    )
+    const result = await connector.dispatch({ ...MESSAGE }, AbortSignal.timeout(BOUND_MS)).catch((error: unknown) => {
+      if (error instanceof DeliveryFailureError) return { failureClass: error.failureClass }
+      throw error
+    })
     // The stall really covered the bound's end, with Wasender's answer already written.
     expect(answered?.accepted, 'Wasender took the message').to.equal(true)
     expect(performance.now()).to.be.above(deadline)
