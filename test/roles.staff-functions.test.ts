@@ -23,6 +23,7 @@ const CALLS: [string, string][] = [
   ['the delivery-event counts', "SELECT * FROM outbox.delivery_event_counts(?, now(), now() - interval '1 day')"],
   ['the redrive candidates', "SELECT * FROM outbox.redrive_candidates(?, now(), 'retries_exhausted', 10, NULL)"],
   ["the channels' pauses", 'SELECT * FROM outbox.channel_pauses(?, now())'],
+  ['the running pauses (per provider and per channel)', 'SELECT * FROM outbox.running_pauses(?, now())'],
   ['a pause lift', "SELECT * FROM outbox.lift_channel_pause(?, now(), 'email')"],
   ['an outage hold lift', "SELECT * FROM outbox.lift_provider_hold(?, now(), 'ses')"],
   ['an audit-record page', 'SELECT * FROM platform.audit_record_page(?, now(), 10, NULL, NULL, NULL, NULL, NULL, NULL, NULL)'],

@@ -42,6 +42,23 @@ function watchWrite(handler: Dispatcher.DispatchHandler, onWritten: () => void):
   }
 }
 
+/**
+ * `signal`, with its end passed on only after the event loop has read the sockets once more. Node
+ * runs a due timer before it reads the sockets: after a stall (a worker starting on a loaded
+ * machine, a long GC) the bound's timer would cut off a send whose answer had reached the socket
+ * while the bound still ran — INDETERMINATE, and a duplicate when its retry is taken too. One
+ * `setImmediate` comes after that read (the poll phase), so an answer already there wins; one not
+ * yet there still ends at the bound, later only by the stall itself (docs/delivery.md "How a message travels").
+ */
+function afterPendingReads(signal: AbortSignal): { signal: AbortSignal; release: () => void } {
+  const settled = new AbortController()
+  const pass = () => setImmediate(() => settled.abort(signal.reason))
+  if (signal.aborted) settled.abort(signal.reason)
+  else signal.addEventListener('abort', pass, { once: true })
+  // Once the exchange is over, a long-lived bound (the SES handler's unbounded one) keeps no listener per send.
+  return { signal: settled.signal, release: () => signal.removeEventListener('abort', pass) }
+}
+
 /** Rejects when `signal` aborts (at once if it has). */
 const abortOf = (signal: AbortSignal) =>
   new Promise<never>((_resolve, reject) => {
@@ -66,8 +83,9 @@ export async function sendProviderRequest(
   agent: Dispatcher,
   url: string,
   options: ProviderRequest,
-  signal: AbortSignal,
+  bound: AbortSignal,
 ): Promise<Dispatcher.ResponseData> {
+  const { signal, release } = afterPendingReads(bound)
   let written = false
   const dispatcher = agent.compose(
     (dispatch) => (dispatchOptions, handler) =>
@@ -79,8 +97,12 @@ export async function sendProviderRequest(
   try {
     const sent = request(url, { ...options, dispatcher, signal })
     sent.then((late) => (signal.aborted ? late.body.dump() : undefined)).catch(() => undefined)
-    return await Promise.race([sent, abortOf(signal)])
+    const response = await Promise.race([sent, abortOf(signal)])
+    // The bound still covers the body's read; it lets go once the body is read or dropped.
+    response.body.once('close', release)
+    return response
   } catch (error) {
+    release()
     const { name, code } = (error ?? {}) as { name?: string; code?: string }
     throw new TransportFailureError(written, signal.aborted ? 'Timeout' : (code ?? name ?? 'unknown'))
   }
