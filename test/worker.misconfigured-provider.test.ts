@@ -107,9 +107,13 @@ describe('a misconfigured provider, through the delivery pipeline', () => {
       async () => ((await f.db.owner('outbox.provider_states').where({ provider: 'ses', state: 'down' }).first()) ? true : undefined),
       'SES to be held down',
     )
-    // Held, not spent: back to pending (or claimed again, to be put back until the probe), never an attempt.
-    const held = await f.rows.message(messageId)
-    expect(held.state).to.be.oneOf(['pending', 'leased'])
+    // Held, not spent: put back until the probe, never an attempt. Waited for, so the call back below
+    // meets it put back: one still leased, or pending for a claim due now, is put back after the call
+    // back ran, up to the longest probe interval away, and the call back would miss it.
+    const held = await eventually(async () => {
+      const row = await f.rows.message(messageId)
+      return row.state === 'pending' && new Date(row.available_at).getTime() > Date.now() + 1_000 ? row : undefined
+    }, 'the held code to be put back until the probe')
     expect(held.attempt_count).to.equal(0)
     expect(await f.rows.attempts(messageId)).to.deep.equal([])
     expect(await f.rows.ciphertexts(messageId)).to.equal(1)
