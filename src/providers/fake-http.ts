@@ -4,10 +4,13 @@ import type { AddressInfo } from 'node:net'
 /** A provider's local HTTP fake (development and tests): where it listens, the answers it holds back, its stop. */
 export type FakeHttpServer = {
   url: string
-  /** Never answers this response (the provider hangs) until the fake stops. */
-  hold: (res: ServerResponse) => void
+  /** The transport faults every fake plays alike: a hang after taking the message (`take`), a hang before it (never answered until the fake stops), a reset. */
+  fault: (kind: TransportFault, req: IncomingMessage, res: ServerResponse, take: () => void) => void
   stop: () => Promise<void>
 }
+
+/** A provider that never answers (having taken the message, or not) or drops the connection. */
+export type TransportFault = 'accept-then-hang' | 'hang' | 'reset'
 
 /** What a fake does with one request, its body read whole; a handler that throws destroys its response. */
 export type FakeHandler = (req: IncomingMessage, res: ServerResponse, body: Buffer) => unknown
@@ -34,7 +37,11 @@ export async function startFakeHttp(handle: FakeHandler, port = 0): Promise<Fake
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    hold: (res) => void held.add(res),
+    fault: (kind, req, res, take) => {
+      if (kind === 'reset') return void req.socket.destroy()
+      if (kind === 'accept-then-hang') take()
+      held.add(res)
+    },
     stop: async () => {
       for (const res of held) res.destroy()
       server.closeAllConnections()

@@ -179,12 +179,9 @@ async function answerSend(behavior: TwilioBehavior, entry: TwilioRequest, { req,
         behavior.headers,
       )
     case 'accept-then-hang':
-      take()
-      return server.hold(res)
     case 'hang':
-      return server.hold(res)
     case 'reset':
-      return req.socket.destroy()
+      return server.fault(behavior.kind, req, res, take)
     case 'garbage':
       return answer(res, 201, '<html>maintenance</html>')
   }

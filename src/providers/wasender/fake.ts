@@ -61,12 +61,9 @@ export async function startFakeWasender(apiKey: string) {
           .writeHead(behavior.status, { ...json, ...behavior.headers })
           .end(JSON.stringify(behavior.body ?? { success: false, message: 'fake failure' }))
       case 'accept-then-hang':
-        entry.accepted = true
-        return server.hold(res)
       case 'hang':
-        return server.hold(res)
       case 'reset':
-        return req.socket.destroy()
+        return server.fault(behavior.kind, req, res, () => (entry.accepted = true))
       case 'garbage':
         return res.writeHead(200, json).end('<html>maintenance</html>')
     }

@@ -113,12 +113,9 @@ async function answerSend(behavior: CloudApiBehavior, entry: CloudApiRequest, { 
     case 'status':
       return answer(res, behavior.status, behavior.body ?? {})
     case 'accept-then-hang':
-      take()
-      return server.hold(res)
     case 'hang':
-      return server.hold(res)
     case 'reset':
-      return req.socket.destroy()
+      return server.fault(behavior.kind, req, res, take)
     case 'garbage':
       return res.writeHead(200, { 'content-type': 'text/html' }).end('<html>maintenance</html>')
   }
